@@ -1,0 +1,57 @@
+# rdbspec — every target installs what it needs itself (a .venv with pip, npm packages into
+# tests/conformance, Debian's redis-server when root and missing).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NODE_STAMP := tests/conformance/node_modules/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: setup run test regenerate check-generated lint conformance pytest bench redis-server
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,spark]'
+	touch $@
+
+$(NODE_STAMP): tests/conformance/package.json tests/conformance/package-lock.json
+	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
+	touch $@
+
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  else echo "redis-server missing and not root: real-server tests will be skipped"; fi; \
+	fi
+
+setup: $(STAMP) $(NODE_STAMP) redis-server
+
+# The main job on the bundled sample dump, through Spark local mode.
+run: setup
+	$(PY) -m rdbspec pipeline examples/sample.rdb --out out/sample --master 'local[*]'
+
+regenerate: $(STAMP)
+	$(PY) -m generator spec generated docs/spec
+
+# generated/ and docs/spec/ must be exactly what the generator makes from spec/ + generator/.
+check-generated: $(STAMP)
+	rm -rf build/regen && $(PY) -m generator spec build/regen/generated build/regen/docs >/dev/null
+	diff -r -x __pycache__ build/regen/generated generated
+	diff -r build/regen/docs docs/spec
+	@echo "generated/ is up to date"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+conformance: $(STAMP) $(NODE_STAMP)
+	$(PY) tests/conformance/run.py
+
+pytest: setup
+	$(PY) -m pytest -q
+
+test: setup check-generated lint conformance pytest
+
+bench: setup
+	$(PY) -m bench

@@ -1,0 +1,20 @@
+"""Parsers generated from spec/*.ksy by rdbspec's generator. Do not edit."""
+
+from ._runtime import Io, ParseError, RdbError, TruncatedError
+
+__all__ = ["Io", "ParseError", "RdbError", "TruncatedError"]
+SPECS = (
+    "dragonfly",
+    "function",
+    "hash",
+    "intset",
+    "listpack",
+    "module",
+    "quicklist",
+    "rdb",
+    "rdb_string",
+    "stream",
+    "ziplist",
+    "zipmap",
+    "zset",
+)

@@ -1,0 +1,649 @@
+"""Statement generation: turns each type's seq and instances into Python source lines.
+
+A type is read by one function. Seq fields are read into locals (named after their ids) and
+stored where the mode says: on `self` (object mode), into column lists (row mode), or not at all
+(scalar mode, where the function returns one value instance). Instances an expression needs
+while reading are computed into locals at first use, so the hot path reads no properties.
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import expressions as ex
+from .load import SpecError
+from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
+
+OBJECT, SCALAR, ROWS, SKIP = "object", "scalar", "rows", "skip"
+_RESERVED = {"pos", "io", "buf", "end", "self", "cls", "root", "parent", "cols", "count", "len", "int",
+             "str", "bytes", "range", "struct", "Io", "invalid", "truncated", "lzf_decompress"}
+_PROCESSES = {"rdb_lzf": "lzf_decompress"}
+
+
+def local_name(name: str) -> str:
+    return f"{name}_" if name in _RESERVED or keyword.iskeyword(name) else name
+
+
+@dataclass
+class Lines:
+    lines: list[str] = field(default_factory=list)
+    depth: int = 0
+
+    def add(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+
+def min_size(t: TypeSpec, seen: Optional[set] = None) -> int:
+    """A lower bound of the bytes one instance of `t` takes (0 when unsure)."""
+    seen = set() if seen is None else seen
+    if id(t) in seen:
+        return 0
+    seen = seen | {id(t)}
+    return sum(_attr_min_size(a, seen) for a in t.seq)
+
+
+def _attr_min_size(a: Attribute, seen: set) -> int:
+    if a.cond is not None or a.repeat:
+        return 0
+    if a.contents is not None:
+        return len(a.contents)
+    if a.size is not None:
+        return a.size.value if isinstance(a.size, ex.Num) else 0
+    return _ref_min_size(a.type, seen)
+
+
+def _ref_min_size(ref: TypeRef, seen: set) -> int:
+    if isinstance(ref, Primitive):
+        return ref.size
+    if isinstance(ref, Text):
+        return 1 if ref.terminated else 0
+    if isinstance(ref, UserRef):
+        return min_size(ref.target, seen)
+    if isinstance(ref, Switch):
+        options = [_ref_min_size(r, seen) for _, r in ref.cases]
+        return min(options) if options and ref.default is not None else 0
+    return 0
+
+
+def expressions_of(t: TypeSpec) -> list[ex.Node]:
+    """Every expression in a type: conditions, sizes, counts, switches, arguments, instances."""
+    nodes: list[ex.Node] = []
+    for a in t.seq + t.instances:
+        nodes += [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
+        refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
+        if isinstance(a.type, Switch):
+            nodes.append(a.type.on)
+        nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
+        if a.process:
+            nodes += list(a.process[1])
+        if isinstance(a.valid, dict) and "expr" in a.valid:
+            nodes.append(ex.parse(a.valid["expr"]))
+    return nodes
+
+
+def referenced_names(t: TypeSpec) -> set[str]:
+    return set().union(*(ex.names_in(n) for n in expressions_of(t)))
+
+
+def uses_parent(t: TypeSpec) -> bool:
+    return "_parent" in referenced_names(t)
+
+
+class TypeEmitter:
+    """Emits the reading function of one type in one mode."""
+
+    def __init__(self, builder: Builder, t: TypeSpec, mode: str):
+        self.builder = builder
+        self.t = t
+        self.mode = mode
+        self.out = Lines(depth=2 if mode != SCALAR else 1)
+        self.known: list[set[str]] = [set(local_name(p.id) for p in t.params)]
+        self.pre: list[str] = []
+        self.loop_item: Optional[str] = None
+        self.current_attr: Optional[Attribute] = None
+        self.loop_index: Optional[str] = None
+        self.unpackers: set[str] = set()
+        self.modules: set[str] = set()
+        self.needed = referenced_names(t)
+
+    # -- name resolution -------------------------------------------------------------------
+
+    def is_known(self, name: str) -> bool:
+        return any(name in scope for scope in self.known)
+
+    def resolve(self, name: str) -> str:
+        if name == "_":
+            if self.loop_item is None:
+                raise ex.ExpressionError("_ is only valid in repeat-until and valid")
+            return self.loop_item
+        if name == "_index":
+            if self.loop_index is None:
+                raise ex.ExpressionError("_index is only valid inside a repeat")
+            return self.loop_index
+        local = local_name(name)
+        if self.is_known(local):
+            return local
+        if name in (p.id for p in self.t.params) and self.mode == OBJECT:
+            return f"self.{name}"
+        attr = self.t.attribute(name)
+        if attr is None:
+            raise ex.ExpressionError(f"{self.t.id} has no field, instance or param {name!r}")
+        if not attr.is_instance:
+            if self.mode == OBJECT:
+                return f"self.{name}"
+            raise ex.ExpressionError(f"{name} is used before it is read")
+        if attr.value is None:
+            if self.mode != OBJECT:
+                raise ex.ExpressionError(f"positional instance {name} is not available in {self.mode} mode")
+            return f"self.{name}"
+        self.materialize(attr)
+        return local
+
+    def materialize(self, attr: Attribute) -> None:
+        local = local_name(attr.id)
+        value = self.expr(attr.value)
+        if attr.cond is not None:
+            value = f"({value} if {self.expr(attr.cond)} else None)"
+        self.pre.append(f"{local} = {value}")
+        if self.mode == OBJECT:
+            self.pre.append(f"self._m_{attr.id} = {local}")
+        self.known[-1].add(local)
+
+    def ctx(self, pos: Optional[str] = "pos") -> ex.Context:
+        return ex.Context(self.resolve, self.enum_value, pos, "io" if pos else None, self.scalar_attribute)
+
+    def static_type(self, node: ex.Node) -> Optional[TypeSpec]:
+        """The user type an expression evaluates to, where the spec makes it certain."""
+        if isinstance(node, ex.Name):
+            if node.name == "_parent":
+                return self.t.parents[0] if len(self.t.parents) == 1 else None
+            attr = self.current_attr if node.name == "_" else self.t.attribute(node.name)
+            return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
+        if isinstance(node, ex.Index):
+            return self.static_type(node.target)
+        if isinstance(node, ex.Attr):
+            base = self.static_type(node.target)
+            if base is None:
+                return None
+            if node.name == "_parent":
+                return base.parents[0] if len(base.parents) == 1 else None
+            attr = base.attribute(node.name)
+            return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
+        return None
+
+    def scalar_attribute(self, node: ex.Node, name: str, source: str) -> Optional[str]:
+        """`entry.int_value` where entry is scalar-compiled: a type test on the scalar."""
+        target = self.static_type(node)
+        if target is None or not target.scalar:
+            return None
+        if name in target.scalar:
+            kind = target.scalar_kind(name)
+            return f"({source} if isinstance({source}, {kind}) else None)"
+        if name in target.scalar_tests:
+            return f"isinstance({source}, {target.scalar_kind(target.scalar_tests[name])})"
+        raise ex.ExpressionError(
+            f"{target.id} is compiled to a scalar: only {target.scalar + list(target.scalar_tests)} can be read from it")
+
+    def enum_value(self, path: tuple[str, ...], member: str) -> int:
+        return self.builder.enum(self.t, path[:-1], path[-1], self.t.yaml_path, member=member)
+
+    def expr(self, node: ex.Node) -> str:
+        try:
+            return ex.translate(node, self.ctx())
+        except ex.ExpressionError as err:
+            raise SpecError(self.t.spec.name, self.t.yaml_path, str(err)) from None
+
+    def emit(self, text: str) -> None:
+        """Adds a statement, after the instance computations its expressions needed."""
+        for line in self.pre:
+            self.out.add(line)
+        self.pre.clear()
+        self.out.add(text)
+
+    def block(self, header: str) -> None:
+        self.emit(header)
+        self.out.depth += 1
+        self.known.append(set())
+
+    def end_block(self) -> None:
+        self.out.depth -= 1
+        self.known.pop()
+
+    # -- seq -------------------------------------------------------------------------------
+
+    def body(self) -> list[str]:
+        for a in self.t.seq:
+            if a.id == self.t.streamed:
+                break
+            self.field(a)
+        return self.out.lines
+
+    def path(self, a: Attribute) -> str:
+        return f'"{self.t.spec_path}.{a.id}"'
+
+    def store(self, a: Attribute, local: str) -> None:
+        if self.mode == OBJECT and a.raw.get("-rdbspec-lazy"):
+            return
+        if self.mode == OBJECT:
+            self.emit(f"self.{a.id} = {local}")
+        elif self.mode == ROWS:
+            self.emit(f"{a.id}_column.append({local})")
+
+    def skipping(self, a: Attribute) -> bool:
+        """In skip mode a field nobody refers to (no later expression, no `valid`, no
+        repeat-until) is stepped over, not built."""
+        return (self.mode == SKIP and a.id not in self.needed and a.valid is None
+                and a.repeat != "until")
+
+    def field(self, a: Attribute) -> None:
+        local = local_name(a.id)
+        if self.mode == OBJECT and a.raw.get("-rdbspec-lazy"):
+            self.out.add(f"# {a.id}: decoded on first access (see the property); stepped over here")
+            self.emit(f"self._lazy_{a.id} = pos")
+            self.mode = SKIP
+            self.field(a)
+            self.mode = OBJECT
+            return
+        self.out.add(f"# {a.id}" + (f": {a.doc.splitlines()[0]}" if a.doc else ""))
+        if a.cond is not None:
+            self.block(f"if {self.expr(a.cond)}:")
+            self.read_repeated(a, local)
+            self.end_block()
+            self.emit("else:")
+            self.out.depth += 1
+            self.emit(f"{local} = None")
+            self.out.depth -= 1
+        else:
+            self.read_repeated(a, local)
+        self.known[-1].add(local)
+        self.store(a, local)
+
+    def read_repeated(self, a: Attribute, local: str) -> None:
+        if not a.repeat:
+            self.read_one(a, local)
+            return
+        if a.columns:
+            self.read_columns(a, local)
+            return
+        item = f"{local}_item"
+        if a.repeat == "expr":
+            count = f"{local}_count"
+            self.emit(f"{count} = {self.expr(a.repeat_expr)}")
+            self.check_count(a, count)
+            self.emit(f"{local} = []")
+            self.block(f"for {local}_index in range({count}):")
+        elif a.repeat == "eos":
+            self.emit(f"{local} = []")
+            self.block("while pos < end:")
+        else:
+            self.emit(f"{local} = []")
+            self.emit(f"{local}_index = 0")
+            self.block("while True:")
+        outer = (self.loop_item, self.loop_index)
+        self.loop_index = f"{local}_index"
+        start = f"{local}_start"
+        if a.repeat != "expr" and self.element_min_size(a) == 0:
+            self.emit(f"{start} = pos")
+        self.read_one(a, item)
+        self.emit(f"{local}.append({item})")
+        if a.repeat != "expr" and self.element_min_size(a) == 0:
+            self.block(f"if pos == {start}:")
+            self.emit(f"raise invalid(io, pos, {self.path(a)}, 'repeated element consumed no bytes')")
+            self.end_block()
+        if a.repeat == "until":
+            self.loop_item = item
+            self.current_attr = a
+            self.block(f"if {self.expr(a.repeat_until)}:")
+            self.emit("break")
+            self.end_block()
+            self.emit(f"{local}_index += 1")
+        self.loop_item, self.loop_index = outer
+        self.end_block()
+
+    def element_min_size(self, a: Attribute) -> int:
+        if a.size is not None:
+            return a.size.value if isinstance(a.size, ex.Num) else 0
+        return _ref_min_size(a.type, set()) if a.contents is None else len(a.contents)
+
+    def check_count(self, a: Attribute, count: str) -> None:
+        """A declared count is checked against what remains before anything is allocated."""
+        each = max(self.element_min_size(a), 1) if a.size is None or isinstance(a.size, ex.Num) else 1
+        limit = "end - pos" if each == 1 else f"(end - pos) // {each}"
+        if self.element_min_size(a) == 0 and a.size is None:
+            # elements that may take no bytes: bound the count by what remains anyway, so a
+            # corrupt count cannot make the loop run for ever.
+            limit = "end - pos + 1"
+        self.block(f"if {count} < 0 or {count} > {limit}:")
+        self.emit(f"raise invalid(io, pos, {self.path(a)}, f'count {{{count}}} exceeds the {{end - pos}} bytes that remain')")
+        self.end_block()
+
+    def read_columns(self, a: Attribute, local: str) -> None:
+        target = a.type.target
+        args = "".join(f", {self.expr(arg)}" for arg in a.type.args)
+        if a.repeat == "expr":
+            count = f"{local}_count"
+            self.emit(f"{count} = {self.expr(a.repeat_expr)}")
+            self.check_count(a, count)
+        elif a.repeat == "eos":
+            count = "None"
+        else:
+            raise SpecError(self.t.spec.name, a.yaml_path, "-rdbspec-columns supports repeat expr and eos")
+        if self.skipping(a):
+            self.block(f"for _ in range({count}):")
+            self.emit(f"pos = {self.qualified(target)}._skip(io, pos, None, root{args})")
+            self.end_block()
+            self.emit(f"{local} = None")
+            return
+        parent = "self" if self.mode == OBJECT else "parent"
+        self.emit(f"{local}, pos = {self.qualified(target)}._read_rows({count}, io, pos, {parent}, root{args})")
+
+    # -- reading one value -----------------------------------------------------------------
+
+    def read_one(self, a: Attribute, local: str) -> None:
+        if a.contents is not None:
+            n = len(a.contents)
+            self.bounds(a, str(n))
+            self.emit(f"{local} = buf[pos:pos + {n}]")
+            self.block(f"if {local} != {a.contents!r}:")
+            self.emit(f"raise invalid(io, pos, {self.path(a)}, 'expected the contents {a.contents.hex()}')")
+            self.end_block()
+            self.emit(f"pos += {n}")
+            return
+        if a.valid is not None:
+            self.emit(f"{local}_pos = pos")
+        if a.size is not None or a.size_eos:
+            self.read_sized(a, local)
+        elif isinstance(a.type, Switch):
+            self.read_switch(a, a.type, local)
+        else:
+            self.read_type(a, a.type, local)
+        self.known[-1].add(local)  # valid expressions may refer to the field by name
+        self.validate(a, local)
+
+    def bounds(self, a: Attribute, n: str) -> None:
+        self.block(f"if pos + {n} > end:")
+        self.emit(f"raise truncated(io, pos, {n}, {self.path(a)})")
+        self.end_block()
+
+    def read_type(self, a: Attribute, ref: TypeRef, local: str) -> None:
+        if isinstance(ref, Primitive):
+            if ref.size == 1 and ref.fmt.endswith("B"):
+                self.block("if pos >= end:")
+                self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
+                self.end_block()
+                self.emit(f"{local} = buf[pos]")
+            else:
+                self.bounds(a, str(ref.size))
+                unpack = "unpack_" + ref.name + ("" if ref.name[-2:] in ("le", "be") or ref.size == 1 else ("le" if ref.fmt[0] == "<" else "be"))
+                self.unpackers.add(f"{unpack} = struct.Struct({ref.fmt!r}).unpack_from")
+                self.emit(f"{local} = {unpack}(buf, pos)[0]")
+            self.emit(f"pos += {ref.size}")
+        elif isinstance(ref, Text):
+            if not ref.terminated:
+                raise SpecError(self.t.spec.name, a.yaml_path, "str needs size or size-eos")
+            self.read_terminated(a, local, "end", ref.encoding)
+        elif isinstance(ref, UserRef):
+            self.read_user(a, ref, local, "io", "pos")
+            return
+        elif ref is None and a.terminator is not None:
+            self.read_terminated(a, local, "end", None)
+        else:
+            raise SpecError(self.t.spec.name, a.yaml_path, "raw bytes need size, size-eos or terminator")
+
+    def read_terminated(self, a: Attribute, local: str, limit: str, encoding: Optional[str]) -> None:
+        term = a.terminator if a.terminator is not None else 0
+        self.emit(f"{local}_end = buf.find({bytes([term])!r}, pos, {limit})")
+        self.block(f"if {local}_end < 0:")
+        self.emit(f"raise truncated(io, {limit}, 1, {self.path(a)})")
+        self.end_block()
+        stop = f"{local}_end + 1" if a.include else f"{local}_end"
+        value = f"buf[pos:{stop}]"
+        self.emit(f"{local} = {value}" + (f".decode({encoding!r})" if encoding else ""))
+        self.emit(f"pos = {local}_end + {1 if a.consume else 0}")
+
+    def read_user(self, a: Attribute, ref: UserRef, local: str, io: str, pos: str) -> None:
+        args = "".join(f", {self.expr(arg)}" for arg in ref.args)
+        if self.skipping(a) and not ref.target.scalar and not uses_parent(ref.target):
+            if pos == "pos":
+                self.emit(f"pos = {self.qualified(ref.target)}._skip({io}, pos, None, root{args})")
+            self.emit(f"{local} = None")
+            return
+        parent = "self" if self.mode == OBJECT else "None"
+        call = f"{self.reader(ref.target)}({io}, {pos}, {parent}, root{args})"
+        if pos == "pos":
+            self.emit(f"{local}, pos = {call}")
+        else:
+            self.emit(f"{local} = {call}[0]")
+
+    def reader(self, target: TypeSpec) -> str:
+        if target.scalar:
+            return self.qualified_function(target)
+        return f"{self.qualified(target)}._read"
+
+    def qualified(self, target: TypeSpec) -> str:
+        if target.module == self.t.module:
+            return target.class_name
+        self.modules.add(target.module)
+        return f"{target.module}.{target.class_name}"
+
+    def qualified_function(self, target: TypeSpec) -> str:
+        name = f"read_{target.id}"
+        if target.module == self.t.module:
+            return name
+        self.modules.add(target.module)
+        return f"{target.module}.{name}"
+
+    def read_sized(self, a: Attribute, local: str) -> None:
+        if a.size_eos:
+            size = f"{local}_size"
+            self.emit(f"{size} = end - pos")
+        else:
+            size = f"{local}_size"
+            value = self.expr(a.size)
+            if value != size:
+                self.emit(f"{size} = {value}")
+            self.block(f"if {size} < 0 or pos + {size} > end:")
+            self.emit(f"raise truncated(io, pos, {size}, {self.path(a)})")
+            self.end_block()
+        if self.skipping(a):
+            self.emit(f"pos += {size}")
+            self.emit(f"{local} = None")
+            return
+        needs_io = a.type is not None and not isinstance(a.type, Text)
+        if a.process is not None:
+            name, args = a.process
+            if name not in _PROCESSES:
+                raise SpecError(self.t.spec.name, f"{a.yaml_path}/process", f"unknown process {name}")
+            arg_text = "".join(f", {self.expr(arg)}" for arg in args)
+            data = f"{local}_data"
+            self.emit(f"{data} = {_PROCESSES[name]}(buf[pos:pos + {size}]{arg_text}, io, pos, {self.path(a)})")
+            if needs_io:
+                self.emit(f"{local}_io = Io({data}, 0, len({data}), origin=io.offset(pos))")
+            sub_pos = "0"
+        else:
+            data = f"buf[pos - {size}:pos]"
+            if needs_io:
+                self.emit(f"{local}_io = Io(buf, pos, pos + {size}, io.base, io.origin)")
+            sub_pos = f"{local}_io.start"
+        self.emit(f"pos += {size}")
+        ref = a.type
+        if isinstance(ref, Switch):
+            self.read_switch(a, ref, local, f"{local}_io", sub_pos)
+        elif ref is None:
+            self.emit(f"{local} = {data}")
+        elif isinstance(ref, Text):
+            if ref.terminated:
+                self.emit(f"{local} = {data}.split(b'\\x00', 1)[0].decode({ref.encoding!r})")
+            else:
+                self.emit(f"{local} = {data}.decode({ref.encoding!r}, 'replace')")
+        else:
+            self.read_in(a, ref, local, f"{local}_io", sub_pos)
+
+    def read_in(self, a: Attribute, ref: TypeRef, local: str, io: str, pos: str) -> None:
+        """Reads `ref` from a substream, from its start."""
+        if isinstance(ref, UserRef):
+            self.read_user(a, ref, local, io, pos)
+        elif isinstance(ref, Primitive):
+            self.block(f"if {io}.end - {io}.start < {ref.size}:")
+            self.emit(f"raise truncated({io}, {pos}, {ref.size}, {self.path(a)})")
+            self.end_block()
+            unpack = f"struct.unpack_from({ref.fmt!r}, {io}.buf, {pos})[0]"
+            self.emit(f"{local} = {io}.buf[{pos}]" if ref.size == 1 and ref.fmt.endswith("B") else f"{local} = {unpack}")
+        elif ref is None:
+            self.emit(f"{local} = {io}.buf[{io}.start:{io}.end]")
+        else:
+            raise SpecError(self.t.spec.name, a.yaml_path, "unsupported type inside a sized switch")
+
+    def read_switch(self, a: Attribute, sw: Switch, local: str, io: Optional[str] = None,
+                    pos: str = "pos") -> None:
+        on = f"{local}_on"
+        self.emit(f"{on} = {self.expr(sw.on)}")
+        first = True
+        for key, ref in sw.cases:
+            self.block(f"{'if' if first else 'elif'} {on} == {self.expr(key)}:")
+            first = False
+            self.read_case(a, ref, local, io, pos)
+            self.end_block()
+        if first:
+            self.emit("if True:")
+        self.emit("else:")
+        self.out.depth += 1
+        self.known.append(set())
+        if sw.default is not None:
+            self.read_case(a, sw.default, local, io, pos)
+        elif io is not None:
+            self.emit(f"{local} = {io}.buf[{io}.start:{io}.end]")
+        else:
+            self.emit(f"{local} = None")
+        self.end_block()
+
+    def read_case(self, a: Attribute, ref: TypeRef, local: str, io: Optional[str], pos: str) -> None:
+        if io is None:
+            self.read_type(a, ref, local)
+        else:
+            self.read_in(a, ref, local, io, pos)
+
+    # -- valid -----------------------------------------------------------------------------
+
+    def validate(self, a: Attribute, local: str) -> None:
+        if a.valid is None:
+            return
+        rules = a.valid if isinstance(a.valid, dict) else {"eq": a.valid}
+        outer = self.loop_item
+        self.loop_item = local
+        self.current_attr = a
+        checks: list[tuple[str, str]] = []
+        for kind, rule in rules.items():
+            if kind == "eq":
+                value = self.expr(ex.parse(rule))
+                checks.append((f"{local} != {value}", f"expected {rule}"))
+            elif kind == "min":
+                checks.append((f"{local} < {self.expr(ex.parse(rule))}", f"below the minimum {rule}"))
+            elif kind == "max":
+                checks.append((f"{local} > {self.expr(ex.parse(rule))}", f"above the maximum {rule}"))
+            elif kind == "any-of":
+                options = ", ".join(self.expr(ex.parse(r)) for r in rule)
+                checks.append((f"{local} not in ({options},)", "not one of the allowed values"))
+            elif kind == "expr":
+                checks.append((f"not {self.expr(ex.parse(rule))}", f"fails {rule}"))
+            else:
+                raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
+        self.loop_item = outer
+        for condition, message in checks:
+            self.block(f"if {condition}:")
+            text = " ".join(message.split()).replace("{", "{{").replace("}", "}}").replace("'", "\\'")
+            self.emit(f"raise invalid(io, {local}_pos, {self.path(a)}, f'{{{local}!r}} is invalid: {text}')")
+            self.end_block()
+
+    # -- instances -------------------------------------------------------------------------
+
+    def property_body(self, inst: Attribute) -> list[str]:
+        """The body of a lazy instance property in object mode."""
+        self.out = Lines(depth=2)
+        self.known = [set()]
+        local = local_name(inst.id)
+        if inst.value is not None:
+            try:
+                value = ex.translate(inst.value, self.ctx(pos=None))
+                cond = ex.translate(inst.cond, self.ctx(pos=None)) if inst.cond is not None else None
+            except ex.ExpressionError:
+                # depends on the reading position: only known if computed while reading
+                self.out.add(f"return self._m_{inst.id}")
+                return self.out.lines
+            self.emit(f"{local} = {value}" if cond is None else f"{local} = {value} if {cond} else None")
+        else:
+            self.emit("io = self._io")
+            self.emit("buf = io.buf")
+            self.emit("end = io.end")
+            self.emit("root = self._root")
+            self.emit(f"pos = io.start + {self.expr(inst.pos)}")
+            if inst.cond is not None:
+                self.block(f"if not {self.expr(inst.cond)}:")
+                self.emit(f"self._m_{inst.id} = None")
+                self.emit("return None")
+                self.end_block()
+            self.read_repeated(inst, local)
+        self.emit(f"self._m_{inst.id} = {local}")
+        self.emit(f"return {local}")
+        return self.out.lines
+
+    def lazy_body(self, a: Attribute) -> list[str]:
+        """The body of the property of a `-rdbspec-lazy` field: reads it where it was skipped."""
+        self.out = Lines(depth=2)
+        self.known = [set()]
+        local = local_name(a.id)
+        self.emit("io = self._io")
+        self.emit("buf = io.buf")
+        self.emit("end = io.end")
+        self.emit("root = self._root")
+        self.emit(f"pos = self._lazy_{a.id}")
+        if a.cond is not None:
+            self.block(f"if not {self.expr(a.cond)}:")
+            self.emit(f"self._m_{a.id} = None")
+            self.emit("return None")
+            self.end_block()
+        self.read_repeated(a, local)
+        self.emit(f"self._m_{a.id} = {local}")
+        self.emit(f"return {local}")
+        return self.out.lines
+
+    def stream_loop(self, a: Attribute) -> list[str]:
+        """The body of `iter_<field>`: reads one element at a time and yields it."""
+        local = local_name(a.id)
+        item = f"{local}_item"
+        if a.repeat == "expr":
+            self.emit(f"{local}_count = {self.expr(a.repeat_expr)}")
+            self.block(f"for {local}_index in range({local}_count):")
+        elif a.repeat == "eos":
+            self.block("while pos < end:")
+        else:
+            self.emit(f"{local}_index = 0")
+            self.block("while True:")
+        self.loop_index = f"{local}_index"
+        self.read_one(a, item)
+        self.emit("self._stream_pos = pos")
+        self.emit(f"yield {item}")
+        if a.repeat == "until":
+            self.loop_item = item
+            self.current_attr = a
+            self.block(f"if {self.expr(a.repeat_until)}:")
+            self.emit("break")
+            self.end_block()
+            self.emit(f"{local}_index += 1")
+        self.loop_item = self.loop_index = None
+        self.end_block()
+        return self.out.lines
+
+    def scalar_result(self) -> str:
+        names = [local_name(n) for n in self.t.scalar]
+        for name in self.t.scalar:
+            self.resolve(name)
+        for line in self.pre:
+            self.out.add(line)
+        self.pre.clear()
+        result = names[-1]
+        for name in reversed(names[:-1]):
+            result = f"{name} if {name} is not None else {result}"
+        return result

@@ -1,0 +1,373 @@
+"""The Kaitai expression language: a tokenizer, a Pratt parser to a small AST, and the
+translation of that AST to Python source.
+
+Translation needs to know what each bare name means (a local variable, an attribute of
+`self`, a parameter, an instance to compute), so it takes a `resolve` callback from the
+renderer; everything else (operators, literals, methods) is fixed here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Union
+
+
+class ExpressionError(Exception):
+    """An expression the generator cannot parse or translate."""
+
+
+# --- AST -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Num:
+    value: Union[int, float]
+
+
+@dataclass(frozen=True)
+class Str:
+    value: str
+
+
+@dataclass(frozen=True)
+class Bool:
+    value: bool
+
+
+@dataclass(frozen=True)
+class Name:
+    name: str
+
+
+@dataclass(frozen=True)
+class EnumRef:
+    enum_path: tuple[str, ...]
+    member: str
+
+
+@dataclass(frozen=True)
+class Attr:
+    target: "Node"
+    name: str
+
+
+@dataclass(frozen=True)
+class Call:
+    target: "Node"
+    name: str
+    args: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Index:
+    target: "Node"
+    index: "Node"
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str
+    operand: "Node"
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    left: "Node"
+    right: "Node"
+
+
+@dataclass(frozen=True)
+class Ternary:
+    cond: "Node"
+    then: "Node"
+    other: "Node"
+
+
+@dataclass(frozen=True)
+class ArrayLit:
+    items: tuple["Node", ...]
+
+
+Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit]
+
+# --- tokenizer -------------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<num>0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7_]+|\d[\d_]*\.\d+(?:[eE][-+]?\d+)?|\d[\d_]*)
+  | (?P<str>"(?:[^"\\]|\\.)*"|'[^']*')
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>::|<<|>>|<=|>=|==|!=|[-+*/%&|^~<>?:.,()\[\]])
+    """,
+    re.VERBOSE,
+)
+_KEYWORDS = {"and", "or", "not", "true", "false"}
+
+
+def tokenize(text: str) -> list[tuple[str, str]]:
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if not match:
+            raise ExpressionError(f"unexpected character {text[pos]!r} in {text!r}")
+        pos = match.end()
+        kind = match.lastgroup
+        if kind == "ws":
+            continue
+        value = match.group()
+        if kind == "name" and value in _KEYWORDS:
+            kind = "kw"
+        tokens.append((kind, value))
+    tokens.append(("end", ""))
+    return tokens
+
+
+# --- parser ----------------------------------------------------------------------------------
+
+_BINARY_POWER = {
+    "or": 1, "and": 2,
+    "==": 4, "!=": 4, "<": 5, "<=": 5, ">": 5, ">=": 5,
+    "|": 6, "^": 7, "&": 8, "<<": 9, ">>": 9,
+    "+": 10, "-": 10, "*": 11, "/": 11, "%": 11,
+}
+_TERNARY_POWER = 0
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = tokenize(text)
+        self.index = 0
+
+    def peek(self) -> tuple[str, str]:
+        return self.tokens[self.index]
+
+    def take(self, value: str | None = None) -> tuple[str, str]:
+        token = self.tokens[self.index]
+        if value is not None and token[1] != value:
+            raise ExpressionError(f"expected {value!r}, found {token[1]!r} in {self.text!r}")
+        self.index += 1
+        return token
+
+    def parse(self) -> Node:
+        node = self.expression(-1)
+        if self.peek()[0] != "end":
+            raise ExpressionError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
+        return node
+
+    def expression(self, min_power: int) -> Node:
+        left = self.unary()
+        while True:
+            kind, value = self.peek()
+            if value == "?" and min_power < _TERNARY_POWER:
+                self.take()
+                then = self.expression(-1)
+                self.take(":")
+                other = self.expression(_TERNARY_POWER - 1)
+                left = Ternary(left, then, other)
+                continue
+            power = _BINARY_POWER.get(value) if kind in ("op", "kw") else None
+            if power is None or power <= min_power:
+                return left
+            self.take()
+            left = Binary(value, left, self.expression(power))
+
+    def unary(self) -> Node:
+        kind, value = self.peek()
+        if value in ("-", "~", "not") and kind in ("op", "kw"):
+            self.take()
+            operand = self.unary() if value != "not" else self.expression(2)
+            if value == "-" and isinstance(operand, Num):
+                return Num(-operand.value)
+            return Unary(value, operand)
+        return self.postfix(self.primary())
+
+    def primary(self) -> Node:
+        kind, value = self.take()
+        if kind == "num":
+            digits = value.replace("_", "")
+            return Num(float(digits) if "." in digits else int(digits, 0))
+        if kind == "str":
+            body = value[1:-1]
+            if value[0] == '"':
+                body = body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+            return Str(body)
+        if kind == "kw" and value in ("true", "false"):
+            return Bool(value == "true")
+        if kind == "name":
+            if self.peek()[1] == "::":
+                path = [value]
+                while self.peek()[1] == "::":
+                    self.take()
+                    path.append(self.take()[1])
+                return EnumRef(tuple(path[:-1]), path[-1])
+            return Name(value)
+        if value == "(":
+            node = self.expression(-1)
+            self.take(")")
+            return node
+        if value == "[":
+            items: list[Node] = []
+            while self.peek()[1] != "]":
+                items.append(self.expression(-1))
+                if self.peek()[1] == ",":
+                    self.take()
+            self.take("]")
+            return ArrayLit(tuple(items))
+        raise ExpressionError(f"unexpected {value!r} in {self.text!r}")
+
+    def postfix(self, node: Node) -> Node:
+        while True:
+            value = self.peek()[1]
+            if value == ".":
+                self.take()
+                name = self.take()[1]
+                if self.peek()[1] == "(":
+                    self.take()
+                    args: list[Node] = []
+                    while self.peek()[1] != ")":
+                        args.append(self.expression(-1))
+                        if self.peek()[1] == ",":
+                            self.take()
+                    self.take(")")
+                    node = Call(node, name, tuple(args))
+                else:
+                    node = Attr(node, name)
+            elif value == "[":
+                self.take()
+                index = self.expression(-1)
+                self.take("]")
+                node = Index(node, index)
+            else:
+                return node
+
+
+def parse(text: object) -> Node:
+    """Parses a Kaitai expression (YAML may hand us ints and bools directly)."""
+    if isinstance(text, bool):
+        return Bool(text)
+    if isinstance(text, (int, float)):
+        return Num(text)
+    return _Parser(str(text)).parse()
+
+
+def names_in(node: Node) -> set[str]:
+    """The bare names an expression refers to (not attributes of other objects)."""
+    found: set[str] = set()
+
+    def walk(n: Node) -> None:
+        if isinstance(n, Name):
+            found.add(n.name)
+        elif isinstance(n, (Attr, Call)):
+            walk(n.target)
+            for arg in getattr(n, "args", ()):
+                walk(arg)
+        elif isinstance(n, Index):
+            walk(n.target)
+            walk(n.index)
+        elif isinstance(n, Unary):
+            walk(n.operand)
+        elif isinstance(n, Binary):
+            walk(n.left)
+            walk(n.right)
+        elif isinstance(n, Ternary):
+            walk(n.cond)
+            walk(n.then)
+            walk(n.other)
+        elif isinstance(n, ArrayLit):
+            for item in n.items:
+                walk(item)
+
+    walk(node)
+    return found
+
+
+# --- translation -----------------------------------------------------------------------------
+
+_PY_BINARY = {"and": "and", "or": "or", "/": "//"}
+_IO_MEMBERS = {"pos": "({pos} - {io}.start)", "size": "({io}.end - {io}.start)", "eof": "({pos} >= {io}.end)"}
+
+
+@dataclass
+class Context:
+    """What the surroundings of an expression mean in the generated function.
+
+    `resolve(name)` gives Python source for a bare name of the current type; `enum_value`
+    turns an enum reference into its integer; `pos`/`io` name the reading position and
+    stream variables (None where `_io` is not available, e.g. lazy instances).
+    """
+
+    resolve: Callable[[str], str]
+    enum_value: Callable[[tuple[str, ...], str], int]
+    pos: str | None = "pos"
+    io: str | None = "io"
+    # reads `name` of the value of `target` (Python source) when the emitter knows better
+    # than a plain attribute access (scalar-compiled types); None means no opinion
+    attribute: Callable[[Node, str, str], str | None] = lambda node, name, source: None
+
+
+def translate(node: Node, ctx: Context) -> str:
+    if isinstance(node, Num):
+        return repr(node.value)
+    if isinstance(node, Str):
+        return repr(node.value)
+    if isinstance(node, Bool):
+        return "True" if node.value else "False"
+    if isinstance(node, EnumRef):
+        return str(ctx.enum_value(node.enum_path, node.member))
+    if isinstance(node, Name):
+        if node.name == "_io":
+            raise ExpressionError("_io is only usable as _io.pos, _io.size or _io.eof")
+        if node.name == "_root":
+            return "root"
+        if node.name == "_parent":
+            return "parent"
+        return ctx.resolve(node.name)
+    if isinstance(node, Attr):
+        if node.target == Name("_io"):
+            if ctx.pos is None or node.name not in _IO_MEMBERS:
+                raise ExpressionError(f"_io.{node.name} is not supported here")
+            return _IO_MEMBERS[node.name].format(pos=ctx.pos, io=ctx.io)
+        target = translate(node.target, ctx)
+        special = ctx.attribute(node.target, node.name, target)
+        if special is not None:
+            return special
+        if node.name in ("length", "size"):
+            return f"len({target})"
+        if node.name == "to_i":
+            return f"int({target})"
+        if node.name == "to_s":
+            return f"str({target})"
+        if node.name == "first":
+            return f"{target}[0]"
+        if node.name == "last":
+            return f"{target}[-1]"
+        if node.name == "_parent":
+            return f"{target}._parent"
+        return f"{target}.{node.name}"
+    if isinstance(node, Call):
+        target = translate(node.target, ctx)
+        args = [translate(a, ctx) for a in node.args]
+        if node.name == "substring" and len(args) == 2:
+            return f"{target}[{args[0]}:{args[1]}]"
+        if node.name == "to_i" and len(args) == 1:
+            return f"int({target}, {args[0]})"
+        raise ExpressionError(f"unsupported method .{node.name}()")
+    if isinstance(node, Index):
+        return f"{translate(node.target, ctx)}[{translate(node.index, ctx)}]"
+    if isinstance(node, Unary):
+        operand = translate(node.operand, ctx)
+        return f"(not {operand})" if node.op == "not" else f"({node.op}{operand})"
+    if isinstance(node, Binary):
+        op = _PY_BINARY.get(node.op, node.op)
+        return f"({translate(node.left, ctx)} {op} {translate(node.right, ctx)})"
+    if isinstance(node, Ternary):
+        cond, then, other = (translate(n, ctx) for n in (node.cond, node.then, node.other))
+        return f"({then} if {cond} else {other})"
+    if isinstance(node, ArrayLit):
+        return "[" + ", ".join(translate(i, ctx) for i in node.items) + "]"
+    raise ExpressionError(f"cannot translate {node!r}")

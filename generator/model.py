@@ -1,0 +1,378 @@
+"""The intermediate model: types, attributes, enums; built from loaded specs and resolved in a
+precompile pass (type references, enum references, sizes) before any code is rendered."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from . import expressions as ex
+from .load import SpecError, SpecFile
+
+# struct format, size, signed for each fixed-size primitive (endian added when resolved)
+_INTS = {"u1": ("B", 1), "s1": ("b", 1), "u2": ("H", 2), "s2": ("h", 2), "u4": ("I", 4),
+         "s4": ("i", 4), "u8": ("Q", 8), "s8": ("q", 8), "f4": ("f", 4), "f8": ("d", 8)}
+_PRIMITIVE = re.compile(r"^([us][1248]|f[48])(le|be)?$")
+_SUPPORTED_ATTR_KEYS = {"id", "doc", "doc-ref", "type", "size", "size-eos", "process", "repeat",
+                        "repeat-expr", "repeat-until", "if", "contents", "valid", "enum", "encoding",
+                        "terminator", "consume", "include", "value", "pos", "-rdbspec-columns",
+                        "-rdbspec-stream", "-rdbspec-lazy"}
+_SUPPORTED_TYPE_KEYS = {"meta", "doc", "doc-ref", "params", "seq", "instances", "types", "enums",
+                        "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream"}
+_SUPPORTED_META_KEYS = {"id", "title", "endian", "imports", "file-extension", "license",
+                        "ks-version", "encoding", "application", "xref", "tags"}
+
+
+@dataclass
+class Primitive:
+    """A fixed-size number: struct format (with byte order), size in bytes."""
+
+    name: str
+    fmt: str
+    size: int
+
+    @property
+    def is_float(self) -> bool:
+        return self.name.startswith("f")
+
+
+@dataclass
+class Text:
+    """`str` (sized) or `strz` (terminated) text in an encoding."""
+
+    encoding: str
+    terminated: bool
+
+
+@dataclass
+class UserRef:
+    target: "TypeSpec"
+    args: tuple[ex.Node, ...]
+
+
+@dataclass
+class Switch:
+    on: ex.Node
+    cases: list[tuple[ex.Node, "TypeRef"]]
+    default: Optional["TypeRef"]
+
+
+TypeRef = Union[Primitive, Text, UserRef, Switch, None]  # None: raw bytes
+
+
+@dataclass
+class Attribute:
+    """A seq field or an instance."""
+
+    id: str
+    yaml_path: str
+    raw: dict
+    is_instance: bool
+    doc: str = ""
+    doc_ref: str = ""
+    type: TypeRef = None
+    size: Optional[ex.Node] = None
+    size_eos: bool = False
+    process: Optional[tuple[str, tuple[ex.Node, ...]]] = None
+    repeat: Optional[str] = None
+    repeat_expr: Optional[ex.Node] = None
+    repeat_until: Optional[ex.Node] = None
+    cond: Optional[ex.Node] = None
+    contents: Optional[bytes] = None
+    valid: Optional[dict] = None
+    enum: Optional[str] = None
+    terminator: Optional[int] = None
+    consume: bool = True
+    include: bool = False
+    columns: bool = False
+    value: Optional[ex.Node] = None
+    pos: Optional[ex.Node] = None
+
+
+@dataclass
+class Param:
+    id: str
+    doc: str
+
+
+@dataclass
+class TypeSpec:
+    id: str
+    spec: SpecFile
+    parent: Optional["TypeSpec"]
+    yaml_path: str
+    raw: dict
+    doc: str = ""
+    doc_ref: str = ""
+    endian: Optional[str] = None
+    params: list[Param] = field(default_factory=list)
+    seq: list[Attribute] = field(default_factory=list)
+    instances: list[Attribute] = field(default_factory=list)
+    enums: dict[str, dict[str, int]] = field(default_factory=dict)
+    types: dict[str, "TypeSpec"] = field(default_factory=dict)
+    scalar: Optional[list[str]] = None
+    scalar_tests: dict[str, str] = field(default_factory=dict)
+    parents: list["TypeSpec"] = field(default_factory=list)
+    streamed: Optional[str] = None
+    used_as_columns: bool = False
+
+    @property
+    def class_name(self) -> str:
+        return "".join(part.capitalize() for part in self.id.split("_"))
+
+    @property
+    def module(self) -> str:
+        return self.spec.id
+
+    @property
+    def spec_path(self) -> str:
+        return f"{self.spec.id}:{self.id}"
+
+    def scalar_kind(self, name: str) -> Optional[str]:
+        """For a scalar-compiled type: the Python type ("int" or "bytes") a candidate
+        instance holds; raw bytes and text fields give bytes, anything else int."""
+        inst = self.attribute(name)
+        if inst is None or inst.value is None:
+            return None
+        source = inst.value
+        if isinstance(source, ex.Name):
+            field_ = self.attribute(source.name)
+            if field_ is not None and field_.type is None and not field_.is_instance:
+                return "bytes"
+        return "int"
+
+    def attribute(self, name: str) -> Optional[Attribute]:
+        for attr in self.seq + self.instances:
+            if attr.id == name:
+                return attr
+        return None
+
+    def walk(self):
+        yield self
+        for child in self.types.values():
+            yield from child.walk()
+
+
+def _error(spec: SpecFile, path: str, message: str) -> SpecError:
+    return SpecError(spec.name, path, message)
+
+
+def _expr(spec: SpecFile, path: str, text: object) -> ex.Node:
+    try:
+        return ex.parse(text)
+    except ex.ExpressionError as err:
+        raise _error(spec, path, str(err)) from None
+
+
+def _doc(raw: dict) -> str:
+    return str(raw.get("doc", "")).strip()
+
+
+def _doc_ref(raw: dict) -> str:
+    ref = raw.get("doc-ref", "")
+    return "; ".join(ref) if isinstance(ref, list) else str(ref).strip()
+
+
+class Builder:
+    """Builds TypeSpecs from the loaded files, then resolves every reference."""
+
+    def __init__(self, files: dict[str, SpecFile]):
+        self.files = files
+        self.roots: dict[str, TypeSpec] = {}
+
+    def build(self) -> dict[str, TypeSpec]:
+        for spec in self.files.values():
+            meta = spec.body.get("meta", {})
+            unknown = set(meta) - _SUPPORTED_META_KEYS
+            if unknown:
+                raise _error(spec, "/meta", f"unsupported meta keys {sorted(unknown)}")
+            self.roots[spec.id] = self._type(spec, spec.id, None, "", spec.body, meta.get("endian"))
+        for root in self.roots.values():
+            for type_spec in root.walk():
+                self._resolve(type_spec)
+        self._check_names()
+        return self.roots
+
+    # -- building --------------------------------------------------------------------------
+
+    def _type(self, spec: SpecFile, type_id: str, parent: Optional[TypeSpec], path: str,
+              raw: dict, endian: Optional[str]) -> TypeSpec:
+        unknown = {k for k in raw if k not in _SUPPORTED_TYPE_KEYS}
+        if unknown:
+            raise _error(spec, path or "/", f"unsupported keys {sorted(unknown)}")
+        endian = raw.get("meta", {}).get("endian", endian)
+        t = TypeSpec(type_id, spec, parent, path or "/", raw, _doc(raw), _doc_ref(raw), endian)
+        t.params = [Param(p["id"], _doc(p)) for p in raw.get("params", [])]
+        t.seq = [self._attribute(spec, f"{path}/seq/{i}", a, False) for i, a in enumerate(raw.get("seq", []))]
+        t.instances = [
+            self._attribute(spec, f"{path}/instances/{name}", dict(a, id=name), True)
+            for name, a in raw.get("instances", {}).items()
+        ]
+        t.enums = {name: {str(v if not isinstance(v, dict) else v["id"]): int(k) for k, v in members.items()}
+                   for name, members in raw.get("enums", {}).items()}
+        scalar = raw.get("-rdbspec-scalar")
+        t.scalar = [scalar] if isinstance(scalar, str) else scalar
+        t.scalar_tests = dict(raw.get("-rdbspec-scalar-tests", {}))
+        for name, child in raw.get("types", {}).items():
+            t.types[name] = self._type(spec, name, t, f"{path}/types/{name}", child, endian)
+        return t
+
+    def _attribute(self, spec: SpecFile, path: str, raw: dict, is_instance: bool) -> Attribute:
+        unknown = set(raw) - _SUPPORTED_ATTR_KEYS
+        if unknown:
+            raise _error(spec, path, f"unsupported keys {sorted(unknown)}")
+        if "id" not in raw:
+            raise _error(spec, path, "every attribute needs an id")
+        a = Attribute(raw["id"], path, raw, is_instance, _doc(raw), _doc_ref(raw))
+        for key, name in (("size", "size"), ("if", "cond"), ("repeat-expr", "repeat_expr"),
+                          ("repeat-until", "repeat_until"), ("value", "value"), ("pos", "pos")):
+            if key in raw:
+                setattr(a, name, _expr(spec, f"{path}/{key}", raw[key]))
+        a.size_eos = bool(raw.get("size-eos", False))
+        a.repeat = raw.get("repeat")
+        if a.repeat not in (None, "expr", "until", "eos"):
+            raise _error(spec, f"{path}/repeat", f"unsupported repeat {a.repeat!r}")
+        a.enum = raw.get("enum")
+        a.valid = raw.get("valid")
+        if "contents" in raw:
+            a.contents = _contents(spec, f"{path}/contents", raw["contents"])
+        if "terminator" in raw:
+            a.terminator = int(raw["terminator"])
+        a.consume = bool(raw.get("consume", True))
+        a.include = bool(raw.get("include", False))
+        a.columns = bool(raw.get("-rdbspec-columns", False))
+        if "process" in raw:
+            text = str(raw["process"]).strip()
+            name, _, arg_text = text.partition("(")
+            args = _expr(spec, f"{path}/process", f"[{arg_text[:-1]}]").items if arg_text else ()
+            a.process = (name.strip(), args)
+        return a
+
+    # -- resolving -------------------------------------------------------------------------
+
+    def _resolve(self, t: TypeSpec) -> None:
+        stream_fields = [a for a in t.seq if a.raw.get("-rdbspec-stream")]
+        if stream_fields:
+            if t.parent is not None or len(stream_fields) != 1 or not stream_fields[0].repeat:
+                raise _error(t.spec, t.yaml_path, "-rdbspec-stream goes on one repeated field of a root type")
+            t.streamed = stream_fields[0].id
+        if t.scalar:
+            for name in t.scalar:
+                inst = t.attribute(name)
+                if inst is None or not inst.is_instance or inst.value is None:
+                    raise _error(t.spec, f"{t.yaml_path}/-rdbspec-scalar", f"{name} is not a value instance")
+        for a in t.seq + t.instances:
+            a.type = self._type_ref(t, a)
+            refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
+            for ref in refs:
+                if isinstance(ref, UserRef) and t not in ref.target.parents:
+                    ref.target.parents.append(t)
+            if a.columns:
+                if not isinstance(a.type, UserRef) or not a.repeat:
+                    raise _error(t.spec, a.yaml_path, "-rdbspec-columns needs a repeated user type")
+                a.type.target.used_as_columns = True
+            if a.enum:
+                self.enum(t, tuple(a.enum.split("::")[:-1]), a.enum.split("::")[-1], a.yaml_path, whole=True)
+
+    def _type_ref(self, t: TypeSpec, a: Attribute) -> TypeRef:
+        raw_type = a.raw.get("type")
+        if raw_type is None:
+            if a.raw.get("encoding"):
+                raise _error(t.spec, a.yaml_path, "encoding needs type str or strz")
+            return None
+        if isinstance(raw_type, dict):
+            if set(raw_type) - {"switch-on", "cases"}:
+                raise _error(t.spec, f"{a.yaml_path}/type", "only switch-on and cases are supported")
+            cases: list[tuple[ex.Node, TypeRef]] = []
+            default: TypeRef = None
+            for key, case_type in raw_type.get("cases", {}).items():
+                ref = self._named_type(t, a, str(case_type))
+                if key == "_":
+                    default = ref
+                else:
+                    cases.append((_expr(t.spec, f"{a.yaml_path}/type/cases/{key}", key), ref))
+            return Switch(_expr(t.spec, f"{a.yaml_path}/type/switch-on", raw_type["switch-on"]), cases, default)
+        return self._named_type(t, a, str(raw_type))
+
+    def _named_type(self, t: TypeSpec, a: Attribute, name: str) -> TypeRef:
+        if name in ("str", "strz"):
+            encoding = a.raw.get("encoding") or t.spec.body.get("meta", {}).get("encoding")
+            if not encoding:
+                raise _error(t.spec, a.yaml_path, f"{name} needs an encoding")
+            return Text(encoding, name == "strz")
+        match = _PRIMITIVE.match(name)
+        if match:
+            fmt, size = _INTS[match.group(1)]
+            endian = match.group(2) or t.endian
+            if size > 1 and endian is None:
+                raise _error(t.spec, a.yaml_path, f"{name} needs an endianness (meta/endian or {name}le/be)")
+            return Primitive(name, ("<" if endian == "le" else ">") + fmt, size)
+        if re.match(r"^b\d+", name):
+            raise _error(t.spec, a.yaml_path, f"bit-sized type {name} is not supported by this generator")
+        args: tuple[ex.Node, ...] = ()
+        if "(" in name:
+            name, arg_text = name.split("(", 1)
+            args = _expr(t.spec, f"{a.yaml_path}/type", f"[{arg_text.rstrip()[:-1]}]").items
+        target = self.find_type(t, name.strip().split("::"))
+        if target is None:
+            raise _error(t.spec, f"{a.yaml_path}/type", f"unknown type {name!r}")
+        if len(args) != len(target.params):
+            raise _error(t.spec, f"{a.yaml_path}/type", f"{name} takes {len(target.params)} arguments")
+        return UserRef(target, args)
+
+    def find_type(self, scope: TypeSpec, path: list[str]) -> Optional[TypeSpec]:
+        """Kaitai's lookup: nested types outward from `scope`, then imported roots."""
+        first, rest = path[0], path[1:]
+        found: Optional[TypeSpec] = None
+        node: Optional[TypeSpec] = scope
+        while node is not None and found is None:
+            found = node.types.get(first) or (node if node.parent is None and node.id == first else None)
+            node = node.parent
+        if found is None and (first in scope.spec.imports or first == scope.spec.id):
+            found = self.roots.get(first)
+        for name in rest:
+            if found is None:
+                return None
+            found = found.types.get(name)
+        return found
+
+    def enum(self, scope: TypeSpec, type_path: tuple[str, ...], name: str, where: str,
+             whole: bool = False, member: str = "") -> int:
+        """Resolves `[type::...]enum` (and a member when given) from `scope` outward."""
+        owners: list[TypeSpec] = []
+        if type_path:
+            found = self.find_type(scope, list(type_path))
+            owners = [found] if found else []
+        else:
+            node: Optional[TypeSpec] = scope
+            while node is not None:
+                owners.append(node)
+                node = node.parent
+        for owner in owners:
+            if name in owner.enums:
+                if whole:
+                    return 0
+                if member not in owner.enums[name]:
+                    raise _error(scope.spec, where, f"enum {name} has no member {member}")
+                return owner.enums[name][member]
+        raise _error(scope.spec, where, f"unknown enum {'::'.join(type_path + (name,))}")
+
+    def _check_names(self) -> None:
+        for root in self.roots.values():
+            seen: dict[str, TypeSpec] = {}
+            for t in root.walk():
+                if t.class_name in seen:
+                    raise _error(t.spec, t.yaml_path, f"type name {t.id} is used twice in {t.spec.name}")
+                seen[t.class_name] = t
+
+
+def _contents(spec: SpecFile, path: str, raw: object) -> bytes:
+    if isinstance(raw, str):
+        return raw.encode("utf-8")
+    if isinstance(raw, list):
+        out = bytearray()
+        for item in raw:
+            out += item.encode("utf-8") if isinstance(item, str) else bytes([int(item)])
+        return bytes(out)
+    raise _error(spec, path, "contents must be a string or a list")

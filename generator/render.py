@@ -1,0 +1,214 @@
+"""Rendering: the resolved model, through the jinja2 templates, to Python modules and docs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from . import emit
+from .model import Attribute, Builder, Switch, TypeSpec, UserRef
+
+_TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["local"] = emit.local_name
+    return env
+
+
+def _docstring(doc: str, doc_ref: str, fallback: str) -> str:
+    text = (doc or fallback).strip().replace('"""', "'''").replace("\\", "\\\\")
+    if doc_ref:
+        text += f"\n\nWritten by: {doc_ref}"
+    return text
+
+
+@dataclass
+class PropertyView:
+    id: str
+    docstring: str
+    body: list[str]
+
+
+@dataclass
+class TypeView:
+    """What the module template needs of one type."""
+
+    id: str
+    class_name: str
+    docstring: str
+    params: list[str]
+    param_args: str
+    param_names: str
+    slots: list[str] = field(default_factory=list)
+    body: list[str] = field(default_factory=list)
+    scalar: list[str] | None = None
+    scalar_result: str = ""
+    streamed: str | None = None
+    stream_body: list[str] = field(default_factory=list)
+    rows_body: list[str] = field(default_factory=list)
+    skip_body: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    properties: list[PropertyView] = field(default_factory=list)
+
+
+def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
+    """Types that some lazy field may step over: they get a `_skip` reader."""
+    pending = [a.type for root in roots.values() for t in root.walk() for a in t.seq
+               if a.raw.get("-rdbspec-lazy")]
+    found: dict[int, TypeSpec] = {}
+    while pending:
+        ref = pending.pop()
+        if isinstance(ref, Switch):
+            pending += [r for _, r in ref.cases] + [ref.default]
+        elif isinstance(ref, UserRef) and not ref.target.scalar and id(ref.target) not in found:
+            if emit.uses_parent(ref.target):
+                continue
+            found[id(ref.target)] = ref.target
+            pending += [a.type for a in ref.target.seq]
+    return set(found)
+
+
+class ModuleRenderer:
+    def __init__(self, builder: Builder, root: TypeSpec, skipped: set[int]):
+        self.builder = builder
+        self.root = root
+        self.skipped = skipped
+        self.imports: set[str] = set()
+        self.unpackers: set[str] = set()
+
+    def collect(self, emitter: emit.TypeEmitter, lines: list[str]) -> list[str]:
+        self.imports |= emitter.modules
+        self.unpackers |= emitter.unpackers
+        return lines
+
+    def type_view(self, t: TypeSpec) -> TypeView:
+        params = [p.id for p in t.params]
+        view = TypeView(
+            id=t.id,
+            class_name=t.class_name,
+            docstring=_docstring(t.doc, t.doc_ref, f"The {t.id} structure."),
+            params=params,
+            param_args="".join(f", {emit.local_name(p)}" for p in params),
+            param_names="".join(f", {emit.local_name(p)}" for p in params),
+        )
+        if t.scalar:
+            emitter = emit.TypeEmitter(self.builder, t, emit.SCALAR)
+            view.body = self.collect(emitter, emitter.body())
+            view.scalar = t.scalar
+            view.scalar_result = emitter.scalar_result()
+            view.body = emitter.out.lines
+            return view
+        emitter = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+        view.body = self.collect(emitter, emitter.body())
+        view.fields = [a.id for a in t.seq]
+        lazy = [a for a in t.seq if a.raw.get("-rdbspec-lazy")]
+        view.slots = ["_parent", "_root", "_io"] + params + [a.id for a in t.seq if a not in lazy]
+        view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in lazy + t.instances]
+        for a in lazy:
+            prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+            body = self.collect(prop, prop.lazy_body(a))
+            view.properties.append(PropertyView(a.id, _docstring(a.doc, a.doc_ref, a.id), body))
+        if id(t) in self.skipped:
+            skip = emit.TypeEmitter(self.builder, t, emit.SKIP)
+            view.skip_body = self.collect(skip, skip.body())
+        if t.streamed:
+            view.streamed = t.streamed
+            view.slots.append("_stream_pos")
+            view.stream_body = self.stream_body(t)
+        if t.used_as_columns:
+            rows = emit.TypeEmitter(self.builder, t, emit.ROWS)
+            rows.out.depth = 3
+            view.rows_body = self.collect(rows, rows.body())
+        for inst in t.instances:
+            prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+            body = prop.property_body(inst)
+            self.collect(prop, body)
+            view.properties.append(PropertyView(inst.id, _docstring(inst.doc, inst.doc_ref, inst.id), body))
+        return view
+
+    def stream_body(self, t: TypeSpec) -> list[str]:
+        """The iterator over the streamed field, then the fields that follow it."""
+        emitter = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+        index = next(i for i, a in enumerate(t.seq) if a.id == t.streamed)
+        streamed: Attribute = t.seq[index]
+        lines = emitter.stream_loop(streamed)
+        for a in t.seq[index + 1:]:
+            emitter.field(a)
+        return self.collect(emitter, lines)
+
+    def render(self, env: jinja2.Environment) -> str:
+        types = [self.type_view(t) for t in self.root.walk()]
+        self.imports.discard(self.root.module)
+        title = self.root.raw.get("meta", {}).get("title") or self.root.id
+        return env.get_template("module.py.j2").render(
+            title=title,
+            spec_name=self.root.spec.name,
+            imports=sorted(self.imports),
+            unpackers=sorted(self.unpackers),
+            types=types,
+        )
+
+
+def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
+    """Every generated file, keyed by its path relative to generated/."""
+    env = _environment()
+    skipped = skipped_types(roots)
+    files = {f"{name}.py": ModuleRenderer(builder, root, skipped).render(env) for name, root in roots.items()}
+    files["_runtime.py"] = env.get_template("runtime.py.j2").render()
+    files["__init__.py"] = env.get_template("package.py.j2").render(modules=sorted(roots))
+    return files
+
+
+def render_docs(roots: dict[str, TypeSpec]) -> dict[str, str]:
+    """The spec reference, `docs/spec/<spec>.md`, keyed by file name."""
+    env = _environment()
+    template = env.get_template("spec.md.j2")
+    return {f"{name}.md": template.render(root=root, types=list(root.walk()), describe=describe)
+            for name, root in roots.items()}
+
+
+def describe(a: Attribute) -> dict[str, str]:
+    """A one-row summary of an attribute for the spec reference."""
+    raw = a.raw
+    kind = raw.get("type")
+    if isinstance(kind, dict):
+        cases = ", ".join(f"{k} → {v}" for k, v in kind.get("cases", {}).items())
+        kind = f"switch on `{kind.get('switch-on')}`: {cases}"
+    size = raw.get("size", "to end of stream" if raw.get("size-eos") else "")
+    if raw.get("contents") is not None:
+        kind = f"contents {raw['contents']}"
+    extra = []
+    if raw.get("process"):
+        extra.append(f"process {raw['process']}")
+    if raw.get("encoding"):
+        extra.append(f"encoding {raw['encoding']}")
+    if raw.get("enum"):
+        extra.append(f"enum {raw['enum']}")
+    if raw.get("repeat"):
+        how = {"expr": raw.get("repeat-expr"), "until": raw.get("repeat-until"), "eos": "end of stream"}
+        extra.append(f"repeat {raw['repeat']}: {how[raw['repeat']]}")
+    if raw.get("valid") is not None:
+        extra.append(f"valid {raw['valid']}")
+    if raw.get("value") is not None:
+        kind = f"value `{raw['value']}`"
+    if raw.get("pos") is not None:
+        extra.append(f"at position {raw['pos']}")
+    return {
+        "id": a.id,
+        "type": str(kind or "bytes"),
+        "size": str(size),
+        "condition": str(raw.get("if", "")),
+        "details": "; ".join(str(e) for e in extra),
+        "doc": " ".join((a.doc or "").split()),
+        "ref": a.doc_ref,
+    }

@@ -1,0 +1,1 @@
+"""rdbspec: reads Redis, Valkey and Dragonfly RDB dumps."""

@@ -1,0 +1,256 @@
+"""`open()` / `parse()`: a dump as a header, AUX fields and an iterator of key records.
+
+Records come from the generated `rdb` parser one at a time (memory bounded by the largest
+record); values are decoded only when `KeyRecord.value` is read.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from rdbspec_generated import ParseError, RdbError
+from rdbspec_generated.rdb import Rdb
+
+from . import values
+from .checksum import crc64
+from .errors import ChecksumError, IntegrityError
+from .source import Source, open_source
+
+# record kinds of the spec's `rdb::record_kind` enum
+SELECT_DB, RESIZE_DB, AUX, EXPIRE_TIME, EXPIRE_TIME_MS = 254, 251, 250, 253, 252
+FREQ, IDLE, MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_INFO = 249, 248, 247, 245, 246, 244
+KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
+
+# Python errors that generated code can only raise on input it cannot make sense of
+# (an expression over a field that a corrupt byte made absent, a wrong-typed value...)
+_DECODING_FAILURES = (TypeError, ValueError, IndexError, KeyError, OverflowError, struct.error,
+                      RecursionError, UnicodeDecodeError, AttributeError)
+
+
+@dataclass
+class Header:
+    magic: str
+    version: int
+    dialect: str  # "redis", "valkey" or "dragonfly"
+
+
+@dataclass
+class FunctionLibrary:
+    code: bytes
+    name: bytes | None = None
+    engine: bytes | None = None
+
+
+@dataclass
+class KeyRecord:
+    """One key: where it is in the file and what is known before its value is decoded."""
+
+    db: int
+    key: bytes
+    rdb_type: int
+    value_kind: int
+    expire_at_ms: int | None
+    idle: int | None
+    freq: int | None
+    offset: int
+    size: int
+    _body: Any = field(repr=False, default=None)
+    _decoded: values.Decoded | None = field(repr=False, default=None)
+
+    @property
+    def type_name(self) -> str:
+        return values.TYPE_NAMES.get(self.value_kind, "unknown")
+
+    @property
+    def encoding(self) -> str:
+        return values.ENCODINGS.get(self.value_kind, "unknown")
+
+    def _decode(self) -> values.Decoded:
+        if self._decoded is None:
+            try:
+                self._decoded = values.decode(self.value_kind, self._body.value, self.rdb_type)
+            except IntegrityError as err:
+                raise IntegrityError(err.reason, self.offset, self.key) from None
+            except ParseError:
+                raise
+            except _DECODING_FAILURES as err:
+                raise ParseError(f"cannot decode the value ({err})", self.offset, "rdb:key_value.value") from None
+        return self._decoded
+
+    @property
+    def value(self) -> Any:
+        return self._decode().value
+
+    @property
+    def field_expire_at_ms(self) -> list[tuple[bytes, int]] | None:
+        return self._decode().field_expire_at_ms
+
+
+class Dump:
+    """An open dump. Iterate `keys()` once, in file order; AUX, functions, module AUX and
+    slot info fill in as the records are read (the leading AUX fields are read at open)."""
+
+    def __init__(self, source: Source, verify_checksum: bool = True):
+        self.source = source
+        self.verify_checksum = verify_checksum
+        self.aux: list[tuple[bytes, bytes]] = []
+        self.functions: list[FunctionLibrary] = []
+        self.module_aux: list[values.ModuleValue] = []
+        self.slot_info: list[tuple[int, int, int]] = []
+        self.slot_imports: list[tuple[bytes, list[tuple[int, int]]]] = []
+        self.checksum_status: str = "not read"
+        self.end_offset: int | None = None
+        self._rdb = self._guard(lambda: Rdb._read(_io(source.buffer), 0, None, None)[0], 0)
+        self._records = self._rdb.iter_records()
+        self._pending: list[tuple[Any, int, int]] = []
+        self._offset = self._rdb._stream_pos
+        self._read_leading_aux()
+        self.header = Header(self._rdb.magic, self._rdb.version, self._dialect())
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.source.close()
+
+    def __enter__(self) -> "Dump":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _guard(self, read, offset: int):
+        try:
+            return read()
+        except RdbError:
+            raise
+        except _DECODING_FAILURES as err:
+            raise ParseError(f"corrupt record ({err.__class__.__name__}: {err})", offset, "rdb:record") from None
+
+    def _next_record(self) -> tuple[Any, int, int] | None:
+        if self._pending:
+            return self._pending.pop(0)
+        return self._read_record()
+
+    def _read_record(self) -> tuple[Any, int, int] | None:
+        start = self._offset
+        record = self._guard(lambda: next(self._records, None), start)
+        if record is None:
+            return None
+        self._offset = self._rdb._stream_pos
+        return record, start, self._offset
+
+    def _read_leading_aux(self) -> None:
+        while True:
+            item = self._read_record()
+            if item is None:
+                return
+            self._pending.append(item)
+            if item[0].opcode != AUX:
+                return
+            self._note(item[0])
+
+    def _dialect(self) -> str:
+        if self._rdb.is_valkey:
+            return "valkey"
+        keys = {k for k, _ in self.aux}
+        if b"df-ver" in keys:
+            return "dragonfly"
+        if b"valkey-ver" in keys:
+            return "valkey"
+        return "redis"
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _note(self, record) -> None:
+        """Keeps what a non-key record says about the dump."""
+        body, kind = record.body, record.kind
+        if kind == AUX:
+            self.aux.append((values.text(body.key), values.text(body.value)))
+        elif kind == FUNCTION2:
+            self.functions.append(FunctionLibrary(values.text(body.library_code)))
+        elif kind == FUNCTION_PRE_GA:
+            self.functions.append(FunctionLibrary(values.text(body.code), values.text(body.name),
+                                                  values.text(body.engine)))
+        elif kind == MODULE_AUX:
+            name, version = values.module_name(body.module_id.value)
+            module = values.ModuleValue(name, version, body.module_id.value, values.module_ops(body.ops),
+                                        body.when.value)
+            self.module_aux.append(module)
+        elif kind == SLOT_INFO:
+            self.slot_info.append((body.slot_id.value, body.slot_size.value, body.expires_slot_size.value))
+        elif kind == SLOT_IMPORT:
+            self.slot_imports.append((values.text(body.job_name),
+                                      [(r.start_slot.value, r.end_slot.value) for r in body.ranges]))
+
+    def keys(self) -> Iterator[KeyRecord]:
+        """Every key in file order. Values are decoded when read, not before."""
+        db = 0
+        expire_at_ms = idle = freq = None
+        aux_done = len(self.aux)
+        while True:
+            item = self._next_record()
+            if item is None:
+                break
+            record, start, end = item
+            kind = record.kind
+            if kind == KEY_VALUE:
+                body = record.body
+                yield KeyRecord(db, values.text(body.key), record.opcode, body.value_kind, expire_at_ms,
+                                idle, freq, start, end - start, body)
+                expire_at_ms = idle = freq = None
+            elif kind == SELECT_DB:
+                db = record.body.db_number.value
+            elif kind == EXPIRE_TIME_MS:
+                expire_at_ms = record.body.ms
+            elif kind == EXPIRE_TIME:
+                expire_at_ms = record.body.seconds * 1000
+            elif kind == IDLE:
+                idle = record.body.seconds.value
+            elif kind == FREQ:
+                freq = record.body.lfu_freq
+            elif kind == EOF:
+                self.end_offset = end
+                break
+            elif kind == AUX and aux_done:
+                aux_done -= 1  # read at open already
+            else:
+                self._note(record)
+        self._finish()
+
+    def _finish(self) -> None:
+        """Reads the checksum trailer after EOF and verifies it."""
+        self._guard(lambda: next(self._records, None), self._offset)
+        stored = self._rdb.checksum
+        if stored is None:
+            self.checksum_status = "absent (RDB < 5)"
+        elif stored == 0:
+            self.checksum_status = "disabled (0)"
+        elif not self.verify_checksum:
+            self.checksum_status = "not verified"
+        else:
+            computed = crc64(self.source.buffer, 0, self.end_offset)
+            if computed != stored:
+                self.checksum_status = "mismatch"
+                raise ChecksumError(stored, computed, self.end_offset)
+            self.checksum_status = "ok"
+
+    def read_all(self) -> list[KeyRecord]:
+        return list(self.keys())
+
+
+def _io(buffer):
+    from rdbspec_generated import Io
+
+    return Io(buffer, 0, len(buffer))
+
+
+def open(path: str | os.PathLike, verify_checksum: bool = True) -> Dump:  # noqa: A001 - the API name
+    """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`."""
+    return Dump(open_source(path), verify_checksum)
+
+
+def parse(data: bytes, verify_checksum: bool = True) -> Dump:
+    return Dump(Source(data, "<bytes>"), verify_checksum)

@@ -1,0 +1,51 @@
+"""Errors and the CLI's exit codes. Every problem with the input is an `RdbError`."""
+
+from __future__ import annotations
+
+from rdbspec_generated import ParseError, RdbError, TruncatedError
+
+__all__ = ["ChecksumError", "IntegrityError", "ParseError", "RdbError", "TruncatedError", "EXIT_CODES"]
+
+
+class ChecksumError(RdbError):
+    """The CRC-64 trailer does not match the bytes before it."""
+
+    def __init__(self, stored: int, computed: int, offset: int):
+        super().__init__(f"checksum mismatch: the file says {stored:#018x}, its bytes give "
+                         f"{computed:#018x} (trailer at byte {offset})")
+        self.stored = stored
+        self.computed = computed
+        self.offset = offset
+
+
+class IntegrityError(RdbError):
+    """Bytes that parse but break a rule the server checks on load (e.g. a consumer PEL entry
+    missing from its group PEL), named with the key and where in it."""
+
+    def __init__(self, message: str, offset: int | None = None, key: bytes | None = None):
+        where = "" if offset is None else f" (key {key!r} at byte {offset})"
+        super().__init__(message + where)
+        self.reason = message
+        self.offset = offset
+        self.key = key
+
+
+# Documented in the README; stable for scripts.
+EXIT_CODES = {
+    "ok": 0,
+    "usage": 2,          # bad command line (argparse's own code)
+    "corrupt": 3,        # ParseError: truncated, bad magic, unknown type, corrupt container
+    "checksum": 4,       # ChecksumError
+    "integrity": 5,      # IntegrityError: stream PELs or counts the server would reject
+    "io": 6,             # the file cannot be opened or read
+}
+
+
+def exit_code(error: BaseException) -> int:
+    if isinstance(error, ChecksumError):
+        return EXIT_CODES["checksum"]
+    if isinstance(error, IntegrityError):
+        return EXIT_CODES["integrity"]
+    if isinstance(error, RdbError):
+        return EXIT_CODES["corrupt"]
+    return EXIT_CODES["io"]

@@ -1,0 +1,187 @@
+"""One small decoder per value kind: generated objects in, plain Python out.
+
+Strings are bytes; lists and sets lists of bytes (file order); sorted sets lists of
+(member, float); hashes lists of (field, value) with, for field-TTL hashes, the TTLs as
+absolute unix ms beside them; streams a `Stream`; modules a `ModuleValue`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .streams import Stream
+
+# value_kind numbers of the spec's `rdb::value_type` enum (Valkey HASH_2 and old Dragonfly
+# JSON are mapped above 255 there, since they reuse Redis type bytes)
+VALKEY_HASH_2 = 278
+DF_JSON_LEGACY = 276
+
+
+def text(s) -> bytes:
+    """An `rdb_string` as the server holds it: raw bytes, an integer's decimal text, or the
+    decompressed bytes."""
+    if s.raw is not None:
+        return s.raw
+    if s.int_value is not None:
+        return str(s.int_value).encode()
+    return s.lzf
+
+
+def scalar(v: int | bytes) -> bytes:
+    """A listpack or ziplist entry as the server returns it (integers as decimal text)."""
+    return v if isinstance(v, bytes) else str(v).encode()
+
+
+def container(blob):
+    """The parsed container inside an `rdb_blob`, compressed or not."""
+    return blob.plain if blob.plain is not None else blob.lzf
+
+
+def score(v: int | bytes) -> float:
+    return float(v) if isinstance(v, int) else float(v.decode("ascii"))
+
+
+def legacy_double(d) -> float:
+    if d.is_nan:
+        return math.nan
+    if d.is_pos_inf:
+        return math.inf
+    if d.is_neg_inf:
+        return -math.inf
+    return float(d.text)
+
+
+def pairs(items: list) -> list[tuple[bytes, bytes]]:
+    flat = [scalar(v) for v in items]
+    return list(zip(flat[0::2], flat[1::2]))
+
+
+@dataclass
+class ModuleValue:
+    """A module value (MODULE_2) or module AUX payload: the module's name and encoding
+    version from its 64-bit id, and its opcode stream as (opcode name, value) pairs."""
+
+    name: str
+    encoding_version: int
+    module_id: int
+    opcodes: list[tuple[str, Any]] = field(default_factory=list)
+    when: int | None = None
+
+
+_MODULE_OPCODES = {1: "sint", 2: "uint", 3: "float", 4: "double", 5: "string"}
+
+
+def module_ops(ops) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for op in ops:
+        code = op.opcode.value
+        if code == 0:
+            break
+        name = _MODULE_OPCODES[code]
+        if code == 1:
+            value: Any = op.uint_value.value - (1 << 64) if op.uint_value.value >= 1 << 63 else op.uint_value.value
+        elif code == 2:
+            value = op.uint_value.value
+        elif code == 3:
+            value = op.float_value
+        elif code == 4:
+            value = op.double_value
+        else:
+            value = text(op.string_value)
+        out.append((name, value))
+    return out
+
+
+_MODULE_CHARSET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def module_name(module_id: int) -> tuple[str, int]:
+    """Name and encoding version from a 64-bit module id (redis src/module.c
+    moduleTypeEncodeId: 9 six-bit characters, then 10 bits of version)."""
+    name = "".join(_MODULE_CHARSET[(module_id >> (10 + 6 * (8 - i))) & 63] for i in range(9))
+    return name, module_id & 1023
+
+
+def module_value(v) -> ModuleValue:
+    name, version = module_name(v.module_id.value)
+    return ModuleValue(name, version, v.module_id.value, module_ops(v.ops))
+
+
+@dataclass
+class Decoded:
+    value: Any
+    field_expire_at_ms: list[tuple[bytes, int]] | None = None
+
+
+def _hash_with_ttls(rows: list[tuple[bytes, bytes, int | None]]) -> Decoded:
+    return Decoded([(f, v) for f, v, _ in rows], [(f, t) for f, _, t in rows if t is not None])
+
+
+def _listpack_triples(lp) -> Decoded:
+    items = lp.entries
+    rows = [(scalar(items[i]), scalar(items[i + 1]), items[i + 2] or None) for i in range(0, len(items), 3)]
+    return _hash_with_ttls(rows)
+
+
+def _quicklist_2(v) -> list[bytes]:
+    out: list[bytes] = []
+    for node in v.nodes:
+        if node.container == 1:
+            out.append(text(node.plain))
+        else:
+            out.extend(scalar(e) for e in container(node.packed).entries)
+    return out
+
+
+DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
+    0: lambda v, t: Decoded(text(v)),
+    1: lambda v, t: Decoded([text(i) for i in v.items]),
+    2: lambda v, t: Decoded([text(i) for i in v.items]),
+    3: lambda v, t: Decoded([(text(e.member), legacy_double(e.score)) for e in v.entries]),
+    4: lambda v, t: Decoded([(text(p.field), text(p.value)) for p in v.entries]),
+    5: lambda v, t: Decoded([(text(e.member), e.score) for e in v.entries]),
+    7: lambda v, t: Decoded(module_value(v)),
+    9: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries]),
+    10: lambda v, t: Decoded([scalar(e) for e in container(v).entries]),
+    11: lambda v, t: Decoded([str(m).encode() for m in container(v).members]),
+    12: lambda v, t: Decoded([(m, score(s)) for m, s in pairs(container(v).entries)]),
+    13: lambda v, t: Decoded(pairs(container(v).entries)),
+    14: lambda v, t: Decoded([scalar(e) for node in v.nodes for e in container(node).entries]),
+    15: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    16: lambda v, t: Decoded(pairs(container(v).entries)),
+    17: lambda v, t: Decoded([(m, score(s)) for m, s in pairs(container(v).entries)]),
+    18: lambda v, t: Decoded(_quicklist_2(v)),
+    19: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    20: lambda v, t: Decoded([scalar(e) for e in container(v).entries]),
+    21: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    22: lambda v, t: _hash_with_ttls([(text(e.field), text(e.value), e.ttl.value or None) for e in v.entries]),
+    23: lambda v, t: _listpack_triples(container(v.listpack)),
+    24: lambda v, t: _hash_with_ttls([
+        (text(e.field), text(e.value), e.ttl.value + v.min_expire - 1 if e.ttl.value else None) for e in v.entries]),
+    25: lambda v, t: _listpack_triples(container(v.listpack)),
+    26: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    30: lambda v, t: Decoded(text(v)),
+    DF_JSON_LEGACY: lambda v, t: Decoded(text(v)),
+    VALKEY_HASH_2: lambda v, t: _hash_with_ttls(
+        [(text(e.field), text(e.value), e.expire_ms if e.expire_ms != -1 else None) for e in v.entries]),
+}
+
+TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module", 7: "module",
+              9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash", 14: "list", 15: "stream",
+              16: "hash", 17: "zset", 18: "list", 19: "stream", 20: "set", 21: "stream", 22: "hash",
+              23: "hash", 24: "hash", 25: "hash", 26: "stream", 30: "json", 31: "hash", 32: "set",
+              33: "bloom", 34: "bloom", 35: "cms", 36: "topk", 37: "cuckoo",
+              DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hash"}
+
+ENCODINGS = {0: "string", 1: "linkedlist", 2: "hashtable", 3: "skiplist", 4: "hashtable", 5: "skiplist",
+             6: "module", 7: "module", 9: "zipmap", 10: "ziplist", 11: "intset", 12: "ziplist", 13: "ziplist",
+             14: "quicklist", 15: "listpacks", 16: "listpack", 17: "listpack", 18: "quicklist", 19: "listpacks",
+             20: "listpack", 21: "listpacks", 22: "hashtable", 23: "listpack", 24: "hashtable", 25: "listpack",
+             26: "listpacks", 30: "json", 31: "hashtable", 32: "hashtable", 33: "sbf", 34: "sbf", 35: "cms",
+             36: "topk", 37: "cuckoo", DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hashtable"}
+
+
+def decode(value_kind: int, value, type_code: int) -> Decoded:
+    return DECODERS[value_kind](value, type_code)

@@ -1,0 +1,149 @@
+meta:
+  id: hash
+  title: Redis and Valkey hashes stored as key/value lists (types 4, 22, 23, 24, 25; Valkey 22)
+  endian: le
+  imports:
+    - rdb_string
+doc: |
+  Hash values that are not a bare container blob (notes §4.1, §4.2). The root type is empty.
+  Listpack hashes (16) and ziplist hashes (13) are `rdb_string::rdb_blob` values in the record switch.
+doc-ref: redis src/rdb.c rdbSaveObject
+types:
+  hash_table:
+    doc: HASH (type 4) - `len n`, then n field/value string pairs.
+    doc-ref: redis src/rdb.c rdbSaveObject
+    seq:
+      - id: num_fields
+        type: rdb_string::rdb_len
+        doc: Number of fields.
+      - id: entries
+        type: hash_pair
+        repeat: expr
+        repeat-expr: num_fields.value
+        doc: The field/value pairs.
+  hash_pair:
+    doc: One hash field and its value.
+    doc-ref: redis src/rdb.c rdbSaveObject
+    seq:
+      - id: field
+        type: rdb_string
+        doc: Field name.
+      - id: value
+        type: rdb_string
+        doc: Field value.
+  hash_metadata_pre_ga:
+    doc: |
+      HASH_METADATA_PRE_GA (Redis type 22, 7.4-rc only) - `len n`, then n ×
+      (`len ttl` absolute unix ms (0 = none), field, value).
+    doc-ref: redis 7.4-rc1 src/rdb.c rdbSaveObject
+    seq:
+      - id: num_fields
+        type: rdb_string::rdb_len
+        doc: Number of fields.
+      - id: entries
+        type: hash_ttl_entry_pre_ga
+        repeat: expr
+        repeat-expr: num_fields.value
+        doc: The fields with their absolute TTLs.
+  hash_ttl_entry_pre_ga:
+    doc: One field of a pre-GA HFE hash.
+    doc-ref: redis 7.4-rc1 src/rdb.c rdbSaveObject
+    seq:
+      - id: ttl
+        type: rdb_string::rdb_len
+        doc: Absolute expiry time in unix ms, or 0 for none.
+      - id: field
+        type: rdb_string
+        doc: Field name.
+      - id: value
+        type: rdb_string
+        doc: Field value.
+  hash_listpack_ex_pre_ga:
+    doc: |
+      HASH_LISTPACK_EX_PRE_GA (Redis type 23, 7.4-rc only) - a listpack of
+      (field, value, ttl_abs_ms) triples, without the minExpire prefix.
+    doc-ref: redis 7.4-rc1 src/rdb.c rdbSaveObject
+    seq:
+      - id: listpack
+        type: rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
+        doc: Listpack of field, value, ttl triples (ttl 0 = none).
+  hash_metadata:
+    doc: |
+      HASH_METADATA (Redis type 24, 7.4 GA) - u64 LE minExpire, `len n`, then n ×
+      (`len ttl`, field, value) where ttl 0 = none and otherwise expireAt = ttl + minExpire - 1.
+    doc-ref: redis src/rdb.c rdbSaveObject
+    seq:
+      - id: min_expire
+        type: u8
+        doc: Smallest field expiry in unix ms; base of the relative TTLs.
+      - id: num_fields
+        type: rdb_string::rdb_len
+        doc: Number of fields.
+      - id: entries
+        type: hash_ttl_entry(min_expire)
+        repeat: expr
+        repeat-expr: num_fields.value
+        doc: The fields with their relative TTLs.
+  hash_ttl_entry:
+    doc: One field of a type-24 hash.
+    doc-ref: redis src/rdb.c rdbSaveObject
+    params:
+      - id: min_expire
+        type: u8
+        doc: The hash's minExpire.
+    seq:
+      - id: ttl
+        type: rdb_string::rdb_len
+        doc: expireAt - minExpire + 1, or 0 when the field has no TTL.
+      - id: field
+        type: rdb_string
+        doc: Field name.
+      - id: value
+        type: rdb_string
+        doc: Field value.
+    instances:
+      expire_at:
+        value: ttl.value + min_expire - 1
+        if: ttl.value != 0
+        doc: Absolute expiry in unix ms (absent when the field has no TTL).
+  hash_listpack_ex:
+    doc: |
+      HASH_LISTPACK_EX (Redis type 25, 7.4 GA) - u64 LE minExpire (0 when no field has a TTL),
+      then a listpack of (field, value, ttl) triples, ttl = absolute unix ms or 0.
+    doc-ref: redis src/rdb.c rdbSaveObject
+    seq:
+      - id: min_expire
+        type: u8
+        doc: Smallest field expiry in unix ms, or 0; ignored by the loader.
+      - id: listpack
+        type: rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
+        doc: Listpack of field, value, ttl triples.
+  valkey_hash_2:
+    doc: |
+      Valkey RDB_TYPE_HASH_2 (type 22 on VALKEY magic, Valkey 9.0+) - `len n`, then n ×
+      (field, value, i64 LE expire_ms) with -1 = no expiry.
+    doc-ref: valkey src/rdb.c rdbSaveObject
+    seq:
+      - id: num_fields
+        type: rdb_string::rdb_len
+        doc: Number of fields.
+      - id: entries
+        type: valkey_hash_2_entry
+        repeat: expr
+        repeat-expr: num_fields.value
+        doc: The fields with their expiry.
+  valkey_hash_2_entry:
+    doc: One field of a Valkey HASH_2.
+    doc-ref: valkey src/rdb.c rdbSaveObject
+    seq:
+      - id: field
+        type: rdb_string
+        doc: Field name.
+      - id: value
+        type: rdb_string
+        doc: Field value.
+      - id: expire_ms
+        type: s8
+        valid:
+          min: -1
+        doc: Absolute expiry in unix ms, or -1 for none.

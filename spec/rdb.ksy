@@ -1,0 +1,352 @@
+meta:
+  id: rdb
+  title: Redis / Valkey / Dragonfly RDB dump file
+  file-extension: rdb
+  endian: le
+  imports:
+    - rdb_string
+    - listpack
+    - ziplist
+    - intset
+    - zipmap
+    - quicklist
+    - hash
+    - zset
+    - stream
+    - module
+    - function
+    - dragonfly
+doc: |
+  An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
+  a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
+  RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
+  magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
+  20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
+  (22 HASH_2, 243 SLOT_IMPORT).
+doc-ref: redis src/rdb.c rdbSaveRio
+seq:
+  - id: magic
+    type: str
+    size: 9
+    encoding: ASCII
+    valid:
+      expr: _.substring(0, 5) == "REDIS" or _.substring(0, 6) == "VALKEY"
+    doc: '"REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9).'
+  - id: records
+    type: record
+    repeat: until
+    repeat-until: _.opcode == 255
+    -rdbspec-stream: true
+    doc: The records, up to and including the EOF opcode.
+  - id: checksum
+    type: u8
+    if: version >= 5
+    doc: CRC-64/Jones (reflected, init 0) of every byte from the magic through the EOF opcode, little-endian; 0 means disabled.
+instances:
+  is_valkey:
+    value: magic.substring(0, 6) == "VALKEY"
+    doc: True for the VALKEY magic (Valkey numbering of types and opcodes).
+  version:
+    value: '(is_valkey ? magic.substring(6, 9) : magic.substring(5, 9)).to_i'
+    doc: The RDB version from the magic.
+types:
+  record:
+    doc: |
+      One top-level record: an opcode byte, then its payload. Bytes that are not opcodes are
+      value types, followed by a key and a value (`key_value`). Per-key prefixes (EXPIRETIME_MS,
+      IDLE, FREQ, KEY_META, DF_MASK) are separate records that apply to the next key.
+    doc-ref: redis src/rdb.c rdbLoadRioWithLoadingCtx
+    seq:
+      - id: opcode
+        type: u1
+        valid:
+          expr: >-
+            _root.is_valkey ?
+            (_ >= 243 or (_ <= 22 and _ != 8)) :
+            (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or
+             _ == 220 or _ == 222 or _ == 223 or _ == 224 or
+             (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))
+        doc: The opcode or value type byte. Unknown codes are invalid.
+      - id: body
+        type:
+          switch-on: kind
+          cases:
+            'record_kind::select_db': select_db
+            'record_kind::expire_time': expire_time
+            'record_kind::expire_time_ms': expire_time_ms
+            'record_kind::resize_db': resize_db
+            'record_kind::aux': aux
+            'record_kind::freq': freq
+            'record_kind::idle': idle
+            'record_kind::module_aux': module::module_aux
+            'record_kind::function_pre_ga': function::function_pre_ga
+            'record_kind::function2': function::function2
+            'record_kind::slot_info': slot_info
+            'record_kind::key_meta': module::key_meta
+            'record_kind::slot_import': slot_import
+            'record_kind::tagged_chunk': dragonfly::tagged_chunk
+            'record_kind::shard_doc_index': dragonfly::shard_doc_index
+            'record_kind::vector_index': dragonfly::vector_index
+            'record_kind::df_mask': dragonfly::df_mask
+            'record_kind::journal_offset': dragonfly::journal_offset
+            'record_kind::journal_blob': dragonfly::journal_blob
+            'record_kind::compressed_lz4_blob': dragonfly::compressed_blob
+            'record_kind::compressed_zstd_blob': dragonfly::compressed_blob
+            'record_kind::fullsync_end': dragonfly::fullsync_end
+            'record_kind::key_value': key_value(opcode, _root.is_valkey, _root.version)
+        if: kind != record_kind::eof
+        doc: The payload; absent for EOF.
+    instances:
+      kind:
+        value: >-
+          opcode == 243 and _root.is_valkey ? 499 :
+          opcode >= 200 ? opcode : 256
+        enum: record_kind
+        doc: What the record is (Valkey's 243 is SLOT_IMPORT, every value type byte is `key_value`).
+  select_db:
+    doc: SELECTDB (254) - switch to a database.
+    doc-ref: redis src/rdb.c rdbSaveDb
+    seq:
+      - id: db_number
+        type: rdb_string::rdb_len
+        doc: Database number.
+  resize_db:
+    doc: RESIZEDB (251) - hash table sizing hints for the current database.
+    doc-ref: redis src/rdb.c rdbSaveDb
+    seq:
+      - id: db_size
+        type: rdb_string::rdb_len
+        doc: Number of keys.
+      - id: expires_size
+        type: rdb_string::rdb_len
+        doc: Number of keys with an expiry.
+  aux:
+    doc: AUX (250) - a key/value metadata field (redis-ver, ctime, valkey-ver, df-ver, slot-info, lua, ...).
+    doc-ref: redis src/rdb.c rdbSaveAuxField
+    seq:
+      - id: key
+        type: rdb_string
+        doc: Field name.
+      - id: value
+        type: rdb_string
+        doc: Field value.
+  expire_time:
+    doc: EXPIRETIME (253, legacy) - expiry of the next key in seconds.
+    doc-ref: redis src/rdb.c rdbLoadTime
+    seq:
+      - id: seconds
+        type: s4
+        doc: Unix time in seconds (host order, LE in practice).
+  expire_time_ms:
+    doc: EXPIRETIME_MS (252) - expiry of the next key in milliseconds.
+    doc-ref: redis src/rdb.c rdbSaveMillisecondTime
+    seq:
+      - id: ms
+        type: s8
+        doc: Unix time in ms, little-endian (host order before RDB 9).
+  freq:
+    doc: FREQ (249) - LFU counter of the next key.
+    doc-ref: redis src/rdb.c rdbSaveKeyValuePair
+    seq:
+      - id: lfu_freq
+        type: u1
+        doc: LFU counter (0..255).
+  idle:
+    doc: IDLE (248) - LRU idle time of the next key.
+    doc-ref: redis src/rdb.c rdbSaveKeyValuePair
+    seq:
+      - id: seconds
+        type: rdb_string::rdb_len
+        doc: Idle time in seconds.
+  slot_info:
+    doc: SLOT_INFO (244, Redis 7.4+ cluster mode) - sizes of the slot whose keys follow.
+    doc-ref: redis src/rdb.c rdbSaveDb
+    seq:
+      - id: slot_id
+        type: rdb_string::rdb_len
+        doc: Cluster slot.
+      - id: slot_size
+        type: rdb_string::rdb_len
+        doc: Number of keys in the slot.
+      - id: expires_slot_size
+        type: rdb_string::rdb_len
+        doc: Number of keys with an expiry in the slot.
+  slot_import:
+    doc: SLOT_IMPORT (243 on VALKEY magic, Valkey 9.0+) - a slot migration job and its slot ranges.
+    doc-ref: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports
+    seq:
+      - id: job_name
+        type: rdb_string
+        doc: Job name (40 bytes when written).
+      - id: num_ranges
+        type: rdb_string::rdb_len
+        doc: Number of slot ranges.
+      - id: ranges
+        type: slot_range
+        repeat: expr
+        repeat-expr: num_ranges.value
+        doc: The slot ranges.
+  slot_range:
+    doc: One inclusive slot range of SLOT_IMPORT.
+    doc-ref: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports
+    seq:
+      - id: start_slot
+        type: rdb_string::rdb_len
+        doc: First slot.
+      - id: end_slot
+        type: rdb_string::rdb_len
+        doc: Last slot.
+  key_value:
+    doc: |
+      A key and its value. `type_code` is the record's type byte; the value layout is selected by
+      `value_kind`, which maps the byte to the dialect given by the magic.
+    doc-ref: redis src/rdb.c rdbSaveKeyValuePair
+    params:
+      - id: type_code
+        type: u1
+        doc: The value type byte.
+      - id: is_valkey
+        type: bool
+        doc: True for VALKEY magic.
+      - id: rdb_version
+        type: u2
+        doc: RDB version from the magic.
+    seq:
+      - id: key
+        type: rdb_string
+        doc: The key.
+      - id: value
+        -rdbspec-lazy: true
+        type:
+          switch-on: value_kind
+          cases:
+            'value_type::string': rdb_string
+            'value_type::list': string_list
+            'value_type::set': string_list
+            'value_type::zset': zset::zset_legacy
+            'value_type::hash': hash::hash_table
+            'value_type::zset_2': zset::zset_2
+            'value_type::module_pre_ga': module::module_pre_ga
+            'value_type::module_2': module::module_value
+            'value_type::hash_zipmap': rdb_string::rdb_blob(rdb_string::blob_kind::zipmap)
+            'value_type::list_ziplist': rdb_string::rdb_blob(rdb_string::blob_kind::ziplist)
+            'value_type::set_intset': rdb_string::rdb_blob(rdb_string::blob_kind::intset)
+            'value_type::zset_ziplist': rdb_string::rdb_blob(rdb_string::blob_kind::ziplist)
+            'value_type::hash_ziplist': rdb_string::rdb_blob(rdb_string::blob_kind::ziplist)
+            'value_type::list_quicklist': quicklist
+            'value_type::stream_listpacks': stream::stream_value(type_code)
+            'value_type::hash_listpack': rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
+            'value_type::zset_listpack': rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
+            'value_type::list_quicklist_2': quicklist::quicklist_2
+            'value_type::stream_listpacks_2': stream::stream_value(type_code)
+            'value_type::set_listpack': rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
+            'value_type::stream_listpacks_3': stream::stream_value(type_code)
+            'value_type::hash_metadata_pre_ga': hash::hash_metadata_pre_ga
+            'value_type::hash_listpack_ex_pre_ga': hash::hash_listpack_ex_pre_ga
+            'value_type::hash_metadata': hash::hash_metadata
+            'value_type::hash_listpack_ex': hash::hash_listpack_ex
+            'value_type::stream_listpacks_4': stream::stream_value(type_code)
+            'value_type::df_json': rdb_string
+            'value_type::df_hash_with_expiry': dragonfly::df_hash_with_expiry
+            'value_type::df_set_with_expiry': dragonfly::df_set_with_expiry
+            'value_type::df_sbf': dragonfly::df_sbf
+            'value_type::df_sbf2': dragonfly::df_sbf2
+            'value_type::df_cms': dragonfly::df_cms
+            'value_type::df_topk': dragonfly::df_topk
+            'value_type::df_cuckoo': dragonfly::df_cuckoo
+            'value_type::df_json_legacy': rdb_string
+            'value_type::valkey_hash_2': hash::valkey_hash_2
+        doc: The value, laid out according to `value_kind`.
+    instances:
+      value_kind:
+        value: >-
+          is_valkey and type_code == 22 ? 278 :
+          (not is_valkey) and type_code == 20 and rdb_version < 10 ? 276 :
+          type_code
+        enum: value_type
+        doc: |
+          The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
+          and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276).
+  string_list:
+    doc: LIST (type 1) and SET (type 2) - `len n`, then n strings.
+    doc-ref: redis src/rdb.c rdbSaveObject
+    seq:
+      - id: num_items
+        type: rdb_string::rdb_len
+        doc: Number of elements.
+      - id: items
+        type: rdb_string
+        repeat: expr
+        repeat-expr: num_items.value
+        doc: The elements.
+enums:
+  record_kind:
+    200: fullsync_end
+    201: compressed_zstd_blob
+    202: compressed_lz4_blob
+    210: journal_blob
+    211: journal_offset
+    220: df_mask
+    222: vector_index
+    223: shard_doc_index
+    224: tagged_chunk
+    243: key_meta
+    244: slot_info
+    245: function2
+    246: function_pre_ga
+    247: module_aux
+    248: idle
+    249: freq
+    250: aux
+    251: resize_db
+    252: expire_time_ms
+    253: expire_time
+    254: select_db
+    255: eof
+    256:
+      id: key_value
+      doc: Any value type byte (0-37); not a real opcode.
+    499:
+      id: slot_import
+      doc: Valkey's opcode 243 (0x100 + 243); not a byte value.
+  value_type:
+    0: string
+    1: list
+    2: set
+    3: zset
+    4: hash
+    5: zset_2
+    6: module_pre_ga
+    7: module_2
+    9: hash_zipmap
+    10: list_ziplist
+    11: set_intset
+    12: zset_ziplist
+    13: hash_ziplist
+    14: list_quicklist
+    15: stream_listpacks
+    16: hash_listpack
+    17: zset_listpack
+    18: list_quicklist_2
+    19: stream_listpacks_2
+    20: set_listpack
+    21: stream_listpacks_3
+    22: hash_metadata_pre_ga
+    23: hash_listpack_ex_pre_ga
+    24: hash_metadata
+    25: hash_listpack_ex
+    26: stream_listpacks_4
+    30: df_json
+    31: df_hash_with_expiry
+    32: df_set_with_expiry
+    33: df_sbf
+    34: df_sbf2
+    35: df_cms
+    36: df_topk
+    37: df_cuckoo
+    276:
+      id: df_json_legacy
+      doc: Type 20 in a REDIS file older than version 10 (0x100 + 20); old Dragonfly JSON.
+    278:
+      id: valkey_hash_2
+      doc: Type 22 in a VALKEY file (0x100 + 22); Valkey HASH_2.

@@ -1,0 +1,34 @@
+"""Golden fixtures (tests/golden/) through our generated parsers, one test per fixture.
+
+The official Kaitai Struct outputs (Python and JavaScript) run the same fixtures in
+tests/conformance/run.py (`make conformance`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "conformance"))
+
+from golden import (  # noqa: E402
+    GOLDEN_DIR,
+    fixture_names,
+    import_ours,
+    load_fixture,
+    load_spec_info,
+    run_ours,
+)
+
+SPEC_INFO = load_spec_info()
+
+
+@pytest.mark.parametrize("name", fixture_names(GOLDEN_DIR))
+def test_golden(name: str) -> None:
+    fx = load_fixture(name, GOLDEN_DIR)
+    import_ours()
+    problems = run_ours(fx, SPEC_INFO)
+    if problems:
+        pytest.fail(f"{name} ({fx.root}):" + "".join(f"\n  {p}" for p in problems), pytrace=False)
