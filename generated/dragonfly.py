@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 from . import rdb_string
+from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 
 unpack_f8le = struct.Struct("<d").unpack_from
 unpack_s8le = struct.Struct("<q").unpack_from
@@ -32,13 +32,13 @@ class Dragonfly:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Dragonfly":
+    def from_bytes(cls, data) -> Dragonfly:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Dragonfly", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Dragonfly, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -63,13 +63,13 @@ class DfHashWithExpiry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfHashWithExpiry":
+    def from_bytes(cls, data) -> DfHashWithExpiry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfHashWithExpiry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfHashWithExpiry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -134,13 +134,13 @@ class DfHashEntry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfHashEntry":
+    def from_bytes(cls, data) -> DfHashEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfHashEntry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfHashEntry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -189,13 +189,13 @@ class DfSetWithExpiry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfSetWithExpiry":
+    def from_bytes(cls, data) -> DfSetWithExpiry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfSetWithExpiry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSetWithExpiry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -259,13 +259,13 @@ class DfSetEntry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfSetEntry":
+    def from_bytes(cls, data) -> DfSetEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfSetEntry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSetEntry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -315,13 +315,13 @@ class DfSbf:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfSbf":
+    def from_bytes(cls, data) -> DfSbf:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfSbf", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -359,10 +359,7 @@ class DfSbf:
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:df_sbf.filters",
-                f"count {filters_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:df_sbf.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
             )
         filters = []
         for filters_index in range(filters_count):
@@ -404,10 +401,7 @@ class DfSbf:
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:df_sbf.filters",
-                f"count {filters_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:df_sbf.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
             )
         filters = []
         for filters_index in range(filters_count):
@@ -431,13 +425,13 @@ class DfSbfFilter:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfSbfFilter":
+    def from_bytes(cls, data) -> DfSbfFilter:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfSbfFilter", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbfFilter, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -486,13 +480,13 @@ class DfSbf2:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfSbf2":
+    def from_bytes(cls, data) -> DfSbf2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfSbf2", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf2, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -530,10 +524,7 @@ class DfSbf2:
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:df_sbf2.filters",
-                f"count {filters_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:df_sbf2.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
             )
         filters = []
         for filters_index in range(filters_count):
@@ -575,10 +566,7 @@ class DfSbf2:
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:df_sbf2.filters",
-                f"count {filters_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:df_sbf2.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
             )
         filters = []
         for filters_index in range(filters_count):
@@ -603,13 +591,13 @@ class DfSbf2Filter:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfSbf2Filter":
+    def from_bytes(cls, data) -> DfSbf2Filter:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfSbf2Filter", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf2Filter, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -666,13 +654,13 @@ class DfChunkList:
     )
 
     @classmethod
-    def from_bytes(cls, data, remaining) -> "DfChunkList":
+    def from_bytes(cls, data, remaining) -> DfChunkList:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, remaining)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root, remaining) -> tuple["DfChunkList", int]:
+    def _read(cls, io: Io, pos: int, parent, root, remaining) -> tuple[DfChunkList, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -752,13 +740,13 @@ class DfCms:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfCms":
+    def from_bytes(cls, data) -> DfCms:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfCms", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCms, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -845,13 +833,13 @@ class DfTopk:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfTopk":
+    def from_bytes(cls, data) -> DfTopk:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfTopk", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfTopk, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -883,10 +871,7 @@ class DfTopk:
         heap_count = heap_size.value
         if heap_count < 0 or heap_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:df_topk.heap",
-                f"count {heap_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:df_topk.heap", f"count {heap_count} exceeds the {end - pos} bytes that remain"
             )
         heap = []
         for heap_index in range(heap_count):
@@ -951,10 +936,7 @@ class DfTopk:
         heap_count = heap_size.value
         if heap_count < 0 or heap_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:df_topk.heap",
-                f"count {heap_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:df_topk.heap", f"count {heap_count} exceeds the {end - pos} bytes that remain"
             )
         heap = []
         for heap_index in range(heap_count):
@@ -1004,13 +986,13 @@ class DfTopkItem:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfTopkItem":
+    def from_bytes(cls, data) -> DfTopkItem:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfTopkItem", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfTopkItem, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1059,13 +1041,13 @@ class DfCuckoo:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfCuckoo":
+    def from_bytes(cls, data) -> DfCuckoo:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfCuckoo", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCuckoo, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1165,13 +1147,13 @@ class DfCuckooFilter:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfCuckooFilter":
+    def from_bytes(cls, data) -> DfCuckooFilter:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfCuckooFilter", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCuckooFilter, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1219,13 +1201,13 @@ class DfMask:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "DfMask":
+    def from_bytes(cls, data) -> DfMask:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["DfMask", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfMask, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1263,13 +1245,13 @@ class JournalOffset:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "JournalOffset":
+    def from_bytes(cls, data) -> JournalOffset:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["JournalOffset", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[JournalOffset, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1299,13 +1281,13 @@ class JournalBlob:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "JournalBlob":
+    def from_bytes(cls, data) -> JournalBlob:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["JournalBlob", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[JournalBlob, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1334,13 +1316,13 @@ class FullsyncEnd:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "FullsyncEnd":
+    def from_bytes(cls, data) -> FullsyncEnd:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["FullsyncEnd", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[FullsyncEnd, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1373,13 +1355,13 @@ class ShardDocIndex:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ShardDocIndex":
+    def from_bytes(cls, data) -> ShardDocIndex:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ShardDocIndex", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ShardDocIndex, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1426,13 +1408,13 @@ class ShardDoc:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ShardDoc":
+    def from_bytes(cls, data) -> ShardDoc:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ShardDoc", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ShardDoc, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1464,13 +1446,13 @@ class VectorIndex:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "VectorIndex":
+    def from_bytes(cls, data) -> VectorIndex:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["VectorIndex", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[VectorIndex, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1519,13 +1501,13 @@ class HnswNode:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HnswNode":
+    def from_bytes(cls, data) -> HnswNode:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HnswNode", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HnswNode, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1554,10 +1536,7 @@ class HnswNode:
         levels_count = level + 1
         if levels_count < 0 or levels_count > (end - pos) // 4:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:hnsw_node.levels",
-                f"count {levels_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:hnsw_node.levels", f"count {levels_count} exceeds the {end - pos} bytes that remain"
             )
         levels = []
         for levels_index in range(levels_count):
@@ -1581,13 +1560,13 @@ class HnswLinks:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HnswLinks":
+    def from_bytes(cls, data) -> HnswLinks:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HnswLinks", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HnswLinks, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1604,10 +1583,7 @@ class HnswLinks:
         links_count = num_links
         if links_count < 0 or links_count > (end - pos) // 4:
             raise invalid(
-                io,
-                pos,
-                "dragonfly:hnsw_links.links",
-                f"count {links_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "dragonfly:hnsw_links.links", f"count {links_count} exceeds the {end - pos} bytes that remain"
             )
         links = []
         for links_index in range(links_count):
@@ -1635,13 +1611,13 @@ class CompressedBlob:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "CompressedBlob":
+    def from_bytes(cls, data) -> CompressedBlob:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["CompressedBlob", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[CompressedBlob, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1676,13 +1652,13 @@ class TaggedChunk:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "TaggedChunk":
+    def from_bytes(cls, data) -> TaggedChunk:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["TaggedChunk", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[TaggedChunk, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1697,10 +1673,7 @@ class TaggedChunk:
         pos += 4
         if stream_id < 1:
             raise invalid(
-                io,
-                stream_id_pos,
-                "dragonfly:tagged_chunk.stream_id",
-                f"{stream_id!r} is invalid: below the minimum 1",
+                io, stream_id_pos, "dragonfly:tagged_chunk.stream_id", f"{stream_id!r} is invalid: below the minimum 1"
             )
         self.stream_id = stream_id
         # payload_len: Payload length (non-zero).

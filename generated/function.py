@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 from . import rdb_string
+from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 
 
 class Function:
@@ -25,13 +25,13 @@ class Function:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Function":
+    def from_bytes(cls, data) -> Function:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Function", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Function, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -54,13 +54,13 @@ class Function2:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Function2":
+    def from_bytes(cls, data) -> Function2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Function2", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Function2, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -91,13 +91,13 @@ class FunctionPreGa:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "FunctionPreGa":
+    def from_bytes(cls, data) -> FunctionPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["FunctionPreGa", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[FunctionPreGa, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -115,10 +115,7 @@ class FunctionPreGa:
         has_desc, pos = rdb_string.RdbLen._read(io, pos, self, root)
         if not (has_desc.value <= 1):
             raise invalid(
-                io,
-                has_desc_pos,
-                "function:function_pre_ga.has_desc",
-                f"{has_desc!r} is invalid: fails _.value <= 1",
+                io, has_desc_pos, "function:function_pre_ga.has_desc", f"{has_desc!r} is invalid: fails _.value <= 1"
             )
         self.has_desc = has_desc
         # desc: The description.

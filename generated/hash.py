@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 from . import rdb_string
+from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u8le = struct.Struct("<Q").unpack_from
@@ -29,13 +29,13 @@ class Hash:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Hash":
+    def from_bytes(cls, data) -> Hash:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Hash", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Hash, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -59,13 +59,13 @@ class HashTable:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HashTable":
+    def from_bytes(cls, data) -> HashTable:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HashTable", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTable, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -79,10 +79,7 @@ class HashTable:
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "hash:hash_table.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
         entries = []
         for entries_index in range(entries_count):
@@ -102,10 +99,7 @@ class HashTable:
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "hash:hash_table.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
         entries = []
         for entries_index in range(entries_count):
@@ -129,13 +123,13 @@ class HashPair:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HashPair":
+    def from_bytes(cls, data) -> HashPair:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HashPair", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashPair, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -179,13 +173,13 @@ class HashMetadataPreGa:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HashMetadataPreGa":
+    def from_bytes(cls, data) -> HashMetadataPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HashMetadataPreGa", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashMetadataPreGa, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -250,13 +244,13 @@ class HashTtlEntryPreGa:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HashTtlEntryPreGa":
+    def from_bytes(cls, data) -> HashTtlEntryPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HashTtlEntryPreGa", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTtlEntryPreGa, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -305,13 +299,13 @@ class HashListpackExPreGa:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HashListpackExPreGa":
+    def from_bytes(cls, data) -> HashListpackExPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HashListpackExPreGa", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashListpackExPreGa, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -350,13 +344,13 @@ class HashMetadata:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HashMetadata":
+    def from_bytes(cls, data) -> HashMetadata:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HashMetadata", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashMetadata, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -434,13 +428,13 @@ class HashTtlEntry:
     )
 
     @classmethod
-    def from_bytes(cls, data, min_expire) -> "HashTtlEntry":
+    def from_bytes(cls, data, min_expire) -> HashTtlEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, min_expire)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root, min_expire) -> tuple["HashTtlEntry", int]:
+    def _read(cls, io: Io, pos: int, parent, root, min_expire) -> tuple[HashTtlEntry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -501,13 +495,13 @@ class HashListpackEx:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "HashListpackEx":
+    def from_bytes(cls, data) -> HashListpackEx:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["HashListpackEx", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashListpackEx, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -556,13 +550,13 @@ class ValkeyHash2:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ValkeyHash2":
+    def from_bytes(cls, data) -> ValkeyHash2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ValkeyHash2", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ValkeyHash2, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -627,13 +621,13 @@ class ValkeyHash2Entry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ValkeyHash2Entry":
+    def from_bytes(cls, data) -> ValkeyHash2Entry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ValkeyHash2Entry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ValkeyHash2Entry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self

@@ -34,13 +34,13 @@ class Intset:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Intset":
+    def from_bytes(cls, data) -> Intset:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Intset", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Intset, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -59,10 +59,7 @@ class Intset:
             8,
         ):
             raise invalid(
-                io,
-                encoding_pos,
-                "intset:intset.encoding",
-                f"{encoding!r} is invalid: not one of the allowed values",
+                io, encoding_pos, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
             )
         self.encoding = encoding
         # length: Number of members; an empty intset is corrupt.
@@ -83,10 +80,7 @@ class Intset:
         members_count = length
         if members_count < 0 or members_count > end - pos + 1:
             raise invalid(
-                io,
-                pos,
-                "intset:intset.members",
-                f"count {members_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "intset:intset.members", f"count {members_count} exceeds the {end - pos} bytes that remain"
             )
         members = []
         for members_index in range(members_count):
@@ -129,10 +123,7 @@ class Intset:
             8,
         ):
             raise invalid(
-                io,
-                encoding_pos,
-                "intset:intset.encoding",
-                f"{encoding!r} is invalid: not one of the allowed values",
+                io, encoding_pos, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
             )
         # length: Number of members; an empty intset is corrupt.
         length_pos = pos
@@ -151,10 +142,7 @@ class Intset:
         members_count = length
         if members_count < 0 or members_count > end - pos + 1:
             raise invalid(
-                io,
-                pos,
-                "intset:intset.members",
-                f"count {members_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "intset:intset.members", f"count {members_count} exceeds the {end - pos} bytes that remain"
             )
         members = []
         for members_index in range(members_count):

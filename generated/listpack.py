@@ -38,13 +38,13 @@ class Listpack:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Listpack":
+    def from_bytes(cls, data) -> Listpack:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Listpack", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Listpack, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -159,13 +159,13 @@ class LpBody:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "LpBody":
+    def from_bytes(cls, data) -> LpBody:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["LpBody", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[LpBody, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -316,11 +316,7 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
     backlen_size = (
         1
         if (entry_len <= 127)
-        else (
-            2
-            if (entry_len < 16383)
-            else (3 if (entry_len < 2097151) else (4 if (entry_len < 268435455) else 5))
-        )
+        else (2 if (entry_len < 16383) else (3 if (entry_len < 2097151) else (4 if (entry_len < 268435455) else 5)))
     )
     if backlen_size < 0 or pos + backlen_size > end:
         raise truncated(io, pos, backlen_size, "listpack:lp_entry.backlen")

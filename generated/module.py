@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 from . import rdb_string
+from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 
 unpack_f4le = struct.Struct("<f").unpack_from
 unpack_f8le = struct.Struct("<d").unpack_from
@@ -31,13 +31,13 @@ class Module:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Module":
+    def from_bytes(cls, data) -> Module:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Module", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Module, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -58,25 +58,23 @@ class ModuleValue:
         "_io",
         "module_id",
         "ops",
-        "_m_encver",
-        "_m_module_name",
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ModuleValue":
+    def from_bytes(cls, data) -> ModuleValue:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ModuleValue", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleValue, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
         end = io.end
-        # module_id: The module type id (9 chars × 6 bits, then encver in the low 10 bits).
+        # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.module_id = module_id
         # ops: The opcode stream; the last element is the EOF opcode.
@@ -96,8 +94,9 @@ class ModuleValue:
         """Steps over one module_value without building it; returns the position after it."""
         buf = io.buf
         end = io.end
-        # module_id: The module type id (9 chars × 6 bits, then encver in the low 10 bits).
-        module_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
+        pos = rdb_string.RdbLen._skip(io, pos, None, root)
+        module_id = None
         # ops: The opcode stream; the last element is the EOF opcode.
         ops = []
         ops_index = 0
@@ -108,75 +107,6 @@ class ModuleValue:
                 break
             ops_index += 1
         return pos
-
-    @property
-    def encver(self):
-        """Encoding version of the module type."""
-        try:
-            return self._m_encver
-        except AttributeError:
-            pass
-        encver = self.module_id.value & 1023
-        self._m_encver = encver
-        return encver
-
-    @property
-    def module_name(self):
-        """The 9-character module type name (moduleTypeNameByID). Needs 64-bit integers."""
-        try:
-            return self._m_module_name
-        except AttributeError:
-            pass
-        module_name = (
-            (
-                (
-                    (
-                        (
-                            (
-                                (
-                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                                        ((self.module_id.value >> 58) & 63) : (
-                                            ((self.module_id.value >> 58) & 63) + 1
-                                        )
-                                    ]
-                                    + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                                        ((self.module_id.value >> 52) & 63) : (
-                                            ((self.module_id.value >> 52) & 63) + 1
-                                        )
-                                    ]
-                                )
-                                + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                                    ((self.module_id.value >> 46) & 63) : (
-                                        ((self.module_id.value >> 46) & 63) + 1
-                                    )
-                                ]
-                            )
-                            + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                                ((self.module_id.value >> 40) & 63) : (
-                                    ((self.module_id.value >> 40) & 63) + 1
-                                )
-                            ]
-                        )
-                        + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                            ((self.module_id.value >> 34) & 63) : (((self.module_id.value >> 34) & 63) + 1)
-                        ]
-                    )
-                    + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                        ((self.module_id.value >> 28) & 63) : (((self.module_id.value >> 28) & 63) + 1)
-                    ]
-                )
-                + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                    ((self.module_id.value >> 22) & 63) : (((self.module_id.value >> 22) & 63) + 1)
-                ]
-            )
-            + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-                ((self.module_id.value >> 16) & 63) : (((self.module_id.value >> 16) & 63) + 1)
-            ]
-        ) + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[
-            ((self.module_id.value >> 10) & 63) : (((self.module_id.value >> 10) & 63) + 1)
-        ]
-        self._m_module_name = module_name
-        return module_name
 
 
 class ModulePreGa:
@@ -193,13 +123,13 @@ class ModulePreGa:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ModulePreGa":
+    def from_bytes(cls, data) -> ModulePreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ModulePreGa", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModulePreGa, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -210,9 +140,7 @@ class ModulePreGa:
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         if not False:
-            raise invalid(
-                io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False"
-            )
+            raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
         self.module_id = module_id
         return self, pos
 
@@ -225,9 +153,7 @@ class ModulePreGa:
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
         if not False:
-            raise invalid(
-                io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False"
-            )
+            raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
         return pos
 
 
@@ -248,13 +174,13 @@ class ModuleAux:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ModuleAux":
+    def from_bytes(cls, data) -> ModuleAux:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ModuleAux", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleAux, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -269,10 +195,7 @@ class ModuleAux:
         when_opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
         if not (when_opcode.value == 2):
             raise invalid(
-                io,
-                when_opcode_pos,
-                "module:module_aux.when_opcode",
-                f"{when_opcode!r} is invalid: fails _.value == 2",
+                io, when_opcode_pos, "module:module_aux.when_opcode", f"{when_opcode!r} is invalid: fails _.value == 2"
             )
         self.when_opcode = when_opcode
         # when: 1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
@@ -309,13 +232,13 @@ class ModuleOp:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ModuleOp":
+    def from_bytes(cls, data) -> ModuleOp:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ModuleOp", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleOp, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -426,13 +349,13 @@ class KeyMeta:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "KeyMeta":
+    def from_bytes(cls, data) -> KeyMeta:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["KeyMeta", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[KeyMeta, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -446,10 +369,7 @@ class KeyMeta:
         classes_count = num_classes.value
         if classes_count < 0 or classes_count > (end - pos) // 4:
             raise invalid(
-                io,
-                pos,
-                "module:key_meta.classes",
-                f"count {classes_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "module:key_meta.classes", f"count {classes_count} exceeds the {end - pos} bytes that remain"
             )
         classes = []
         for classes_index in range(classes_count):
@@ -476,13 +396,13 @@ class KeyMetaClass:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "KeyMetaClass":
+    def from_bytes(cls, data) -> KeyMetaClass:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["KeyMetaClass", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[KeyMetaClass, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self

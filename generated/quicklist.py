@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 from . import rdb_string
+from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 
 
 class Quicklist:
@@ -28,13 +28,13 @@ class Quicklist:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Quicklist":
+    def from_bytes(cls, data) -> Quicklist:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Quicklist", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -48,10 +48,7 @@ class Quicklist:
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(
-                io,
-                pos,
-                "quicklist:quicklist.nodes",
-                f"count {nodes_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         nodes = []
         for nodes_index in range(nodes_count):
@@ -71,10 +68,7 @@ class Quicklist:
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(
-                io,
-                pos,
-                "quicklist:quicklist.nodes",
-                f"count {nodes_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         nodes = []
         for nodes_index in range(nodes_count):
@@ -99,13 +93,13 @@ class Quicklist2:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Quicklist2":
+    def from_bytes(cls, data) -> Quicklist2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Quicklist2", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -119,10 +113,7 @@ class Quicklist2:
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(
-                io,
-                pos,
-                "quicklist:quicklist_2.nodes",
-                f"count {nodes_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         nodes = []
         for nodes_index in range(nodes_count):
@@ -142,10 +133,7 @@ class Quicklist2:
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(
-                io,
-                pos,
-                "quicklist:quicklist_2.nodes",
-                f"count {nodes_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         nodes = []
         for nodes_index in range(nodes_count):
@@ -170,13 +158,13 @@ class Quicklist2Node:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Quicklist2Node":
+    def from_bytes(cls, data) -> Quicklist2Node:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Quicklist2Node", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2Node, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self

@@ -9,15 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
+from . import dragonfly, function, hash, module, quicklist, rdb_string, stream, zset
 from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
-from . import dragonfly
-from . import function
-from . import hash
-from . import module
-from . import quicklist
-from . import rdb_string
-from . import stream
-from . import zset
 
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_s8le = struct.Struct("<q").unpack_from
@@ -47,14 +40,14 @@ class Rdb:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Rdb":
+    def from_bytes(cls, data) -> Rdb:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         obj.records = list(obj.iter_records())
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Rdb", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Rdb, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -151,13 +144,13 @@ class Record:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Record":
+    def from_bytes(cls, data) -> Record:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Record", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Record, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -275,9 +268,7 @@ class Record:
         except AttributeError:
             pass
         kind = (
-            499
-            if ((self.opcode == 243) and root.is_valkey)
-            else (self.opcode if (self.opcode >= 200) else 256)
+            499 if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else 256)
         )
         self._m_kind = kind
         return kind
@@ -296,13 +287,13 @@ class SelectDb:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "SelectDb":
+    def from_bytes(cls, data) -> SelectDb:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["SelectDb", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[SelectDb, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -329,13 +320,13 @@ class ResizeDb:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ResizeDb":
+    def from_bytes(cls, data) -> ResizeDb:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ResizeDb", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ResizeDb, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -365,13 +356,13 @@ class Aux:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Aux":
+    def from_bytes(cls, data) -> Aux:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Aux", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Aux, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -400,13 +391,13 @@ class ExpireTime:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ExpireTime":
+    def from_bytes(cls, data) -> ExpireTime:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ExpireTime", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTime, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -435,13 +426,13 @@ class ExpireTimeMs:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ExpireTimeMs":
+    def from_bytes(cls, data) -> ExpireTimeMs:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ExpireTimeMs", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTimeMs, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -470,13 +461,13 @@ class Freq:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Freq":
+    def from_bytes(cls, data) -> Freq:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Freq", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Freq, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -505,13 +496,13 @@ class Idle:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Idle":
+    def from_bytes(cls, data) -> Idle:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Idle", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Idle, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -539,13 +530,13 @@ class SlotInfo:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "SlotInfo":
+    def from_bytes(cls, data) -> SlotInfo:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["SlotInfo", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotInfo, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -579,13 +570,13 @@ class SlotImport:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "SlotImport":
+    def from_bytes(cls, data) -> SlotImport:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["SlotImport", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotImport, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -602,10 +593,7 @@ class SlotImport:
         ranges_count = num_ranges.value
         if ranges_count < 0 or ranges_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "rdb:slot_import.ranges",
-                f"count {ranges_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "rdb:slot_import.ranges", f"count {ranges_count} exceeds the {end - pos} bytes that remain"
             )
         ranges = []
         for ranges_index in range(ranges_count):
@@ -629,13 +617,13 @@ class SlotRange:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "SlotRange":
+    def from_bytes(cls, data) -> SlotRange:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["SlotRange", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotRange, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -671,15 +659,13 @@ class KeyValue:
     )
 
     @classmethod
-    def from_bytes(cls, data, type_code, is_valkey, rdb_version) -> "KeyValue":
+    def from_bytes(cls, data, type_code, is_valkey, rdb_version) -> KeyValue:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code, is_valkey, rdb_version)[0]
         return obj
 
     @classmethod
-    def _read(
-        cls, io: Io, pos: int, parent, root, type_code, is_valkey, rdb_version
-    ) -> tuple["KeyValue", int]:
+    def _read(cls, io: Io, pos: int, parent, root, type_code, is_valkey, rdb_version) -> tuple[KeyValue, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -948,13 +934,13 @@ class StringList:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StringList":
+    def from_bytes(cls, data) -> StringList:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StringList", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StringList, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -968,10 +954,7 @@ class StringList:
         items_count = num_items.value
         if items_count < 0 or items_count > end - pos:
             raise invalid(
-                io,
-                pos,
-                "rdb:string_list.items",
-                f"count {items_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
             )
         items = []
         for items_index in range(items_count):
@@ -991,10 +974,7 @@ class StringList:
         items_count = num_items.value
         if items_count < 0 or items_count > end - pos:
             raise invalid(
-                io,
-                pos,
-                "rdb:string_list.items",
-                f"count {items_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
             )
         items = []
         for items_index in range(items_count):

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
+from . import intset, listpack, stream, ziplist, zipmap
 from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
-from . import intset
-from . import listpack
-from . import stream
-from . import ziplist
-from . import zipmap
 
-unpack_s1 = struct.Struct("<b").unpack_from
+unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_u4be = struct.Struct(">I").unpack_from
@@ -47,13 +43,13 @@ class RdbString:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "RdbString":
+    def from_bytes(cls, data) -> RdbString:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["RdbString", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbString, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -89,7 +85,7 @@ class RdbString:
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s1(buf, pos)[0]
+                int_value = unpack_s1le(buf, pos)[0]
                 pos += 1
             elif int_value_on == 1:
                 if pos + 2 > end:
@@ -125,9 +121,7 @@ class RdbString:
             lzf_size = clen.value
             if lzf_size < 0 or pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
-            lzf_data = lzf_decompress(
-                buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf"
-            )
+            lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
             pos += lzf_size
             lzf = lzf_data
         else:
@@ -166,7 +160,7 @@ class RdbString:
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s1(buf, pos)[0]
+                int_value = unpack_s1le(buf, pos)[0]
                 pos += 1
             elif int_value_on == 1:
                 if pos + 2 > end:
@@ -248,13 +242,13 @@ class RdbLen:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "RdbLen":
+    def from_bytes(cls, data) -> RdbLen:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["RdbLen", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbLen, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -398,13 +392,13 @@ class RdbBlob:
     )
 
     @classmethod
-    def from_bytes(cls, data, kind) -> "RdbBlob":
+    def from_bytes(cls, data, kind) -> RdbBlob:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, kind)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root, kind) -> tuple["RdbBlob", int]:
+    def _read(cls, io: Io, pos: int, parent, root, kind) -> tuple[RdbBlob, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -417,10 +411,7 @@ class RdbBlob:
         len_, pos = RdbLen._read(io, pos, self, root)
         if not ((not len_.is_encoded) or (len_.value == 3)):
             raise invalid(
-                io,
-                len__pos,
-                "rdb_string:rdb_blob.len",
-                f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3",
+                io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
         self.len = len_
         # plain: The container parsed from an uncompressed blob.
@@ -463,9 +454,7 @@ class RdbBlob:
             lzf_size = clen.value
             if lzf_size < 0 or pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
-            lzf_data = lzf_decompress(
-                buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf"
-            )
+            lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
             lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
             pos += lzf_size
             lzf_on = kind
@@ -496,10 +485,7 @@ class RdbBlob:
         len_, pos = RdbLen._read(io, pos, None, root)
         if not ((not len_.is_encoded) or (len_.value == 3)):
             raise invalid(
-                io,
-                len__pos,
-                "rdb_string:rdb_blob.len",
-                f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3",
+                io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
         # plain: The container parsed from an uncompressed blob.
         if not len_.is_encoded:
@@ -538,9 +524,7 @@ class RdbBlob:
             lzf_size = clen.value
             if lzf_size < 0 or pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
-            lzf_data = lzf_decompress(
-                buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf"
-            )
+            lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
             lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
             pos += lzf_size
             lzf_on = kind
@@ -601,13 +585,13 @@ class RdbDouble:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "RdbDouble":
+    def from_bytes(cls, data) -> RdbDouble:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["RdbDouble", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbDouble, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self

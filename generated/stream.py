@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
+from . import listpack, rdb_string
 from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
-from . import listpack
-from . import rdb_string
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u2le = struct.Struct("<H").unpack_from
@@ -33,13 +32,13 @@ class Stream:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Stream":
+    def from_bytes(cls, data) -> Stream:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Stream", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Stream, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -75,13 +74,13 @@ class StreamValue:
     )
 
     @classmethod
-    def from_bytes(cls, data, type_code) -> "StreamValue":
+    def from_bytes(cls, data, type_code) -> StreamValue:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple["StreamValue", int]:
+    def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamValue, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -96,10 +95,7 @@ class StreamValue:
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_value.nodes",
-                f"count {nodes_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         nodes = []
         for nodes_index in range(nodes_count):
@@ -137,10 +133,7 @@ class StreamValue:
         groups_count = num_groups.value
         if groups_count < 0 or groups_count > (end - pos) // 5:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_value.groups",
-                f"count {groups_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_value.groups", f"count {groups_count} exceeds the {end - pos} bytes that remain"
             )
         groups = []
         for groups_index in range(groups_count):
@@ -166,10 +159,7 @@ class StreamValue:
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_value.nodes",
-                f"count {nodes_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         nodes = []
         for nodes_index in range(nodes_count):
@@ -206,10 +196,7 @@ class StreamValue:
         groups_count = num_groups.value
         if groups_count < 0 or groups_count > (end - pos) // 5:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_value.groups",
-                f"count {groups_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_value.groups", f"count {groups_count} exceeds the {end - pos} bytes that remain"
             )
         groups = []
         for groups_index in range(groups_count):
@@ -241,13 +228,13 @@ class StreamNode:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamNode":
+    def from_bytes(cls, data) -> StreamNode:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamNode", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamNode, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -319,13 +306,13 @@ class StreamId:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamId":
+    def from_bytes(cls, data) -> StreamId:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamId", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamId, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -368,13 +355,13 @@ class StreamIdRaw:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamIdRaw":
+    def from_bytes(cls, data) -> StreamIdRaw:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamIdRaw", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdRaw, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -433,13 +420,13 @@ class StreamGroup:
     )
 
     @classmethod
-    def from_bytes(cls, data, type_code) -> "StreamGroup":
+    def from_bytes(cls, data, type_code) -> StreamGroup:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple["StreamGroup", int]:
+    def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamGroup, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -466,10 +453,7 @@ class StreamGroup:
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_group.pel",
-                f"count {pel_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
         pel = []
         for pel_index in range(pel_count):
@@ -518,10 +502,7 @@ class StreamGroup:
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_group.pel",
-                f"count {pel_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
         pel = []
         for pel_index in range(pel_count):
@@ -562,13 +543,13 @@ class StreamPelEntry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamPelEntry":
+    def from_bytes(cls, data) -> StreamPelEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamPelEntry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamPelEntry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -626,13 +607,13 @@ class StreamConsumer:
     )
 
     @classmethod
-    def from_bytes(cls, data, type_code) -> "StreamConsumer":
+    def from_bytes(cls, data, type_code) -> StreamConsumer:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple["StreamConsumer", int]:
+    def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamConsumer, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -665,10 +646,7 @@ class StreamConsumer:
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_consumer.pel",
-                f"count {pel_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
         pel = []
         for pel_index in range(pel_count):
@@ -704,10 +682,7 @@ class StreamConsumer:
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_consumer.pel",
-                f"count {pel_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
         pel = []
         for pel_index in range(pel_count):
@@ -735,13 +710,13 @@ class StreamIdmp:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamIdmp":
+    def from_bytes(cls, data) -> StreamIdmp:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamIdmp", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmp, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -830,13 +805,13 @@ class StreamIdmpProducer:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamIdmpProducer":
+    def from_bytes(cls, data) -> StreamIdmpProducer:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamIdmpProducer", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpProducer, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -906,13 +881,13 @@ class StreamIdmpIid:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamIdmpIid":
+    def from_bytes(cls, data) -> StreamIdmpIid:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamIdmpIid", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpIid, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -959,13 +934,13 @@ class StreamListpack:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamListpack":
+    def from_bytes(cls, data) -> StreamListpack:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamListpack", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamListpack, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1096,13 +1071,13 @@ class StreamMaster:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamMaster":
+    def from_bytes(cls, data) -> StreamMaster:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamMaster", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamMaster, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1252,13 +1227,13 @@ class StreamEntry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "StreamEntry":
+    def from_bytes(cls, data) -> StreamEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["StreamEntry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamEntry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -1275,25 +1250,19 @@ class StreamEntry:
         ms_diff_pos = pos
         ms_diff, pos = listpack.read_lp_entry(io, pos, self, root)
         if not isinstance(ms_diff, int):
-            raise invalid(
-                io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int"
-            )
+            raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
         self.ms_diff = ms_diff
         # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
         seq_diff_pos = pos
         seq_diff, pos = listpack.read_lp_entry(io, pos, self, root)
         if not isinstance(seq_diff, int):
-            raise invalid(
-                io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int"
-            )
+            raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int")
         self.seq_diff = seq_diff
         # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
         if ((flags if isinstance(flags, int) else None) & 2) == 0:
             num_fields_pos = pos
             num_fields, pos = listpack.read_lp_entry(io, pos, self, root)
-            if not (
-                isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)
-            ):
+            if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
                 raise invalid(
                     io,
                     num_fields_pos,
@@ -1311,10 +1280,7 @@ class StreamEntry:
         )
         if items_count < 0 or items_count > end - pos:
             raise invalid(
-                io,
-                pos,
-                "stream:stream_entry.items",
-                f"count {items_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "stream:stream_entry.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
             )
         items = []
         for items_index in range(items_count):
@@ -1345,7 +1311,7 @@ class StreamEntry:
         return self, pos
 
     @classmethod
-    def _read_rows(cls, count, io: Io, pos: int, parent, root) -> tuple["StreamEntryColumns", int]:
+    def _read_rows(cls, count, io: Io, pos: int, parent, root) -> tuple[StreamEntryColumns, int]:
         """Reads `count` rows (or up to the end of the stream when None) into columns."""
         cols = StreamEntryColumns(parent, root)
         flags_column = cols.flags
@@ -1364,37 +1330,27 @@ class StreamEntry:
             flags_pos = pos
             flags, pos = listpack.read_lp_entry(io, pos, None, root)
             if not isinstance(flags, int):
-                raise invalid(
-                    io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int"
-                )
+                raise invalid(io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int")
             flags_column.append(flags)
             # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
             ms_diff_pos = pos
             ms_diff, pos = listpack.read_lp_entry(io, pos, None, root)
             if not isinstance(ms_diff, int):
-                raise invalid(
-                    io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int"
-                )
+                raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
             ms_diff_column.append(ms_diff)
             # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
             seq_diff_pos = pos
             seq_diff, pos = listpack.read_lp_entry(io, pos, None, root)
             if not isinstance(seq_diff, int):
                 raise invalid(
-                    io,
-                    seq_diff_pos,
-                    "stream:stream_entry.seq_diff",
-                    f"{seq_diff!r} is invalid: fails _.is_int",
+                    io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int"
                 )
             seq_diff_column.append(seq_diff)
             # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
             if ((flags if isinstance(flags, int) else None) & 2) == 0:
                 num_fields_pos = pos
                 num_fields, pos = listpack.read_lp_entry(io, pos, None, root)
-                if not (
-                    isinstance(num_fields, int)
-                    and ((num_fields if isinstance(num_fields, int) else None) >= 0)
-                ):
+                if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
                     raise invalid(
                         io,
                         num_fields_pos,
@@ -1430,10 +1386,7 @@ class StreamEntry:
                 and (
                     (lp_count if isinstance(lp_count, int) else None)
                     == (
-                        (
-                            (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
-                            + 3
-                        )
+                        ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
                         if (((flags if isinstance(flags, int) else None) & 2) != 0)
                         else ((2 * (num_fields if isinstance(num_fields, int) else None)) + 4)
                     )

@@ -11,7 +11,7 @@ import struct  # noqa: F401
 
 from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 
-unpack_s1 = struct.Struct("<b").unpack_from
+unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_s8le = struct.Struct("<q").unpack_from
@@ -40,13 +40,13 @@ class Ziplist:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Ziplist":
+    def from_bytes(cls, data) -> Ziplist:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Ziplist", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Ziplist, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -61,10 +61,7 @@ class Ziplist:
         pos += 4
         if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io,
-                zlbytes_pos,
-                "ziplist:ziplist.zlbytes",
-                f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size",
+                io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
         self.zlbytes = zlbytes
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
@@ -74,9 +71,7 @@ class Ziplist:
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
         if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(
-                io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1"
-            )
+            raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         self.zltail = zltail
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
@@ -99,9 +94,7 @@ class Ziplist:
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(
-                io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255"
-            )
+            raise invalid(io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         self.terminator = terminator
         return self, pos
 
@@ -118,10 +111,7 @@ class Ziplist:
         pos += 4
         if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io,
-                zlbytes_pos,
-                "ziplist:ziplist.zlbytes",
-                f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size",
+                io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
         zltail_pos = pos
@@ -130,9 +120,7 @@ class Ziplist:
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
         if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(
-                io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1"
-            )
+            raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
             raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
@@ -152,9 +140,7 @@ class Ziplist:
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(
-                io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255"
-            )
+            raise invalid(io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         return pos
 
     @property
@@ -182,13 +168,13 @@ class ZlBody:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ZlBody":
+    def from_bytes(cls, data) -> ZlBody:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ZlBody", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZlBody, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -234,9 +220,7 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
     prevlen_b0 = buf[pos]
     pos += 1
     if not (prevlen_b0 != 255):
-        raise invalid(
-            io, prevlen_b0_pos, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff"
-        )
+        raise invalid(io, prevlen_b0_pos, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
     # prevlen_u32: Size of the previous entry (5-byte prevlen form).
     if prevlen_b0 == 254:
         if pos + 4 > end:
@@ -321,18 +305,14 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
     if enc == 254:
         if pos + 1 > end:
             raise truncated(io, pos, 1, "ziplist:zl_entry.int8")
-        int8 = unpack_s1(buf, pos)[0]
+        int8 = unpack_s1le(buf, pos)[0]
         pos += 1
     else:
         int8 = None
     # str: The bytes of a string entry.
     is_int = enc >= 192
     if not is_int:
-        str_len = (
-            enc
-            if (enc < 64)
-            else ((((enc & 63) << 8) | b1) if (enc < 128) else (len32 if (enc == 128) else 0))
-        )
+        str_len = enc if (enc < 64) else ((((enc & 63) << 8) | b1) if (enc < 128) else (len32 if (enc == 128) else 0))
         str__size = str_len
         if str__size < 0 or pos + str__size > end:
             raise truncated(io, pos, str__size, "ziplist:zl_entry.str")

@@ -31,13 +31,13 @@ class Zipmap:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Zipmap":
+    def from_bytes(cls, data) -> Zipmap:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Zipmap", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zipmap, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -100,13 +100,13 @@ class ZmLen:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ZmLen":
+    def from_bytes(cls, data) -> ZmLen:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ZmLen", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmLen, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -191,13 +191,13 @@ class ZmEntry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ZmEntry":
+    def from_bytes(cls, data) -> ZmEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ZmEntry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmEntry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -223,10 +223,7 @@ class ZmEntry:
             value_len, pos = ZmLen._read(io, pos, self, root)
             if not (not value_len.is_end):
                 raise invalid(
-                    io,
-                    value_len_pos,
-                    "zipmap:zm_entry.value_len",
-                    f"{value_len!r} is invalid: fails not _.is_end",
+                    io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )
         else:
             value_len = None
@@ -284,10 +281,7 @@ class ZmEntry:
             value_len, pos = ZmLen._read(io, pos, None, root)
             if not (not value_len.is_end):
                 raise invalid(
-                    io,
-                    value_len_pos,
-                    "zipmap:zm_entry.value_len",
-                    f"{value_len!r} is invalid: fails not _.is_end",
+                    io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )
         else:
             value_len = None

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 from . import rdb_string
+from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
 
 unpack_f8le = struct.Struct("<d").unpack_from
 
@@ -28,13 +28,13 @@ class Zset:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Zset":
+    def from_bytes(cls, data) -> Zset:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Zset", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -58,13 +58,13 @@ class ZsetLegacy:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ZsetLegacy":
+    def from_bytes(cls, data) -> ZsetLegacy:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ZsetLegacy", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZsetLegacy, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -78,10 +78,7 @@ class ZsetLegacy:
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "zset:zset_legacy.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "zset:zset_legacy.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
         entries = []
         for entries_index in range(entries_count):
@@ -101,10 +98,7 @@ class ZsetLegacy:
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
             raise invalid(
-                io,
-                pos,
-                "zset:zset_legacy.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "zset:zset_legacy.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
         entries = []
         for entries_index in range(entries_count):
@@ -128,13 +122,13 @@ class ZsetEntry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "ZsetEntry":
+    def from_bytes(cls, data) -> ZsetEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["ZsetEntry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZsetEntry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -177,13 +171,13 @@ class Zset2:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Zset2":
+    def from_bytes(cls, data) -> Zset2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Zset2", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset2, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -197,10 +191,7 @@ class Zset2:
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 9:
             raise invalid(
-                io,
-                pos,
-                "zset:zset_2.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
         entries = []
         for entries_index in range(entries_count):
@@ -220,10 +211,7 @@ class Zset2:
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 9:
             raise invalid(
-                io,
-                pos,
-                "zset:zset_2.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
         entries = []
         for entries_index in range(entries_count):
@@ -247,13 +235,13 @@ class Zset2Entry:
     )
 
     @classmethod
-    def from_bytes(cls, data) -> "Zset2Entry":
+    def from_bytes(cls, data) -> Zset2Entry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root) -> tuple["Zset2Entry", int]:
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset2Entry, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self

@@ -152,7 +152,11 @@ class TypeEmitter:
         self.known[-1].add(local)
 
     def ctx(self, pos: Optional[str] = "pos") -> ex.Context:
-        return ex.Context(self.resolve, self.enum_value, pos, "io" if pos else None, self.scalar_attribute)
+        """Inside a lazy property (pos None) the tree is reached through `self`."""
+        if pos is None:
+            return ex.Context(self.resolve, self.enum_value, None, None, self.scalar_attribute,
+                              "self._root", "self._parent")
+        return ex.Context(self.resolve, self.enum_value, pos, "io", self.scalar_attribute)
 
     def static_type(self, node: ex.Node) -> Optional[TypeSpec]:
         """The user type an expression evaluates to, where the spec makes it certain."""
@@ -183,8 +187,8 @@ class TypeEmitter:
             return f"({source} if isinstance({source}, {kind}) else None)"
         if name in target.scalar_tests:
             return f"isinstance({source}, {target.scalar_kind(target.scalar_tests[name])})"
-        raise ex.ExpressionError(
-            f"{target.id} is compiled to a scalar: only {target.scalar + list(target.scalar_tests)} can be read from it")
+        readable = target.scalar + list(target.scalar_tests)
+        raise ex.ExpressionError(f"{target.id} is compiled to a scalar: only {readable} can be read from it")
 
     def enum_value(self, path: tuple[str, ...], member: str) -> int:
         return self.builder.enum(self.t, path[:-1], path[-1], self.t.yaml_path, member=member)
@@ -316,7 +320,8 @@ class TypeEmitter:
             # corrupt count cannot make the loop run for ever.
             limit = "end - pos + 1"
         self.block(f"if {count} < 0 or {count} > {limit}:")
-        self.emit(f"raise invalid(io, pos, {self.path(a)}, f'count {{{count}}} exceeds the {{end - pos}} bytes that remain')")
+        message = f"f'count {{{count}}} exceeds the {{end - pos}} bytes that remain'"
+        self.emit(f"raise invalid(io, pos, {self.path(a)}, {message})")
         self.end_block()
 
     def read_columns(self, a: Attribute, local: str) -> None:
@@ -376,7 +381,8 @@ class TypeEmitter:
                 self.emit(f"{local} = buf[pos]")
             else:
                 self.bounds(a, str(ref.size))
-                unpack = "unpack_" + ref.name + ("" if ref.name[-2:] in ("le", "be") or ref.size == 1 else ("le" if ref.fmt[0] == "<" else "be"))
+                order = "" if ref.name[-2:] in ("le", "be") else ("le" if ref.fmt[0] == "<" else "be")
+                unpack = f"unpack_{ref.name}{order}"
                 self.unpackers.add(f"{unpack} = struct.Struct({ref.fmt!r}).unpack_from")
                 self.emit(f"{local} = {unpack}(buf, pos)[0]")
             self.emit(f"pos += {ref.size}")
@@ -489,8 +495,10 @@ class TypeEmitter:
             self.block(f"if {io}.end - {io}.start < {ref.size}:")
             self.emit(f"raise truncated({io}, {pos}, {ref.size}, {self.path(a)})")
             self.end_block()
-            unpack = f"struct.unpack_from({ref.fmt!r}, {io}.buf, {pos})[0]"
-            self.emit(f"{local} = {io}.buf[{pos}]" if ref.size == 1 and ref.fmt.endswith("B") else f"{local} = {unpack}")
+            if ref.size == 1 and ref.fmt.endswith("B"):
+                self.emit(f"{local} = {io}.buf[{pos}]")
+            else:
+                self.emit(f"{local} = struct.unpack_from({ref.fmt!r}, {io}.buf, {pos})[0]")
         elif ref is None:
             self.emit(f"{local} = {io}.buf[{io}.start:{io}.end]")
         else:

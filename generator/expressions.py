@@ -9,8 +9,9 @@ renderer; everything else (operators, literals, methods) is fixed here.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Union
 
 
 class ExpressionError(Exception):
@@ -48,46 +49,46 @@ class EnumRef:
 
 @dataclass(frozen=True)
 class Attr:
-    target: "Node"
+    target: Node
     name: str
 
 
 @dataclass(frozen=True)
 class Call:
-    target: "Node"
+    target: Node
     name: str
-    args: tuple["Node", ...]
+    args: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Index:
-    target: "Node"
-    index: "Node"
+    target: Node
+    index: Node
 
 
 @dataclass(frozen=True)
 class Unary:
     op: str
-    operand: "Node"
+    operand: Node
 
 
 @dataclass(frozen=True)
 class Binary:
     op: str
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
 class Ternary:
-    cond: "Node"
-    then: "Node"
-    other: "Node"
+    cond: Node
+    then: Node
+    other: Node
 
 
 @dataclass(frozen=True)
 class ArrayLit:
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
 
 
 Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit]
@@ -308,6 +309,8 @@ class Context:
     # reads `name` of the value of `target` (Python source) when the emitter knows better
     # than a plain attribute access (scalar-compiled types); None means no opinion
     attribute: Callable[[Node, str, str], str | None] = lambda node, name, source: None
+    root: str = "root"
+    parent: str = "parent"
 
 
 def translate(node: Node, ctx: Context) -> str:
@@ -323,9 +326,9 @@ def translate(node: Node, ctx: Context) -> str:
         if node.name == "_io":
             raise ExpressionError("_io is only usable as _io.pos, _io.size or _io.eof")
         if node.name == "_root":
-            return "root"
+            return ctx.root
         if node.name == "_parent":
-            return "parent"
+            return ctx.parent
         return ctx.resolve(node.name)
     if isinstance(node, Attr):
         if node.target == Name("_io"):

@@ -47,15 +47,15 @@ class Text:
 
 @dataclass
 class UserRef:
-    target: "TypeSpec"
+    target: TypeSpec
     args: tuple[ex.Node, ...]
 
 
 @dataclass
 class Switch:
     on: ex.Node
-    cases: list[tuple[ex.Node, "TypeRef"]]
-    default: Optional["TypeRef"]
+    cases: list[tuple[ex.Node, TypeRef]]
+    default: Optional[TypeRef]
 
 
 TypeRef = Union[Primitive, Text, UserRef, Switch, None]  # None: raw bytes
@@ -100,7 +100,7 @@ class Param:
 class TypeSpec:
     id: str
     spec: SpecFile
-    parent: Optional["TypeSpec"]
+    parent: Optional[TypeSpec]
     yaml_path: str
     raw: dict
     doc: str = ""
@@ -110,10 +110,10 @@ class TypeSpec:
     seq: list[Attribute] = field(default_factory=list)
     instances: list[Attribute] = field(default_factory=list)
     enums: dict[str, dict[str, int]] = field(default_factory=dict)
-    types: dict[str, "TypeSpec"] = field(default_factory=dict)
+    types: dict[str, TypeSpec] = field(default_factory=dict)
     scalar: Optional[list[str]] = None
     scalar_tests: dict[str, str] = field(default_factory=dict)
-    parents: list["TypeSpec"] = field(default_factory=list)
+    parents: list[TypeSpec] = field(default_factory=list)
     streamed: Optional[str] = None
     used_as_columns: bool = False
 

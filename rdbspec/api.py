@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from rdbspec_generated import ParseError, RdbError
 from rdbspec_generated.rdb import Rdb
@@ -103,6 +104,7 @@ class Dump:
         self.slot_imports: list[tuple[bytes, list[tuple[int, int]]]] = []
         self.checksum_status: str = "not read"
         self.end_offset: int | None = None
+        self.last_key: bytes | None = None  # the key most recently read, for error messages
         self._rdb = self._guard(lambda: Rdb._read(_io(source.buffer), 0, None, None)[0], 0)
         self._records = self._rdb.iter_records()
         self._pending: list[tuple[Any, int, int]] = []
@@ -115,7 +117,7 @@ class Dump:
     def close(self) -> None:
         self.source.close()
 
-    def __enter__(self) -> "Dump":
+    def __enter__(self) -> Dump:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -198,7 +200,8 @@ class Dump:
             kind = record.kind
             if kind == KEY_VALUE:
                 body = record.body
-                yield KeyRecord(db, values.text(body.key), record.opcode, body.value_kind, expire_at_ms,
+                self.last_key = values.text(body.key)
+                yield KeyRecord(db, self.last_key, record.opcode, body.value_kind, expire_at_ms,
                                 idle, freq, start, end - start, body)
                 expire_at_ms = idle = freq = None
             elif kind == SELECT_DB:

@@ -8,8 +8,8 @@ objects; `entries()` yields `StreamEntry` views on demand.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from .errors import IntegrityError
 
@@ -109,7 +109,7 @@ class Stream:
                 yield StreamEntry((self.ms[i], self.seq[i]), self.fields[i], self.deleted[i])
 
     @classmethod
-    def from_spec(cls, v, type_code: int) -> "Stream":
+    def from_spec(cls, v, type_code: int) -> Stream:
         """Builds the model from a generated `stream_value`, checking what the server checks."""
         from .values import text  # values imports this module
 

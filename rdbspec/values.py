@@ -8,8 +8,9 @@ absolute unix ms beside them; streams a `Stream`; modules a `ModuleValue`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .streams import Stream
 

@@ -16,28 +16,15 @@ types:
     seq:
       - id: module_id
         type: rdb_string::rdb_len
-        doc: The module type id (9 chars × 6 bits, then encver in the low 10 bits).
+        doc: |
+          The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
+          Decoding the name needs exact 64-bit arithmetic, which JavaScript numbers lack, so it is
+          left to the application (rdbspec.values.module_name).
       - id: ops
         type: module_op
         repeat: until
         repeat-until: _.opcode.value == 0
         doc: The opcode stream; the last element is the EOF opcode.
-    instances:
-      encver:
-        value: module_id.value & 1023
-        doc: Encoding version of the module type.
-      module_name:
-        value: >-
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 58) & 63, ((module_id.value >> 58) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 52) & 63, ((module_id.value >> 52) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 46) & 63, ((module_id.value >> 46) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 40) & 63, ((module_id.value >> 40) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 34) & 63, ((module_id.value >> 34) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 28) & 63, ((module_id.value >> 28) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 22) & 63, ((module_id.value >> 22) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 16) & 63, ((module_id.value >> 16) & 63) + 1) +
-          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".substring((module_id.value >> 10) & 63, ((module_id.value >> 10) & 63) + 1)
-        doc: The 9-character module type name (moduleTypeNameByID). Needs 64-bit integers.
   module_pre_ga:
     doc: |
       MODULE_PRE_GA (type 6, Redis 4.0-rc): the payload has no opcode framing, so it cannot be

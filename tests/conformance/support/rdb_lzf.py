@@ -6,7 +6,7 @@ requires the output length to equal the declared uncompressed length exactly
 """
 
 
-class RdbLzf(object):
+class RdbLzf:
     """Kaitai custom processor: ``RdbLzf(ulen).decode(data) -> bytes``."""
 
     def __init__(self, ulen):
@@ -16,7 +16,7 @@ class RdbLzf(object):
         data = bytes(data)
         ulen = self.ulen
         if ulen < 0:
-            raise ValueError("LZF: negative uncompressed length %d" % ulen)
+            raise ValueError(f"LZF: negative uncompressed length {ulen}")
         out = bytearray()
         ip = 0
         n = len(data)
@@ -26,9 +26,9 @@ class RdbLzf(object):
             if ctrl < 32:
                 run = ctrl + 1
                 if ip + run > n:
-                    raise ValueError("LZF: literal run past end of input at %d" % (ip - 1))
+                    raise ValueError(f"LZF: literal run past end of input at {ip - 1}")
                 if len(out) + run > ulen:
-                    raise ValueError("LZF: output exceeds declared length %d" % ulen)
+                    raise ValueError(f"LZF: output exceeds declared length {ulen}")
                 out += data[ip:ip + run]
                 ip += run
             else:
@@ -46,12 +46,12 @@ class RdbLzf(object):
                 if ref < 0:
                     raise ValueError("LZF: back-reference before start of output")
                 if len(out) + length > ulen:
-                    raise ValueError("LZF: output exceeds declared length %d" % ulen)
+                    raise ValueError(f"LZF: output exceeds declared length {ulen}")
                 if ref + length <= len(out):
                     out += out[ref:ref + length]
                 else:
                     for i in range(length):
                         out.append(out[ref + i])
         if len(out) != ulen:
-            raise ValueError("LZF: decompressed %d bytes, expected %d" % (len(out), ulen))
+            raise ValueError(f"LZF: decompressed {len(out)} bytes, expected {ulen}")
         return bytes(out)

@@ -1,0 +1,175 @@
+"""The `rdbspec` command line: dump, info, keys.
+
+Bad input ends with one line on stderr (the problem, the byte offset, the key being read)
+and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from typing import TextIO
+
+from . import api
+from .errors import EXIT_CODES, RdbError, exit_code
+from .jsonl import dumps, record_json, s
+from .streams import Stream
+
+
+class Progress:
+    """A progress line on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int):
+        self.total = max(total, 1)
+        self.enabled = sys.stderr.isatty()
+        self.shown = 0.0
+
+    def update(self, offset: int) -> None:
+        now = time.monotonic()
+        if self.enabled and now - self.shown > 0.5:
+            self.shown = now
+            sys.stderr.write(f"\r{100 * offset / self.total:5.1f}% of {self.total} bytes")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.shown:
+            sys.stderr.write("\r" + " " * 40 + "\r")
+
+
+def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecord]:
+    pattern = re.compile(args.key.encode()) if getattr(args, "key", None) else None
+    progress = Progress(len(dump.source.buffer))
+    for record in dump.keys():
+        progress.update(record.offset)
+        if args.db and record.db not in args.db:
+            continue
+        if args.type and record.type_name not in args.type:
+            continue
+        if pattern is not None and not pattern.search(record.key):
+            continue
+        yield record
+    progress.done()
+
+
+def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    for record in _selected(dump, args):
+        out.write(dumps(record_json(record, args.include_deleted)) + "\n")
+
+
+def element_count(record: api.KeyRecord) -> int:
+    value = record.value
+    if isinstance(value, Stream):
+        return value.length
+    return len(value) if isinstance(value, (bytes, list)) else 1
+
+
+def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    rows = ([r.db, s(r.key), r.type_name, r.encoding, r.size, element_count(r)] for r in _selected(dump, args))
+    if args.top:
+        rows = iter(sorted(rows, key=lambda row: -row[4])[:args.top])
+    header = ["db", "key", "type", "encoding", "size_in_file", "elements"]
+    if args.csv:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow([json.dumps(c) if isinstance(c, dict) else c for c in row])
+    else:
+        for row in rows:
+            out.write(dumps(dict(zip(header, row))) + "\n")
+
+
+def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    per_db: dict[int, Counter] = defaultdict(Counter)
+    per_type: Counter = Counter()
+    for record in _selected(dump, args):
+        per_db[record.db]["keys"] += 1
+        per_db[record.db]["expires"] += record.expire_at_ms is not None
+        per_type[record.type_name] += 1
+    info = {
+        "file": dump.source.name,
+        "magic": dump.header.magic,
+        "version": dump.header.version,
+        "dialect": dump.header.dialect,
+        "aux": [[s(k), s(v)] for k, v in dump.aux],
+        "databases": {str(db): dict(counts) for db, counts in sorted(per_db.items())},
+        "types": dict(sorted(per_type.items())),
+        "functions": [s(f.code) for f in dump.functions],
+        "module_aux": [{"module": m.name, "encoding_version": m.encoding_version, "when": m.when}
+                       for m in dump.module_aux],
+        "slot_info": dump.slot_info,
+        "checksum": dump.checksum_status,
+    }
+    if args.json:
+        out.write(json.dumps(info, ensure_ascii=False, indent=2) + "\n")
+        return
+    out.write(f"{info['file']}: {info['magic']} (RDB {info['version']}, {info['dialect']}), "
+              f"checksum {info['checksum']}\n")
+    for key, value in info["aux"]:
+        out.write(f"  aux {key} = {value}\n")
+    for db, counts in info["databases"].items():
+        out.write(f"  db {db}: {counts.get('keys', 0)} keys, {counts.get('expires', 0)} with expiry\n")
+    for name, count in info["types"].items():
+        out.write(f"  {name}: {count}\n")
+    if info["functions"]:
+        out.write(f"  functions: {len(info['functions'])} libraries\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rdbspec", description="Read Redis, Valkey and Dragonfly RDB dumps.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("file", help="dump file, or - for stdin")
+        p.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
+        p.add_argument("--type", action="append", help="only this type: string, list, set, zset, hash, stream...")
+        p.add_argument("--key", help="only keys matching this regular expression")
+        p.add_argument("--no-verify-checksum", action="store_true", help="do not fail on a wrong checksum")
+        p.add_argument("-o", "--output", help="write here instead of stdout")
+        return p
+
+    dump = common("dump", "every key as JSON Lines")
+    dump.add_argument("--include-deleted", action="store_true", help="stream entries deleted but still stored")
+    dump.set_defaults(run=cmd_dump)
+    info = common("info", "header, AUX fields, counts, checksum")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(run=cmd_info)
+    keys = common("keys", "one row per key: type, encoding, size in the file, elements")
+    keys.add_argument("--csv", action="store_true")
+    keys.add_argument("--top", type=int, help="only the N largest keys")
+    keys.set_defaults(run=cmd_keys)
+    for register in EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+# other modules (stream commands, the Spark pipeline) add their subcommands here
+EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "standalone", None) is not None:
+        return args.standalone(args)
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    dump = None
+    try:
+        with api.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
+            args.run(dump, args, out)
+        return EXIT_CODES["ok"]
+    except (RdbError, OSError) as err:
+        out.flush()
+        where = f" (after key {dumps(s(dump.last_key))})" if dump is not None and dump.last_key is not None else ""
+        print(f"rdbspec: {args.file}: {err}{where}", file=sys.stderr)
+        return exit_code(err)
+    except BrokenPipeError:
+        return EXIT_CODES["ok"]
+    finally:
+        if out is not sys.stdout:
+            out.close()

@@ -1,0 +1,483 @@
+"""A PySpark (>= 4.0) Python Data Source for RDB dumps, registered as format ``"rdb"``.
+
+    from rdbspec.spark import register
+    register(spark)
+    df = spark.read.format("rdb").option("table", "stream_entries").load("dumps/")
+
+Paths may be a file, a glob, a directory (every regular file in it, not recursive; names
+starting with ``.`` or ``_`` are skipped) or a comma-separated list of those; several paths
+may also be passed as a list to ``load``. Paths are resolved on the driver with the local
+file system, so they must be visible at the same place to every executor (local mode, NFS...).
+
+One partition per file; each file is read by one Python worker with the single-process
+library, in file order, and turned into ``pyarrow.RecordBatch`` es of at most ``batchSize``
+rows. Byte-range splitting of big files is not done.
+
+Tables (``option("table", ...)``, default ``keys``); every row starts with ``file`` (the
+path as resolved) and ``db`` (the database number; null where it does not apply):
+
+``keys``
+    key binary, key_str (UTF-8 text of the key, null when not valid UTF-8), type, rdb_type
+    (the type byte), encoding, expire_at_ms (absolute unix ms), idle (seconds, LRU), freq
+    (LFU), offset (byte offset of the record), size_in_file (bytes of the record), elements
+    (items of a list/set/zset/hash, entries of a stream; null for strings and modules).
+``streams``
+    key, length, last_id, first_id, max_deleted_id (IDs as "ms-seq" text), entries_added,
+    nodes (listpack nodes), groups (consumer groups).
+``stream_entries``
+    key, id ("ms-seq"), ms decimal(20,0), seq decimal(20,0) (IDs are unsigned 64-bit),
+    fields array<struct<field binary, value binary>>, deleted. Deleted entries (still in
+    the listpacks) only with ``includeDeleted``.
+``stream_groups``
+    key, group, last_delivered_id, entries_read, lag, pel_count, consumers. ``lag`` is
+    ``entries_added - entries_read`` when both are known (RDB 10+ streams; the server may
+    have stored entries_read as unknown), else null. It does not try to reproduce the
+    server's own fallbacks for streams with deletions after the group's position.
+``stream_pending``
+    key, group, id, consumer (null if no consumer claims it), delivery_time_ms, delivery_count.
+``stream_consumers``
+    key, group, consumer, seen_time_ms, active_time_ms (null before RDB 11), pel_count.
+``aux``
+    name, value (AUX fields as text, bytes that are not UTF-8 backslash-escaped).
+``files``
+    one row per file: version, dialect, keys (records read), checksum (status), error
+    (null when the file was read whole). With ``ignoreCorruptFiles`` this is where a
+    skipped file is reported.
+
+Options: ``table``; ``db`` (comma-separated numbers); ``keyPattern`` (a glob matched
+against the whole key, ``fnmatch`` syntax: ``*``, ``?``, ``[abc]``, ``[!abc]``);
+``types`` (comma-separated type names: string, list, set, zset, hash, stream, module...);
+``includeDeleted`` (default false); ``ignoreCorruptFiles`` (default false: a corrupt file
+fails the query with an error naming the file and the byte offset; true: the rest of that
+file is skipped, rows read before the problem are kept, as Spark's own option does, and a
+line is written to the worker's stderr and to the ``files`` table); ``verifyChecksum``
+(default true); ``batchSize`` (default 4096).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+FORMAT = "rdb"
+
+_COMMON = [StructField("file", StringType(), False), StructField("db", IntegerType(), True)]
+_KEY = StructField("key", BinaryType(), False)
+_GROUP = StructField("group", BinaryType(), False)
+
+
+def _schema(*fields: StructField) -> StructType:
+    return StructType(_COMMON + list(fields))
+
+
+SCHEMAS: dict[str, StructType] = {
+    "keys": _schema(
+        _KEY,
+        StructField("key_str", StringType(), True),
+        StructField("type", StringType(), False),
+        StructField("rdb_type", IntegerType(), False),
+        StructField("encoding", StringType(), False),
+        StructField("expire_at_ms", LongType(), True),
+        StructField("idle", LongType(), True),
+        StructField("freq", IntegerType(), True),
+        StructField("offset", LongType(), False),
+        StructField("size_in_file", LongType(), False),
+        StructField("elements", LongType(), True),
+    ),
+    "streams": _schema(
+        _KEY,
+        StructField("length", LongType(), False),
+        StructField("last_id", StringType(), False),
+        StructField("first_id", StringType(), True),
+        StructField("max_deleted_id", StringType(), True),
+        StructField("entries_added", LongType(), True),
+        StructField("nodes", IntegerType(), False),
+        StructField("groups", IntegerType(), False),
+    ),
+    "stream_entries": _schema(
+        _KEY,
+        StructField("id", StringType(), False),
+        StructField("ms", DecimalType(20, 0), False),
+        StructField("seq", DecimalType(20, 0), False),
+        StructField("fields", ArrayType(StructType([
+            StructField("field", BinaryType(), False),
+            StructField("value", BinaryType(), False),
+        ]), False), False),
+        StructField("deleted", BooleanType(), False),
+    ),
+    "stream_groups": _schema(
+        _KEY,
+        _GROUP,
+        StructField("last_delivered_id", StringType(), False),
+        StructField("entries_read", LongType(), True),
+        StructField("lag", LongType(), True),
+        StructField("pel_count", LongType(), False),
+        StructField("consumers", IntegerType(), False),
+    ),
+    "stream_pending": _schema(
+        _KEY,
+        _GROUP,
+        StructField("id", StringType(), False),
+        StructField("consumer", BinaryType(), True),
+        StructField("delivery_time_ms", LongType(), False),
+        StructField("delivery_count", LongType(), False),
+    ),
+    "stream_consumers": _schema(
+        _KEY,
+        _GROUP,
+        StructField("consumer", BinaryType(), False),
+        StructField("seen_time_ms", LongType(), False),
+        StructField("active_time_ms", LongType(), True),
+        StructField("pel_count", LongType(), False),
+    ),
+    "aux": _schema(
+        StructField("name", StringType(), False),
+        StructField("value", StringType(), True),
+    ),
+    "files": _schema(
+        StructField("version", IntegerType(), True),
+        StructField("dialect", StringType(), True),
+        StructField("keys", LongType(), False),
+        StructField("checksum", StringType(), True),
+        StructField("error", StringType(), True),
+    ),
+}
+
+TABLES: tuple[str, ...] = tuple(SCHEMAS)
+STREAM_TABLES = ("streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers")
+
+
+# -- options and paths -------------------------------------------------------------------------
+
+def _bool(options: dict[str, str], name: str, default: bool) -> bool:
+    for k, v in options.items():
+        if k.lower() == name.lower():
+            text = str(v).strip().lower()
+            if text in ("true", "1", "yes"):
+                return True
+            if text in ("false", "0", "no"):
+                return False
+            raise ValueError(f"option {name}: expected true or false, got {v!r}")
+    return default
+
+
+def _get(options: dict[str, str], name: str) -> str | None:
+    for k, v in options.items():  # Spark options are case-insensitive
+        if k.lower() == name.lower():
+            return v
+    return None
+
+
+def _split(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def resolve_paths(specs: list[str]) -> list[str]:
+    """Files named by paths that may be files, globs, directories or comma-separated lists,
+    in the order given (globs and directories sorted), without duplicates."""
+    out: list[str] = []
+    for spec in specs:
+        for part in _split(spec):
+            if part.startswith("file:"):
+                part = part[len("file:"):]
+                if part.startswith("//"):
+                    part = part[2:]
+            if glob.has_magic(part):
+                matches = sorted(glob.glob(part))
+                if not matches:
+                    raise FileNotFoundError(f"no file matches {part}")
+            elif os.path.isdir(part):
+                matches = sorted(os.path.join(part, n) for n in os.listdir(part)
+                                 if not n.startswith((".", "_")))
+            elif os.path.exists(part):
+                matches = [part]
+            else:
+                raise FileNotFoundError(f"no such file: {part}")
+            for m in matches:
+                if os.path.isdir(m):
+                    m_files = sorted(os.path.join(m, n) for n in os.listdir(m) if not n.startswith((".", "_")))
+                else:
+                    m_files = [m]
+                for f in m_files:
+                    if os.path.isfile(f) and f not in out:
+                        out.append(f)
+    return out
+
+
+@dataclass
+class ReadOptions:
+    table: str = "keys"
+    dbs: frozenset[int] | None = None
+    key_pattern: bytes | None = None
+    types: frozenset[str] | None = None
+    include_deleted: bool = False
+    ignore_corrupt_files: bool = False
+    verify_checksum: bool = True
+    batch_size: int = 4096
+
+    @classmethod
+    def parse(cls, options: dict[str, str]) -> ReadOptions:
+        table = (_get(options, "table") or "keys").strip().lower()
+        if table not in SCHEMAS:
+            raise ValueError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
+        dbs = _split(_get(options, "db"))
+        types = _split(_get(options, "types"))
+        pattern = _get(options, "keyPattern")
+        return cls(
+            table=table,
+            dbs=frozenset(int(d) for d in dbs) if dbs else None,
+            key_pattern=pattern.encode() if pattern else None,
+            types=frozenset(t.lower() for t in types) if types else None,
+            include_deleted=_bool(options, "includeDeleted", False),
+            ignore_corrupt_files=_bool(options, "ignoreCorruptFiles", False),
+            verify_checksum=_bool(options, "verifyChecksum", True),
+            batch_size=max(1, int(_get(options, "batchSize") or 4096)),
+        )
+
+    def selects(self, record: Any) -> bool:
+        if self.dbs is not None and record.db not in self.dbs:
+            return False
+        if self.types is not None and record.type_name not in self.types:
+            return False
+        if self.key_pattern is not None and not fnmatch.fnmatchcase(record.key, self.key_pattern):
+            return False
+        return True
+
+
+# -- rows -------------------------------------------------------------------------------------
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _sid(stream_id: tuple[int, int] | None) -> str | None:
+    return None if stream_id is None else f"{stream_id[0]}-{stream_id[1]}"
+
+
+def _elements(value: Any) -> int | None:
+    from ..streams import Stream
+
+    if isinstance(value, Stream):
+        return value.length
+    if isinstance(value, list):
+        return len(value)
+    return None
+
+
+class _Batcher:
+    """Accumulates columns for one table and cuts them into RecordBatches."""
+
+    def __init__(self, schema: StructType, size: int):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.arrow_schema = to_arrow_schema(schema)
+        self.names = schema.names
+        self.size = size
+        self.columns: dict[str, list] = {n: [] for n in self.names}
+        self.rows = 0
+
+    def add(self, **row: Any) -> None:
+        for n in self.names:
+            self.columns[n].append(row.get(n))
+        self.rows += 1
+
+    def extend(self, columns: dict[str, list], count: int) -> None:
+        for n in self.names:
+            self.columns[n].extend(columns[n])
+        self.rows += count
+
+    def full(self) -> bool:
+        return self.rows >= self.size
+
+    def take(self):
+        import pyarrow as pa
+
+        arrays = [pa.array(self.columns[f.name], type=f.type) for f in self.arrow_schema]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        self.columns = {n: [] for n in self.names}
+        self.rows = 0
+        return batch
+
+
+def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stream: Any,
+                 include_deleted: bool) -> Iterator[Any]:
+    """Adds the rows one stream gives `table`, yielding batches as they fill."""
+    base = {"file": file, "db": db, "key": key}
+    if table == "streams":
+        out.add(**base, length=stream.length, last_id=_sid(stream.last_id), first_id=_sid(stream.first_id),
+                max_deleted_id=_sid(stream.max_deleted_entry_id), entries_added=stream.entries_added,
+                nodes=len(stream.nodes), groups=len(stream.groups))
+    elif table == "stream_entries":
+        idx = [i for i, d in enumerate(stream.deleted) if include_deleted or not d]
+        step = out.size
+        for start in range(0, len(idx), step):
+            part = idx[start:start + step]
+            ms = [stream.ms[i] for i in part]
+            seq = [stream.seq[i] for i in part]
+            n = len(part)
+            out.extend({"file": [file] * n, "db": [db] * n, "key": [key] * n,
+                        "id": [f"{a}-{b}" for a, b in zip(ms, seq)], "ms": ms, "seq": seq,
+                        "fields": [stream.fields[i] for i in part],
+                        "deleted": [stream.deleted[i] for i in part]}, n)
+            if out.full():
+                yield out.take()
+    elif table == "stream_groups":
+        for g in stream.groups:
+            lag = None
+            if stream.entries_added is not None and g.entries_read is not None:
+                lag = stream.entries_added - g.entries_read
+            out.add(**base, group=g.name, last_delivered_id=_sid(g.last_delivered_id),
+                    entries_read=g.entries_read, lag=lag, pel_count=len(g.pending),
+                    consumers=len(g.consumers))
+    elif table == "stream_pending":
+        for g in stream.groups:
+            for p in g.pending:
+                out.add(**base, group=g.name, id=_sid(p.id), consumer=p.consumer,
+                        delivery_time_ms=p.delivery_time_ms, delivery_count=p.delivery_count)
+                if out.full():
+                    yield out.take()
+    elif table == "stream_consumers":
+        for g in stream.groups:
+            for c in g.consumers:
+                out.add(**base, group=g.name, consumer=c.name, seen_time_ms=c.seen_time_ms,
+                        active_time_ms=c.active_time_ms, pel_count=len(c.pending))
+    if out.full():
+        yield out.take()
+
+
+def _describe(path: str, err: BaseException, dump: Any) -> str:
+    offset = getattr(err, "offset", None)
+    where = f" at byte {offset}" if offset is not None else ""
+    key = getattr(dump, "last_key", None) if dump is not None else None
+    near = f" (last key read: {key!r})" if key is not None else ""
+    return f"{path}: {err.__class__.__name__}{where}: {err}{near}"
+
+
+class CorruptFileError(Exception):
+    """A dump that cannot be read, named with its path and the byte offset of the problem."""
+
+
+def read_file(path: str, opts: ReadOptions, warn: Callable[[str], None] | None = None) -> Iterator[Any]:
+    """The RecordBatches of `opts.table` for one file (the body of one partition)."""
+    from .. import api
+    from ..errors import RdbError
+
+    out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
+    table = opts.table
+    dump = None
+    records = 0
+    try:
+        dump = api.open(path, verify_checksum=opts.verify_checksum)
+        for record in dump.keys():
+            records += 1
+            if table in ("aux", "files") or not opts.selects(record):
+                continue
+            if table == "keys":
+                out.add(file=path, db=record.db, key=record.key, key_str=_utf8(record.key),
+                        type=record.type_name, rdb_type=record.rdb_type, encoding=record.encoding,
+                        expire_at_ms=record.expire_at_ms, idle=record.idle, freq=record.freq,
+                        offset=record.offset, size_in_file=record.size, elements=_elements(record.value))
+                if out.full():
+                    yield out.take()
+            elif record.type_name == "stream":
+                yield from _stream_rows(table, out, path, record.db, record.key, record.value,
+                                        opts.include_deleted)
+        if table == "aux":
+            for name, value in dump.aux:
+                out.add(file=path, db=None, name=name.decode("utf-8", "backslashreplace"),
+                        value=value.decode("utf-8", "backslashreplace"))
+        elif table == "files":
+            out.add(file=path, db=None, version=dump.header.version, dialect=dump.header.dialect,
+                    keys=records, checksum=dump.checksum_status, error=None)
+    except (RdbError, OSError) as err:
+        message = _describe(path, err, dump)
+        if not opts.ignore_corrupt_files:
+            raise CorruptFileError(message) from None
+        (warn or _stderr)(f"rdbspec: skipping the rest of a corrupt file: {message}")
+        if table == "files":
+            header = dump.header if dump is not None else None
+            out.add(file=path, db=None, version=header.version if header else None,
+                    dialect=header.dialect if header else None, keys=records,
+                    checksum=dump.checksum_status if dump is not None else None, error=message)
+    finally:
+        if dump is not None:
+            dump.close()
+    if out.rows:
+        yield out.take()
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- the Spark data source ----------------------------------------------------------------------
+
+class RdbPartition(InputPartition):
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.path = path
+
+
+class RdbReader(DataSourceReader):
+    def __init__(self, files: list[str], opts: ReadOptions):
+        self.files = files
+        self.opts = opts
+
+    def partitions(self) -> list[RdbPartition]:
+        return [RdbPartition(f) for f in self.files]
+
+    def read(self, partition: RdbPartition) -> Iterator[Any]:  # type: ignore[override]
+        yield from read_file(partition.path, self.opts)
+
+
+class RdbDataSource(DataSource):
+    """``spark.read.format("rdb")``: see the module documentation for tables and options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def _opts(self) -> ReadOptions:
+        return ReadOptions.parse(dict(self.options))
+
+    def schema(self) -> StructType:
+        return SCHEMAS[self._opts().table]
+
+    def reader(self, schema: StructType) -> RdbReader:
+        options = dict(self.options)
+        specs: list[str] = []
+        path = _get(options, "path")
+        if path:
+            specs.append(path)
+        many = _get(options, "paths")
+        if many:
+            specs.extend(json.loads(many))
+        if not specs:
+            raise ValueError("rdb: no input; use load(path) with a file, glob, directory or a comma list")
+        return RdbReader(resolve_paths(specs), self._opts())
+
+
+def register(spark: Any) -> None:
+    """Registers the ``rdb`` format with a SparkSession."""
+    spark.dataSource.register(RdbDataSource)
