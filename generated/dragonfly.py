@@ -671,7 +671,11 @@ class DfChunkList:
         # chunk_size: Size of this chunk (non-zero, at most the bytes remaining).
         chunk_size_pos = pos
         chunk_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not ((chunk_size.value > 0) and (chunk_size.value <= remaining)):
+        try:
+            chunk_size_ok = (chunk_size.value > 0) and (chunk_size.value <= remaining)
+        except (TypeError, ValueError, IndexError):
+            chunk_size_ok = False
+        if not chunk_size_ok:
             raise invalid(
                 io,
                 chunk_size_pos,
@@ -702,7 +706,11 @@ class DfChunkList:
         # chunk_size: Size of this chunk (non-zero, at most the bytes remaining).
         chunk_size_pos = pos
         chunk_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not ((chunk_size.value > 0) and (chunk_size.value <= remaining)):
+        try:
+            chunk_size_ok = (chunk_size.value > 0) and (chunk_size.value <= remaining)
+        except (TypeError, ValueError, IndexError):
+            chunk_size_ok = False
+        if not chunk_size_ok:
             raise invalid(
                 io,
                 chunk_size_pos,
@@ -881,7 +889,11 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not ((counter_bytes.value % 4) == 0):
+        try:
+            counter_bytes_ok = (counter_bytes.value % 4) == 0
+        except (TypeError, ValueError, IndexError):
+            counter_bytes_ok = False
+        if not counter_bytes_ok:
             raise invalid(
                 io,
                 counter_bytes_pos,
@@ -946,7 +958,11 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not ((counter_bytes.value % 4) == 0):
+        try:
+            counter_bytes_ok = (counter_bytes.value % 4) == 0
+        except (TypeError, ValueError, IndexError):
+            counter_bytes_ok = False
+        if not counter_bytes_ok:
             raise invalid(
                 io,
                 counter_bytes_pos,

@@ -68,7 +68,11 @@ class Intset:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+        try:
+            length_ok = (length > 0) and ((8 + (length * encoding)) == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            length_ok = False
+        if not length_ok:
             raise invalid(
                 io,
                 length_pos,
@@ -131,7 +135,11 @@ class Intset:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+        try:
+            length_ok = (length > 0) and ((8 + (length * encoding)) == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            length_ok = False
+        if not length_ok:
             raise invalid(
                 io,
                 length_pos,

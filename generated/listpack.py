@@ -57,7 +57,11 @@ class Listpack:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        try:
+            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            total_bytes_ok = False
+        if not total_bytes_ok:
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -103,7 +107,11 @@ class Listpack:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        try:
+            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            total_bytes_ok = False
+        if not total_bytes_ok:
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -211,7 +219,11 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
         raise truncated(io, pos, 1, "listpack:lp_entry.enc")
     enc = buf[pos]
     pos += 1
-    if not (enc < 245):
+    try:
+        enc_ok = enc < 245
+    except (TypeError, ValueError, IndexError):
+        enc_ok = False
+    if not enc_ok:
         raise invalid(io, enc_pos, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
     # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
     if ((enc & 224) == 192) or ((enc & 240) == 224):
@@ -348,16 +360,17 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
             )
         )
     )
-    if not (
-        (
+    try:
+        backlen_ok = (
             (
                 ((backlen_value == entry_len) and ((backlen_size < 2) or (backlen[1] >= 128)))
                 and ((backlen_size < 3) or (backlen[2] >= 128))
             )
             and ((backlen_size < 4) or (backlen[3] >= 128))
-        )
-        and ((backlen_size < 5) or (backlen[4] >= 128))
-    ):
+        ) and ((backlen_size < 5) or (backlen[4] >= 128))
+    except (TypeError, ValueError, IndexError):
+        backlen_ok = False
+    if not backlen_ok:
         raise invalid(
             io,
             backlen_pos,

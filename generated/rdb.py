@@ -54,19 +54,25 @@ class Rdb:
         self._io = io
         buf = io.buf
         end = io.end
-        # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9).
+        # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
         magic_pos = pos
         magic_size = 9
         if magic_size < 0 or pos + magic_size > end:
             raise truncated(io, pos, magic_size, "rdb:rdb.magic")
         pos += magic_size
         magic = buf[pos - magic_size : pos].decode("ASCII", "replace")
-        if not ((magic[0:5] == "REDIS") or (magic[0:6] == "VALKEY")):
+        try:
+            magic_ok = (((magic[0:5] == "REDIS") and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 13)) or (
+                ((magic[0:6] == "VALKEY") and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)
+            )
+        except (TypeError, ValueError, IndexError):
+            magic_ok = False
+        if not magic_ok:
             raise invalid(
                 io,
                 magic_pos,
                 "rdb:rdb.magic",
-                f'{magic!r} is invalid: fails _.substring(0, 5) == "REDIS" or _.substring(0, 6) == "VALKEY"',
+                f'{magic!r} is invalid: fails (_.substring(0, 5) == "REDIS" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 13) or (_.substring(0, 6) == "VALKEY" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)',
             )
         self.magic = magic
         self._stream_pos = pos
@@ -163,11 +169,11 @@ class Record:
             raise truncated(io, pos, 1, "rdb:record.opcode")
         opcode = buf[pos]
         pos += 1
-        if not (
-            ((opcode >= 243) or ((opcode <= 22) and (opcode != 8)))
-            if root.is_valkey
-            else (
-                (
+        try:
+            opcode_ok = (
+                ((opcode >= 243) or ((opcode <= 22) and (opcode != 8)))
+                if root.is_valkey
+                else (
                     (
                         (
                             (
@@ -175,26 +181,30 @@ class Record:
                                     (
                                         (
                                             (
-                                                (((opcode >= 243) or (opcode == 200)) or (opcode == 201))
-                                                or (opcode == 202)
+                                                (
+                                                    (((opcode >= 243) or (opcode == 200)) or (opcode == 201))
+                                                    or (opcode == 202)
+                                                )
+                                                or (opcode == 210)
                                             )
-                                            or (opcode == 210)
+                                            or (opcode == 211)
                                         )
-                                        or (opcode == 211)
+                                        or (opcode == 220)
                                     )
-                                    or (opcode == 220)
+                                    or (opcode == 222)
                                 )
-                                or (opcode == 222)
+                                or (opcode == 223)
                             )
-                            or (opcode == 223)
+                            or (opcode == 224)
                         )
-                        or (opcode == 224)
+                        or ((opcode <= 26) and (opcode != 8))
                     )
-                    or ((opcode <= 26) and (opcode != 8))
+                    or ((opcode >= 30) and (opcode <= 37))
                 )
-                or ((opcode >= 30) and (opcode <= 37))
             )
-        ):
+        except (TypeError, ValueError, IndexError):
+            opcode_ok = False
+        if not opcode_ok:
             raise invalid(
                 io,
                 opcode_pos,

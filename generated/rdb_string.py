@@ -59,7 +59,11 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        if not ((not len_.is_encoded) or (len_.value <= 3)):
+        try:
+            len__ok = (not len_.is_encoded) or (len_.value <= 3)
+        except (TypeError, ValueError, IndexError):
+            len__ok = False
+        if not len__ok:
             raise invalid(
                 io,
                 len__pos,
@@ -137,7 +141,11 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        if not ((not len_.is_encoded) or (len_.value <= 3)):
+        try:
+            len__ok = (not len_.is_encoded) or (len_.value <= 3)
+        except (TypeError, ValueError, IndexError):
+            len__ok = False
+        if not len__ok:
             raise invalid(
                 io,
                 len__pos,
@@ -261,7 +269,11 @@ class RdbLen:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
         pos += 1
-        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
+        try:
+            b0_ok = (((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)
+        except (TypeError, ValueError, IndexError):
+            b0_ok = False
+        if not b0_ok:
             raise invalid(
                 io,
                 b0_pos,
@@ -309,7 +321,11 @@ class RdbLen:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
         pos += 1
-        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
+        try:
+            b0_ok = (((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)
+        except (TypeError, ValueError, IndexError):
+            b0_ok = False
+        if not b0_ok:
             raise invalid(
                 io,
                 b0_pos,
@@ -409,7 +425,11 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        if not ((not len_.is_encoded) or (len_.value == 3)):
+        try:
+            len__ok = (not len_.is_encoded) or (len_.value == 3)
+        except (TypeError, ValueError, IndexError):
+            len__ok = False
+        if not len__ok:
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
@@ -483,7 +503,11 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        if not ((not len_.is_encoded) or (len_.value == 3)):
+        try:
+            len__ok = (not len_.is_encoded) or (len_.value == 3)
+        except (TypeError, ValueError, IndexError):
+            len__ok = False
+        if not len__ok:
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )

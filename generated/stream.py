@@ -244,7 +244,11 @@ class StreamNode:
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
+        try:
+            node_key_len_ok = (not node_key_len.is_encoded) and (node_key_len.value == 16)
+        except (TypeError, ValueError, IndexError):
+            node_key_len_ok = False
+        if not node_key_len_ok:
             raise invalid(
                 io,
                 node_key_len_pos,
@@ -273,7 +277,11 @@ class StreamNode:
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
+        try:
+            node_key_len_ok = (not node_key_len.is_encoded) and (node_key_len.value == 16)
+        except (TypeError, ValueError, IndexError):
+            node_key_len_ok = False
+        if not node_key_len_ok:
             raise invalid(
                 io,
                 node_key_len_pos,
@@ -953,7 +961,11 @@ class StreamListpack:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        try:
+            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            total_bytes_ok = False
+        if not total_bytes_ok:
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -989,7 +1001,11 @@ class StreamListpack:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
         pos += 1
-        if not ((terminator == 255) and (pos >= io.end)):
+        try:
+            terminator_ok = (terminator == 255) and (pos >= io.end)
+        except (TypeError, ValueError, IndexError):
+            terminator_ok = False
+        if not terminator_ok:
             raise invalid(
                 io,
                 terminator_pos,
@@ -1010,7 +1026,11 @@ class StreamListpack:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        try:
+            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            total_bytes_ok = False
+        if not total_bytes_ok:
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -1044,7 +1064,11 @@ class StreamListpack:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
         pos += 1
-        if not ((terminator == 255) and (pos >= io.end)):
+        try:
+            terminator_ok = (terminator == 255) and (pos >= io.end)
+        except (TypeError, ValueError, IndexError):
+            terminator_ok = False
+        if not terminator_ok:
             raise invalid(
                 io,
                 terminator_pos,
@@ -1084,10 +1108,15 @@ class StreamMaster:
         self._io = io
         buf = io.buf
         end = io.end
+        read_lp_entry = listpack.read_lp_entry
         # count: Live entries in this node.
         count__pos = pos
-        count_, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+        count_, pos = read_lp_entry(io, pos, self, root)
+        try:
+            count__ok = isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)
+        except (TypeError, ValueError, IndexError):
+            count__ok = False
+        if not count__ok:
             raise invalid(
                 io,
                 count__pos,
@@ -1097,8 +1126,12 @@ class StreamMaster:
         self.count = count_
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
-        deleted, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+        deleted, pos = read_lp_entry(io, pos, self, root)
+        try:
+            deleted_ok = isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)
+        except (TypeError, ValueError, IndexError):
+            deleted_ok = False
+        if not deleted_ok:
             raise invalid(
                 io,
                 deleted_pos,
@@ -1108,8 +1141,12 @@ class StreamMaster:
         self.deleted = deleted
         # num_fields: Number of master fields.
         num_fields_pos = pos
-        num_fields, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
+        num_fields, pos = read_lp_entry(io, pos, self, root)
+        try:
+            num_fields_ok = isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)
+        except (TypeError, ValueError, IndexError):
+            num_fields_ok = False
+        if not num_fields_ok:
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1128,13 +1165,17 @@ class StreamMaster:
             )
         fields = []
         for fields_index in range(fields_count):
-            fields_item, pos = listpack.read_lp_entry(io, pos, self, root)
+            fields_item, pos = read_lp_entry(io, pos, self, root)
             fields.append(fields_item)
         self.fields = fields
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
-        terminator, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
+        terminator, pos = read_lp_entry(io, pos, self, root)
+        try:
+            terminator_ok = isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)
+        except (TypeError, ValueError, IndexError):
+            terminator_ok = False
+        if not terminator_ok:
             raise invalid(
                 io,
                 terminator_pos,
@@ -1149,10 +1190,15 @@ class StreamMaster:
         """Steps over one stream_master without building it; returns the position after it."""
         buf = io.buf
         end = io.end
+        read_lp_entry = listpack.read_lp_entry
         # count: Live entries in this node.
         count__pos = pos
-        count_, pos = listpack.read_lp_entry(io, pos, None, root)
-        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+        count_, pos = read_lp_entry(io, pos, None, root)
+        try:
+            count__ok = isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)
+        except (TypeError, ValueError, IndexError):
+            count__ok = False
+        if not count__ok:
             raise invalid(
                 io,
                 count__pos,
@@ -1161,8 +1207,12 @@ class StreamMaster:
             )
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
-        deleted, pos = listpack.read_lp_entry(io, pos, None, root)
-        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+        deleted, pos = read_lp_entry(io, pos, None, root)
+        try:
+            deleted_ok = isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)
+        except (TypeError, ValueError, IndexError):
+            deleted_ok = False
+        if not deleted_ok:
             raise invalid(
                 io,
                 deleted_pos,
@@ -1171,8 +1221,12 @@ class StreamMaster:
             )
         # num_fields: Number of master fields.
         num_fields_pos = pos
-        num_fields, pos = listpack.read_lp_entry(io, pos, None, root)
-        if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
+        num_fields, pos = read_lp_entry(io, pos, None, root)
+        try:
+            num_fields_ok = isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)
+        except (TypeError, ValueError, IndexError):
+            num_fields_ok = False
+        if not num_fields_ok:
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1190,12 +1244,16 @@ class StreamMaster:
             )
         fields = []
         for fields_index in range(fields_count):
-            fields_item, pos = listpack.read_lp_entry(io, pos, None, root)
+            fields_item, pos = read_lp_entry(io, pos, None, root)
             fields.append(fields_item)
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
-        terminator, pos = listpack.read_lp_entry(io, pos, None, root)
-        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
+        terminator, pos = read_lp_entry(io, pos, None, root)
+        try:
+            terminator_ok = isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)
+        except (TypeError, ValueError, IndexError):
+            terminator_ok = False
+        if not terminator_ok:
             raise invalid(
                 io,
                 terminator_pos,
@@ -1240,29 +1298,48 @@ class StreamEntry:
         self._io = io
         buf = io.buf
         end = io.end
+        read_lp_entry = listpack.read_lp_entry
         # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
         flags_pos = pos
-        flags, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not isinstance(flags, int):
+        flags, pos = read_lp_entry(io, pos, self, root)
+        try:
+            flags_ok = isinstance(flags, int)
+        except (TypeError, ValueError, IndexError):
+            flags_ok = False
+        if not flags_ok:
             raise invalid(io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int")
         self.flags = flags
         # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
         ms_diff_pos = pos
-        ms_diff, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not isinstance(ms_diff, int):
+        ms_diff, pos = read_lp_entry(io, pos, self, root)
+        try:
+            ms_diff_ok = isinstance(ms_diff, int)
+        except (TypeError, ValueError, IndexError):
+            ms_diff_ok = False
+        if not ms_diff_ok:
             raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
         self.ms_diff = ms_diff
         # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
         seq_diff_pos = pos
-        seq_diff, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not isinstance(seq_diff, int):
+        seq_diff, pos = read_lp_entry(io, pos, self, root)
+        try:
+            seq_diff_ok = isinstance(seq_diff, int)
+        except (TypeError, ValueError, IndexError):
+            seq_diff_ok = False
+        if not seq_diff_ok:
             raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int")
         self.seq_diff = seq_diff
         # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
         if ((flags if isinstance(flags, int) else None) & 2) == 0:
             num_fields_pos = pos
-            num_fields, pos = listpack.read_lp_entry(io, pos, self, root)
-            if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
+            num_fields, pos = read_lp_entry(io, pos, self, root)
+            try:
+                num_fields_ok = isinstance(num_fields, int) and (
+                    (num_fields if isinstance(num_fields, int) else None) >= 0
+                )
+            except (TypeError, ValueError, IndexError):
+                num_fields_ok = False
+            if not num_fields_ok:
                 raise invalid(
                     io,
                     num_fields_pos,
@@ -1284,15 +1361,14 @@ class StreamEntry:
             )
         items = []
         for items_index in range(items_count):
-            items_item, pos = listpack.read_lp_entry(io, pos, self, root)
+            items_item, pos = read_lp_entry(io, pos, self, root)
             items.append(items_item)
         self.items = items
         # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
         lp_count_pos = pos
-        lp_count, pos = listpack.read_lp_entry(io, pos, self, root)
-        if not (
-            isinstance(lp_count, int)
-            and (
+        lp_count, pos = read_lp_entry(io, pos, self, root)
+        try:
+            lp_count_ok = isinstance(lp_count, int) and (
                 (lp_count if isinstance(lp_count, int) else None)
                 == (
                     ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
@@ -1300,7 +1376,9 @@ class StreamEntry:
                     else ((2 * (num_fields if isinstance(num_fields, int) else None)) + 4)
                 )
             )
-        ):
+        except (TypeError, ValueError, IndexError):
+            lp_count_ok = False
+        if not lp_count_ok:
             raise invalid(
                 io,
                 lp_count_pos,
@@ -1322,26 +1400,39 @@ class StreamEntry:
         lp_count_column = cols.lp_count
         buf = io.buf
         end = io.end
+        read_lp_entry = listpack.read_lp_entry
         # without a count, rows run to the end of the stream; each takes at least one byte
         for _ in range(count if count is not None else end - pos):
             if count is None and pos >= end:
                 break
             # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
             flags_pos = pos
-            flags, pos = listpack.read_lp_entry(io, pos, None, root)
-            if not isinstance(flags, int):
+            flags, pos = read_lp_entry(io, pos, None, root)
+            try:
+                flags_ok = isinstance(flags, int)
+            except (TypeError, ValueError, IndexError):
+                flags_ok = False
+            if not flags_ok:
                 raise invalid(io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int")
             flags_column.append(flags)
             # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
             ms_diff_pos = pos
-            ms_diff, pos = listpack.read_lp_entry(io, pos, None, root)
-            if not isinstance(ms_diff, int):
+            ms_diff, pos = read_lp_entry(io, pos, None, root)
+            try:
+                ms_diff_ok = isinstance(ms_diff, int)
+            except (TypeError, ValueError, IndexError):
+                ms_diff_ok = False
+            if not ms_diff_ok:
                 raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
             ms_diff_column.append(ms_diff)
             # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
             seq_diff_pos = pos
-            seq_diff, pos = listpack.read_lp_entry(io, pos, None, root)
-            if not isinstance(seq_diff, int):
+            seq_diff, pos = read_lp_entry(io, pos, None, root)
+            try:
+                seq_diff_ok = isinstance(seq_diff, int)
+            except (TypeError, ValueError, IndexError):
+                seq_diff_ok = False
+            if not seq_diff_ok:
                 raise invalid(
                     io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int"
                 )
@@ -1349,8 +1440,14 @@ class StreamEntry:
             # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
             if ((flags if isinstance(flags, int) else None) & 2) == 0:
                 num_fields_pos = pos
-                num_fields, pos = listpack.read_lp_entry(io, pos, None, root)
-                if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
+                num_fields, pos = read_lp_entry(io, pos, None, root)
+                try:
+                    num_fields_ok = isinstance(num_fields, int) and (
+                        (num_fields if isinstance(num_fields, int) else None) >= 0
+                    )
+                except (TypeError, ValueError, IndexError):
+                    num_fields_ok = False
+                if not num_fields_ok:
                     raise invalid(
                         io,
                         num_fields_pos,
@@ -1375,15 +1472,14 @@ class StreamEntry:
                 )
             items = []
             for items_index in range(items_count):
-                items_item, pos = listpack.read_lp_entry(io, pos, None, root)
+                items_item, pos = read_lp_entry(io, pos, None, root)
                 items.append(items_item)
             items_column.append(items)
             # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
             lp_count_pos = pos
-            lp_count, pos = listpack.read_lp_entry(io, pos, None, root)
-            if not (
-                isinstance(lp_count, int)
-                and (
+            lp_count, pos = read_lp_entry(io, pos, None, root)
+            try:
+                lp_count_ok = isinstance(lp_count, int) and (
                     (lp_count if isinstance(lp_count, int) else None)
                     == (
                         ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
@@ -1391,7 +1487,9 @@ class StreamEntry:
                         else ((2 * (num_fields if isinstance(num_fields, int) else None)) + 4)
                     )
                 )
-            ):
+            except (TypeError, ValueError, IndexError):
+                lp_count_ok = False
+            if not lp_count_ok:
                 raise invalid(
                     io,
                     lp_count_pos,

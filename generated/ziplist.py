@@ -59,7 +59,11 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+        try:
+            zlbytes_ok = (zlbytes >= 11) and (zlbytes == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            zlbytes_ok = False
+        if not zlbytes_ok:
             raise invalid(
                 io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
@@ -70,7 +74,11 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not (zltail <= ((io.end - io.start) - 1)):
+        try:
+            zltail_ok = zltail <= ((io.end - io.start) - 1)
+        except (TypeError, ValueError, IndexError):
+            zltail_ok = False
+        if not zltail_ok:
             raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         self.zltail = zltail
         # zllen: Number of entries, or 65535 when unknown.
@@ -109,7 +117,11 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+        try:
+            zlbytes_ok = (zlbytes >= 11) and (zlbytes == (io.end - io.start))
+        except (TypeError, ValueError, IndexError):
+            zlbytes_ok = False
+        if not zlbytes_ok:
             raise invalid(
                 io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
@@ -119,7 +131,11 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
-        if not (zltail <= ((io.end - io.start) - 1)):
+        try:
+            zltail_ok = zltail <= ((io.end - io.start) - 1)
+        except (TypeError, ValueError, IndexError):
+            zltail_ok = False
+        if not zltail_ok:
             raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
@@ -219,7 +235,11 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
     prevlen_b0 = buf[pos]
     pos += 1
-    if not (prevlen_b0 != 255):
+    try:
+        prevlen_b0_ok = prevlen_b0 != 255
+    except (TypeError, ValueError, IndexError):
+        prevlen_b0_ok = False
+    if not prevlen_b0_ok:
         raise invalid(io, prevlen_b0_pos, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
     # prevlen_u32: Size of the previous entry (5-byte prevlen form).
     if prevlen_b0 == 254:
@@ -235,10 +255,13 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
     enc = buf[pos]
     pos += 1
-    if not (
-        (((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224))
-        or ((enc >= 240) and (enc <= 254))
-    ):
+    try:
+        enc_ok = (((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or (
+            (enc >= 240) and (enc <= 254)
+        )
+    except (TypeError, ValueError, IndexError):
+        enc_ok = False
+    if not enc_ok:
         raise invalid(
             io,
             enc_pos,

@@ -221,7 +221,11 @@ class ZmEntry:
         if not field_len.is_end:
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, self, root)
-            if not (not value_len.is_end):
+            try:
+                value_len_ok = not value_len.is_end
+            except (TypeError, ValueError, IndexError):
+                value_len_ok = False
+            if not value_len_ok:
                 raise invalid(
                     io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )
@@ -279,7 +283,11 @@ class ZmEntry:
         if not field_len.is_end:
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, None, root)
-            if not (not value_len.is_end):
+            try:
+                value_len_ok = not value_len.is_end
+            except (TypeError, ValueError, IndexError):
+                value_len_ok = False
+            if not value_len_ok:
                 raise invalid(
                     io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )

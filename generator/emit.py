@@ -107,6 +107,7 @@ class TypeEmitter:
         self.unpackers: set[str] = set()
         self.modules: set[str] = set()
         self.needed = referenced_names(t)
+        self.bound: dict[str, str] = {}
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -435,11 +436,17 @@ class TypeEmitter:
         return f"{target.module}.{target.class_name}"
 
     def qualified_function(self, target: TypeSpec) -> str:
+        """A scalar reader; one from another module is bound to a local once per function
+        (see `prologue`), since it is called once per entry in the hot loops."""
         name = f"read_{target.id}"
-        if target.module == self.t.module:
-            return name
-        self.modules.add(target.module)
-        return f"{target.module}.{name}"
+        if target.module != self.t.module:
+            self.modules.add(target.module)
+            self.bound[name] = f"{target.module}.{name}"
+        return name
+
+    def prologue(self) -> list[str]:
+        indent = "    " * (2 if self.mode != SCALAR else 1)
+        return [f"{indent}{name} = {source}" for name, source in sorted(self.bound.items())]
 
     def read_sized(self, a: Attribute, local: str) -> None:
         if a.size_eos:
@@ -555,7 +562,8 @@ class TypeEmitter:
                 options = ", ".join(self.expr(ex.parse(r)) for r in rule)
                 checks.append((f"{local} not in ({options},)", "not one of the allowed values"))
             elif kind == "expr":
-                checks.append((f"not {self.expr(ex.parse(rule))}", f"fails {rule}"))
+                checks.append((f"not {local}_ok", f"fails {rule}"))
+                self.evaluate_guarded(f"{local}_ok", self.expr(ex.parse(rule)))
             else:
                 raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
         self.loop_item = outer
@@ -564,6 +572,16 @@ class TypeEmitter:
             text = " ".join(message.split()).replace("{", "{{").replace("}", "}}").replace("'", "\\'")
             self.emit(f"raise invalid(io, {local}_pos, {self.path(a)}, f'{{{local}!r}} is invalid: {text}')")
             self.end_block()
+
+    def evaluate_guarded(self, target: str, expression: str) -> None:
+        """A check that cannot even be evaluated (a value of the wrong kind, text that is not
+        a number) fails like a false one, so it is reported at its field."""
+        self.block("try:")
+        self.emit(f"{target} = {expression}")
+        self.end_block()
+        self.block("except (TypeError, ValueError, IndexError):")
+        self.emit(f"{target} = False")
+        self.end_block()
 
     # -- instances -------------------------------------------------------------------------
 

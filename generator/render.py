@@ -22,6 +22,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["local"] = emit.local_name
+    env.filters["cell"] = lambda text: " ".join(str(text).split()).replace("|", "\\|")
     return env
 
 
@@ -57,6 +58,7 @@ class TypeView:
     stream_body: list[str] = field(default_factory=list)
     rows_body: list[str] = field(default_factory=list)
     skip_body: list[str] = field(default_factory=list)
+    rows_prologue: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     properties: list[PropertyView] = field(default_factory=list)
 
@@ -86,10 +88,11 @@ class ModuleRenderer:
         self.imports: set[str] = set()
         self.unpackers: set[str] = set()
 
-    def collect(self, emitter: emit.TypeEmitter, lines: list[str]) -> list[str]:
+    def collect(self, emitter: emit.TypeEmitter, lines: list[str], prologue: bool = True) -> list[str]:
+        """Keeps what a function needs at module level; puts its local bindings first."""
         self.imports |= emitter.modules
         self.unpackers |= emitter.unpackers
-        return lines
+        return (emitter.prologue() if prologue else []) + lines
 
     def type_view(self, t: TypeSpec) -> TypeView:
         params = [p.id for p in t.params]
@@ -103,10 +106,10 @@ class ModuleRenderer:
         )
         if t.scalar:
             emitter = emit.TypeEmitter(self.builder, t, emit.SCALAR)
-            view.body = self.collect(emitter, emitter.body())
+            lines = emitter.body()
+            view.scalar_result = emitter.scalar_result()  # may add the instances it needs
+            view.body = self.collect(emitter, lines)
             view.scalar = t.scalar
-            view.scalar_result = emitter.scalar_result()
-            view.body = emitter.out.lines
             return view
         emitter = emit.TypeEmitter(self.builder, t, emit.OBJECT)
         view.body = self.collect(emitter, emitter.body())
@@ -128,7 +131,8 @@ class ModuleRenderer:
         if t.used_as_columns:
             rows = emit.TypeEmitter(self.builder, t, emit.ROWS)
             rows.out.depth = 3
-            view.rows_body = self.collect(rows, rows.body())
+            view.rows_body = self.collect(rows, rows.body(), prologue=False)
+            view.rows_prologue = rows.prologue()
         for inst in t.instances:
             prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
             body = prop.property_body(inst)

@@ -30,8 +30,13 @@ seq:
     size: 9
     encoding: ASCII
     valid:
-      expr: _.substring(0, 5) == "REDIS" or _.substring(0, 6) == "VALKEY"
-    doc: '"REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9).'
+      expr: >-
+        (_.substring(0, 5) == "REDIS" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 13) or
+        (_.substring(0, 6) == "VALKEY" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)
+    doc: |
+      "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
+      REDIS 1..13 (Redis 8.6 writes 13), VALKEY 80..81; a newer file is rejected as the servers do
+      (rdbLoadRioWithLoadingCtx: "Can't handle RDB format version").
   - id: records
     type: record
     repeat: until

@@ -1,0 +1,223 @@
+"""The generator on its own: expression translation, spec errors, and the code it renders for a
+small spec that uses every reading mode (object, scalar, columns, lazy, streamed, processed)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from pathlib import Path
+
+import lzf
+import pytest
+
+from generator import expressions as ex
+from generator.load import SpecError, load_tree
+from generator.model import Builder
+from generator.render import render_all
+
+
+def py(text: str, names: dict[str, str] | None = None) -> str:
+    names = names or {}
+    ctx = ex.Context(lambda n: names.get(n, n), lambda path, member: {"eof": 255}[member])
+    return ex.translate(ex.parse(text), ctx)
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("a + b * 2", "(a + (b * 2))"),
+        ("(a + b) * 2", "((a + b) * 2)"),
+        ("a / 2", "(a // 2)"),
+        ("x ? 1 : y ? 2 : 3", "(1 if x else (2 if y else 3))"),
+        ("not a == b and c", "((not (a == b)) and c)"),
+        ("b0 >> 6 == 1", "((b0 >> 6) == 1)"),
+        ("opcode == opcode::eof", "(opcode == 255)"),
+        ("magic.substring(5, 9).to_i", "int(magic[5:9])"),
+        ("items.size + name.length", "(len(items) + len(name))"),
+        ("_io.pos + _io.size", "((pos - io.start) + (io.end - io.start))"),
+        ("-1", "-1"),
+        ("0x1_0", "16"),
+        ("_root.version >= 5", "(root.version >= 5)"),
+        ("[1, 2][0]", "[1, 2][0]"),
+    ],
+)
+def test_expressions(source: str, expected: str) -> None:
+    assert py(source) == expected
+
+
+def test_expression_errors() -> None:
+    with pytest.raises(ex.ExpressionError):
+        ex.parse("a +")
+    with pytest.raises(ex.ExpressionError):
+        py("x.frobnicate(1)")
+
+
+def write_spec(folder: Path, name: str, body: str) -> None:
+    (folder / f"{name}.ksy").write_text(textwrap.dedent(body))
+
+
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        ("seq:\n  - id: a\n    type: b4\n", "/seq/0"),
+        ("seq:\n  - id: a\n    type: u1\n    repeat: sometimes\n", "/seq/0/repeat"),
+        ("seq:\n  - id: a\n    type: u1\n    bogus: 1\n", "/seq/0"),
+        ("seq:\n  - id: a\n    type: nothing_like_this\n", "/seq/0/type"),
+        ("seq:\n  - id: a\n    type: u2\n", "/seq/0"),
+    ],
+)
+def test_unsupported_constructs_name_file_and_path(tmp_path: Path, body: str, where: str) -> None:
+    write_spec(tmp_path, "bad", "meta:\n  id: bad\n" + body)
+    with pytest.raises(SpecError) as err:
+        Builder(load_tree(tmp_path)).build()
+    assert err.value.file == "bad.ksy"
+    assert err.value.yaml_path.startswith(where)
+
+
+MINI = """
+meta:
+  id: mini
+  endian: le
+doc: A file of records, each a count and that many rows, then a processed blob.
+seq:
+  - id: magic
+    contents: "MINI"
+  - id: records
+    type: rec
+    repeat: until
+    repeat-until: _.kind == 0
+    -rdbspec-stream: true
+  - id: trailer
+    type: u2
+types:
+  rec:
+    seq:
+      - id: kind
+        type: u1
+      - id: body
+        type: rows
+        if: kind != 0
+        -rdbspec-lazy: true
+  rows:
+    seq:
+      - id: n
+        type: u1
+      - id: rows
+        type: row(n)
+        repeat: expr
+        repeat-expr: n
+        -rdbspec-columns: true
+      - id: packed_len
+        type: u1
+      - id: packed
+        size: packed_len
+        process: rdb_lzf(4)
+  row:
+    params:
+      - id: width
+        type: u1
+    seq:
+      - id: head
+        type: entry
+      - id: items
+        type: entry
+        repeat: expr
+        repeat-expr: width
+  entry:
+    -rdbspec-scalar: [int_value, str_value]
+    -rdbspec-scalar-tests: {is_int: int_value}
+    seq:
+      - id: tag
+        type: u1
+      - id: text
+        size: tag & 0x7f
+        if: tag >= 0x80
+    instances:
+      int_value:
+        value: tag
+        if: tag < 0x80
+      str_value:
+        value: text
+        if: tag >= 0x80
+"""
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("mini")
+    spec = root / "spec"
+    spec.mkdir()
+    write_spec(spec, "mini", MINI)
+    builder = Builder(load_tree(spec))
+    files = render_all(builder, builder.build())
+    package = root / "mini_generated"
+    package.mkdir()
+    for name, text in files.items():
+        (package / name).write_text(text)
+    assert render_all(Builder(load_tree(spec)), Builder(load_tree(spec)).build()) == files  # deterministic
+    sys.path.insert(0, str(root))
+    try:
+        yield importlib.import_module("mini_generated.mini")
+    finally:
+        sys.path.remove(str(root))
+
+
+def mini_bytes() -> bytes:
+    packed = lzf.compress(b"abababab"[:4] * 1) or b"\x03abab"
+    row = bytes([1, 0x82]) + b"xy" + bytes([7])  # head 1, items "xy", 7
+    record = bytes([1, 2]) + row + row + bytes([len(packed)]) + packed
+    return b"MINI" + record + bytes([0]) + (513).to_bytes(2, "little")
+
+
+def test_streamed_lazy_columns_and_scalars(mini) -> None:
+    data = mini_bytes()
+    root = mini.Mini.from_bytes(data)
+    first = root.records[0]
+    assert first.kind == 1
+    body = first.body  # decoded on first access
+    assert len(body.rows) == 2
+    assert body.rows.head == [1, 1]  # columns: one list per field
+    assert body.rows[1].items == [b"xy", 7]
+    assert body.packed == b"abab"
+    assert root.records[1].body is None
+    assert root.trailer == 513
+
+
+def test_iterating_records_one_at_a_time(mini) -> None:
+    data = mini_bytes()
+    root = mini.Mini._read(mini.Io(data, 0, len(data)), 0, None, None)[0]
+    kinds = [r.kind for r in root.iter_records()]
+    assert kinds == [1, 0] and root.trailer == 513
+
+
+def runtime(mini):
+    return importlib.import_module(mini.__name__.rsplit(".", 1)[0] + "._runtime")
+
+
+def test_errors_carry_offset_and_spec_path(mini) -> None:
+    data = mini_bytes()
+    errors = runtime(mini)
+    with pytest.raises(errors.ParseError) as err:
+        mini.Mini.from_bytes(b"MINX" + data[4:])
+    assert err.value.offset == 0 and err.value.spec_path == "mini:mini.magic"
+    with pytest.raises(errors.TruncatedError) as err:
+        mini.Mini.from_bytes(data[:-1])
+    assert err.value.offset == len(data) - 2 and err.value.spec_path == "mini:mini.trailer"
+
+
+def test_declared_count_is_checked_before_allocating(mini) -> None:
+    """255 rows of at least one byte each cannot fit in the 2 bytes that remain: the skip pass
+    over the lazy body rejects the count before any row list exists."""
+    data = b"MINI" + bytes([1, 255, 1, 1]) + bytes([0]) + b"\0\0"
+    with pytest.raises(runtime(mini).ParseError) as err:
+        mini.Mini.from_bytes(data)
+    assert "exceeds" in err.value.reason and err.value.spec_path == "mini:rows.rows" and err.value.offset == 6
+
+
+def test_generated_tree_is_current() -> None:
+    """generated/ and docs/spec/ are what the generator makes of spec/ (CI's staleness check)."""
+    repo = Path(__file__).resolve().parents[1]
+    builder = Builder(load_tree(repo / "spec"))
+    files = render_all(builder, builder.build())
+    assert set(files) == {p.name for p in (repo / "generated").glob("*.py")}
