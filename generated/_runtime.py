@@ -71,8 +71,10 @@ def invalid(io: Io, pos: int, spec_path: str, message: str) -> ParseError:
 def lzf_decompress(data: bytes, expected_len: int, io: Io, pos: int, spec_path: str) -> bytes:
     """LZF (liblzf, through python-lzf) with the server's rule: the output must be exactly
     `expected_len` bytes (redis src/rdb.c rdbLoadLzfStringObject)."""
-    if expected_len < 0 or expected_len > 1 << 32:
-        raise invalid(io, pos, spec_path, f"LZF length {expected_len} is absurd")
+    # A 3-byte back-reference yields at most 264 bytes, so LZF cannot expand more than 88
+    # times: a larger declared length is corrupt and is never allocated.
+    if expected_len > 88 * len(data) + 32:
+        raise invalid(io, pos, spec_path, f"LZF data of {len(data)} bytes cannot decompress to {expected_len} bytes")
     if expected_len == 0:
         raise invalid(io, pos, spec_path, "LZF data declares an empty output")
     try:
