@@ -30,7 +30,7 @@ setup: $(STAMP) $(NODE_STAMP) redis-server
 
 # The main job on the bundled sample dump, through Spark local mode.
 run: setup
-	$(PY) -m rdbspec pipeline examples/sample.rdb --out out/sample --master 'local[*]'
+	$(PY) -m rdbspec pipeline examples/ --out out/examples --master 'local[*]'
 
 regenerate: $(STAMP)
 	$(PY) -m generator spec generated docs/spec

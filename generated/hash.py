@@ -459,7 +459,8 @@ class HashTtlEntry:
         buf = io.buf
         end = io.end
         # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-        ttl, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        pos = rdb_string.RdbLen._skip(io, pos, None, root)
+        ttl = None
         # field: Field name.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         field = None

@@ -127,9 +127,8 @@ class Listpack:
         body_size = total_bytes - 7
         if body_size < 0 or pos + body_size > end:
             raise truncated(io, pos, body_size, "listpack:listpack.body")
-        body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
         pos += body_size
-        body = LpBody._read(body_io, body_io.start, None, root)[0]
+        body = None
         # terminator: LP_EOF, always 0xFF.
         terminator_pos = pos
         if pos >= end:

@@ -516,21 +516,8 @@ class RdbBlob:
             plain_size = len_.value
             if plain_size < 0 or pos + plain_size > end:
                 raise truncated(io, pos, plain_size, "rdb_string:rdb_blob.plain")
-            plain_io = Io(buf, pos, pos + plain_size, io.base, io.origin)
             pos += plain_size
-            plain_on = kind
-            if plain_on == 1:
-                plain = listpack.Listpack._read(plain_io, plain_io.start, None, root)[0]
-            elif plain_on == 2:
-                plain = ziplist.Ziplist._read(plain_io, plain_io.start, None, root)[0]
-            elif plain_on == 3:
-                plain = intset.Intset._read(plain_io, plain_io.start, None, root)[0]
-            elif plain_on == 4:
-                plain = zipmap.Zipmap._read(plain_io, plain_io.start, None, root)[0]
-            elif plain_on == 5:
-                plain = stream.StreamListpack._read(plain_io, plain_io.start, None, root)[0]
-            else:
-                plain = plain_io.buf[plain_io.start : plain_io.end]
+            plain = None
         else:
             plain = None
         # clen: Compressed length of an LZF blob.
@@ -548,22 +535,8 @@ class RdbBlob:
             lzf_size = clen.value
             if lzf_size < 0 or pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
-            lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
-            lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
             pos += lzf_size
-            lzf_on = kind
-            if lzf_on == 1:
-                lzf = listpack.Listpack._read(lzf_io, 0, None, root)[0]
-            elif lzf_on == 2:
-                lzf = ziplist.Ziplist._read(lzf_io, 0, None, root)[0]
-            elif lzf_on == 3:
-                lzf = intset.Intset._read(lzf_io, 0, None, root)[0]
-            elif lzf_on == 4:
-                lzf = zipmap.Zipmap._read(lzf_io, 0, None, root)[0]
-            elif lzf_on == 5:
-                lzf = stream.StreamListpack._read(lzf_io, 0, None, root)[0]
-            else:
-                lzf = lzf_io.buf[lzf_io.start : lzf_io.end]
+            lzf = None
         else:
             lzf = None
         return pos

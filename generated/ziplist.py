@@ -146,9 +146,8 @@ class Ziplist:
         body_size = zlbytes - 11
         if body_size < 0 or pos + body_size > end:
             raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-        body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
         pos += body_size
-        body = ZlBody._read(body_io, body_io.start, None, root)[0]
+        body = None
         # terminator: ZIP_END, always 0xFF.
         terminator_pos = pos
         if pos >= end:

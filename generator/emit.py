@@ -87,6 +87,22 @@ def referenced_names(t: TypeSpec) -> set[str]:
     return set().union(*(ex.names_in(n) for n in expressions_of(t)))
 
 
+def names_needed_while_reading(t: TypeSpec) -> set[str]:
+    """Names the seq's own expressions use, with the instances they reach followed: the
+    fields a skip pass must still read (instances nobody reads while skipping do not count)."""
+    seq_only = TypeSpec(t.id, t.spec, t.parent, t.yaml_path, t.raw, seq=t.seq)
+    needed = set().union(*(ex.names_in(n) for n in expressions_of(seq_only)))
+    pending = list(needed)
+    while pending:
+        inst = t.attribute(pending.pop())
+        if inst is not None and inst.is_instance:
+            for node in (inst.value, inst.cond, inst.pos):
+                for name in ex.names_in(node) - needed if node is not None else ():
+                    needed.add(name)
+                    pending.append(name)
+    return needed
+
+
 def uses_parent(t: TypeSpec) -> bool:
     return "_parent" in referenced_names(t)
 
@@ -106,7 +122,7 @@ class TypeEmitter:
         self.loop_index: Optional[str] = None
         self.unpackers: set[str] = set()
         self.modules: set[str] = set()
-        self.needed = referenced_names(t)
+        self.needed = names_needed_while_reading(t)
         self.bound: dict[str, str] = {}
 
     # -- name resolution -------------------------------------------------------------------

@@ -107,6 +107,8 @@ class Dump:
         self.last_key: bytes | None = None  # the key most recently read, for error messages
         self._rdb = self._guard(lambda: Rdb._read(_io(source.buffer), 0, None, None)[0], 0)
         self._records = self._rdb.iter_records()
+        self._expanded = self._record_source()
+        self.extra_info: dict[str, Any] = {}  # producer-specific facts for `rdbspec info` (DFS shards...)
         self._pending: list[tuple[Any, int, int]] = []
         self._offset = self._rdb._stream_pos
         self._read_leading_aux()
@@ -136,13 +138,19 @@ class Dump:
             return self._pending.pop(0)
         return self._read_record()
 
+    def _record_source(self) -> Iterator[tuple[Any, int, int]]:
+        """Where `_read_record` takes (record, start, end) from: the generated root's records
+        with Dragonfly's compressed blobs and tagged chunks expanded (rdbspec.dragonfly).
+        A subclass may return another iterator over `self._rdb` / `self._records`."""
+        from .dragonfly import expand_records
+
+        return expand_records(self._rdb, self._records)
+
     def _read_record(self) -> tuple[Any, int, int] | None:
         start = self._offset
-        record = self._guard(lambda: next(self._records, None), start)
-        if record is None:
-            return None
+        item = self._guard(lambda: next(self._expanded, None), start)
         self._offset = self._rdb._stream_pos
-        return record, start, self._offset
+        return item
 
     def _read_leading_aux(self) -> None:
         while True:
@@ -251,7 +259,13 @@ def _io(buffer):
 
 
 def open(path: str | os.PathLike, verify_checksum: bool = True) -> Dump:  # noqa: A001 - the API name
-    """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`."""
+    """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`; a Dragonfly DFS
+    set (`<name>-summary.dfs`, one of its `<name>-NNNN.dfs` shard files, or their directory)
+    opens as one dump of every shard."""
+    from . import dragonfly
+
+    if dragonfly.is_dfs(path):
+        return dragonfly.open_dfs(path, verify_checksum)
     return Dump(open_source(path), verify_checksum)
 
 

@@ -9,16 +9,19 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import re
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TextIO
 
 from . import api
 from .errors import EXIT_CODES, RdbError, exit_code
 from .jsonl import dumps, record_json, s
+from .spark.pipeline import register as register_pipeline
+from .stream_commands import register as register_stream_commands
 from .streams import Stream
 
 
@@ -104,6 +107,7 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
                        for m in dump.module_aux],
         "slot_info": dump.slot_info,
         "checksum": dump.checksum_status,
+        **getattr(dump, "extra_info", {}),  # producer-specific facts (Dragonfly DFS: shard_count, shards)
     }
     if args.json:
         out.write(json.dumps(info, ensure_ascii=False, indent=2) + "\n")
@@ -118,6 +122,8 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         out.write(f"  {name}: {count}\n")
     if info["functions"]:
         out.write(f"  functions: {len(info['functions'])} libraries\n")
+    for key, value in getattr(dump, "extra_info", {}).items():
+        out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,32 +150,32 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--csv", action="store_true")
     keys.add_argument("--top", type=int, help="only the N largest keys")
     keys.set_defaults(run=cmd_keys)
-    for register in EXTRA_COMMANDS:
-        register(sub)
+    register_stream_commands(sub)
+    register_pipeline(sub)
     return parser
-
-
-# other modules (stream commands, the Spark pipeline) add their subcommands here
-EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "standalone", None) is not None:
         return args.standalone(args)
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     dump = None
+    out = sys.stdout
     try:
+        if args.output:
+            out = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         with api.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
             args.run(dump, args, out)
+        out.flush()
+        return EXIT_CODES["ok"]
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): not an error; keep Python from complaining at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CODES["ok"]
     except (RdbError, OSError) as err:
-        out.flush()
         where = f" (after key {dumps(s(dump.last_key))})" if dump is not None and dump.last_key is not None else ""
         print(f"rdbspec: {args.file}: {err}{where}", file=sys.stderr)
         return exit_code(err)
-    except BrokenPipeError:
-        return EXIT_CODES["ok"]
     finally:
         if out is not sys.stdout:
             out.close()

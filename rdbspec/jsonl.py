@@ -55,9 +55,25 @@ def stream_json(stream: Stream, include_deleted: bool) -> dict:
     }
 
 
+def plain_json(value: Any, key: str = "") -> Any:
+    """A Dragonfly sketch/filter value (a dict): raw filter bytes as {"hex": ...}, item names
+    (key "item") as byte strings, floats as `number`."""
+    if isinstance(value, bytes):
+        return s(value) if key == "item" else {"hex": value.hex()}
+    if isinstance(value, dict):
+        return {k: plain_json(v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v, key) for v in value]
+    if isinstance(value, float):
+        return number(value)
+    return value
+
+
 def value_json(value: Any, include_deleted: bool) -> Any:
     if isinstance(value, bytes):
         return s(value)
+    if isinstance(value, dict):
+        return plain_json(value)
     if isinstance(value, Stream):
         return stream_json(value, include_deleted)
     if isinstance(value, ModuleValue):
@@ -89,6 +105,9 @@ def record_json(record: KeyRecord, include_deleted: bool = False) -> dict:
     }
     if record.field_expire_at_ms is not None:
         out["field_expire_at_ms"] = [[s(f), t] for f, t in record.field_expire_at_ms]
+    member_ttls = record._decode().member_expire_at_ms
+    if member_ttls is not None:
+        out["member_expire_at_ms"] = [[s(m), t] for m, t in member_ttls]
     return out
 
 

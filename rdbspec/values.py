@@ -114,6 +114,7 @@ def module_value(v) -> ModuleValue:
 class Decoded:
     value: Any
     field_expire_at_ms: list[tuple[bytes, int]] | None = None
+    member_expire_at_ms: list[tuple[bytes, int]] | None = None  # sets with member TTLs (Dragonfly 32)
 
 
 def _hash_with_ttls(rows: list[tuple[bytes, bytes, int | None]]) -> Decoded:
@@ -136,6 +137,54 @@ def _quicklist_2(v) -> list[bytes]:
     return out
 
 
+# Dragonfly member TTLs (types 31, 32) are seconds since 2023-02-01 00:00:00 UTC, -1 for none
+# (dragonfly src/server/rdb_save.cc SaveHSetObject / SaveSetObject: SaveLongLongAsString of
+# the member's ExpiryTime(), which MemberTimeSeconds counts from kMemberExpiryBase).
+DF_MEMBER_EXPIRY_BASE_S = 1675209600
+
+
+def df_member_expiry_ms(ttl) -> int | None:
+    seconds = int(text(ttl))
+    return None if seconds == -1 else (DF_MEMBER_EXPIRY_BASE_S + seconds) * 1000
+
+
+def df_chunks(chunks) -> bytes:
+    """The bytes of a `dragonfly::df_chunk_list` (absent when the total size is 0)."""
+    parts = []
+    while chunks is not None:
+        parts.append(bytes(chunks.data))
+        chunks = chunks.next
+    return b"".join(parts)
+
+
+def _df_set(v) -> Decoded:
+    rows = [(text(e.member), df_member_expiry_ms(e.ttl)) for e in v.entries]
+    return Decoded([m for m, _ in rows], member_expire_at_ms=[(m, t) for m, t in rows if t is not None])
+
+
+def _df_sbf(v, chunked: bool) -> dict:
+    filters = [{"hash_count": f.hash_cnt.value, "bits": df_chunks(f.chunks) if chunked else text(f.blob)}
+               for f in v.filters]
+    return {"grow_factor": v.grow_factor, "fp_prob": v.fp_prob, "prev_size": v.prev_size.value,
+            "current_size": v.current_size.value, "max_capacity": v.max_capacity.value, "filters": filters}
+
+
+def _df_cms(v) -> dict:
+    return {"width": v.width.value, "depth": v.depth.value, "total_count": v.total_count.value,
+            "counters": list(v.counters)}
+
+
+def _df_topk(v) -> dict:
+    return {"k": v.k.value, "width": v.width.value, "depth": v.depth.value, "decay": v.decay,
+            "heap": [{"item": text(i.item), "count": i.count.value} for i in v.heap], "counters": list(v.counters)}
+
+
+def _df_cuckoo(v) -> dict:
+    return {"slots_per_bucket": v.slots_per_bucket.value, "max_iterations": v.max_iter.value,
+            "expansion": v.expansion.value, "num_buckets": v.num_buckets.value, "num_items": v.num_items.value,
+            "num_deletes": v.num_deletes.value, "filters": [df_chunks(f.chunks) for f in v.filters]}
+
+
 DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     0: lambda v, t: Decoded(text(v)),
     1: lambda v, t: Decoded([text(i) for i in v.items]),
@@ -144,7 +193,8 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     4: lambda v, t: Decoded([(text(p.field), text(p.value)) for p in v.entries]),
     5: lambda v, t: Decoded([(text(e.member), e.score) for e in v.entries]),
     7: lambda v, t: Decoded(module_value(v)),
-    9: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries]),
+    # the last zipmap entry is the end marker (spec zipmap.ksy), not a pair
+    9: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries if e.field is not None]),
     10: lambda v, t: Decoded([scalar(e) for e in container(v).entries]),
     11: lambda v, t: Decoded([str(m).encode() for m in container(v).members]),
     12: lambda v, t: Decoded([(m, score(s)) for m, s in pairs(container(v).entries)]),
@@ -164,6 +214,13 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     25: lambda v, t: _listpack_triples(container(v.listpack)),
     26: lambda v, t: Decoded(Stream.from_spec(v, t)),
     30: lambda v, t: Decoded(text(v)),
+    31: lambda v, t: _hash_with_ttls([(text(e.field), text(e.value), df_member_expiry_ms(e.ttl)) for e in v.entries]),
+    32: lambda v, t: _df_set(v),
+    33: lambda v, t: Decoded(_df_sbf(v, chunked=False)),
+    34: lambda v, t: Decoded(_df_sbf(v, chunked=True)),
+    35: lambda v, t: Decoded(_df_cms(v)),
+    36: lambda v, t: Decoded(_df_topk(v)),
+    37: lambda v, t: Decoded(_df_cuckoo(v)),
     DF_JSON_LEGACY: lambda v, t: Decoded(text(v)),
     VALKEY_HASH_2: lambda v, t: _hash_with_ttls(
         [(text(e.field), text(e.value), e.expire_ms if e.expire_ms != -1 else None) for e in v.entries]),

@@ -4,10 +4,12 @@
     register(spark)
     df = spark.read.format("rdb").option("table", "stream_entries").load("dumps/")
 
-Paths may be a file, a glob, a directory (every regular file in it, not recursive; names
+Paths may be a file, a glob, a directory (its files, not recursive; names
 starting with ``.`` or ``_`` are skipped) or a comma-separated list of those; several paths
-may also be passed as a list to ``load``. Paths are resolved on the driver with the local
-file system, so they must be visible at the same place to every executor (local mode, NFS...).
+may also be passed as a list to ``load``. In a directory only names matching
+``pathGlobFilter`` (default ``*.rdb``) are read; files named explicitly or by a glob
+always are. Paths are resolved on the driver with the local file system, so they must be
+visible at the same place to every executor (local mode, a shared mount...).
 
 One partition per file; each file is read by one Python worker with the single-process
 library, in file order, and turned into ``pyarrow.RecordBatch`` es of at most ``batchSize``
@@ -46,7 +48,8 @@ path as resolved) and ``db`` (the database number; null where it does not apply)
 
 Options: ``table``; ``db`` (comma-separated numbers); ``keyPattern`` (a glob matched
 against the whole key, ``fnmatch`` syntax: ``*``, ``?``, ``[abc]``, ``[!abc]``);
-``types`` (comma-separated type names: string, list, set, zset, hash, stream, module...);
+``pathGlobFilter`` (see above); ``types`` (comma-separated type names: string, list, set,
+zset, hash, stream, module...);
 ``includeDeleted`` (default false); ``ignoreCorruptFiles`` (default false: a corrupt file
 fails the query with an error naming the file and the byte offset; true: the rest of that
 file is skipped, rows read before the problem are kept, as Spark's own option does, and a
@@ -61,8 +64,9 @@ import glob
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import (
@@ -190,9 +194,15 @@ def _split(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
 
-def resolve_paths(specs: list[str]) -> list[str]:
+def _listdir(directory: str, name_glob: str) -> list[str]:
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory)
+                  if not n.startswith((".", "_")) and fnmatch.fnmatchcase(n, name_glob))
+
+
+def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
     """Files named by paths that may be files, globs, directories or comma-separated lists,
-    in the order given (globs and directories sorted), without duplicates."""
+    in the order given (globs and directories sorted), without duplicates. In a directory,
+    only the files whose name matches `dir_filter` are taken."""
     out: list[str] = []
     for spec in specs:
         for part in _split(spec):
@@ -205,15 +215,14 @@ def resolve_paths(specs: list[str]) -> list[str]:
                 if not matches:
                     raise FileNotFoundError(f"no file matches {part}")
             elif os.path.isdir(part):
-                matches = sorted(os.path.join(part, n) for n in os.listdir(part)
-                                 if not n.startswith((".", "_")))
+                matches = _listdir(part, dir_filter)
             elif os.path.exists(part):
                 matches = [part]
             else:
                 raise FileNotFoundError(f"no such file: {part}")
             for m in matches:
                 if os.path.isdir(m):
-                    m_files = sorted(os.path.join(m, n) for n in os.listdir(m) if not n.startswith((".", "_")))
+                    m_files = _listdir(m, dir_filter)
                 else:
                     m_files = [m]
                 for f in m_files:
@@ -475,7 +484,7 @@ class RdbDataSource(DataSource):
             specs.extend(json.loads(many))
         if not specs:
             raise ValueError("rdb: no input; use load(path) with a file, glob, directory or a comma list")
-        return RdbReader(resolve_paths(specs), self._opts())
+        return RdbReader(resolve_paths(specs, _get(options, "pathGlobFilter") or "*.rdb"), self._opts())
 
 
 def register(spark: Any) -> None:

@@ -1,0 +1,366 @@
+"""Dragonfly snapshots: the envelopes between records, and DFS snapshot sets.
+
+Envelopes (notes §9.2, §9.3). The generated `rdb` parser reads them as raw records; this
+module expands them between the generated parsers, so `Dump.keys()` sees plain records:
+
+* COMPRESSED_ZSTD_BLOB_START (201) / COMPRESSED_LZ4_BLOB_START (202): `len csize` and one zstd
+  or LZ4 frame (with its content size) whose bytes are a sequence of top-level records
+  (dragonfly src/server/rdb_save.cc RdbSerializer::CompressBlob; the loader appends a virtual
+  COMPRESSED_BLOB_END and switches back, src/server/detail/decompress.cc).
+* TAGGED_CHUNK (224): `u32 stream_id`, `u32 length`, payload. An entry that was flushed in
+  several pieces is sent as chunks with one stream id (MemBufController::MakeTagHeader,
+  BuildBlob, TagAndDrainToDefaultBuffer; ids come from `next_id_++` in StartEntry and are never
+  reused). The first chunk holds the entry's start (SELECTDB / EXPIRETIME_MS / DF_MASK, type,
+  key, first part of the value); the later ones hold the rest of the value bytes. Chunks of
+  different entries interleave with each other and with plain records; a blob may hold chunks.
+
+How an entry is known to be complete. Dragonfly's loader keeps per-stream state and resumes
+inside the value (RdbLoader::LoadValueChunk). The generated parsers cannot resume, so the chunk
+payloads of a stream are concatenated and parsed as records from the start; every value layout
+is self-delimiting (counts and lengths), so a prefix of an entry always ends in a
+`TruncatedError` and the complete bytes parse up to and including a key/value record. The parse
+is retried when the stream's bytes have doubled since the last try (small streams at every
+chunk) and once more for every open stream at EOF, so a value split into n chunks costs
+O(size · log n), not O(size · n). A reassembled entry is yielded when it is found complete,
+which for a stream retried late is a little after its last chunk (Dragonfly's own load order
+is also completion order). A chunk that opens a stream but does not parse as the start of an
+entry, bytes left after an entry's key/value, and a stream still incomplete at EOF are errors
+naming the chunk's offset.
+
+DFS sets (notes §9.1; src/server/detail/save_stages_controller.cc SaveStagesController::SaveDfs,
+ExtendDfsFilenameWithShard, src/server/detail/snapshot_storage.cc): `<name>-summary.dfs` holds
+the global AUX (`lua` scripts, `shard-count`...) and no keys; `<name>-NNNN.dfs` holds shard NNNN.
+`open_dfs()` presents the set as one `Dump`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rdbspec_generated import Io, ParseError, RdbError, TruncatedError
+from rdbspec_generated.rdb import Record
+
+# record kinds (spec rdb::record_kind)
+ZSTD_BLOB, LZ4_BLOB, TAGGED_CHUNK, EOF, KEY_VALUE = 201, 202, 224, 255, 256
+BLOB_KINDS = {ZSTD_BLOB: "zstd", LZ4_BLOB: "lz4"}
+ENVELOPES = frozenset((ZSTD_BLOB, LZ4_BLOB, TAGGED_CHUNK))
+
+# A blob holds at most 1 MiB of records before compression (RdbSerializer::CompressBlob:
+# kMaxStrSizeToCompress) plus tag headers; anything far larger is corrupt, not allocated.
+MAX_BLOB_CONTENT = 64 << 20
+# Below this many bytes a split entry is re-parsed at every chunk.
+EAGER_REPARSE_BYTES = 1 << 20
+
+Item = tuple[Any, int, int]  # (record, start offset, end offset)
+
+
+class _ChunkStream:
+    """The bytes received so far for one TAGGED_CHUNK stream id."""
+
+    __slots__ = ("stream_id", "first_offset", "parts", "size", "tried_at", "chunks", "last_error")
+
+    def __init__(self, stream_id: int, first_offset: int):
+        self.stream_id = stream_id
+        self.first_offset = first_offset
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.tried_at = 0
+        self.chunks = 0
+        self.last_error: TruncatedError | None = None
+
+    def add(self, payload: bytes) -> None:
+        self.parts.append(bytes(payload))
+        self.size += len(payload)
+        self.chunks += 1
+
+    def data(self) -> bytes:
+        if len(self.parts) > 1:
+            self.parts = [b"".join(self.parts)]
+        return self.parts[0]
+
+
+class RecordExpander:
+    """Iterates (record, start, end) over a generated root's records with Dragonfly's
+    compressed blobs and tagged chunks expanded. `start`/`end` are file offsets for plain
+    records; a record from a blob or a reassembled entry has `start` = the blob's or the first
+    chunk's offset and `end - start` = its own (uncompressed) size."""
+
+    def __init__(self, rdb, records: Iterator):
+        self.rdb = rdb
+        self.records = records
+        self.streams: dict[int, _ChunkStream] = {}
+
+    def __iter__(self) -> Iterator[Item]:
+        rdb = self.rdb
+        start = rdb._stream_pos
+        for record in self.records:
+            end = rdb._stream_pos
+            opcode = record.opcode  # 201/202/224 are only valid under the REDIS magic
+            if opcode in ENVELOPES:
+                yield from self.expand(record, start, end)
+            elif opcode == EOF:
+                yield from self._finish_streams(start)
+                yield record, start, end
+                return  # the caller reads the checksum from the generated iterator itself
+            else:
+                yield record, start, end
+            start = end
+
+    # -- one record ------------------------------------------------------------------------
+
+    def expand(self, record, start: int, end: int) -> Iterator[Item]:
+        kind = record.kind
+        if kind in BLOB_KINDS:
+            yield from self._blob(record, start, end)
+        elif kind == TAGGED_CHUNK:
+            yield from self._chunk(record, start, end)
+        else:
+            yield record, start, end
+
+    def _parse(self, data: bytes, origin: int, what: str, stop_after_key: bool = False):
+        """Parses `data` as a sequence of top-level records; errors name `origin`, the file
+        offset of the blob or first chunk, and the position inside `data`."""
+        io = Io(data, 0, len(data), 0, origin)
+        pos, out = 0, []
+        while pos < len(data):
+            try:
+                record, after = Record._read(io, pos, self.rdb, self.rdb)
+            except (TypeError, ValueError, IndexError, KeyError, OverflowError, AttributeError) as err:
+                raise ParseError(f"corrupt record in {what} ({err.__class__.__name__}: {err})", origin,
+                                 "rdb:record", pos) from None
+            if record.kind == EOF:
+                raise ParseError(f"EOF opcode inside {what}", origin, "rdb:record.opcode", pos)
+            out.append((record, pos, after))
+            pos = after
+            if stop_after_key and record.kind == KEY_VALUE:
+                break
+        return out, pos
+
+    def _blob(self, record, start: int, end: int) -> Iterator[Item]:
+        codec = BLOB_KINDS[record.kind]
+        data = decompress(codec, record.body.data, start)
+        what = f"the {codec} blob at byte {start}"
+        records, _ = self._parse(data, start, what)
+        for inner, a, b in records:
+            yield from self.expand(inner, start, start + (b - a))
+
+    def _chunk(self, record, start: int, end: int) -> Iterator[Item]:
+        body = record.body
+        sid = body.stream_id
+        stream = self.streams.get(sid)
+        opening = stream is None
+        if opening:
+            stream = self.streams[sid] = _ChunkStream(sid, start)
+        stream.add(body.payload)
+        if opening or stream.size <= EAGER_REPARSE_BYTES or stream.size >= 2 * stream.tried_at:
+            yield from self._try_complete(stream, opening, start)
+
+    def _try_complete(self, stream: _ChunkStream, opening: bool, chunk_offset: int) -> Iterator[Item]:
+        stream.tried_at = stream.size
+        data = stream.data()
+        what = f"the entry of TAGGED_CHUNK stream {stream.stream_id} (first chunk at byte {stream.first_offset})"
+        try:
+            records, pos = self._parse(data, stream.first_offset, what, stop_after_key=True)
+        except TruncatedError as err:
+            stream.last_error = err  # needs more chunks
+            return
+        except ParseError as err:
+            reason = err.reason if len(err.reason) <= 100 else err.reason[:97] + "..."
+            if opening:
+                raise ParseError(f"TAGGED_CHUNK for unknown stream id {stream.stream_id} does not start an entry "
+                                 f"({reason}, at byte {err.inner_offset} of its payload)", chunk_offset,
+                                 "dragonfly:tagged_chunk.payload") from None
+            raise ParseError(f"{reason} (at byte {err.inner_offset} of {what})", stream.first_offset,
+                             err.spec_path) from None
+        if not records or records[-1][0].kind != KEY_VALUE:
+            return  # only per-key prefixes so far
+        del self.streams[stream.stream_id]
+        if pos != len(data):
+            raise ParseError(f"{len(data) - pos} bytes follow the key/value in {what}", stream.first_offset,
+                             "dragonfly:tagged_chunk.payload", pos)
+        for inner, a, b in records:
+            yield from self.expand(inner, stream.first_offset, stream.first_offset + (b - a))
+
+    def _finish_streams(self, eof_offset: int) -> Iterator[Item]:
+        for stream in sorted(self.streams.values(), key=lambda s: s.first_offset):
+            if stream.tried_at != stream.size:
+                yield from self._try_complete(stream, False, stream.first_offset)
+        if self.streams:
+            stream = min(self.streams.values(), key=lambda s: s.first_offset)
+            err = stream.last_error
+            detail = f"; {err.spec_path} {err.reason} at byte {err.inner_offset} of it" if err is not None else ""
+            raise ParseError(f"TAGGED_CHUNK stream {stream.stream_id} is incomplete at EOF (byte {eof_offset}): "
+                             f"{stream.chunks} chunk(s), {stream.size} bytes of an entry{detail}; first chunk",
+                             stream.first_offset, "dragonfly:tagged_chunk")
+
+
+def expand_records(rdb, records: Iterator) -> Iterator[Item]:
+    """The record source `api.Dump` reads: the generated iterator with envelopes expanded."""
+    return iter(RecordExpander(rdb, records))
+
+
+def decompress(codec: str, data: bytes, offset: int) -> bytes:
+    """One LZ4 or zstd frame that must declare its content size (Dragonfly's decompressor
+    requires it: src/server/detail/decompress.cc)."""
+    path = "dragonfly:compressed_blob.data"
+    data = bytes(data)
+    try:
+        if codec == "lz4":
+            import lz4.frame
+
+            size = lz4.frame.get_frame_info(data)["content_size"]
+            if not size:
+                raise ParseError("LZ4 frame without a content size", offset, path)
+            if size > MAX_BLOB_CONTENT:
+                raise ParseError(f"LZ4 frame declares {size} bytes, more than a blob holds", offset, path)
+            out, used = lz4.frame.decompress(data, return_bytes_read=True)
+            if used != len(data):
+                raise ParseError(f"{len(data) - used} bytes follow the LZ4 frame", offset, path)
+        else:
+            import zstandard
+
+            size = zstandard.frame_content_size(data)
+            if size < 0:
+                raise ParseError("zstd frame without a content size", offset, path)
+            if size > MAX_BLOB_CONTENT:
+                raise ParseError(f"zstd frame declares {size} bytes, more than a blob holds", offset, path)
+            out = zstandard.ZstdDecompressor().decompress(data)
+    except RdbError:
+        raise
+    except Exception as err:  # noqa: BLE001 - lz4 and zstandard raise their own error types
+        raise ParseError(f"{codec} blob does not decompress ({err})", offset, path) from None
+    if len(out) != size:
+        raise ParseError(f"{codec} blob decompresses to {len(out)} bytes, its frame says {size}", offset, path)
+    return out
+
+
+# -- DFS snapshot sets -----------------------------------------------------------------------
+
+_SHARD = re.compile(r"^(?P<base>.+)-(?P<num>\d{4})\.dfs$")
+_SUMMARY = re.compile(r"^(?P<base>.+)-summary\.dfs$")
+
+
+def is_dfs(path: str | os.PathLike) -> bool:
+    """True for a `-summary.dfs` file, a `-NNNN.dfs` shard file, or a directory."""
+    name = os.fspath(path)
+    if name == "-":
+        return False
+    p = Path(name)
+    if p.is_dir():
+        return True
+    return bool(_SUMMARY.match(p.name) or _SHARD.match(p.name))
+
+
+def find_summary(path: str | os.PathLike) -> Path:
+    """The summary file of the set that `path` names (notes §9.1: loading starts from it; the
+    shard files are found by replacing "summary" with the shard number)."""
+    p = Path(os.fspath(path))
+    if p.is_dir():
+        found = sorted(c for c in p.iterdir() if _SUMMARY.match(c.name))
+        if not found:
+            raise FileNotFoundError(2, "no <name>-summary.dfs file in this directory", str(p))
+        if len(found) > 1:
+            raise RdbError(f"{p}: more than one DFS snapshot set here ({', '.join(c.name for c in found)})")
+        return found[0]
+    m = _SHARD.match(p.name)
+    if m:
+        summary = p.with_name(f"{m['base']}-summary.dfs")
+        if not summary.exists():
+            raise RdbError(f"{summary}: summary file of the shard file {p.name} is missing")
+        return summary
+    if not p.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(p))
+    return p
+
+
+def shard_files(summary: Path, shard_count: int | None) -> list[Path]:
+    """The shard files of the set, checked against `shard-count`: a missing or an extra one
+    is an error naming it."""
+    base = _SUMMARY.match(summary.name)["base"]
+    present = {}
+    for c in summary.parent.iterdir():
+        m = _SHARD.match(c.name)
+        if m and m["base"] == base:
+            present[int(m["num"])] = c
+    if shard_count is None:  # no shard-count AUX: take the run 0000, 0001, ...
+        shard_count = 0
+        while shard_count in present:
+            shard_count += 1
+    for n in range(shard_count):
+        if n not in present:
+            raise RdbError(f"{summary.parent / f'{base}-{n:04d}.dfs'}: shard file missing "
+                           f"(the summary says shard-count {shard_count})")
+    extra = sorted(n for n in present if n >= shard_count)
+    if extra:
+        raise RdbError(f"{present[extra[0]]}: extra shard file (the summary says shard-count {shard_count})")
+    return [present[n] for n in range(shard_count)]
+
+
+def _aux_value(aux: list[tuple[bytes, bytes]], key: bytes) -> bytes | None:
+    for k, v in aux:
+        if k == key:
+            return v
+    return None
+
+
+def open_dfs(path: str | os.PathLike, verify_checksum: bool = True):
+    """Opens a DFS snapshot set (the summary, any shard file, or the directory) as one dump."""
+    from .api import Dump, FunctionLibrary, KeyRecord  # api imports this module lazily
+    from .source import open_source
+
+    class DfsDump(Dump):
+        """A DFS snapshot set as one dump: the summary's header and AUX, then every shard's
+        keys in shard order. `shards` lists per shard its file, `shard-id` and key count
+        (filled as the keys are read); `extra_info` carries them for `rdbspec info`."""
+
+        def __init__(self, summary: Path):
+            super().__init__(open_source(summary), verify_checksum)
+            self.summary_path = summary
+            count = _aux_value(self.aux, b"shard-count")
+            try:
+                shard_count = int(count) if count is not None else None
+            except ValueError:
+                raise RdbError(f"{summary}: AUX shard-count {count!r} is not a number") from None
+            self.shard_paths = shard_files(summary, shard_count)
+            self.shards: list[dict[str, Any]] = []
+            self.functions.extend(FunctionLibrary(v, engine=b"lua") for k, v in self.aux if k == b"lua")
+            self.extra_info = {"shard_count": len(self.shard_paths), "shards": self.shards}
+            self._shard_dumps: list[Dump] = []
+
+        def close(self) -> None:
+            for shard in self._shard_dumps:
+                shard.close()
+            super().close()
+
+        def keys(self) -> Iterator[KeyRecord]:
+            yield from super().keys()  # the summary: AUX only
+            statuses = {self.checksum_status}
+            snapshot_id = _aux_value(self.aux, b"snapshot-id")
+            for number, shard_path in enumerate(self.shard_paths):
+                try:
+                    # kept open until the set is closed: values are decoded lazily from the map
+                    shard = Dump(open_source(shard_path), self.verify_checksum)
+                    self._shard_dumps.append(shard)
+                    sid = _aux_value(shard.aux, b"snapshot-id")
+                    if snapshot_id is not None and sid is not None and sid != snapshot_id:
+                        raise RdbError(f"snapshot-id {sid.decode(errors='replace')} differs from the summary's "
+                                       f"{snapshot_id.decode(errors='replace')}")
+                    shard_id = _aux_value(shard.aux, b"shard-id")
+                    row = {"file": shard_path.name, "keys": 0,
+                           "shard_id": int(shard_id) if shard_id and shard_id.isdigit() else number}
+                    self.shards.append(row)
+                    for record in shard.keys():
+                        row["keys"] += 1
+                        self.last_key = record.key
+                        yield record
+                    statuses.add(shard.checksum_status)
+                except RdbError as err:
+                    err.args = (f"{shard_path}: {err.args[0] if err.args else err}",) + tuple(err.args[1:])
+                    raise
+            self.checksum_status = statuses.pop() if len(statuses) == 1 else ", ".join(sorted(statuses))
+
+    return DfsDump(find_summary(path))

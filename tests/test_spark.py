@@ -1,0 +1,262 @@
+"""The `rdb` Spark data source and the pipeline command, against the single-process library.
+
+One local[2] SparkSession is shared by the whole module (starting one costs seconds)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+import rdbspec  # noqa: E402
+from rdbspec.spark.source import SCHEMAS, TABLES  # noqa: E402
+
+REAL = Path(__file__).parent / "corpus" / "real"
+DUMPS = sorted(REAL.glob("*/*.rdb"))
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from rdbspec.spark import register
+
+    session = (SparkSession.builder.master("local[2]").appName("rdbspec-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """Every real-server dump, copied flat into one directory (plus a file to be ignored)."""
+    d = tmp_path_factory.mktemp("corpus")
+    for p in DUMPS:
+        shutil.copy(p, d / f"{p.parent.name}__{p.name}")
+    (d / "README.txt").write_text("not a dump; the directory filter skips it")
+    return d
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(str(p) for p in directory.glob("*.rdb"))
+
+
+def _load(spark, table: str, path, **options):
+    r = spark.read.format("rdb").option("table", table)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load(str(path))
+
+
+def _elements(value) -> int | None:
+    if isinstance(value, rdbspec.Stream):
+        return value.length
+    return len(value) if isinstance(value, list) else None
+
+
+def _library_keys(files: list[str]) -> list[tuple]:
+    rows = []
+    for f in files:
+        with rdbspec.open(f) as dump:
+            for k in dump.keys():
+                rows.append((f, k.db, k.key, k.type_name, k.rdb_type, k.encoding, k.expire_at_ms, k.idle,
+                             k.freq, k.offset, k.size, _elements(k.value)))
+    return sorted(rows, key=repr)
+
+
+def _library_streams(files: list[str]):
+    for f in files:
+        with rdbspec.open(f) as dump:
+            for k in dump.keys():
+                if k.type_name == "stream":
+                    yield f, k, k.value
+
+
+def _library_entries(files: list[str], include_deleted: bool) -> list[tuple]:
+    rows = []
+    for f, k, s in _library_streams(files):
+        for i in range(len(s.ms)):
+            if include_deleted or not s.deleted[i]:
+                rows.append((f, k.db, k.key, f"{s.ms[i]}-{s.seq[i]}", s.ms[i], s.seq[i],
+                             [tuple(x) for x in s.fields[i]], s.deleted[i]))
+    return sorted(rows, key=repr)
+
+
+def test_corpus_is_there():
+    assert len(DUMPS) >= 7
+
+
+def test_keys_match_library(spark, corpus):
+    files = _files(corpus)
+    got = _load(spark, "keys", corpus).collect()
+    assert {r["file"] for r in got} == set(files)
+    rows = sorted(((r["file"], r["db"], bytes(r["key"]), r["type"], r["rdb_type"], r["encoding"],
+                    r["expire_at_ms"], r["idle"], r["freq"], r["offset"], r["size_in_file"], r["elements"])
+                   for r in got), key=repr)
+    assert rows == _library_keys(files)
+    for r in got:
+        key = bytes(r["key"])
+        try:
+            assert r["key_str"] == key.decode("utf-8")
+        except UnicodeDecodeError:
+            assert r["key_str"] is None
+
+
+@pytest.mark.parametrize("include_deleted", [False, True])
+def test_stream_entries_match_library(spark, corpus, include_deleted):
+    files = _files(corpus)
+    got = _load(spark, "stream_entries", corpus, includeDeleted=str(include_deleted).lower()).collect()
+    rows = []
+    for r in got:
+        assert isinstance(r["ms"], Decimal) and isinstance(r["seq"], Decimal)
+        rows.append((r["file"], r["db"], bytes(r["key"]), r["id"], int(r["ms"]), int(r["seq"]),
+                     [(bytes(f["field"]), bytes(f["value"])) for f in r["fields"]], r["deleted"]))
+    expected = _library_entries(files, include_deleted)
+    assert len(rows) == len(expected) > 0
+    assert sorted(rows, key=repr) == expected
+
+
+def test_stream_group_tables_match_library(spark, corpus):
+    files = _files(corpus)
+    groups, pending, consumers = set(), set(), set()
+    for f, k, s in _library_streams(files):
+        for g in s.groups:
+            lag = s.entries_added - g.entries_read if None not in (s.entries_added, g.entries_read) else None
+            groups.add((f, k.key, g.name, f"{g.last_delivered_id[0]}-{g.last_delivered_id[1]}",
+                        g.entries_read, lag, len(g.pending), len(g.consumers)))
+            for p in g.pending:
+                pending.add((f, k.key, g.name, f"{p.id[0]}-{p.id[1]}", p.consumer, p.delivery_time_ms,
+                             p.delivery_count))
+            for c in g.consumers:
+                consumers.add((f, k.key, g.name, c.name, c.seen_time_ms, c.active_time_ms, len(c.pending)))
+    assert groups and pending and consumers
+
+    def b(v):
+        return bytes(v) if v is not None else None
+
+    got = {(r["file"], bytes(r["key"]), bytes(r["group"]), r["last_delivered_id"], r["entries_read"], r["lag"],
+            r["pel_count"], r["consumers"]) for r in _load(spark, "stream_groups", corpus).collect()}
+    assert got == groups
+    got = {(r["file"], bytes(r["key"]), bytes(r["group"]), r["id"], b(r["consumer"]), r["delivery_time_ms"],
+            r["delivery_count"]) for r in _load(spark, "stream_pending", corpus).collect()}
+    assert got == pending
+    got = {(r["file"], bytes(r["key"]), bytes(r["group"]), bytes(r["consumer"]), r["seen_time_ms"],
+            r["active_time_ms"], r["pel_count"]) for r in _load(spark, "stream_consumers", corpus).collect()}
+    assert got == consumers
+
+
+def test_every_table_schema(spark, corpus):
+    sample = _files(corpus)[0]
+    for table in TABLES:
+        df = _load(spark, table, sample)
+        assert df.schema == SCHEMAS[table], table
+        assert df.columns[:2] == ["file", "db"]
+        df.collect()  # the batches the worker yields fit the declared schema
+    assert set(TABLES) == {"keys", "streams", "stream_entries", "stream_groups", "stream_pending",
+                           "stream_consumers", "aux", "files"}
+
+
+def test_streams_and_aux(spark, corpus):
+    files = _files(corpus)
+    streams = {(f, k.key): s for f, k, s in _library_streams(files)}
+    got = _load(spark, "streams", corpus).collect()
+    assert len(got) == len(streams)
+    for r in got:
+        s = streams[(r["file"], bytes(r["key"]))]
+        assert (r["length"], r["nodes"], r["groups"], r["entries_added"]) == (
+            s.length, len(s.nodes), len(s.groups), s.entries_added)
+        assert r["last_id"] == f"{s.last_id[0]}-{s.last_id[1]}"
+    aux = _load(spark, "aux", corpus).collect()
+    expected = []
+    for f in files:
+        with rdbspec.open(f) as dump:
+            list(dump.keys())
+            expected += [(f, n.decode(), v.decode()) for n, v in dump.aux]
+    assert sorted((r["file"], r["name"], r["value"]) for r in aux) == sorted(expected)
+
+
+def test_options_filter(spark, corpus):
+    files = _files(corpus)
+    got = _load(spark, "keys", ",".join(files[:2]), db="0", types="hash,stream", keyPattern="*:*").collect()
+    expected = [r for r in _library_keys(files[:2])
+                if r[1] == 0 and r[3] in ("hash", "stream") and b":" in r[2]]
+    assert len(got) == len(expected) > 0
+    matched = sorted(str(p) for p in corpus.glob("redis-7.4.1__*.rdb"))
+    assert _load(spark, "keys", corpus / "redis-7.4.1__*.rdb").count() == len(_library_keys(matched))
+
+
+@pytest.fixture(scope="module")
+def with_corrupt(tmp_path_factory) -> tuple[Path, str, str]:
+    d = tmp_path_factory.mktemp("corrupt")
+    good = d / "a_good.rdb"
+    bad = d / "b_truncated.rdb"
+    shutil.copy(REAL / "redis-7.4.1" / "mixed_types.rdb", good)
+    data = (REAL / "redis-7.4.1" / "stream_groups.rdb").read_bytes()
+    bad.write_bytes(data[: len(data) // 2])
+    return d, str(good), str(bad)
+
+
+def test_ignore_corrupt_files(spark, with_corrupt):
+    d, good, bad = with_corrupt
+    rows = _load(spark, "keys", d, ignoreCorruptFiles="true").collect()
+    good_rows = [r for r in rows if r["file"] == good]
+    assert len(good_rows) == len(_library_keys([good]))
+    files = {r["file"]: r for r in _load(spark, "files", d, ignoreCorruptFiles="true").collect()}
+    assert files[good]["error"] is None and files[good]["checksum"] == "ok"
+    assert bad in files[bad]["error"] and "byte" in files[bad]["error"]
+
+
+def test_corrupt_file_fails_naming_it(spark, with_corrupt):
+    d, _good, bad = with_corrupt
+    with pytest.raises(Exception) as info:
+        _load(spark, "keys", d, ignoreCorruptFiles="false").collect()
+    assert bad in str(info.value)
+    assert "at byte" in str(info.value)
+
+
+def test_pipeline_command(tmp_path, spark, monkeypatch):
+    import argparse
+
+    from rdbspec.spark import pipeline
+
+    parser = argparse.ArgumentParser()
+    pipeline.register(parser.add_subparsers(dest="command"))
+    sample = str(Path(__file__).parent.parent / "examples" / "sample.rdb")
+    args = parser.parse_args(["pipeline", sample, "--out", str(tmp_path / "out"),
+                              "--tables", "files,keys", "--tables", "streams,stream_groups"])
+    assert args.standalone is pipeline.run and args.run_pipeline is pipeline.run
+    out = io.StringIO()
+    # run() gets the session and stops it at the end: keep the module's shared one running
+    monkeypatch.setattr(pipeline, "build_session", lambda master="local[*]": _Unstoppable(spark))
+    assert pipeline.run(args, out) == 0
+    text = out.getvalue()
+    assert "files: 1" in text and "keys: 47" in text and "stream" in text
+    keys = spark.read.parquet(str(tmp_path / "out" / "keys"))
+    assert keys.count() == 47
+    assert sorted(os.listdir(tmp_path / "out")) == ["files", "keys", "stream_groups", "streams"]
+
+
+class _Unstoppable:
+    def __init__(self, session):
+        self._session = session
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+    def stop(self) -> None:
+        pass
