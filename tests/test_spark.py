@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -25,19 +24,11 @@ DUMPS = sorted(REAL.glob("*/*.rdb"))
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    """One local[2] session for every test here, built the way the pipeline builds its own."""
+    from rdbspec.spark.pipeline import build_session
 
-    from rdbspec.spark import register
-
-    session = (SparkSession.builder.master("local[2]").appName("rdbspec-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
+    session = build_session("local[2]", "rdbspec-tests")
     session.sparkContext.setLogLevel("ERROR")
-    register(session)
     yield session
     session.stop()
 
