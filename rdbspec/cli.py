@@ -19,7 +19,7 @@ from typing import TextIO
 
 from . import api
 from .errors import EXIT_CODES, RdbError, exit_code
-from .jsonl import dumps, record_json, s
+from .jsonl import dumps, s, write_record
 from .spark.pipeline import register as register_pipeline
 from .stream_commands import register as register_stream_commands
 from .streams import Stream
@@ -62,7 +62,7 @@ def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecor
 
 def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     for record in _selected(dump, args):
-        out.write(dumps(record_json(record, args.include_deleted)) + "\n")
+        write_record(out, record, args.include_deleted)
 
 
 def element_count(record: api.KeyRecord) -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TextIO
 
 from .api import KeyRecord
-from .streams import Stream, format_id
+from .streams import Stream, StreamEntry, format_id
 from .values import ModuleValue
 
 
@@ -28,13 +28,15 @@ def number(score: float) -> Any:
     return score
 
 
-def stream_json(stream: Stream, include_deleted: bool) -> dict:
-    entries = []
-    for entry in stream.entries(include_deleted):
-        row: dict[str, Any] = {"id": format_id(entry.id), "fields": [[s(f), s(v)] for f, v in entry.fields]}
-        if entry.deleted:
-            row["deleted"] = True
-        entries.append(row)
+def entry_json(entry: StreamEntry) -> dict:
+    row: dict[str, Any] = {"id": format_id(entry.id), "fields": [[s(f), s(v)] for f, v in entry.fields]}
+    if entry.deleted:
+        row["deleted"] = True
+    return row
+
+
+def stream_json(stream: Stream, include_deleted: bool, with_entries: bool = True) -> dict:
+    entries = [entry_json(e) for e in stream.entries(include_deleted)] if with_entries else None
     return {
         "length": stream.length,
         "last_id": format_id(stream.last_id),
@@ -69,13 +71,13 @@ def plain_json(value: Any, key: str = "") -> Any:
     return value
 
 
-def value_json(value: Any, include_deleted: bool) -> Any:
+def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> Any:
     if isinstance(value, bytes):
         return s(value)
     if isinstance(value, dict):
         return plain_json(value)
     if isinstance(value, Stream):
-        return stream_json(value, include_deleted)
+        return stream_json(value, include_deleted, with_entries)
     if isinstance(value, ModuleValue):
         return {"module": value.name, "encoding_version": value.encoding_version,
                 "opcodes": [[name, s(v) if isinstance(v, bytes) else v] for name, v in value.opcodes]}
@@ -92,7 +94,7 @@ def value_json(value: Any, include_deleted: bool) -> Any:
     return value
 
 
-def record_json(record: KeyRecord, include_deleted: bool = False) -> dict:
+def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: bool = True) -> dict:
     out = {
         "db": record.db,
         "key": s(record.key),
@@ -101,7 +103,7 @@ def record_json(record: KeyRecord, include_deleted: bool = False) -> dict:
         "expire_at_ms": record.expire_at_ms,
         "idle_s": record.idle,
         "freq": record.freq,
-        "value": value_json(record.value, include_deleted),
+        "value": value_json(record.value, include_deleted, with_entries),
     }
     if record.field_expire_at_ms is not None:
         out["field_expire_at_ms"] = [[s(f), t] for f, t in record.field_expire_at_ms]
@@ -113,3 +115,21 @@ def record_json(record: KeyRecord, include_deleted: bool = False) -> dict:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+_ENTRIES_SLOT = '"entries":null'
+
+
+def write_record(out: TextIO, record: KeyRecord, include_deleted: bool = False) -> None:
+    """One JSON Lines record; a stream's entries are written one by one, so a million-entry
+    stream never exists as one JSON text or one list of dicts."""
+    value = record.value
+    if not isinstance(value, Stream):
+        out.write(dumps(record_json(record, include_deleted)) + "\n")
+        return
+    # the entries slot is the only one of its kind: names and values inside are escaped strings
+    head, tail = dumps(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
+    out.write(head + '"entries":[')
+    for index, entry in enumerate(value.entries(include_deleted)):
+        out.write(("," if index else "") + dumps(entry_json(entry)))
+    out.write("]" + tail + "\n")
