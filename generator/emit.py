@@ -330,12 +330,13 @@ class TypeEmitter:
 
     def check_count(self, a: Attribute, count: str) -> None:
         """A declared count is checked against what remains before anything is allocated."""
-        each = max(self.element_min_size(a), 1) if a.size is None or isinstance(a.size, ex.Num) else 1
-        limit = "end - pos" if each == 1 else f"(end - pos) // {each}"
-        if self.element_min_size(a) == 0 and a.size is None:
+        each = self.element_min_size(a)
+        if each == 0:
             # elements that may take no bytes: bound the count by what remains anyway, so a
-            # corrupt count cannot make the loop run for ever.
+            # corrupt count cannot make the loop run for ever
             limit = "end - pos + 1"
+        else:
+            limit = "end - pos" if each == 1 else f"(end - pos) // {each}"
         self.block(f"if {count} < 0 or {count} > {limit}:")
         message = f"f'count {{{count}}} exceeds the {{end - pos}} bytes that remain'"
         self.emit(f"raise invalid(io, pos, {self.path(a)}, {message})")
@@ -531,24 +532,20 @@ class TypeEmitter:
                     pos: str = "pos") -> None:
         on = f"{local}_on"
         self.emit(f"{on} = {self.expr(sw.on)}")
-        first = True
-        for key, ref in sw.cases:
-            self.block(f"{'if' if first else 'elif'} {on} == {self.expr(key)}:")
-            first = False
+        for index, (key, ref) in enumerate(sw.cases):
+            self.block(f"{'if' if index == 0 else 'elif'} {on} == {self.expr(key)}:")
             self.read_case(a, ref, local, io, pos)
             self.end_block()
-        if first:
-            self.emit("if True:")
-        self.emit("else:")
-        self.out.depth += 1
-        self.known.append(set())
+        if sw.cases:
+            self.block("else:")
         if sw.default is not None:
             self.read_case(a, sw.default, local, io, pos)
         elif io is not None:
-            self.emit(f"{local} = {io}.buf[{io}.start:{io}.end]")
+            self.emit(f"{local} = {io}.buf[{io}.start:{io}.end]")  # no case: the raw bytes
         else:
             self.emit(f"{local} = None")
-        self.end_block()
+        if sw.cases:
+            self.end_block()
 
     def read_case(self, a: Attribute, ref: TypeRef, local: str, io: Optional[str], pos: str) -> None:
         if io is None:

@@ -32,10 +32,6 @@ class Primitive:
     fmt: str
     size: int
 
-    @property
-    def is_float(self) -> bool:
-        return self.name.startswith("f")
-
 
 @dataclass
 class Text:

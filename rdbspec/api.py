@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rdbspec_generated import ParseError, RdbError
+from rdbspec_generated import Io, ParseError, RdbError
 from rdbspec_generated.rdb import Rdb
 
 from . import values
@@ -105,7 +105,7 @@ class Dump:
         self.checksum_status: str = "not read"
         self.end_offset: int | None = None
         self.last_key: bytes | None = None  # the key most recently read, for error messages
-        self._rdb = self._guard(lambda: Rdb._read(_io(source.buffer), 0, None, None)[0], 0)
+        self._rdb = self._guard(lambda: Rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
         self._records = self._rdb.iter_records()
         self._expanded = self._record_source()
         self.extra_info: dict[str, Any] = {}  # producer-specific facts for `rdbspec info` (DFS shards...)
@@ -250,12 +250,6 @@ class Dump:
 
     def read_all(self) -> list[KeyRecord]:
         return list(self.keys())
-
-
-def _io(buffer):
-    from rdbspec_generated import Io
-
-    return Io(buffer, 0, len(buffer))
 
 
 def open(path: str | os.PathLike, verify_checksum: bool = True) -> Dump:  # noqa: A001 - the API name
