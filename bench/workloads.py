@@ -26,7 +26,7 @@ def rdbspec_full(path: str) -> dict[str, int]:
             v = k.value
             keys += 1
             if k.type_name == "stream":
-                entries += len(v.ms)
+                entries += sum(len(got.columns) for _, got in v.node_entries())
     return {"keys": keys, "entries": entries}
 
 
@@ -50,7 +50,7 @@ def rdbspec_stream(path: str) -> dict[str, int]:
         for k in d.keys():
             keys += 1
             if k.type_name == "stream":
-                entries += len(k.value.ms)
+                entries += sum(len(got.columns) for _, got in k.value.node_entries())
     return {"keys": keys, "entries": entries}
 
 

@@ -224,7 +224,8 @@ class StreamNode:
         "_io",
         "node_key_len",
         "node_key",
-        "listpack",
+        "_lazy_listpack",
+        "_m_listpack",
     )
 
     @classmethod
@@ -264,9 +265,11 @@ class StreamNode:
         pos += node_key_size
         node_key = StreamIdRaw._read(node_key_io, node_key_io.start, self, root)[0]
         self.node_key = node_key
+        # listpack: decoded on first access (see the property); stepped over here
+        self._lazy_listpack = pos
         # listpack: The node listpack.
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 5)
-        self.listpack = listpack
+        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
+        listpack = None
         return self, pos
 
     @classmethod
@@ -298,6 +301,22 @@ class StreamNode:
         pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
         listpack = None
         return pos
+
+    @property
+    def listpack(self):
+        """The node listpack."""
+        try:
+            return self._m_listpack
+        except AttributeError:
+            pass
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_listpack
+        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 5)
+        self._m_listpack = listpack
+        return listpack
 
 
 class StreamId:

@@ -7,7 +7,6 @@ record); values are decoded only when `KeyRecord.value` is read.
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,18 +16,15 @@ from rdbspec_generated.rdb import Rdb
 
 from . import values
 from .checksum import crc64
-from .errors import ChecksumError, IntegrityError
+from .errors import DECODING_FAILURES, ChecksumError, IntegrityError
 from .source import Source, open_source
+from .streams import Stream
 
 # record kinds of the spec's `rdb::record_kind` enum
 SELECT_DB, RESIZE_DB, AUX, EXPIRE_TIME, EXPIRE_TIME_MS = 254, 251, 250, 253, 252
 FREQ, IDLE, MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_INFO = 249, 248, 247, 245, 246, 244
 KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
 
-# Python errors that generated code can only raise on input it cannot make sense of
-# (an expression over a field that a corrupt byte made absent, a wrong-typed value...)
-_DECODING_FAILURES = (TypeError, ValueError, IndexError, KeyError, OverflowError, struct.error,
-                      RecursionError, UnicodeDecodeError, AttributeError)
 
 
 @dataclass
@@ -73,11 +69,13 @@ class KeyRecord:
         if self._decoded is None:
             try:
                 self._decoded = values.decode(self.value_kind, self._body.value, self.rdb_type)
+                if isinstance(self._decoded.value, Stream):
+                    self._decoded.value.origin = (self.offset, self.key)
             except IntegrityError as err:
                 raise IntegrityError(err.reason, self.offset, self.key) from None
             except ParseError:
                 raise
-            except _DECODING_FAILURES as err:
+            except DECODING_FAILURES as err:
                 raise ParseError(f"cannot decode the value ({err})", self.offset, "rdb:key_value.value") from None
         return self._decoded
 
@@ -130,7 +128,7 @@ class Dump:
             return read()
         except RdbError:
             raise
-        except _DECODING_FAILURES as err:
+        except DECODING_FAILURES as err:
             raise ParseError(f"corrupt record ({err.__class__.__name__}: {err})", offset, "rdb:record") from None
 
     def _next_record(self) -> tuple[Any, int, int] | None:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import struct
+
 from rdbspec_generated import ParseError, RdbError, TruncatedError
 
-__all__ = ["ChecksumError", "IntegrityError", "ParseError", "RdbError", "TruncatedError", "EXIT_CODES"]
+__all__ = ["ChecksumError", "IntegrityError", "ParseError", "RdbError", "TruncatedError", "EXIT_CODES",
+           "DECODING_FAILURES"]
+
+# Python errors that generated code can only raise on input it cannot make sense of
+# (an expression over a field that a corrupt byte made absent, a wrong-typed value...)
+DECODING_FAILURES = (TypeError, ValueError, IndexError, KeyError, OverflowError, struct.error,
+                     RecursionError, UnicodeDecodeError, AttributeError)
 
 
 class ChecksumError(RdbError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tempfile
 from typing import Any, TextIO
 
 from .api import KeyRecord
@@ -118,6 +120,7 @@ def dumps(obj: Any) -> str:
 
 
 _ENTRIES_SLOT = '"entries":null'
+_SPOOL_IN_MEMORY = 8 << 20  # bytes of entry JSON kept in memory before spilling to a temporary file
 
 
 def write_record(out: TextIO, record: KeyRecord, include_deleted: bool = False) -> None:
@@ -129,7 +132,11 @@ def write_record(out: TextIO, record: KeyRecord, include_deleted: bool = False) 
         return
     # the entries slot is the only one of its kind: names and values inside are escaped strings
     head, tail = dumps(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
-    out.write(head + '"entries":[')
-    for index, entry in enumerate(value.entries(include_deleted)):
-        out.write(("," if index else "") + dumps(entry_json(entry)))
+    # entries are checked as they are decoded: spool them, so a bad node leaves no partial line
+    with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, mode="w+", encoding="utf-8") as spool:
+        for index, entry in enumerate(value.entries(include_deleted)):
+            spool.write(("," if index else "") + dumps(entry_json(entry)))
+        spool.seek(0)
+        out.write(head + '"entries":[')
+        shutil.copyfileobj(spool, out, 1 << 20)
     out.write("]" + tail + "\n")

@@ -12,7 +12,8 @@ from typing import BinaryIO
 
 
 class Source:
-    """A read-only buffer over the input, closed with the dump."""
+    """A read-only buffer over the input. `close()` closes the file; a mapping stays valid until
+    nothing refers to it, so values decoded lazily from it (stream nodes) outlive the dump."""
 
     def __init__(self, buffer, name: str, closers: list | None = None):
         self.buffer = buffer
@@ -31,7 +32,7 @@ def _map(handle: BinaryIO, name: str) -> Source:
         handle.close()
         return Source(b"", name)
     mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    return Source(mapped, name, [handle, mapped])
+    return Source(mapped, name, [handle])
 
 
 def open_source(path: str | os.PathLike) -> Source:

@@ -187,8 +187,9 @@ def signed64(value: int) -> int:
 def _keys(stream: Stream) -> list[int]:
     """Entry IDs as 128-bit integers, in stream order (cached on the stream object)."""
     keys = stream.__dict__.get("_range_keys")
-    if keys is None or len(keys) != len(stream.ms):
-        keys = [(ms << 64) | seq for ms, seq in zip(stream.ms, stream.seq)]
+    if keys is None:
+        cols = stream.columns()
+        keys = [(ms << 64) | seq for ms, seq in zip(cols.ms, cols.seq)]
         stream.__dict__["_range_keys"] = keys
     return keys
 
@@ -199,11 +200,11 @@ def _key(stream_id: StreamId) -> int:
 
 def iter_range(stream: Stream, start: StreamId, end: StreamId, rev: bool = False) -> Iterator[StreamEntry]:
     """Live entries with start <= id <= end, ascending (or descending with rev)."""
-    keys = _keys(stream)
+    keys, cols = _keys(stream), stream.columns()
     low, high = bisect_left(keys, _key(start)), bisect_right(keys, _key(end))
     for i in (range(high - 1, low - 1, -1) if rev else range(low, high)):
-        if not stream.deleted[i]:
-            yield StreamEntry((stream.ms[i], stream.seq[i]), stream.fields[i])
+        if not cols.deleted[i]:
+            yield StreamEntry((cols.ms[i], cols.seq[i]), cols.fields[i])
 
 
 def _take(entries: Iterator[StreamEntry], count: int) -> list[StreamEntry]:
@@ -237,16 +238,18 @@ def xrevrange(stream: Stream, end: str | bytes = "+", start: str | bytes = "-",
 
 def last_valid_id(stream: Stream) -> StreamId:
     """streamLastValidID: the last live entry, 0-0 when there is none."""
-    for i in range(len(stream.ms) - 1, -1, -1):
-        if not stream.deleted[i]:
-            return stream.ms[i], stream.seq[i]
+    cols = stream.columns()
+    for i in range(len(cols) - 1, -1, -1):
+        if not cols.deleted[i]:
+            return cols.ms[i], cols.seq[i]
     return ZERO_ID
 
 
 def first_valid_id(stream: Stream) -> StreamId | None:
-    for i in range(len(stream.ms)):
-        if not stream.deleted[i]:
-            return stream.ms[i], stream.seq[i]
+    cols = stream.columns()
+    for i in range(len(cols)):
+        if not cols.deleted[i]:
+            return cols.ms[i], cols.seq[i]
     return None
 
 

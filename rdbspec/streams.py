@@ -1,17 +1,21 @@
-"""The stream model: entries as columns, consumer groups with every pending entry resolved to
-its consumer, and the checks the server makes on load.
+"""The stream model: listpack nodes decoded one at a time into entry columns, consumer groups
+with every pending entry resolved to its consumer, and the checks the server makes on load.
 
-Entries are kept as parallel lists (ms, seq, deleted, fields), built node by node from the
-generated parser's columns, so a million entries are a few lists rather than a million
-objects; `entries()` yields `StreamEntry` views on demand.
+A node's listpack is decoded when its entries are asked for, and not kept: walking a
+million-entry stream holds one node's columns (ms, seq, deleted, fields as parallel lists) at a
+time. `columns()` gathers them all for callers that need random access by ID (XRANGE...).
+Group and PEL checks run when the value is built; entry checks (node counts, ascending IDs,
+the stream length) run as the nodes are decoded, so they fail where the walk reaches them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
-from .errors import IntegrityError
+from .errors import DECODING_FAILURES, IntegrityError, ParseError, RdbError
 
 MASK64 = (1 << 64) - 1
 StreamId = tuple[int, int]
@@ -36,14 +40,57 @@ class StreamEntry:
 
 
 @dataclass
-class StreamNode:
-    """One listpack node: its master ID and the live/deleted counts its header declares."""
+class EntryColumns:
+    """Entries as parallel lists, in file order, deleted entries included."""
 
-    master_id: StreamId
+    ms: list[int] = field(default_factory=list)
+    seq: list[int] = field(default_factory=list)
+    deleted: list[bool] = field(default_factory=list)
+    fields: list[list[tuple[bytes, bytes]]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ms)
+
+    def extend(self, other: EntryColumns) -> None:
+        self.ms.extend(other.ms)
+        self.seq.extend(other.seq)
+        self.deleted.extend(other.deleted)
+        self.fields.extend(other.fields)
+
+    def entries(self, include_deleted: bool = False) -> Iterator[StreamEntry]:
+        for ms, seq, deleted, fields in zip(self.ms, self.seq, self.deleted, self.fields):
+            if include_deleted or not deleted:
+                yield StreamEntry((ms, seq), fields, deleted)
+
+
+@dataclass
+class NodeEntries:
+    """One node's listpack: the live and deleted counts its master entry declares, its entries."""
+
     count: int
     deleted: int
-    first_entry: int  # index of its first entry in the stream's columns
-    num_entries: int
+    columns: EntryColumns
+
+
+class StreamNode:
+    """One listpack node: its master ID, and `read()`, which decodes its listpack each time."""
+
+    __slots__ = ("master_id", "_read")
+
+    def __init__(self, master_id: StreamId, read: Callable[[], NodeEntries]):
+        self.master_id = master_id
+        self._read = read
+
+    @classmethod
+    def of(cls, master_id: StreamId, entries: NodeEntries) -> StreamNode:
+        """A node over entries already in memory."""
+        return cls(master_id, lambda: entries)
+
+    def read(self) -> NodeEntries:
+        return self._read()
+
+    def __repr__(self) -> str:
+        return f"StreamNode({format_id(self.master_id)})"
 
 
 @dataclass
@@ -97,16 +144,57 @@ class Stream:
     nodes: list[StreamNode] = field(default_factory=list)
     groups: list[ConsumerGroup] = field(default_factory=list)
     idmp: Idmp | None = None
-    # entry columns, in file order, deleted entries included
-    ms: list[int] = field(default_factory=list)
-    seq: list[int] = field(default_factory=list)
-    deleted: list[bool] = field(default_factory=list)
-    fields: list[list[tuple[bytes, bytes]]] = field(default_factory=list)
+    origin: tuple[int, bytes] | None = None  # (record offset, key), named by errors
+    _columns: EntryColumns | None = field(default=None, repr=False, compare=False)
+
+    def node_entries(self, first: int = 0, last: int | None = None) -> Iterator[tuple[StreamNode, NodeEntries]]:
+        """Decodes `nodes[first:last]` one at a time, checking each node's declared counts
+        against its flags and that IDs ascend; over all nodes, that the live entries number
+        `length` (redis src/rdb.c rdbLoadObject, t_stream.c; notes §6.4)."""
+        previous: StreamId | None = None
+        live = 0
+        for node in self.nodes[first:last]:
+            got = self._read_node(node)
+            cols = got.columns
+            flagged = sum(cols.deleted)
+            if flagged != got.deleted or len(cols) - flagged != got.count:
+                raise self._integrity(
+                    f"stream node {format_id(node.master_id)} declares {got.count} live and {got.deleted} "
+                    f"deleted entries but flags {len(cols) - flagged} and {flagged}")
+            for current in zip(cols.ms, cols.seq):
+                if previous is not None and current <= previous:
+                    raise self._integrity(f"stream entry {format_id(current)} is not after {format_id(previous)}")
+                previous = current
+            live += len(cols) - flagged
+            yield node, got
+        if first == 0 and last is None and live != self.length:
+            raise self._integrity(f"stream length {self.length} but {live} live entries")
 
     def entries(self, include_deleted: bool = False) -> Iterator[StreamEntry]:
-        for i in range(len(self.ms)):
-            if include_deleted or not self.deleted[i]:
-                yield StreamEntry((self.ms[i], self.seq[i]), self.fields[i], self.deleted[i])
+        for _, got in self.node_entries():
+            yield from got.columns.entries(include_deleted)
+
+    def columns(self) -> EntryColumns:
+        """Every entry in one set of columns, built on first use and kept (random access by ID)."""
+        if self._columns is None:
+            gathered = EntryColumns()
+            for _, got in self.node_entries():
+                gathered.extend(got.columns)
+            self._columns = gathered
+        return self._columns
+
+    def _read_node(self, node: StreamNode) -> NodeEntries:
+        try:
+            return node.read()
+        except RdbError:
+            raise
+        except DECODING_FAILURES as err:
+            offset = self.origin[0] if self.origin else None
+            raise ParseError(f"cannot decode stream node {format_id(node.master_id)} ({err})", offset,
+                             "stream:stream_node.listpack") from None
+
+    def _integrity(self, reason: str) -> IntegrityError:
+        return IntegrityError(reason, *self.origin) if self.origin else IntegrityError(reason)
 
     @classmethod
     def from_spec(cls, v, type_code: int) -> Stream:
@@ -124,8 +212,7 @@ class Stream:
             max_deleted_entry_id=sid(v.max_deleted_entry_id) if v.max_deleted_entry_id is not None else None,
             entries_added=v.entries_added.value if v.entries_added is not None else None,
         )
-        for node in v.nodes:
-            stream._add_node(node)
+        stream.nodes = [StreamNode((n.node_key.ms, n.node_key.seq), partial(_node_entries, n)) for n in v.nodes]
         for g in v.groups:
             stream.groups.append(_group(g, text))
         if v.idmp is not None:
@@ -136,46 +223,34 @@ class Stream:
         stream._check()
         return stream
 
-    def _add_node(self, node) -> None:
-        lp = node.listpack.plain if node.listpack.plain is not None else node.listpack.lzf
-        master_ms, master_seq = node.node_key.ms, node.node_key.seq
-        master_fields = [_value(f) for f in lp.master.fields]
-        cols = lp.entries
-        self.nodes.append(StreamNode((master_ms, master_seq), lp.master.count, lp.master.deleted,
-                                     len(self.ms), len(cols)))
-        ms_out, seq_out, deleted_out, fields_out = self.ms, self.seq, self.deleted, self.fields
-        for flags, ms_diff, seq_diff, items in zip(cols.flags, cols.ms_diff, cols.seq_diff, cols.items):
-            ms_out.append((master_ms + ms_diff) & MASK64)
-            seq_out.append((master_seq + seq_diff) & MASK64)
-            deleted_out.append(bool(flags & FLAG_DELETED))
-            values = [v if isinstance(v, bytes) else str(v).encode() for v in items]
-            if flags & FLAG_SAMEFIELDS:
-                fields_out.append(list(zip(master_fields, values)))
-            else:
-                fields_out.append(list(zip(values[0::2], values[1::2])))
-
     def _check(self) -> None:
-        """The load-time rules of redis src/rdb.c rdbLoadObject and t_stream.c (notes §6.4)."""
-        previous: StreamId | None = None
-        for node in self.nodes:
-            flagged = sum(self.deleted[node.first_entry:node.first_entry + node.num_entries])
-            if flagged != node.deleted or node.num_entries - flagged != node.count:
-                raise IntegrityError(
-                    f"stream node {format_id(node.master_id)} declares {node.count} live and {node.deleted} "
-                    f"deleted entries but flags {node.num_entries - flagged} and {flagged}")
-            for i in range(node.first_entry, node.first_entry + node.num_entries):
-                current = (self.ms[i], self.seq[i])
-                if previous is not None and current <= previous:
-                    raise IntegrityError(f"stream entry {format_id(current)} is not after {format_id(previous)}")
-                previous = current
-        live = sum(1 for d in self.deleted if not d)
-        if live != self.length:
-            raise IntegrityError(f"stream length {self.length} but {live} live entries")
+        """The group rules of redis src/rdb.c rdbLoadObject (entry rules: `node_entries`)."""
         names = set()
         for group in self.groups:
             if group.name in names:
                 raise IntegrityError(f"duplicated consumer group name {group.name!r}")
             names.add(group.name)
+
+
+def _node_entries(node: Any) -> NodeEntries:
+    """Decodes a generated `stream_node`'s listpack into columns (IDs are master + delta, mod 2^64)."""
+    blob = node.listpack
+    lp = blob.plain if blob.plain is not None else blob.lzf
+    master_ms, master_seq = node.node_key.ms, node.node_key.seq
+    master_fields = [_value(f) for f in lp.master.fields]
+    cols = lp.entries
+    out = EntryColumns()
+    ms_out, seq_out, deleted_out, fields_out = out.ms, out.seq, out.deleted, out.fields
+    for flags, ms_diff, seq_diff, items in zip(cols.flags, cols.ms_diff, cols.seq_diff, cols.items):
+        ms_out.append((master_ms + ms_diff) & MASK64)
+        seq_out.append((master_seq + seq_diff) & MASK64)
+        deleted_out.append(bool(flags & FLAG_DELETED))
+        values = [v if isinstance(v, bytes) else str(v).encode() for v in items]
+        if flags & FLAG_SAMEFIELDS:
+            fields_out.append(list(zip(master_fields, values)))
+        else:
+            fields_out.append(list(zip(values[0::2], values[1::2])))
+    return NodeEntries(lp.master.count, lp.master.deleted, out)
 
 
 def _group(g, text) -> ConsumerGroup:

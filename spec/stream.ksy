@@ -77,6 +77,7 @@ types:
         type: stream_id_raw
         doc: The master ID of the node (big-endian ms and seq).
       - id: listpack
+        -rdbspec-lazy: true
         type: rdb_string::rdb_blob(rdb_string::blob_kind::stream_listpack)
         doc: The node listpack.
   stream_id:

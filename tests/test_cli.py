@@ -404,3 +404,53 @@ def test_unwritable_output_is_a_clean_error(tmp_path: Path) -> None:
     err = proc.stderr.decode()
     assert "Traceback" not in err, err
     assert len(err.splitlines()) == 1 and proc.returncode == EXIT_CODES["io"]
+
+
+# -- stream entry checks, made as the nodes are decoded ------------------------------------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
+import build as rdb_bytes  # noqa: E402 - byte builders shared with the Dragonfly fixtures
+
+
+def _stream_dump(nodes: list[tuple[bytes, bytes]], length: int) -> bytes:
+    """REDIS0011: a string key, then stream `s` (type 19, no groups) with `nodes`."""
+    value = b"".join(rdb_bytes.stream_value(19, nodes, length, (9, 0), (1, 0), (0, 0), 9, []))
+    body = (b"REDIS0011" + bytes([0xFE]) + rdb_bytes.rdb_len(0) + b"\x00" + rdb_bytes.rdb_str(b"a")
+            + rdb_bytes.rdb_str(b"1") + bytes([19]) + rdb_bytes.rdb_str(b"s") + value + b"\xff")
+    return with_checksum(body + b"\x00" * 8)
+
+
+def _entries(*ids: tuple[int, int]) -> list:
+    return [(i, [(b"f", b"v")]) for i in ids]
+
+
+def _recount(node: tuple[bytes, bytes], live: int, deleted: int) -> tuple[bytes, bytes]:
+    """The node with its master entry's counts (its first two elements, one byte each plus a
+    one-byte backlen) changed; the entries still number live + deleted."""
+    key, lp = node
+    assert lp[6] < 128 and lp[8] < 128  # 7-bit uint elements
+    return key, lp[:6] + bytes([live]) + lp[7:8] + bytes([deleted]) + lp[9:]
+
+
+@pytest.mark.parametrize(("case", "nodes", "length", "reason"), [
+    ("backwards", [rdb_bytes.stream_node(_entries((5, 0), (6, 0))), rdb_bytes.stream_node(_entries((3, 0)))], 3,
+     "stream entry 3-0 is not after 6-0"),
+    ("count", [_recount(rdb_bytes.stream_node(_entries((1, 0), (2, 0))), 1, 1)], 1,
+     "stream node 1-0 declares 1 live and 1 deleted entries but flags 2 and 0"),
+    ("length", [rdb_bytes.stream_node(_entries((1, 0), (2, 0)))], 5, "stream length 5 but 2 live entries"),
+])
+def test_stream_entry_checks_fail_where_the_walk_reaches_them(tmp_path: Path, case: str, nodes: list,
+                                                              length: int, reason: str) -> None:
+    path = write(tmp_path, f"{case}.rdb", _stream_dump(nodes, length))
+    with rdbspec.open(path) as dump:
+        records = list(dump.keys())
+        stream = records[1].value  # the metadata and groups are read; the nodes are not yet decoded
+        assert stream.length == length and len(stream.nodes) == len(nodes)
+        with pytest.raises(rdbspec.IntegrityError) as caught:
+            list(stream.entries())
+    assert caught.value.reason == reason and caught.value.key == b"s"
+    assert caught.value.offset == records[1].offset
+    proc = run("dump", str(path))
+    line = assert_clean_failure(proc, "integrity", path)
+    assert reason in line and f"byte {records[1].offset}" in line
+    assert [r["key"] for r in stdout_records(proc)] == ["a"]  # the stream left no partial line

@@ -81,10 +81,9 @@ def _library_streams(files: list[str]):
 def _library_entries(files: list[str], include_deleted: bool) -> list[tuple]:
     rows = []
     for f, k, s in _library_streams(files):
-        for i in range(len(s.ms)):
-            if include_deleted or not s.deleted[i]:
-                rows.append((f, k.db, k.key, f"{s.ms[i]}-{s.seq[i]}", s.ms[i], s.seq[i],
-                             [tuple(x) for x in s.fields[i]], s.deleted[i]))
+        for e in s.entries(include_deleted):
+            rows.append((f, k.db, k.key, f"{e.id[0]}-{e.id[1]}", e.id[0], e.id[1],
+                         [tuple(x) for x in e.fields], e.deleted))
     return sorted(rows, key=repr)
 
 

@@ -31,7 +31,16 @@ from rdbspec.stream_commands import (
     xrevrange,
 )
 from rdbspec.stream_reply import render_json, render_text, repr_bytes, to_resp2
-from rdbspec.streams import MASK64, Consumer, ConsumerGroup, PendingEntry, Stream, StreamNode
+from rdbspec.streams import (
+    MASK64,
+    Consumer,
+    ConsumerGroup,
+    EntryColumns,
+    NodeEntries,
+    PendingEntry,
+    Stream,
+    StreamNode,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -173,12 +182,9 @@ def _stream(ids: list[tuple[int, int]], deleted: set[tuple[int, int]] = frozense
                     entries_added if entries_added is not None else len(ids))
     if type_code == 15:
         stream.first_id = stream.max_deleted_entry_id = stream.entries_added = None
-    stream.nodes.append(StreamNode(ids[0] if ids else (0, 0), len(live), len(ids) - len(live), 0, len(ids)))
-    for ms, seq in ids:
-        stream.ms.append(ms)
-        stream.seq.append(seq)
-        stream.deleted.append((ms, seq) in deleted)
-        stream.fields.append([(b"f", f"{ms}-{seq}".encode())])
+    cols = EntryColumns([ms for ms, _ in ids], [seq for _, seq in ids], [i in deleted for i in ids],
+                        [[(b"f", f"{ms}-{seq}".encode())] for ms, seq in ids])
+    stream.nodes.append(StreamNode.of(ids[0] if ids else (0, 0), NodeEntries(len(live), len(ids) - len(live), cols)))
     return stream
 
 
@@ -282,7 +288,7 @@ def test_type_15_as_7_0() -> None:
 
 def test_renderings() -> None:
     stream = _stream([(1, 0)])
-    stream.fields[0] = [(b"na\xffme", "ü".encode())]
+    stream.columns().fields[0] = [(b"na\xffme", "ü".encode())]
     entries = xrange(stream)
     assert to_resp2(entries) == [[b"1-0", [b"na\xffme", "ü".encode()]]]
     assert json.loads(render_json(entries)) == [{"id": "1-0", "fields": [[{"hex": "6e61ff6d65"}, "ü"]]}]

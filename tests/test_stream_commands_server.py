@@ -95,10 +95,11 @@ class Invocations:
     def stream_id(self, key: bytes) -> tuple[int, int]:
         stream = self.streams.get(key)
         rng = self.rng
-        if stream is None or not stream.ms or rng.random() < 0.1:
+        cols = stream.columns() if stream is not None else None
+        if not cols or rng.random() < 0.1:
             return rng.choice([(0, 0), (1, 0), (MASK64, MASK64), (MASK64, 0), (1700000000000, 0)])
-        i = rng.randrange(len(stream.ms))
-        ms, seq = stream.ms[i], stream.seq[i]
+        i = rng.randrange(len(cols))
+        ms, seq = cols.ms[i], cols.seq[i]
         delta = rng.choice([0, 0, 0, 1, -1])
         return ms, (seq + delta) & MASK64 if delta else seq
 

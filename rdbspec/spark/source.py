@@ -330,25 +330,27 @@ class _Batcher:
 
 
 def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stream: Any,
-                 include_deleted: bool) -> Iterator[Any]:
-    """Adds the rows one stream gives `table`, yielding batches as they fill."""
+                 include_deleted: bool, nodes: tuple[int, int | None] = (0, None)) -> Iterator[Any]:
+    """Adds the rows one stream gives `table` (entries only from `nodes[first:last]`), yielding
+    batches as they fill."""
     base = {"file": file, "db": db, "key": key}
     if table == "streams":
         out.add(**base, length=stream.length, last_id=_sid(stream.last_id), first_id=_sid(stream.first_id),
                 max_deleted_id=_sid(stream.max_deleted_entry_id), entries_added=stream.entries_added,
                 nodes=len(stream.nodes), groups=len(stream.groups))
     elif table == "stream_entries":
-        idx = [i for i, d in enumerate(stream.deleted) if include_deleted or not d]
-        step = out.size
-        for start in range(0, len(idx), step):
-            part = idx[start:start + step]
-            ms = [stream.ms[i] for i in part]
-            seq = [stream.seq[i] for i in part]
-            n = len(part)
+        for _, got in stream.node_entries(*nodes):
+            cols = got.columns
+            if include_deleted or not any(cols.deleted):
+                ms, seq, fields, deleted = cols.ms, cols.seq, cols.fields, cols.deleted
+            else:
+                live = [i for i, d in enumerate(cols.deleted) if not d]
+                ms, seq = [cols.ms[i] for i in live], [cols.seq[i] for i in live]
+                fields, deleted = [cols.fields[i] for i in live], [False] * len(live)
+            n = len(ms)
             out.extend({"file": [file] * n, "db": [db] * n, "key": [key] * n,
                         "id": [f"{a}-{b}" for a, b in zip(ms, seq)], "ms": ms, "seq": seq,
-                        "fields": [stream.fields[i] for i in part],
-                        "deleted": [stream.deleted[i] for i in part]}, n)
+                        "fields": fields, "deleted": deleted}, n)
             if out.full():
                 yield out.take()
     elif table == "stream_groups":
