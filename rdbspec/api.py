@@ -110,6 +110,8 @@ class Dump:
         self._pending: list[tuple[Any, int, int]] = []
         self._offset = self._rdb._stream_pos
         self._read_leading_aux()
+        self._leading_aux = len(self.aux)  # AUX records already noted when keys() meets them
+        self._db = 0
         self.header = Header(self._rdb.magic, self._rdb.version, self._dialect())
 
     # -- opening ---------------------------------------------------------------------------
@@ -143,6 +145,16 @@ class Dump:
         from .dragonfly import expand_records
 
         return expand_records(self._rdb, self._records)
+
+    def seek(self, offset: int, db: int) -> None:
+        """Goes on reading at `offset`: a record boundary where database `db` is selected and no
+        key metadata (expiry, LRU, LFU) is pending, as `rdbspec.splits.plan` chooses them."""
+        self._pending.clear()
+        self._leading_aux = 0
+        self._db = db
+        self._rdb._stream_pos = self._offset = offset
+        self._records = self._rdb.iter_records()
+        self._expanded = self._record_source()
 
     def _read_record(self) -> tuple[Any, int, int] | None:
         start = self._offset
@@ -193,12 +205,16 @@ class Dump:
             self.slot_imports.append((values.text(body.job_name),
                                       [(r.start_slot.value, r.end_slot.value) for r in body.ranges]))
 
-    def keys(self) -> Iterator[KeyRecord]:
-        """Every key in file order. Values are decoded when read, not before."""
-        db = 0
+    def keys(self, stop: int | None = None) -> Iterator[KeyRecord]:
+        """Every key in file order. Values are decoded when read, not before. With `stop`, ends
+        before the first record at or after that offset (the end of a split), without reading
+        the checksum."""
+        db = self._db
         expire_at_ms = idle = freq = None
-        aux_done = len(self.aux)
+        aux_done = self._leading_aux
         while True:
+            if stop is not None and not self._pending and self._offset >= stop:
+                return
             item = self._next_record()
             if item is None:
                 break
@@ -250,13 +266,13 @@ class Dump:
         return list(self.keys())
 
 
-def open(path: str | os.PathLike, verify_checksum: bool = True) -> Dump:  # noqa: A001 - the API name
+def open(path: str | os.PathLike, verify_checksum: bool = True, whole_set: bool = True) -> Dump:  # noqa: A001
     """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`; a Dragonfly DFS
     set (`<name>-summary.dfs`, one of its `<name>-NNNN.dfs` shard files, or their directory)
-    opens as one dump of every shard."""
+    opens as one dump of every shard, unless `whole_set` is false (one DFS file alone)."""
     from . import dragonfly
 
-    if dragonfly.is_dfs(path):
+    if whole_set and dragonfly.is_dfs(path):
         return dragonfly.open_dfs(path, verify_checksum)
     return Dump(open_source(path), verify_checksum)
 

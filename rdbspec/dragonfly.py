@@ -241,7 +241,7 @@ def decompress(codec: str, data: bytes, offset: int) -> bytes:
 # -- DFS snapshot sets -----------------------------------------------------------------------
 
 _SHARD = re.compile(r"^(?P<base>.+)-(?P<num>\d{4})\.dfs$")
-_SUMMARY = re.compile(r"^(?P<base>.+)-summary\.dfs$")
+SUMMARY_NAME = re.compile(r"^(?P<base>.+)-summary\.dfs$")
 
 
 def is_dfs(path: str | os.PathLike) -> bool:
@@ -252,7 +252,7 @@ def is_dfs(path: str | os.PathLike) -> bool:
     p = Path(name)
     if p.is_dir():
         return True
-    return bool(_SUMMARY.match(p.name) or _SHARD.match(p.name))
+    return bool(SUMMARY_NAME.match(p.name) or _SHARD.match(p.name))
 
 
 def find_summary(path: str | os.PathLike) -> Path:
@@ -260,7 +260,7 @@ def find_summary(path: str | os.PathLike) -> Path:
     shard files are found by replacing "summary" with the shard number)."""
     p = Path(os.fspath(path))
     if p.is_dir():
-        found = sorted(c for c in p.iterdir() if _SUMMARY.match(c.name))
+        found = sorted(c for c in p.iterdir() if SUMMARY_NAME.match(c.name))
         if not found:
             raise FileNotFoundError(2, "no <name>-summary.dfs file in this directory", str(p))
         if len(found) > 1:
@@ -280,7 +280,7 @@ def find_summary(path: str | os.PathLike) -> Path:
 def shard_files(summary: Path, shard_count: int | None) -> list[Path]:
     """The shard files of the set, checked against `shard-count`: a missing or an extra one
     is an error naming it."""
-    base = _SUMMARY.match(summary.name)["base"]
+    base = SUMMARY_NAME.match(summary.name)["base"]
     present = {}
     for c in summary.parent.iterdir():
         m = _SHARD.match(c.name)
@@ -307,6 +307,25 @@ def _aux_value(aux: list[tuple[bytes, bytes]], key: bytes) -> bytes | None:
     return None
 
 
+def _shard_count(summary: Path, aux: list[tuple[bytes, bytes]]) -> int | None:
+    count = _aux_value(aux, b"shard-count")
+    try:
+        return int(count) if count is not None else None
+    except ValueError:
+        raise RdbError(f"{summary}: AUX shard-count {count!r} is not a number") from None
+
+
+def snapshot_files(path: str | os.PathLike) -> list[Path]:
+    """The files of the DFS set that `path` names: its summary, then its shard files in order
+    (checked against the summary's shard-count)."""
+    from .api import Dump
+    from .source import open_source
+
+    summary = find_summary(path)
+    with Dump(open_source(summary), verify_checksum=False) as head:  # the leading AUX is read at open
+        return [summary, *shard_files(summary, _shard_count(summary, head.aux))]
+
+
 def open_dfs(path: str | os.PathLike, verify_checksum: bool = True):
     """Opens a DFS snapshot set (the summary, any shard file, or the directory) as one dump."""
     from .api import Dump, FunctionLibrary, KeyRecord  # api imports this module lazily
@@ -320,12 +339,7 @@ def open_dfs(path: str | os.PathLike, verify_checksum: bool = True):
         def __init__(self, summary: Path):
             super().__init__(open_source(summary), verify_checksum)
             self.summary_path = summary
-            count = _aux_value(self.aux, b"shard-count")
-            try:
-                shard_count = int(count) if count is not None else None
-            except ValueError:
-                raise RdbError(f"{summary}: AUX shard-count {count!r} is not a number") from None
-            self.shard_paths = shard_files(summary, shard_count)
+            self.shard_paths = shard_files(summary, _shard_count(summary, self.aux))
             self.shards: list[dict[str, Any]] = []
             self.functions.extend(FunctionLibrary(v, engine=b"lua") for k, v in self.aux if k == b"lua")
             self.extra_info = {"shard_count": len(self.shard_paths), "shards": self.shards}

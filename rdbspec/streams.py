@@ -10,7 +10,7 @@ the stream length) run as the nodes are decoded, so they fail where the walk rea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -82,6 +82,11 @@ class StreamNode:
         self._read = read
 
     @classmethod
+    def from_spec(cls, node: Any) -> StreamNode:
+        """A node over a generated `stream_node` (its listpack is read lazily)."""
+        return cls((node.node_key.ms, node.node_key.seq), partial(_node_entries, node))
+
+    @classmethod
     def of(cls, master_id: StreamId, entries: NodeEntries) -> StreamNode:
         """A node over entries already in memory."""
         return cls(master_id, lambda: entries)
@@ -147,28 +152,9 @@ class Stream:
     origin: tuple[int, bytes] | None = None  # (record offset, key), named by errors
     _columns: EntryColumns | None = field(default=None, repr=False, compare=False)
 
-    def node_entries(self, first: int = 0, last: int | None = None) -> Iterator[tuple[StreamNode, NodeEntries]]:
-        """Decodes `nodes[first:last]` one at a time, checking each node's declared counts
-        against its flags and that IDs ascend; over all nodes, that the live entries number
-        `length` (redis src/rdb.c rdbLoadObject, t_stream.c; notes §6.4)."""
-        previous: StreamId | None = None
-        live = 0
-        for node in self.nodes[first:last]:
-            got = self._read_node(node)
-            cols = got.columns
-            flagged = sum(cols.deleted)
-            if flagged != got.deleted or len(cols) - flagged != got.count:
-                raise self._integrity(
-                    f"stream node {format_id(node.master_id)} declares {got.count} live and {got.deleted} "
-                    f"deleted entries but flags {len(cols) - flagged} and {flagged}")
-            for current in zip(cols.ms, cols.seq):
-                if previous is not None and current <= previous:
-                    raise self._integrity(f"stream entry {format_id(current)} is not after {format_id(previous)}")
-                previous = current
-            live += len(cols) - flagged
-            yield node, got
-        if first == 0 and last is None and live != self.length:
-            raise self._integrity(f"stream length {self.length} but {live} live entries")
+    def node_entries(self) -> Iterator[tuple[StreamNode, NodeEntries]]:
+        """Decodes the nodes one at a time, with the checks of `walk_nodes`."""
+        return walk_nodes(self.nodes, self.origin, self.length)
 
     def entries(self, include_deleted: bool = False) -> Iterator[StreamEntry]:
         for _, got in self.node_entries():
@@ -183,18 +169,6 @@ class Stream:
             self._columns = gathered
         return self._columns
 
-    def _read_node(self, node: StreamNode) -> NodeEntries:
-        try:
-            return node.read()
-        except RdbError:
-            raise
-        except DECODING_FAILURES as err:
-            offset = self.origin[0] if self.origin else None
-            raise ParseError(f"cannot decode stream node {format_id(node.master_id)} ({err})", offset,
-                             "stream:stream_node.listpack") from None
-
-    def _integrity(self, reason: str) -> IntegrityError:
-        return IntegrityError(reason, *self.origin) if self.origin else IntegrityError(reason)
 
     @classmethod
     def from_spec(cls, v, type_code: int) -> Stream:
@@ -212,7 +186,7 @@ class Stream:
             max_deleted_entry_id=sid(v.max_deleted_entry_id) if v.max_deleted_entry_id is not None else None,
             entries_added=v.entries_added.value if v.entries_added is not None else None,
         )
-        stream.nodes = [StreamNode((n.node_key.ms, n.node_key.seq), partial(_node_entries, n)) for n in v.nodes]
+        stream.nodes = [StreamNode.from_spec(n) for n in v.nodes]
         for g in v.groups:
             stream.groups.append(_group(g, text))
         if v.idmp is not None:
@@ -230,6 +204,45 @@ class Stream:
             if group.name in names:
                 raise IntegrityError(f"duplicated consumer group name {group.name!r}")
             names.add(group.name)
+
+
+def walk_nodes(nodes: Iterable[StreamNode], origin: tuple[int, bytes] | None,
+               length: int | None = None) -> Iterator[tuple[StreamNode, NodeEntries]]:
+    """Decodes `nodes` one at a time, checking each node's declared counts against its flags
+    and that IDs ascend; with `length` (all of a stream's nodes), that the live entries number
+    `length` (redis src/rdb.c rdbLoadObject, t_stream.c; notes §6.4). `origin` (record offset,
+    key) locates the errors."""
+    previous: StreamId | None = None
+    live = 0
+    for node in nodes:
+        got = _read_node(node, origin)
+        cols = got.columns
+        flagged = sum(cols.deleted)
+        if flagged != got.deleted or len(cols) - flagged != got.count:
+            raise _integrity(f"stream node {format_id(node.master_id)} declares {got.count} live and "
+                             f"{got.deleted} deleted entries but flags {len(cols) - flagged} and {flagged}", origin)
+        for current in zip(cols.ms, cols.seq):
+            if previous is not None and current <= previous:
+                raise _integrity(f"stream entry {format_id(current)} is not after {format_id(previous)}", origin)
+            previous = current
+        live += len(cols) - flagged
+        yield node, got
+    if length is not None and live != length:
+        raise _integrity(f"stream length {length} but {live} live entries", origin)
+
+
+def _read_node(node: StreamNode, origin: tuple[int, bytes] | None) -> NodeEntries:
+    try:
+        return node.read()
+    except RdbError:
+        raise
+    except DECODING_FAILURES as err:
+        raise ParseError(f"cannot decode stream node {format_id(node.master_id)} ({err})",
+                         origin[0] if origin else None, "stream:stream_node.listpack") from None
+
+
+def _integrity(reason: str, origin: tuple[int, bytes] | None) -> IntegrityError:
+    return IntegrityError(reason, *origin) if origin else IntegrityError(reason)
 
 
 def _node_entries(node: Any) -> NodeEntries:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -17,6 +18,13 @@ pytest.importorskip("pyarrow")
 
 import rdbspec  # noqa: E402
 from rdbspec.spark.source import SCHEMAS, TABLES  # noqa: E402
+from rdbspec.splits import plan  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
+import split_dump  # noqa: E402
+
+import build as dragonfly_build  # noqa: E402
 
 REAL = Path(__file__).parent / "corpus" / "real"
 DUMPS = sorted(REAL.glob("*/*.rdb"))
@@ -217,6 +225,46 @@ def test_corrupt_file_fails_naming_it(spark, with_corrupt):
         _load(spark, "keys", d, ignoreCorruptFiles="false").collect()
     assert bad in str(info.value)
     assert "at byte" in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def big_dump(tmp_path_factory) -> Path:
+    return split_dump.build(tmp_path_factory.mktemp("split") / "big.rdb")
+
+
+@pytest.mark.parametrize("table", ["keys", "stream_entries", "stream_pending", "stream_consumers"])
+def test_split_read_equals_unsplit_read(spark, big_dump, table):
+    unsplit = _load(spark, table, big_dump, includeDeleted="true")
+    split = _load(spark, table, big_dump, includeDeleted="true", splitSize="16k")
+    assert unsplit.rdd.getNumPartitions() == 1
+    planned = plan(str(big_dump), 16 << 10, stream_nodes=table == "stream_entries")
+    assert split.rdd.getNumPartitions() == len(planned) > 4
+    expected = unsplit.collect()
+    assert expected and split.collect() == expected  # the same rows, in the same order
+
+
+def test_split_size_option_is_checked(spark, big_dump):
+    with pytest.raises(Exception, match="splitSize"):
+        _load(spark, "keys", big_dump, splitSize="lots").collect()
+
+
+def test_dfs_snapshot_set_is_read_one_task_per_shard(spark, tmp_path_factory):
+    out = tmp_path_factory.mktemp("dfs")
+    dragonfly_build.build(out)
+    with rdbspec.open(out / "set") as dump:
+        expected = [(k.key, k.db, k.type_name, k.expire_at_ms) for k in dump.keys()]
+    for named in (out / "set", out / "set" / "snap-summary.dfs", out / "set" / "snap-0001.dfs"):
+        df = _load(spark, "keys", named)
+        assert df.rdd.getNumPartitions() == 4  # the summary and its 3 shard files
+        rows = df.collect()
+        assert [(bytes(r["key"]), r["db"], r["type"], r["expire_at_ms"]) for r in rows] == expected
+    assert {Path(r["file"]).name for r in rows} == {"snap-0000.dfs", "snap-0001.dfs", "snap-0002.dfs"}
+    aux = {(Path(r["file"]).name, r["name"]) for r in _load(spark, "aux", out / "set").collect()}
+    assert ("snap-summary.dfs", "shard-count") in aux and ("snap-0002.dfs", "shard-id") in aux
+    for broken, message in (("missing", "snap-0002.dfs: shard file missing"),
+                            ("extra", "snap-0003.dfs: extra shard file")):
+        with pytest.raises(Exception, match=message):
+            _load(spark, "keys", out / broken).collect()
 
 
 def test_pipeline_command(tmp_path, spark, monkeypatch):

@@ -37,6 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--include-deleted", action="store_true", help="keep deleted stream entries")
     p.add_argument("--ignore-corrupt-files", action="store_true",
                    help="skip the unreadable rest of a corrupt file (reported in the files table) instead of failing")
+    p.add_argument("--split-size", default="64m",
+                   help="files over this size are split into byte ranges read by separate tasks (default: 64m)")
     p.add_argument("--no-summary", action="store_true", help="do not print the summary")
 
 
@@ -95,6 +97,7 @@ def reader(spark: Any, table: str, args: argparse.Namespace) -> Any:
         r = r.option("keyPattern", args.key_pattern)
     r = r.option("includeDeleted", str(bool(getattr(args, "include_deleted", False))).lower())
     r = r.option("ignoreCorruptFiles", str(bool(getattr(args, "ignore_corrupt_files", False))).lower())
+    r = r.option("splitSize", getattr(args, "split_size", "64m"))
     return r.load(list(args.inputs))
 
 

@@ -11,9 +11,19 @@ may also be passed as a list to ``load``. In a directory only names matching
 always are. Paths are resolved on the driver with the local file system, so they must be
 visible at the same place to every executor (local mode, a shared mount...).
 
-One partition per file; each file is read by one Python worker with the single-process
-library, in file order, and turned into ``pyarrow.RecordBatch`` es of at most ``batchSize``
-rows. Byte-range splitting of big files is not done.
+A Dragonfly DFS set (a ``<name>-summary.dfs`` file, one of its ``<name>-NNNN.dfs`` shards,
+or a directory holding a set) is read as its summary and shard files, each file alone: one
+task per shard. A missing or extra shard file fails the query, naming it.
+
+Partitioning: one task per file, except that a file over ``splitSize`` bytes is split by a
+fast index pass on the driver (``rdbspec.splits``: the offsets of key records, stepping over
+values without decoding them) into byte ranges that separate tasks parse; for
+``stream_entries``, a stream key over ``splitSize`` is further split into ranges of its
+listpack nodes. Rows come out in file order, and a split read gives exactly the rows of an
+unsplit read. (Splits check what they see: with splits, a stream's entry order is checked
+within each node range and its live count is not checked against its length.) The ``files``
+and ``aux`` tables always read each file whole. Each task reads with the single-process
+library and yields ``pyarrow.RecordBatch`` es of at most ``batchSize`` rows.
 
 Tables (``option("table", ...)``, default ``keys``); every row starts with ``file`` (the
 path as resolved) and ``db`` (the database number; null where it does not apply):
@@ -54,7 +64,11 @@ zset, hash, stream, module...);
 fails the query with an error naming the file and the byte offset; true: the rest of that
 file is skipped, rows read before the problem are kept, as Spark's own option does, and a
 line is written to the worker's stderr and to the ``files`` table); ``verifyChecksum``
-(default true); ``batchSize`` (default 4096).
+(default true; with splits, the task of a file's last split verifies it); ``batchSize``
+(default 4096); ``splitSize`` (bytes, or with a ``k``/``m``/``g`` suffix; default ``64m``).
+With ``ignoreCorruptFiles`` and splits, a problem ends the split it is in (as Spark's own
+option does for splittable files): a value that cannot be decoded in the middle of a file
+drops the rest of its split, not the rest of the file.
 """
 
 from __future__ import annotations
@@ -80,6 +94,8 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+from ..splits import Split, plan, read_nodes
 
 FORMAT = "rdb"
 
@@ -195,14 +211,27 @@ def _split(text: str | None) -> list[str]:
 
 
 def _listdir(directory: str, name_glob: str) -> list[str]:
+    """The files of a directory matching `name_glob`, and the summary of any DFS set in it."""
+    from ..dragonfly import SUMMARY_NAME
+
     return sorted(os.path.join(directory, n) for n in os.listdir(directory)
-                  if not n.startswith((".", "_")) and fnmatch.fnmatchcase(n, name_glob))
+                  if not n.startswith((".", "_")) and (fnmatch.fnmatchcase(n, name_glob) or SUMMARY_NAME.match(n)))
+
+
+def _set_files(path: str) -> list[str]:
+    """A DFS file stands for its whole set (summary and shards); any other file for itself."""
+    from .. import dragonfly
+
+    if os.path.isfile(path) and dragonfly.is_dfs(path):
+        return [str(p) for p in dragonfly.snapshot_files(path)]
+    return [path]
 
 
 def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
     """Files named by paths that may be files, globs, directories or comma-separated lists,
     in the order given (globs and directories sorted), without duplicates. In a directory,
-    only the files whose name matches `dir_filter` are taken."""
+    only the files whose name matches `dir_filter` are taken, and DFS sets. A DFS file gives
+    its whole set, checked for missing and extra shard files."""
     out: list[str] = []
     for spec in specs:
         for part in _split(spec):
@@ -225,10 +254,23 @@ def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
                     m_files = _listdir(m, dir_filter)
                 else:
                     m_files = [m]
-                for f in m_files:
+                for f in (f for m_file in m_files for f in _set_files(m_file)):
                     if os.path.isfile(f) and f not in out:
                         out.append(f)
     return out
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _size(text: str) -> int:
+    """Bytes from ``"134217728"``, ``"64m"``, ``"1g"``, ``"512k"`` (powers of 1024)."""
+    value = str(text).strip().lower().removesuffix("b") or "x"
+    unit = value[-1] if value[-1] in _UNITS else ""
+    number = value[:-1] if unit else value
+    if not number.isdigit() or int(number) <= 0:
+        raise ValueError(f"option splitSize: expected a positive size like 67108864 or 64m, got {text!r}")
+    return int(number) * _UNITS[unit]
 
 
 @dataclass
@@ -241,6 +283,7 @@ class ReadOptions:
     ignore_corrupt_files: bool = False
     verify_checksum: bool = True
     batch_size: int = 4096
+    split_size: int = 64 << 20
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> ReadOptions:
@@ -259,6 +302,7 @@ class ReadOptions:
             ignore_corrupt_files=_bool(options, "ignoreCorruptFiles", False),
             verify_checksum=_bool(options, "verifyChecksum", True),
             batch_size=max(1, int(_get(options, "batchSize") or 4096)),
+            split_size=_size(_get(options, "splitSize") or "64m"),
         )
 
     def selects(self, record: Any) -> bool:
@@ -330,29 +374,15 @@ class _Batcher:
 
 
 def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stream: Any,
-                 include_deleted: bool, nodes: tuple[int, int | None] = (0, None)) -> Iterator[Any]:
-    """Adds the rows one stream gives `table` (entries only from `nodes[first:last]`), yielding
-    batches as they fill."""
+                 include_deleted: bool) -> Iterator[Any]:
+    """Adds the rows one stream gives `table`, yielding batches as they fill."""
     base = {"file": file, "db": db, "key": key}
     if table == "streams":
         out.add(**base, length=stream.length, last_id=_sid(stream.last_id), first_id=_sid(stream.first_id),
                 max_deleted_id=_sid(stream.max_deleted_entry_id), entries_added=stream.entries_added,
                 nodes=len(stream.nodes), groups=len(stream.groups))
     elif table == "stream_entries":
-        for _, got in stream.node_entries(*nodes):
-            cols = got.columns
-            if include_deleted or not any(cols.deleted):
-                ms, seq, fields, deleted = cols.ms, cols.seq, cols.fields, cols.deleted
-            else:
-                live = [i for i, d in enumerate(cols.deleted) if not d]
-                ms, seq = [cols.ms[i] for i in live], [cols.seq[i] for i in live]
-                fields, deleted = [cols.fields[i] for i in live], [False] * len(live)
-            n = len(ms)
-            out.extend({"file": [file] * n, "db": [db] * n, "key": [key] * n,
-                        "id": [f"{a}-{b}" for a, b in zip(ms, seq)], "ms": ms, "seq": seq,
-                        "fields": fields, "deleted": deleted}, n)
-            if out.full():
-                yield out.take()
+        yield from _entry_rows(out, file, db, key, stream.node_entries(), include_deleted)
     elif table == "stream_groups":
         for g in stream.groups:
             lag = None
@@ -377,6 +407,25 @@ def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stre
         yield out.take()
 
 
+def _entry_rows(out: _Batcher, file: str, db: int, key: bytes, nodes: Iterator[tuple[Any, Any]],
+                include_deleted: bool) -> Iterator[Any]:
+    """Adds the `stream_entries` rows of decoded nodes, a node's columns at a time."""
+    for _, got in nodes:
+        cols = got.columns
+        if include_deleted or not any(cols.deleted):
+            ms, seq, fields, deleted = cols.ms, cols.seq, cols.fields, cols.deleted
+        else:
+            live = [i for i, d in enumerate(cols.deleted) if not d]
+            ms, seq = [cols.ms[i] for i in live], [cols.seq[i] for i in live]
+            fields, deleted = [cols.fields[i] for i in live], [False] * len(live)
+        n = len(ms)
+        out.extend({"file": [file] * n, "db": [db] * n, "key": [key] * n,
+                    "id": [f"{a}-{b}" for a, b in zip(ms, seq)], "ms": ms, "seq": seq,
+                    "fields": fields, "deleted": deleted}, n)
+        if out.full():
+            yield out.take()
+
+
 def _describe(path: str, err: BaseException, dump: Any) -> str:
     offset = getattr(err, "offset", None)
     where = f" at byte {offset}" if offset is not None else ""
@@ -389,18 +438,21 @@ class CorruptFileError(Exception):
     """A dump that cannot be read, named with its path and the byte offset of the problem."""
 
 
-def read_file(path: str, opts: ReadOptions, warn: Callable[[str], None] | None = None) -> Iterator[Any]:
-    """The RecordBatches of `opts.table` for one file (the body of one partition)."""
+def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | None = None) -> Iterator[Any]:
+    """The RecordBatches of `opts.table` for one split of a file (the body of one partition)."""
     from .. import api
     from ..errors import RdbError
 
     out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
     table = opts.table
+    path = split.path
     dump = None
     records = 0
     try:
-        dump = api.open(path, verify_checksum=opts.verify_checksum)
-        for record in dump.keys():
+        dump = api.open(path, verify_checksum=opts.verify_checksum, whole_set=False)
+        if split.start is not None:
+            dump.seek(split.start, split.db)
+        for record in dump.keys(split.end):
             records += 1
             if table in ("aux", "files") or not opts.selects(record):
                 continue
@@ -411,6 +463,9 @@ def read_file(path: str, opts: ReadOptions, warn: Callable[[str], None] | None =
                         offset=record.offset, size_in_file=record.size, elements=_elements(record.value))
                 if out.full():
                     yield out.take()
+            elif record.type_name == "stream" and split.nodes is not None:
+                yield from _entry_rows(out, path, record.db, record.key, read_nodes(dump, record, split.nodes),
+                                       opts.include_deleted)
             elif record.type_name == "stream":
                 yield from _stream_rows(table, out, path, record.db, record.key, record.value,
                                         opts.include_deleted)
@@ -445,9 +500,17 @@ def _stderr(message: str) -> None:
 # -- the Spark data source ----------------------------------------------------------------------
 
 class RdbPartition(InputPartition):
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.path = path
+    def __init__(self, split: Split):
+        super().__init__(split)
+        self.split = split
+
+
+def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
+    """The splits of every file, in order (the index pass runs here, on the driver, for the
+    files over `opts.split_size`)."""
+    if opts.table in ("files", "aux"):
+        return [Split(f) for f in files]
+    return [s for f in files for s in plan(f, opts.split_size, stream_nodes=opts.table == "stream_entries")]
 
 
 class RdbReader(DataSourceReader):
@@ -456,10 +519,10 @@ class RdbReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> list[RdbPartition]:
-        return [RdbPartition(f) for f in self.files]
+        return [RdbPartition(split) for split in plan_splits(self.files, self.opts)]
 
     def read(self, partition: RdbPartition) -> Iterator[Any]:  # type: ignore[override]
-        yield from read_file(partition.path, self.opts)
+        yield from read_split(partition.split, self.opts)
 
 
 class RdbDataSource(DataSource):

@@ -1,0 +1,111 @@
+"""Splitting one dump into parts that separate workers read: a fast index pass over the records.
+
+The pass walks the key records without decoding their values (the generated parsers step over
+blobs in O(1)) and cuts the file at the end of a key record, where no key metadata is pending,
+every `split_size` bytes. A key bigger than `split_size` gets a split of its own; for a stream,
+that split can be cut further into ranges of its listpack nodes (`stream_nodes=True`), which a
+worker decodes alone. Reading every split in order gives exactly the keys (and stream entries)
+of reading the file whole.
+
+What cannot be split is one split: a file not over `split_size`, a Dragonfly shard (compressed
+blobs and tagged chunks carry state from record to record), or stdin.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rdbspec_generated import Io
+from rdbspec_generated.rdb_string import RdbLen, RdbString
+from rdbspec_generated.stream import StreamNode as GeneratedStreamNode
+
+from . import api
+from .errors import RdbError
+from .streams import NodeEntries, StreamNode, walk_nodes
+
+
+@dataclass(frozen=True)
+class Split:
+    """The records of `path` starting in [start, end), read with database `db` selected at
+    `start` (start None: from the header on; end None: through EOF and the checksum). With
+    `nodes` (byte offset of a listpack node, number of nodes), the split holds one stream key
+    and its entries are those of these nodes, read there without reading the rest of the key."""
+
+    path: str
+    start: int | None = None
+    end: int | None = None
+    db: int = 0
+    nodes: tuple[int, int] | None = None
+
+
+def plan(path: str, split_size: int, stream_nodes: bool = False) -> list[Split]:
+    """The splits of one file. A problem met by the pass ends planning there: the last split
+    runs from the last good boundary to the end, and its reader meets (and reports) it."""
+    if split_size <= 0:
+        raise ValueError(f"split size must be positive, got {split_size}")
+    if os.path.getsize(path) <= split_size:
+        return [Split(path)]
+    with api.open(path, verify_checksum=False, whole_set=False) as dump:
+        if dump.header.dialect == "dragonfly":
+            return [Split(path)]
+        splits = list(_cut(dump, path, split_size, stream_nodes))
+    return splits
+
+
+def _cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool) -> Iterator[Split]:
+    start: int | None = None  # the open split: where it starts, its database, its first byte
+    start_db, start_byte = 0, 0
+    boundary: int | None = None  # the end of the last key record, and the database after it
+    boundary_db = 0
+    try:
+        for record in dump.keys():
+            end = record.offset + record.size
+            big = record.size > split_size
+            if big and boundary != start:  # the open split holds keys: close it before this one
+                yield Split(path, start, boundary, start_db)
+                start, start_db, start_byte = boundary, boundary_db, boundary or 0
+            if big and stream_nodes and record.type_name == "stream":
+                offsets = node_offsets(dump, record)
+                parts = max(1, min(len(offsets), -(-record.size // split_size)))
+                for i in range(parts):  # equal node counts: a node is at most stream-node-max-bytes
+                    first, last = len(offsets) * i // parts, len(offsets) * (i + 1) // parts
+                    yield Split(path, start, end, start_db, (offsets[first] if offsets else 0, last - first))
+                start, start_db, start_byte = end, record.db, end
+            elif end - start_byte >= split_size:
+                yield Split(path, start, end, start_db)
+                start, start_db, start_byte = end, record.db, end
+            boundary, boundary_db = end, record.db
+    except RdbError:
+        pass  # the last split reads up to the problem and reports it
+    yield Split(path, start, None, start_db)
+
+
+def node_offsets(dump: api.Dump, record: api.KeyRecord) -> list[int]:
+    """Where each listpack node of a stream key starts. The value opens with the node count and
+    the nodes (spec `stream::stream_value`); the generated readers step over them one by one."""
+    io = Io(dump.source.buffer, 0, len(dump.source.buffer))
+    pos = RdbString._skip(io, record.offset + 1, None, None)  # the type byte, then the key
+    count, pos = RdbLen._read(io, pos, None, None)
+    offsets = []
+    for _ in range(count.value):
+        offsets.append(pos)
+        pos = GeneratedStreamNode._skip(io, pos, None, None)
+    return offsets
+
+
+def read_nodes(dump: api.Dump, record: api.KeyRecord,
+               nodes: tuple[int, int]) -> Iterator[tuple[StreamNode, NodeEntries]]:
+    """The entries of a node split (`Split.nodes`) of `record`, node by node, checked as
+    `streams.walk_nodes` checks them."""
+    offset, count = nodes
+    io = Io(dump.source.buffer, 0, len(dump.source.buffer))
+
+    def read() -> Iterator[StreamNode]:
+        pos = offset
+        for _ in range(count):
+            node, pos = GeneratedStreamNode._read(io, pos, None, None)
+            yield StreamNode.from_spec(node)
+
+    return walk_nodes(read(), (record.offset, record.key))

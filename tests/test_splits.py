@@ -1,0 +1,100 @@
+"""Splitting a dump into byte ranges (rdbspec.splits) and reading them one by one gives
+exactly the rows of reading the file whole, for every table of the Spark source."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+import rdbspec  # noqa: E402
+from rdbspec.spark.source import TABLES, CorruptFileError, ReadOptions, read_split  # noqa: E402
+from rdbspec.splits import Split, plan  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import split_dump  # noqa: E402
+
+REAL = Path(__file__).parent / "corpus" / "real"
+SPLIT_TABLES = [t for t in TABLES if t not in ("files", "aux")]
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory) -> Path:
+    return split_dump.build(tmp_path_factory.mktemp("splits") / "big.rdb")
+
+
+def _rows(splits: list[Split], table: str, **options: str) -> list[dict]:
+    opts = ReadOptions.parse({"table": table, **options})
+    return [row for s in splits for batch in read_split(s, opts) for row in batch.to_pylist()]
+
+
+def _assert_contiguous(splits: list[Split]) -> None:
+    assert splits[0].start is None and splits[-1].end is None
+    ranges = list(dict.fromkeys((s.start, s.end) for s in splits))  # node splits share their key's range
+    for (_, end), (start, _) in zip(ranges, ranges[1:]):
+        assert end == start
+    for start, end in ranges:  # a stream key's node splits: distinct nodes, in file order
+        nodes = [s.nodes for s in splits if (s.start, s.end) == (start, end) and s.nodes is not None]
+        assert all(a[0] < b[0] for a, b in zip(nodes, nodes[1:]))
+
+
+@pytest.mark.parametrize("split_size", [2_000, 64_000, 700_000])
+@pytest.mark.parametrize("table", SPLIT_TABLES)
+def test_split_read_equals_whole_read(dump: Path, table: str, split_size: int) -> None:
+    splits = plan(str(dump), split_size, stream_nodes=table == "stream_entries")
+    assert len(splits) > 1
+    _assert_contiguous(splits)
+    whole = _rows([Split(str(dump))], table, includeDeleted="true")
+    assert whole  # every table has rows in this dump
+    assert _rows(splits, table, includeDeleted="true") == whole
+
+
+def test_a_big_stream_is_cut_into_node_ranges(dump: Path) -> None:
+    splits = plan(str(dump), 64_000, stream_nodes=True)
+    node_splits = [s for s in splits if s.nodes is not None]
+    assert len(node_splits) >= 4  # the 30,000-entry stream is over 64 kB several times
+    with rdbspec.open(dump) as whole:
+        stream = next(k for k in whole.keys() if k.key == b"big:stream").value
+        assert sum(s.nodes[1] for s in node_splits) == len(stream.nodes)
+    entries = _rows(node_splits, "stream_entries")
+    assert {bytes(r["key"]) for r in entries} == {b"big:stream"}
+    assert len(entries) == split_dump.STREAM_ENTRIES - len(range(5, split_dump.STREAM_ENTRIES, 97))
+    assert not plan(str(dump), 64_000, stream_nodes=False)[0].nodes  # other tables read it whole
+
+
+def test_filters_apply_in_every_split(dump: Path) -> None:
+    splits = plan(str(dump), 16_000)
+    for options in ({"db": "2"}, {"types": "hash,stream"}, {"keyPattern": "tail:1*"}):
+        whole = _rows([Split(str(dump))], "keys", **options)
+        assert whole and _rows(splits, "keys", **options) == whole
+
+
+@pytest.mark.parametrize("path", sorted(REAL.glob("*/*.rdb")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_dumps_split_every_few_records(path: Path) -> None:
+    for table in ("keys", "stream_entries", "stream_pending"):
+        splits = plan(str(path), 300, stream_nodes=table == "stream_entries")
+        _assert_contiguous(splits)
+        assert _rows(splits, table, includeDeleted="true") == _rows([Split(str(path))], table, includeDeleted="true")
+
+
+def test_a_file_at_most_split_size_is_one_split(dump: Path) -> None:
+    assert plan(str(dump), dump.stat().st_size) == [Split(str(dump))]
+
+
+def test_a_corrupt_file_is_planned_up_to_the_problem(dump: Path, tmp_path: Path) -> None:
+    data = dump.read_bytes()
+    cut = tmp_path / "cut.rdb"
+    cut.write_bytes(data[:len(data) - 5_000])  # inside the last database's keys
+    splits = plan(str(cut), 64_000)
+    assert len(splits) > 1 and splits[-1].end is None
+    whole = ReadOptions.parse({"table": "keys", "ignoreCorruptFiles": "true"})
+    expected = [r for b in read_split(Split(str(cut)), whole, warn=lambda m: None) for r in b.to_pylist()]
+    got = [r for s in splits for b in read_split(s, whole, warn=lambda m: None) for r in b.to_pylist()]
+    assert got == expected and len(got) > 100
+    with pytest.raises(CorruptFileError, match=rf"{cut}: TruncatedError at byte \d+"):
+        for s in splits:
+            list(read_split(s, ReadOptions.parse({"table": "keys"})))
