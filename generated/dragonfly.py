@@ -296,9 +296,9 @@ class DfSetEntry:
 
 class DfSbf:
     """SBF (type 33, scalable bloom filter) - options, grow factor, fp probability, sizes,
-    then per filter `len hash_cnt` and the filter bits as one string.
+    then per filter `len hash_cnt` and the filter bits as one string (SaveString).
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     __slots__ = (
         "_parent",
@@ -414,7 +414,7 @@ class DfSbf:
 class DfSbfFilter:
     """One bloom filter of a type-33 SBF.
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     __slots__ = (
         "_parent",
@@ -441,7 +441,7 @@ class DfSbfFilter:
         # hash_cnt: Number of hash functions.
         hash_cnt, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.hash_cnt = hash_cnt
-        # blob: The filter bits.
+        # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
         blob, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.blob = blob
         return self, pos
@@ -454,16 +454,16 @@ class DfSbfFilter:
         # hash_cnt: Number of hash functions.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         hash_cnt = None
-        # blob: The filter bits.
+        # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         blob = None
         return pos
 
 
 class DfSbf2:
-    """SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and chunks.
+    """SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and SaveString chunks.
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     __slots__ = (
         "_parent",
@@ -579,7 +579,7 @@ class DfSbf2:
 class DfSbf2Filter:
     """One chunked bloom filter of a type-34 SBF2.
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     __slots__ = (
         "_parent",
@@ -638,19 +638,23 @@ class DfSbf2Filter:
 
 
 class DfChunkList:
-    """A run of chunks (`len chunk_size`, raw bytes) that together hold `remaining` bytes;
-    each node holds one chunk and, while bytes remain, the rest of the list.
+    """A run of chunks that together hold `remaining` bytes; each node holds one chunk and,
+    while bytes remain, the rest of the list (SBF2 filters from SaveSBFObject, cuckoo tables
+    from SaveCuckooFilterObject). Each chunk is written with SaveString, so it is an RDB
+    string: plain, integer-encoded (a chunk of at most 11 bytes that is a canonical decimal
+    number) or LZF-compressed (SINGLE_ENTRY compression, chunks over 20 bytes); it counts
+    for the bytes it decodes to.
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     __slots__ = (
         "_parent",
         "_root",
         "_io",
         "remaining",
-        "chunk_size",
         "data",
         "next",
+        "_m_data_len",
     )
 
     @classmethod
@@ -668,31 +672,26 @@ class DfChunkList:
         self.remaining = remaining
         buf = io.buf
         end = io.end
-        # chunk_size: Size of this chunk (non-zero, at most the bytes remaining).
-        chunk_size_pos = pos
-        chunk_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        # data: The chunk, non-empty and at most the bytes remaining once decoded.
+        data_pos = pos
+        data, pos = rdb_string.RdbString._read(io, pos, self, root)
+        data_len = data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value)
+        self._m_data_len = data_len
         try:
-            chunk_size_ok = (chunk_size.value > 0) and (chunk_size.value <= remaining)
+            data_ok = (data_len > 0) and (data_len <= remaining)
         except (TypeError, ValueError, IndexError):
-            chunk_size_ok = False
-        if not chunk_size_ok:
+            data_ok = False
+        if not data_ok:
             raise invalid(
                 io,
-                chunk_size_pos,
-                "dragonfly:df_chunk_list.chunk_size",
-                f"{chunk_size!r} is invalid: fails _.value > 0 and _.value <= remaining",
+                data_pos,
+                "dragonfly:df_chunk_list.data",
+                f"{data!r} is invalid: fails data_len > 0 and data_len <= remaining",
             )
-        self.chunk_size = chunk_size
-        # data: The chunk bytes.
-        data_size = chunk_size.value
-        if data_size < 0 or pos + data_size > end:
-            raise truncated(io, pos, data_size, "dragonfly:df_chunk_list.data")
-        pos += data_size
-        data = buf[pos - data_size : pos]
         self.data = data
         # next: The following chunks.
-        if remaining > chunk_size.value:
-            next, pos = DfChunkList._read(io, pos, self, root, (remaining - chunk_size.value))
+        if remaining > data_len:
+            next, pos = DfChunkList._read(io, pos, self, root, (remaining - data_len))
         else:
             next = None
         self.next = next
@@ -703,39 +702,49 @@ class DfChunkList:
         """Steps over one df_chunk_list without building it; returns the position after it."""
         buf = io.buf
         end = io.end
-        # chunk_size: Size of this chunk (non-zero, at most the bytes remaining).
-        chunk_size_pos = pos
-        chunk_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        # data: The chunk, non-empty and at most the bytes remaining once decoded.
+        data_pos = pos
+        data, pos = rdb_string.RdbString._read(io, pos, None, root)
+        data_len = data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value)
         try:
-            chunk_size_ok = (chunk_size.value > 0) and (chunk_size.value <= remaining)
+            data_ok = (data_len > 0) and (data_len <= remaining)
         except (TypeError, ValueError, IndexError):
-            chunk_size_ok = False
-        if not chunk_size_ok:
+            data_ok = False
+        if not data_ok:
             raise invalid(
                 io,
-                chunk_size_pos,
-                "dragonfly:df_chunk_list.chunk_size",
-                f"{chunk_size!r} is invalid: fails _.value > 0 and _.value <= remaining",
+                data_pos,
+                "dragonfly:df_chunk_list.data",
+                f"{data!r} is invalid: fails data_len > 0 and data_len <= remaining",
             )
-        # data: The chunk bytes.
-        data_size = chunk_size.value
-        if data_size < 0 or pos + data_size > end:
-            raise truncated(io, pos, data_size, "dragonfly:df_chunk_list.data")
-        pos += data_size
-        data = None
         # next: The following chunks.
-        if remaining > chunk_size.value:
-            pos = DfChunkList._skip(io, pos, None, root, (remaining - chunk_size.value))
+        if remaining > data_len:
+            pos = DfChunkList._skip(io, pos, None, root, (remaining - data_len))
             next = None
         else:
             next = None
         return pos
 
+    @property
+    def data_len(self):
+        """Size of the chunk once decoded (the LZF output size, or the integer's decimal text length)."""
+        try:
+            return self._m_data_len
+        except AttributeError:
+            pass
+        data_len = (
+            self.data.ulen.value
+            if self.data.is_lzf
+            else (len(str(self.data.int_value)) if self.data.is_int else self.data.len.value)
+        )
+        self._m_data_len = data_len
+        return data_len
+
 
 class DfCms:
-    """CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters.
+    """CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters (WriteRaw, no length).
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCMSObject"""
 
     __slots__ = (
         "_parent",
@@ -821,9 +830,10 @@ class DfCms:
 
 
 class DfTopk:
-    """TOPK (type 36) - options, k, width, depth, decay, the heap, then raw u32 LE counters.
+    """TOPK (type 36) - options, k, width, depth, decay, the heap (items are SaveString strings),
+    then `len` of the counter bytes and the raw u32 LE counters (WriteRaw).
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
     __slots__ = (
         "_parent",
@@ -991,7 +1001,7 @@ class DfTopk:
 class DfTopkItem:
     """One heap item of a TOPK.
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
     __slots__ = (
         "_parent",
@@ -1038,9 +1048,9 @@ class DfTopkItem:
 
 
 class DfCuckoo:
-    """CUCKOO (type 37) - filter parameters, then per filter `len size` and chunks.
+    """CUCKOO (type 37) - filter parameters, then per filter `len size` and SaveString chunks.
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
     __slots__ = (
         "_parent",
@@ -1152,7 +1162,7 @@ class DfCuckoo:
 class DfCuckooFilter:
     """One cuckoo filter's table, in chunks.
 
-    Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
     __slots__ = (
         "_parent",

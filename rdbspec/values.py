@@ -149,10 +149,11 @@ def df_member_expiry_ms(ttl) -> int | None:
 
 
 def df_chunks(chunks) -> bytes:
-    """The bytes of a `dragonfly::df_chunk_list` (absent when the total size is 0)."""
+    """The bytes of a `dragonfly::df_chunk_list` (absent when the total size is 0): each chunk
+    is an `rdb_string` (plain, integer-encoded or LZF), decoded and joined."""
     parts = []
     while chunks is not None:
-        parts.append(bytes(chunks.data))
+        parts.append(text(chunks.data))
         chunks = chunks.next
     return b"".join(parts)
 

@@ -62,8 +62,8 @@ types:
   df_sbf:
     doc: |
       SBF (type 33, scalable bloom filter) - options, grow factor, fp probability, sizes,
-      then per filter `len hash_cnt` and the filter bits as one string.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+      then per filter `len hash_cnt` and the filter bits as one string (SaveString).
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject
     seq:
       - id: options
         type: rdb_string::rdb_len
@@ -93,17 +93,17 @@ types:
         doc: The filters.
   df_sbf_filter:
     doc: One bloom filter of a type-33 SBF.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject
     seq:
       - id: hash_cnt
         type: rdb_string::rdb_len
         doc: Number of hash functions.
       - id: blob
         type: rdb_string
-        doc: The filter bits.
+        doc: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
   df_sbf2:
-    doc: SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and chunks.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc: SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and SaveString chunks.
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject
     seq:
       - id: options
         type: rdb_string::rdb_len
@@ -133,7 +133,7 @@ types:
         doc: The filters.
   df_sbf2_filter:
     doc: One chunked bloom filter of a type-34 SBF2.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject
     seq:
       - id: hash_cnt
         type: rdb_string::rdb_len
@@ -147,29 +147,37 @@ types:
         doc: The filter bits, in chunks.
   df_chunk_list:
     doc: |
-      A run of chunks (`len chunk_size`, raw bytes) that together hold `remaining` bytes;
-      each node holds one chunk and, while bytes remain, the rest of the list.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+      A run of chunks that together hold `remaining` bytes; each node holds one chunk and,
+      while bytes remain, the rest of the list (SBF2 filters from SaveSBFObject, cuckoo tables
+      from SaveCuckooFilterObject). Each chunk is written with SaveString, so it is an RDB
+      string: plain, integer-encoded (a chunk of at most 11 bytes that is a canonical decimal
+      number) or LZF-compressed (SINGLE_ENTRY compression, chunks over 20 bytes); it counts
+      for the bytes it decodes to.
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject
     params:
       - id: remaining
         type: u8
         doc: Bytes still to be read, including this chunk.
     seq:
-      - id: chunk_size
-        type: rdb_string::rdb_len
-        valid:
-          expr: _.value > 0 and _.value <= remaining
-        doc: Size of this chunk (non-zero, at most the bytes remaining).
       - id: data
-        size: chunk_size.value
-        doc: The chunk bytes.
+        type: rdb_string
+        valid:
+          expr: data_len > 0 and data_len <= remaining
+        doc: The chunk, non-empty and at most the bytes remaining once decoded.
       - id: next
-        type: df_chunk_list(remaining - chunk_size.value)
-        if: remaining > chunk_size.value
+        type: df_chunk_list(remaining - data_len)
+        if: remaining > data_len
         doc: The following chunks.
+    instances:
+      data_len:
+        value: >-
+          data.is_lzf ? data.ulen.value :
+          data.is_int ? data.int_value.to_s.length :
+          data.len.value
+        doc: Size of the chunk once decoded (the LZF output size, or the integer's decimal text length).
   df_cms:
-    doc: CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc: CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters (WriteRaw, no length).
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCMSObject
     seq:
       - id: width
         type: rdb_string::rdb_len
@@ -186,8 +194,10 @@ types:
         repeat-expr: width.value * depth.value
         doc: The counters, row by row.
   df_topk:
-    doc: TOPK (type 36) - options, k, width, depth, decay, the heap, then raw u32 LE counters.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc: |
+      TOPK (type 36) - options, k, width, depth, decay, the heap (items are SaveString strings),
+      then `len` of the counter bytes and the raw u32 LE counters (WriteRaw).
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject
     seq:
       - id: options
         type: rdb_string::rdb_len
@@ -224,7 +234,7 @@ types:
         doc: The counters.
   df_topk_item:
     doc: One heap item of a TOPK.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject
     seq:
       - id: item
         type: rdb_string
@@ -233,8 +243,8 @@ types:
         type: rdb_string::rdb_len
         doc: Its count.
   df_cuckoo:
-    doc: CUCKOO (type 37) - filter parameters, then per filter `len size` and chunks.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc: CUCKOO (type 37) - filter parameters, then per filter `len size` and SaveString chunks.
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject
     seq:
       - id: slots_per_bucket
         type: rdb_string::rdb_len
@@ -264,7 +274,7 @@ types:
         doc: The filters.
   df_cuckoo_filter:
     doc: One cuckoo filter's table, in chunks.
-    doc-ref: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject
     seq:
       - id: size
         type: rdb_string::rdb_len

@@ -16,9 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from rdbspec_generated import dragonfly as gen_dragonfly
+from rdbspec_generated.rdb_string import RdbString
 
 import rdbspec
-from rdbspec import cli, dragonfly
+from rdbspec import cli, dragonfly, values
 from rdbspec.jsonl import record_json
 from rdbspec.streams import Stream
 
@@ -169,6 +171,59 @@ def test_member_ttls_are_absolute_ms(fixtures):
         assert s._decode().member_expire_at_ms == [(b"m1", 1675213200000), (b"7", 1675249600000)]
         sbf = records[b"bf:chunked"].value
         assert sbf["filters"][0]["bits"] == bytes((i * 37) % 256 for i in range(300))
+
+
+# -- a single-file .rdb: SINGLE_ENTRY compression ------------------------------------------------
+
+@pytest.mark.parametrize("index", range(8))
+def test_single_rdb_value_decodes_to_what_was_written(fixtures, index):
+    out, expected = fixtures
+    assert len(expected["rdb_keys"]) == 8
+    want = expected["rdb_keys"][index]
+    with rdbspec.open(out / "rdb" / "dump.rdb") as dump:
+        assert dump.header.dialect == "dragonfly"
+        got = [record_json(r) for r in dump.keys()][index]
+    assert (got["key"], got["db"], got["rdb_type"]) == (want["key"], want["db"], want["rdb_type"])
+    assert _jsonable(got["value"]) == want["value"]
+
+
+# The strings SaveString wrote inside each value, as the generated parser reads them.
+_SAVED_STRINGS = {
+    "bf:sparse": lambda v: [f.chunks.data for f in gen_dragonfly.DfSbf2.from_bytes(v).filters],
+    "bf:digits": lambda v: [f.chunks.data for f in gen_dragonfly.DfSbf2.from_bytes(v).filters],
+    "bf:classic": lambda v: [f.blob for f in gen_dragonfly.DfSbf.from_bytes(v).filters],
+    "cf:sparse": lambda v: [f.chunks.data for f in gen_dragonfly.DfCuckoo.from_bytes(v).filters],
+    "cf:digits": lambda v: [f.chunks.data for f in gen_dragonfly.DfCuckoo.from_bytes(v).filters],
+    "json:big": lambda v: [RdbString.from_bytes(v)],
+    "topk:urls": lambda v: [h.item for h in gen_dragonfly.DfTopk.from_bytes(v).heap],
+}
+
+
+@pytest.mark.parametrize(("key", "forms"), [
+    ("bf:sparse", ["lzf"]), ("bf:digits", ["int"]), ("bf:classic", ["lzf"]), ("cf:sparse", ["lzf"]),
+    ("cf:digits", ["int"]), ("json:big", ["lzf"]), ("topk:urls", ["lzf", "int"])])
+def test_single_rdb_strings_are_lzf_or_int_encoded(fixtures, key, forms):
+    """SBF2 and cuckoo chunks, the type-33 filter, JSON and TOPK items go through SaveString,
+    which LZF-compresses (SINGLE_ENTRY) or integer-encodes them."""
+    _, expected = fixtures
+    want = next(k for k in expected["rdb_keys"] if k["key"] == key)
+    strings = _SAVED_STRINGS[key](bytes.fromhex(want["value_hex"]))
+    assert ["lzf" if s.is_lzf else "int" if s.is_int else "raw" for s in strings] == forms
+    if key.startswith("cf:"):
+        assert [values.text(s) for s in strings] == [bytes.fromhex(f["hex"]) for f in want["value"]["filters"]]
+    elif key.startswith("bf:"):
+        assert [values.text(s) for s in strings] == [bytes.fromhex(f["bits"]["hex"]) for f in want["value"]["filters"]]
+
+
+def test_single_rdb_counters_stay_raw(fixtures):
+    """SaveCMSObject and SaveTOPKObject write their counters with WriteRaw, never SaveString."""
+    _, expected = fixtures
+    by_key = {k["key"]: bytes.fromhex(k["value_hex"]) for k in expected["rdb_keys"]}
+    cms = gen_dragonfly.DfCms.from_bytes(by_key["cms:raw"])
+    assert len(by_key["cms:raw"]) == 3 + 8 * 8 and list(cms.counters) == [0] * 8
+    topk = gen_dragonfly.DfTopk.from_bytes(by_key["topk:urls"])
+    assert topk.counter_bytes.value == 16 and list(topk.counters) == [5, 0, 3, 1]
+    assert by_key["topk:urls"].endswith(struct.pack("<4I", 5, 0, 3, 1))
 
 
 # -- errors ----------------------------------------------------------------------------------

@@ -10,12 +10,18 @@
   zstd blob (RdbSerializer::CompressBlob), a large hash and a large stream split into
   TAGGED_CHUNKs interleaved with other records (MemBufController::BuildBlob / MakeTagHeader),
   one of those chunks inside an LZ4 blob (tagged output is compressed as one unit).
+* `rdb/dump.rdb`: a single-file snapshot (SaveMode::RDB), where RdbSaver forces SINGLE_ENTRY
+  compression: SaveString LZF-compresses long strings, so the SBF2 filter chunks and the cuckoo
+  table chunks (SaveSBFObject / SaveCuckooFilterObject), the type-33 filter, the JSON text
+  (SaveJsonObject) and a TOPK heap item (SaveTOPKObject) are LZF strings; filters and an item
+  that are short decimal text are integer-encoded (TryIntegerEncoding); the CMS and TOPK
+  counters stay raw (WriteRaw).
 * corrupt variants: `bad/truncated_blob.dfs` (an LZ4 frame cut short), `bad/unknown_stream.dfs`
   (a continuation chunk whose stream id was never opened), `bad/incomplete_stream.dfs` (a split
   entry whose last chunk never comes), `missing/` (a set whose shard 0002 is missing),
   `extra/` (a set with a shard 0003 beyond shard-count 3).
 
-It returns the expectations: for every key of the set, the value written (in rdbspec's decoded
+It returns the expectations: for every key of the set and of the .rdb, the value written (in rdbspec's decoded
 form), its db, type byte and expiry; for every corrupt variant, the error's offset and a
 substring of its message. Everything is deterministic (fixed ids, times and contents).
 
@@ -31,6 +37,7 @@ import sys
 from pathlib import Path
 
 import lz4.frame
+import lzf
 import zstandard
 
 MAGIC = b"REDIS0009"  # RdbSaver::SaveHeader: "REDIS%04d" with RDB_SER_VERSION 9
@@ -69,18 +76,36 @@ def encode_integer(v: int) -> bytes | None:
     return None
 
 
+def try_integer_encoding(b: bytes) -> bytes | None:
+    """TryIntegerEncoding: a canonical decimal integer of at most 11 characters that fits
+    int32, as INT8 / INT16 / INT32 (SaveString tries it first, in every compression mode)."""
+    if len(b) > 11:
+        return None
+    try:
+        v = int(b)
+    except ValueError:
+        return None
+    return encode_integer(v) if str(v).encode() == b else None
+
+
 def rdb_str(b: bytes) -> bytes:
-    """SaveString in a DFS shard (MULTI_ENTRY compression: no LZF): TryIntegerEncoding for
-    canonical integers of at most 11 characters, else `len` + bytes."""
-    if len(b) <= 11:
-        try:
-            v = int(b)
-        except ValueError:
-            v = None
-        if v is not None and str(v).encode() == b:
-            enc = encode_integer(v)
-            if enc:
-                return enc
+    """SaveString in a DFS shard (MULTI_ENTRY compression: no LZF): TryIntegerEncoding, else
+    `len` + bytes."""
+    return try_integer_encoding(b) or rdb_len(len(b)) + b
+
+
+def rdb_str_single_entry(b: bytes) -> bytes:
+    """SaveString with SINGLE_ENTRY compression (what RdbSaver uses for a single-file .rdb,
+    SaveMode::RDB): TryIntegerEncoding, else lzf_compress for strings over 20 bytes, kept when
+    it is shorter than len-8 and than 0.85*len (SaveLzfBlob: 0xC3, `len clen`, `len ulen`,
+    the LZF data), else `len` + bytes."""
+    enc = try_integer_encoding(b)
+    if enc:
+        return enc
+    if len(b) > 20:
+        comp = lzf.compress(b, len(b))
+        if comp is not None and len(comp) < len(b) - 8 and len(comp) < int(len(b) * 0.85):
+            return b"\xc3" + rdb_len(len(comp)) + rdb_len(len(b)) + comp
     return rdb_len(len(b)) + b
 
 
@@ -442,6 +467,81 @@ def build(outdir: str | Path) -> dict:
     files = {"set/snap-summary.dfs": summary, "set/snap-0000.dfs": s0, "set/snap-0001.dfs": s1,
              "set/snap-0002.dfs": s2}
 
+    # ---- a single-file .rdb: SINGLE_ENTRY compression, so SaveString may write LZF ----------
+    rdb_keys: list[dict] = []
+    # RdbSaver::SaveAux in RDB mode: no shard fields; snapshot-id only when the saver is given one
+    rdb = MAGIC + aux(b"redis-ver", b"7.4.0") + aux(b"df-ver", b"df-v1.40.0") + aux(b"redis-bits", b"64")
+    rdb += aux(b"ctime", str(CTIME).encode()) + aux(b"used-mem", b"1048576") + aux(b"aof-preamble", b"0")
+
+    def rdb_entry(rdb_type, key, value, want, db=None):
+        nonlocal rdb
+        rdb += entry(rdb_type, key, value, db=db)  # keys of at most 20 bytes: never LZF
+        rdb_keys.append({"key": key.decode(), "db": 0, "rdb_type": rdb_type, "value": want,
+                         "value_hex": value.hex()})
+
+    def lzf_str(b: bytes) -> bytes:
+        out = rdb_str_single_entry(b)
+        assert out[0] == 0xC3, "SaveString keeps LZF only when it saves 8 bytes and 15 %"
+        return out
+
+    def int_str(b: bytes) -> bytes:
+        out = rdb_str_single_entry(b)
+        assert out[0] in (0xC0, 0xC1, 0xC2), "TryIntegerEncoding takes canonical decimal text"
+        return out
+
+    sparse = bytearray(1024)  # a bloom filter's bits after a few adds: mostly zero bytes
+    for i in (17, 230, 231, 512, 777, 1000):
+        sparse[i] = 1 << (i % 8)
+    sparse = bytes(sparse)
+    sbf_head = rdb_len(0) + f64(2.0) + f64(0.01) + rdb_len(0) + rdb_len(6) + rdb_len(800) + rdb_len(1)
+
+    def sbf_want(hash_count, bits, fp=0.01, current=6, capacity=800):
+        return {"grow_factor": 2.0, "fp_prob": fp, "prev_size": 0, "current_size": current,
+                "max_capacity": capacity, "filters": [{"hash_count": hash_count, "bits": _h(bits)}]}
+
+    # SaveSBFObject, rdb_sbf_chunked: `len hash_cnt`, `len total_size`, one SaveString chunk
+    # (kFilterChunkSize is 64 MiB): the sparse 1024 bytes compress to an LZF string
+    rdb_entry(T_SBF2, b"bf:sparse", sbf_head + rdb_len(7) + rdb_len(len(sparse)) + lzf_str(sparse),
+              sbf_want(7, sparse), db=0)
+    # an 8-byte filter whose bytes are the text 12345678: TryIntegerEncoding makes it INT32
+    digits = b"12345678"
+    rdb_entry(T_SBF2, b"bf:digits", rdb_len(0) + f64(2.0) + f64(0.1) + rdb_len(0) + rdb_len(1) + rdb_len(4)
+              + rdb_len(1) + rdb_len(3) + rdb_len(len(digits)) + int_str(digits),
+              sbf_want(3, digits, fp=0.1, current=1, capacity=4))
+    # SaveSBFObject without rdb_sbf_chunked (type 33): the whole filter in one SaveString
+    rdb_entry(T_SBF, b"bf:classic", sbf_head + rdb_len(7) + lzf_str(sparse), sbf_want(7, sparse))
+    # SaveCuckooFilterObject: the parameters, then per filter `len size` and SaveString chunks
+    table = bytearray(512)  # a cuckoo table with three slots taken: mostly zero bytes
+    table[9], table[300], table[301] = 0x5A, 0xC3, 0x07
+    table = bytes(table)
+    cf_head = rdb_len(4) + rdb_len(20) + rdb_len(1) + rdb_len(128) + rdb_len(3) + rdb_len(0) + rdb_len(1)
+    rdb_entry(T_CUCKOO, b"cf:sparse", cf_head + rdb_len(len(table)) + lzf_str(table),
+              {"slots_per_bucket": 4, "max_iterations": 20, "expansion": 1, "num_buckets": 128, "num_items": 3,
+               "num_deletes": 0, "filters": [_h(table)]})
+    tiny = b"9105"  # a 4-byte table whose bytes are the text 9105: INT16
+    rdb_entry(T_CUCKOO, b"cf:digits", rdb_len(2) + rdb_len(20) + rdb_len(1) + rdb_len(2) + rdb_len(4) + rdb_len(0)
+              + rdb_len(1) + rdb_len(len(tiny)) + int_str(tiny),
+              {"slots_per_bucket": 2, "max_iterations": 20, "expansion": 1, "num_buckets": 2, "num_items": 4,
+               "num_deletes": 0, "filters": [_h(tiny)]})
+    # SaveJsonObject: the JSON text through SaveString
+    big_doc = json.dumps({"items": [{"id": i, "name": "widget", "tags": ["a", "b"]} for i in range(8)]},
+                         separators=(",", ":")).encode()
+    rdb_entry(T_JSON, b"json:big", lzf_str(big_doc), big_doc.decode())
+    # SaveTOPKObject: heap items through SaveString (one LZF, one INT16), counters WriteRaw
+    url = b"https://example.com/products/widget-" + b"0" * 24 + b"/reviews"
+    counters = [5, 0, 3, 1]
+    topk_v = rdb_len(0) + rdb_len(2) + rdb_len(2) + rdb_len(2) + f64(0.9) + rdb_len(2)
+    topk_v += lzf_str(url) + rdb_len(5) + int_str(b"2024") + rdb_len(3)
+    topk_v += rdb_len(4 * len(counters)) + b"".join(struct.pack("<I", c) for c in counters)
+    rdb_entry(T_TOPK, b"topk:urls", topk_v,
+              {"k": 2, "width": 2, "depth": 2, "decay": 0.9, "heap": [{"item": url.decode(), "count": 5},
+                                                                       {"item": "2024", "count": 3}],
+               "counters": counters})
+    # SaveCMSObject: counters WriteRaw even here (64 zero bytes that SaveString would compress)
+    rdb_entry(T_CMS, b"cms:raw", rdb_len(4) + rdb_len(2) + rdb_len(0) + b"\x00" * 64,
+              {"width": 4, "depth": 2, "total_count": 0, "counters": [0] * 8})
+    files["rdb/dump.rdb"] = rdb + epilog()
+
     # ---- corrupt variants ---------------------------------------------------------------
     errors = {}
     head = header_aux(0)
@@ -472,7 +572,8 @@ def build(outdir: str | Path) -> dict:
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    expected = {"aux_lua": [s.decode() for s in lua], "shard_count": 3, "keys": keys, "errors": errors,
+    expected = {"aux_lua": [s.decode() for s in lua], "shard_count": 3, "keys": keys, "rdb_keys": rdb_keys,
+                "errors": errors,
                 "shard_keys": [sum(1 for k in keys if k["shard"] == n) for n in range(3)]}
     (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     return expected
