@@ -664,7 +664,6 @@ class KeyValue:
         "rdb_version",
         "key",
         "_lazy_value",
-        "_m_value",
         "_m_value_kind",
     )
 
@@ -811,11 +810,9 @@ class KeyValue:
 
     @property
     def value(self):
-        """The value, laid out according to `value_kind`."""
-        try:
-            return self._m_value
-        except AttributeError:
-            pass
+        """The value, laid out according to `value_kind`.
+
+        Read from the bytes on every access; not kept."""
         io = self._io
         buf = io.buf
         end = io.end
@@ -906,7 +903,6 @@ class KeyValue:
             value, pos = hash.ValkeyHash2._read(io, pos, self, root)
         else:
             value = None
-        self._m_value = value
         return value
 
     @property

@@ -225,7 +225,6 @@ class StreamNode:
         "node_key_len",
         "node_key",
         "_lazy_listpack",
-        "_m_listpack",
     )
 
     @classmethod
@@ -304,18 +303,15 @@ class StreamNode:
 
     @property
     def listpack(self):
-        """The node listpack."""
-        try:
-            return self._m_listpack
-        except AttributeError:
-            pass
+        """The node listpack.
+
+        Read from the bytes on every access; not kept."""
         io = self._io
         buf = io.buf
         end = io.end
         root = self._root
         pos = self._lazy_listpack
         listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 5)
-        self._m_listpack = listpack
         return listpack
 
 

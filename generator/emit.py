@@ -629,7 +629,9 @@ class TypeEmitter:
         return self.out.lines
 
     def lazy_body(self, a: Attribute) -> list[str]:
-        """The body of the property of a `-rdbspec-lazy` field: reads it where it was skipped."""
+        """The body of the property of a `-rdbspec-lazy` field: reads it where it was skipped,
+        on every access (nothing is kept: the caller holds what it needs, for as long as it
+        needs it)."""
         self.out = Lines(depth=2)
         self.known = [set()]
         local = local_name(a.id)
@@ -640,11 +642,9 @@ class TypeEmitter:
         self.emit(f"pos = self._lazy_{a.id}")
         if a.cond is not None:
             self.block(f"if not {self.expr(a.cond)}:")
-            self.emit(f"self._m_{a.id} = None")
             self.emit("return None")
             self.end_block()
         self.read_repeated(a, local)
-        self.emit(f"self._m_{a.id} = {local}")
         self.emit(f"return {local}")
         return self.out.lines
 

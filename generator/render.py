@@ -38,6 +38,7 @@ class PropertyView:
     id: str
     docstring: str
     body: list[str]
+    cached: bool = True  # kept in `_m_<id>` after the first access
 
 
 @dataclass
@@ -116,11 +117,12 @@ class ModuleRenderer:
         view.fields = [a.id for a in t.seq]
         lazy = [a for a in t.seq if a.raw.get("-rdbspec-lazy")]
         view.slots = ["_parent", "_root", "_io"] + params + [a.id for a in t.seq if a not in lazy]
-        view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in lazy + t.instances]
+        view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in t.instances]
         for a in lazy:
             prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
             body = self.collect(prop, prop.lazy_body(a))
-            view.properties.append(PropertyView(a.id, _docstring(a.doc, a.doc_ref, a.id), body))
+            doc = _docstring(a.doc, a.doc_ref, a.id) + "\n\nRead from the bytes on every access; not kept."
+            view.properties.append(PropertyView(a.id, doc, body, cached=False))
         if id(t) in self.skipped:
             skip = emit.TypeEmitter(self.builder, t, emit.SKIP)
             view.skip_body = self.collect(skip, skip.body())
