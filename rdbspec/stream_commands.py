@@ -23,14 +23,24 @@ import argparse
 import os
 import sys
 import time
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import api
 from .errors import RdbError, exit_code
-from .streams import MASK64, Consumer, ConsumerGroup, Stream, StreamEntry, StreamId, format_id
+from .streams import (
+    MASK64,
+    Consumer,
+    ConsumerGroup,
+    EntryColumns,
+    Stream,
+    StreamEntry,
+    StreamId,
+    format_id,
+    walk_nodes,
+)
 
 Version = tuple[int, int]
 MAX_ID: StreamId = (MASK64, MASK64)
@@ -184,27 +194,42 @@ def signed64(value: int) -> int:
 # -- ranges ------------------------------------------------------------------------------------
 
 
-def _keys(stream: Stream) -> list[int]:
-    """Entry IDs as 128-bit integers, in stream order (cached on the stream object)."""
-    keys = stream.__dict__.get("_range_keys")
-    if keys is None:
-        cols = stream.columns()
-        keys = [(ms << 64) | seq for ms, seq in zip(cols.ms, cols.seq)]
-        stream.__dict__["_range_keys"] = keys
-    return keys
-
-
 def _key(stream_id: StreamId) -> int:
     return (stream_id[0] << 64) | stream_id[1]
 
 
+def _masters(stream: Stream) -> list[int]:
+    """Node master IDs as 128-bit integers (cached on the stream object). A node holds IDs from
+    its master ID up to, not including, the next node's."""
+    masters = stream.__dict__.get("_range_masters")
+    if masters is None:
+        masters = stream.__dict__["_range_masters"] = [_key(node.master_id) for node in stream.nodes]
+    return masters
+
+
+def _node_columns(stream: Stream, index: int) -> EntryColumns:
+    """One node's entries, decoded and checked on their own."""
+    return next(walk_nodes([stream.nodes[index]], stream.origin))[1].columns
+
+
+def _live(stream: Stream, nodes: range, rev: bool) -> Iterator[tuple[int, EntryColumns]]:
+    """(row, columns) of the live entries of `nodes`, in that order (rows reversed with rev)."""
+    for index in nodes:
+        cols = _node_columns(stream, index)
+        for row in (range(len(cols) - 1, -1, -1) if rev else range(len(cols))):
+            if not cols.deleted[row]:
+                yield row, cols
+
+
 def iter_range(stream: Stream, start: StreamId, end: StreamId, rev: bool = False) -> Iterator[StreamEntry]:
-    """Live entries with start <= id <= end, ascending (or descending with rev)."""
-    keys, cols = _keys(stream), stream.columns()
-    low, high = bisect_left(keys, _key(start)), bisect_right(keys, _key(end))
-    for i in (range(high - 1, low - 1, -1) if rev else range(low, high)):
-        if not cols.deleted[i]:
-            yield StreamEntry((cols.ms[i], cols.seq[i]), cols.fields[i])
+    """Live entries with start <= id <= end, ascending (or descending with rev). Only the nodes
+    that can hold such IDs are decoded, one at a time."""
+    low, high = _key(start), _key(end)
+    masters = _masters(stream)
+    first, last = max(bisect_right(masters, low) - 1, 0), bisect_right(masters, high)
+    for row, cols in _live(stream, range(last - 1, first - 1, -1) if rev else range(first, last), rev):
+        if low <= (cols.ms[row] << 64) | cols.seq[row] <= high:
+            yield StreamEntry((cols.ms[row], cols.seq[row]), cols.fields[row])
 
 
 def _take(entries: Iterator[StreamEntry], count: int) -> list[StreamEntry]:
@@ -238,18 +263,14 @@ def xrevrange(stream: Stream, end: str | bytes = "+", start: str | bytes = "-",
 
 def last_valid_id(stream: Stream) -> StreamId:
     """streamLastValidID: the last live entry, 0-0 when there is none."""
-    cols = stream.columns()
-    for i in range(len(cols) - 1, -1, -1):
-        if not cols.deleted[i]:
-            return cols.ms[i], cols.seq[i]
+    for row, cols in _live(stream, range(len(stream.nodes) - 1, -1, -1), rev=True):
+        return cols.ms[row], cols.seq[row]
     return ZERO_ID
 
 
 def first_valid_id(stream: Stream) -> StreamId | None:
-    cols = stream.columns()
-    for i in range(len(cols)):
-        if not cols.deleted[i]:
-            return cols.ms[i], cols.seq[i]
+    for row, cols in _live(stream, range(len(stream.nodes)), rev=False):
+        return cols.ms[row], cols.seq[row]
     return None
 
 

@@ -188,6 +188,38 @@ def _stream(ids: list[tuple[int, int]], deleted: set[tuple[int, int]] = frozense
     return stream
 
 
+def _multi_node_stream(per_node: int, ids: list[tuple[int, int]], deleted: set[tuple[int, int]]) -> Stream:
+    """`ids` in nodes of `per_node` entries, each node keyed by its first ID."""
+    stream = _stream(ids, deleted)
+    stream.nodes = []
+    for i in range(0, len(ids), per_node):
+        part = ids[i:i + per_node]
+        cols = EntryColumns([ms for ms, _ in part], [seq for _, seq in part], [x in deleted for x in part],
+                            [[(b"f", f"{ms}-{seq}".encode())] for ms, seq in part])
+        live = sum(1 for x in part if x not in deleted)
+        stream.nodes.append(StreamNode.of(part[0], NodeEntries(live, len(part) - live, cols)))
+    return stream
+
+
+def test_ranges_across_nodes_decode_only_what_they_need() -> None:
+    ids = [(ms, seq) for ms in range(10, 40) for seq in range(3)]
+    deleted = {ids[i] for i in (0, 1, 2, 30, 31, 32, 33, 89)}  # a whole first node, a node's edges, the last
+    stream = _multi_node_stream(10, ids, deleted)
+    live = [i for i in ids if i not in deleted]
+    for start, end in [("-", "+"), ("10", "10"), ("12-2", "13"), ("19", "21-1"), ("(20-0", "(30"), ("39", "+"),
+                       ("0", "9"), ("41", "+")]:
+        low, high = parse_range(start, end)
+        expected = [i for i in live if low <= i <= high]
+        assert _ids(xrange(stream, start, end)) == expected, (start, end)
+        assert _ids(xrevrange(stream, end, start)) == expected[::-1], (start, end)
+        assert _ids(xrange(stream, start, end, count=4)) == expected[:4]
+        assert _ids(xrevrange(stream, end, start, count=4)) == expected[::-1][:4]
+    read: list[tuple[int, int]] = []
+    stream.nodes = [StreamNode(n.master_id, lambda n=n: read.append(n.master_id) or n.read()) for n in stream.nodes]
+    assert _ids(xrange(stream, "25", "26")) == [(25, 0), (25, 1), (25, 2), (26, 0), (26, 1), (26, 2)]
+    assert read == [(23, 1), (26, 2)]  # the two nodes that can hold 25-0..26-max, of nine
+
+
 IDS = [(1, 0), (1, 1), (2, 0), (5, 0), (5, 7), (9, 0)]
 
 
@@ -288,7 +320,7 @@ def test_type_15_as_7_0() -> None:
 
 def test_renderings() -> None:
     stream = _stream([(1, 0)])
-    stream.columns().fields[0] = [(b"na\xffme", "ü".encode())]
+    stream.nodes[0].read().columns.fields[0] = [(b"na\xffme", "ü".encode())]
     entries = xrange(stream)
     assert to_resp2(entries) == [[b"1-0", [b"na\xffme", "ü".encode()]]]
     assert json.loads(render_json(entries)) == [{"id": "1-0", "fields": [[{"hex": "6e61ff6d65"}, "ü"]]}]
