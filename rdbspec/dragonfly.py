@@ -27,6 +27,13 @@ is also completion order). A chunk that opens a stream but does not parse as the
 entry, bytes left after an entry's key/value, and a stream still incomplete at EOF are errors
 naming the chunk's offset.
 
+Streams (notes §6.7) need nothing of their own: Dragonfly writes type 21 byte for byte as Redis
+does (RdbSerializer::SaveStreamObject, SaveStreamPEL, SaveStreamConsumers), and type 15 before
+v1.27 (no first ID, entries_read or active time). It differs in where the bytes go, not in
+them: a node listpack kept compressed in memory is written uncompressed (then maybe LZF as any
+string), a big stream is cut into tagged chunks after a node listpack (never after the last), it
+never writes IDMP (26) data, and its checksum is always zero.
+
 DFS sets (notes §9.1; src/server/detail/save_stages_controller.cc SaveStagesController::SaveDfs,
 ExtendDfsFilenameWithShard, src/server/detail/snapshot_storage.cc): `<name>-summary.dfs` holds
 the global AUX (`lua` scripts, `shard-count`...) and no keys; `<name>-NNNN.dfs` holds shard NNNN.
