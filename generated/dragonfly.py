@@ -685,7 +685,7 @@ class DfChunkList:
         self.chunk_size = chunk_size
         # data: The chunk bytes.
         data_size = chunk_size.value
-        if data_size < 0 or pos + data_size > end:
+        if pos + data_size > end:
             raise truncated(io, pos, data_size, "dragonfly:df_chunk_list.data")
         pos += data_size
         data = buf[pos - data_size : pos]
@@ -719,7 +719,7 @@ class DfChunkList:
             )
         # data: The chunk bytes.
         data_size = chunk_size.value
-        if data_size < 0 or pos + data_size > end:
+        if pos + data_size > end:
             raise truncated(io, pos, data_size, "dragonfly:df_chunk_list.data")
         pos += data_size
         data = None
@@ -889,11 +889,7 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            counter_bytes_ok = (counter_bytes.value % 4) == 0
-        except (TypeError, ValueError, IndexError):
-            counter_bytes_ok = False
-        if not counter_bytes_ok:
+        if not ((counter_bytes.value % 4) == 0):
             raise invalid(
                 io,
                 counter_bytes_pos,
@@ -958,11 +954,7 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            counter_bytes_ok = (counter_bytes.value % 4) == 0
-        except (TypeError, ValueError, IndexError):
-            counter_bytes_ok = False
-        if not counter_bytes_ok:
+        if not ((counter_bytes.value % 4) == 0):
             raise invalid(
                 io,
                 counter_bytes_pos,
@@ -1347,7 +1339,7 @@ class FullsyncEnd:
         end = io.end
         # padding: Eight zero bytes.
         padding_size = 8
-        if padding_size < 0 or pos + padding_size > end:
+        if pos + padding_size > end:
             raise truncated(io, pos, padding_size, "dragonfly:fullsync_end.padding")
         pos += padding_size
         padding = buf[pos - padding_size : pos]
@@ -1645,7 +1637,7 @@ class CompressedBlob:
         self.csize = csize
         # data: The compressed frame.
         data_size = csize.value
-        if data_size < 0 or pos + data_size > end:
+        if pos + data_size > end:
             raise truncated(io, pos, data_size, "dragonfly:compressed_blob.data")
         pos += data_size
         data = buf[pos - data_size : pos]
@@ -1707,10 +1699,9 @@ class TaggedChunk:
             )
         self.payload_len = payload_len
         # payload: The chunk payload.
-        payload_size = payload_len
-        if payload_size < 0 or pos + payload_size > end:
-            raise truncated(io, pos, payload_size, "dragonfly:tagged_chunk.payload")
-        pos += payload_size
-        payload = buf[pos - payload_size : pos]
+        if pos + payload_len > end:
+            raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
+        pos += payload_len
+        payload = buf[pos - payload_len : pos]
         self.payload = payload
         return self, pos

@@ -68,11 +68,7 @@ class Intset:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            length_ok = (length > 0) and ((8 + (length * encoding)) == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            length_ok = False
-        if not length_ok:
+        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
             raise invalid(
                 io,
                 length_pos,
@@ -135,11 +131,7 @@ class Intset:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            length_ok = (length > 0) and ((8 + (length * encoding)) == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            length_ok = False
-        if not length_ok:
+        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
             raise invalid(
                 io,
                 length_pos,

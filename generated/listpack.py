@@ -57,11 +57,7 @@ class Listpack:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -107,11 +103,7 @@ class Listpack:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -218,11 +210,7 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
         raise truncated(io, pos, 1, "listpack:lp_entry.enc")
     enc = buf[pos]
     pos += 1
-    try:
-        enc_ok = enc < 245
-    except (TypeError, ValueError, IndexError):
-        enc_ok = False
-    if not enc_ok:
+    if not (enc < 245):
         raise invalid(io, enc_pos, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
     # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
     if ((enc & 224) == 192) or ((enc & 240) == 224):
@@ -288,11 +276,10 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
             if ((enc & 192) == 128)
             else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0))
         )
-        str__size = str_len
-        if str__size < 0 or pos + str__size > end:
-            raise truncated(io, pos, str__size, "listpack:lp_entry.str")
-        pos += str__size
-        str_ = buf[pos - str__size : pos]
+        if pos + str_len > end:
+            raise truncated(io, pos, str_len, "listpack:lp_entry.str")
+        pos += str_len
+        str_ = buf[pos - str_len : pos]
     else:
         str_ = None
     # backlen: Size of encoding+data, stored after the data in 1..5 bytes: the first byte holds the
@@ -329,7 +316,7 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
         if (entry_len <= 127)
         else (2 if (entry_len < 16383) else (3 if (entry_len < 2097151) else (4 if (entry_len < 268435455) else 5)))
     )
-    if backlen_size < 0 or pos + backlen_size > end:
+    if pos + backlen_size > end:
         raise truncated(io, pos, backlen_size, "listpack:lp_entry.backlen")
     pos += backlen_size
     backlen = buf[pos - backlen_size : pos]

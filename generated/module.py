@@ -139,11 +139,7 @@ class ModulePreGa:
         # module_id: The module type id; always rejected.
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            module_id_ok = False
-        except (TypeError, ValueError, IndexError):
-            module_id_ok = False
-        if not module_id_ok:
+        if not False:
             raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
         self.module_id = module_id
         return self, pos
@@ -156,11 +152,7 @@ class ModulePreGa:
         # module_id: The module type id; always rejected.
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            module_id_ok = False
-        except (TypeError, ValueError, IndexError):
-            module_id_ok = False
-        if not module_id_ok:
+        if not False:
             raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
         return pos
 
@@ -201,11 +193,7 @@ class ModuleAux:
         # when_opcode: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
         when_opcode_pos = pos
         when_opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            when_opcode_ok = when_opcode.value == 2
-        except (TypeError, ValueError, IndexError):
-            when_opcode_ok = False
-        if not when_opcode_ok:
+        if not (when_opcode.value == 2):
             raise invalid(
                 io, when_opcode_pos, "module:module_aux.when_opcode", f"{when_opcode!r} is invalid: fails _.value == 2"
             )
@@ -260,11 +248,7 @@ class ModuleOp:
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
         opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            opcode_ok = (not opcode.is_encoded) and (opcode.value <= 5)
-        except (TypeError, ValueError, IndexError):
-            opcode_ok = False
-        if not opcode_ok:
+        if not ((not opcode.is_encoded) and (opcode.value <= 5)):
             raise invalid(
                 io,
                 opcode_pos,
@@ -312,11 +296,7 @@ class ModuleOp:
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
         opcode, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            opcode_ok = (not opcode.is_encoded) and (opcode.value <= 5)
-        except (TypeError, ValueError, IndexError):
-            opcode_ok = False
-        if not opcode_ok:
+        if not ((not opcode.is_encoded) and (opcode.value <= 5)):
             raise invalid(
                 io,
                 opcode_pos,

@@ -174,11 +174,7 @@ class Quicklist2Node:
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            container_ok = (container.value == 1) or (container.value == 2)
-        except (TypeError, ValueError, IndexError):
-            container_ok = False
-        if not container_ok:
+        if not ((container.value == 1) or (container.value == 2)):
             raise invalid(
                 io,
                 container_pos,
@@ -208,11 +204,7 @@ class Quicklist2Node:
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            container_ok = (container.value == 1) or (container.value == 2)
-        except (TypeError, ValueError, IndexError):
-            container_ok = False
-        if not container_ok:
+        if not ((container.value == 1) or (container.value == 2)):
             raise invalid(
                 io,
                 container_pos,

@@ -57,7 +57,7 @@ class Rdb:
         # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
         magic_pos = pos
         magic_size = 9
-        if magic_size < 0 or pos + magic_size > end:
+        if pos + magic_size > end:
             raise truncated(io, pos, magic_size, "rdb:rdb.magic")
         pos += magic_size
         magic = buf[pos - magic_size : pos].decode("ASCII", "replace")

@@ -59,11 +59,7 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value <= 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        if not ((not len_.is_encoded) or (len_.value <= 3)):
             raise invalid(
                 io,
                 len__pos,
@@ -74,7 +70,7 @@ class RdbString:
         # raw: The bytes of a plain (not encoded) string.
         if not len_.is_encoded:
             raw_size = len_.value
-            if raw_size < 0 or pos + raw_size > end:
+            if pos + raw_size > end:
                 raise truncated(io, pos, raw_size, "rdb_string:rdb_string.raw")
             pos += raw_size
             raw = buf[pos - raw_size : pos]
@@ -123,7 +119,7 @@ class RdbString:
         # lzf: The decompressed bytes of an LZF string.
         if is_lzf:
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
             lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
             pos += lzf_size
@@ -141,11 +137,7 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value <= 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        if not ((not len_.is_encoded) or (len_.value <= 3)):
             raise invalid(
                 io,
                 len__pos,
@@ -155,7 +147,7 @@ class RdbString:
         # raw: The bytes of a plain (not encoded) string.
         if not len_.is_encoded:
             raw_size = len_.value
-            if raw_size < 0 or pos + raw_size > end:
+            if pos + raw_size > end:
                 raise truncated(io, pos, raw_size, "rdb_string:rdb_string.raw")
             pos += raw_size
             raw = None
@@ -198,7 +190,7 @@ class RdbString:
         # lzf: The decompressed bytes of an LZF string.
         if is_lzf:
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
             pos += lzf_size
             lzf = None
@@ -269,11 +261,7 @@ class RdbLen:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
         pos += 1
-        try:
-            b0_ok = (((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)
-        except (TypeError, ValueError, IndexError):
-            b0_ok = False
-        if not b0_ok:
+        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
             raise invalid(
                 io,
                 b0_pos,
@@ -321,11 +309,7 @@ class RdbLen:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
         pos += 1
-        try:
-            b0_ok = (((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)
-        except (TypeError, ValueError, IndexError):
-            b0_ok = False
-        if not b0_ok:
+        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
             raise invalid(
                 io,
                 b0_pos,
@@ -425,11 +409,7 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value == 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        if not ((not len_.is_encoded) or (len_.value == 3)):
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
@@ -437,7 +417,7 @@ class RdbBlob:
         # plain: The container parsed from an uncompressed blob.
         if not len_.is_encoded:
             plain_size = len_.value
-            if plain_size < 0 or pos + plain_size > end:
+            if pos + plain_size > end:
                 raise truncated(io, pos, plain_size, "rdb_string:rdb_blob.plain")
             plain_io = Io(buf, pos, pos + plain_size, io.base, io.origin)
             pos += plain_size
@@ -472,7 +452,7 @@ class RdbBlob:
         # lzf: The container parsed from the LZF-decompressed bytes.
         if len_.is_encoded:
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
             lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
             lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
@@ -503,18 +483,14 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value == 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        if not ((not len_.is_encoded) or (len_.value == 3)):
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
         # plain: The container parsed from an uncompressed blob.
         if not len_.is_encoded:
             plain_size = len_.value
-            if plain_size < 0 or pos + plain_size > end:
+            if pos + plain_size > end:
                 raise truncated(io, pos, plain_size, "rdb_string:rdb_blob.plain")
             pos += plain_size
             plain = None
@@ -533,7 +509,7 @@ class RdbBlob:
         # lzf: The container parsed from the LZF-decompressed bytes.
         if len_.is_encoded:
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
             pos += lzf_size
             lzf = None
@@ -603,11 +579,10 @@ class RdbDouble:
         self.len = len_
         # text: The number as printed by the server (`%.17g`).
         if len_ < 253:
-            text_size = len_
-            if text_size < 0 or pos + text_size > end:
-                raise truncated(io, pos, text_size, "rdb_string:rdb_double.text")
-            pos += text_size
-            text = buf[pos - text_size : pos].decode("ASCII", "replace")
+            if pos + len_ > end:
+                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+            pos += len_
+            text = buf[pos - len_ : pos].decode("ASCII", "replace")
         else:
             text = None
         self.text = text
@@ -625,10 +600,9 @@ class RdbDouble:
         pos += 1
         # text: The number as printed by the server (`%.17g`).
         if len_ < 253:
-            text_size = len_
-            if text_size < 0 or pos + text_size > end:
-                raise truncated(io, pos, text_size, "rdb_string:rdb_double.text")
-            pos += text_size
+            if pos + len_ > end:
+                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+            pos += len_
             text = None
         else:
             text = None

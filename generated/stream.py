@@ -244,11 +244,7 @@ class StreamNode:
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            node_key_len_ok = (not node_key_len.is_encoded) and (node_key_len.value == 16)
-        except (TypeError, ValueError, IndexError):
-            node_key_len_ok = False
-        if not node_key_len_ok:
+        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
             raise invalid(
                 io,
                 node_key_len_pos,
@@ -258,7 +254,7 @@ class StreamNode:
         self.node_key_len = node_key_len
         # node_key: The master ID of the node (big-endian ms and seq).
         node_key_size = 16
-        if node_key_size < 0 or pos + node_key_size > end:
+        if pos + node_key_size > end:
             raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
         node_key_io = Io(buf, pos, pos + node_key_size, io.base, io.origin)
         pos += node_key_size
@@ -277,11 +273,7 @@ class StreamNode:
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            node_key_len_ok = (not node_key_len.is_encoded) and (node_key_len.value == 16)
-        except (TypeError, ValueError, IndexError):
-            node_key_len_ok = False
-        if not node_key_len_ok:
+        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
             raise invalid(
                 io,
                 node_key_len_pos,
@@ -290,7 +282,7 @@ class StreamNode:
             )
         # node_key: The master ID of the node (big-endian ms and seq).
         node_key_size = 16
-        if node_key_size < 0 or pos + node_key_size > end:
+        if pos + node_key_size > end:
             raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
         pos += node_key_size
         node_key = None
@@ -961,11 +953,7 @@ class StreamListpack:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -1001,11 +989,7 @@ class StreamListpack:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
         pos += 1
-        try:
-            terminator_ok = (terminator == 255) and (pos >= io.end)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        if not ((terminator == 255) and (pos >= io.end)):
             raise invalid(
                 io,
                 terminator_pos,
@@ -1026,11 +1010,7 @@ class StreamListpack:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
                 total_bytes_pos,
@@ -1064,11 +1044,7 @@ class StreamListpack:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
         pos += 1
-        try:
-            terminator_ok = (terminator == 255) and (pos >= io.end)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        if not ((terminator == 255) and (pos >= io.end)):
             raise invalid(
                 io,
                 terminator_pos,
@@ -1112,11 +1088,7 @@ class StreamMaster:
         # count: Live entries in this node.
         count__pos = pos
         count_, pos = read_lp_entry(io, pos, self, root)
-        try:
-            count__ok = isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            count__ok = False
-        if not count__ok:
+        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
             raise invalid(
                 io,
                 count__pos,
@@ -1127,11 +1099,7 @@ class StreamMaster:
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
         deleted, pos = read_lp_entry(io, pos, self, root)
-        try:
-            deleted_ok = isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            deleted_ok = False
-        if not deleted_ok:
+        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
             raise invalid(
                 io,
                 deleted_pos,
@@ -1142,11 +1110,7 @@ class StreamMaster:
         # num_fields: Number of master fields.
         num_fields_pos = pos
         num_fields, pos = read_lp_entry(io, pos, self, root)
-        try:
-            num_fields_ok = isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            num_fields_ok = False
-        if not num_fields_ok:
+        if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1171,11 +1135,7 @@ class StreamMaster:
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
         terminator, pos = read_lp_entry(io, pos, self, root)
-        try:
-            terminator_ok = isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
             raise invalid(
                 io,
                 terminator_pos,
@@ -1194,11 +1154,7 @@ class StreamMaster:
         # count: Live entries in this node.
         count__pos = pos
         count_, pos = read_lp_entry(io, pos, None, root)
-        try:
-            count__ok = isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            count__ok = False
-        if not count__ok:
+        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
             raise invalid(
                 io,
                 count__pos,
@@ -1208,11 +1164,7 @@ class StreamMaster:
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
         deleted, pos = read_lp_entry(io, pos, None, root)
-        try:
-            deleted_ok = isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            deleted_ok = False
-        if not deleted_ok:
+        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
             raise invalid(
                 io,
                 deleted_pos,
@@ -1222,11 +1174,7 @@ class StreamMaster:
         # num_fields: Number of master fields.
         num_fields_pos = pos
         num_fields, pos = read_lp_entry(io, pos, None, root)
-        try:
-            num_fields_ok = isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            num_fields_ok = False
-        if not num_fields_ok:
+        if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1249,11 +1197,7 @@ class StreamMaster:
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
         terminator, pos = read_lp_entry(io, pos, None, root)
-        try:
-            terminator_ok = isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
             raise invalid(
                 io,
                 terminator_pos,
@@ -1316,31 +1260,19 @@ class StreamEntry:
             # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
             flags_pos = pos
             flags, pos = read_lp_entry(io, pos, None, root)
-            try:
-                flags_ok = isinstance(flags, int)
-            except (TypeError, ValueError, IndexError):
-                flags_ok = False
-            if not flags_ok:
+            if not isinstance(flags, int):
                 raise invalid(io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int")
             flags_column.append(flags)
             # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
             ms_diff_pos = pos
             ms_diff, pos = read_lp_entry(io, pos, None, root)
-            try:
-                ms_diff_ok = isinstance(ms_diff, int)
-            except (TypeError, ValueError, IndexError):
-                ms_diff_ok = False
-            if not ms_diff_ok:
+            if not isinstance(ms_diff, int):
                 raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
             ms_diff_column.append(ms_diff)
             # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
             seq_diff_pos = pos
             seq_diff, pos = read_lp_entry(io, pos, None, root)
-            try:
-                seq_diff_ok = isinstance(seq_diff, int)
-            except (TypeError, ValueError, IndexError):
-                seq_diff_ok = False
-            if not seq_diff_ok:
+            if not isinstance(seq_diff, int):
                 raise invalid(
                     io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int"
                 )
@@ -1349,13 +1281,7 @@ class StreamEntry:
             if ((flags if isinstance(flags, int) else None) & 2) == 0:
                 num_fields_pos = pos
                 num_fields, pos = read_lp_entry(io, pos, None, root)
-                try:
-                    num_fields_ok = isinstance(num_fields, int) and (
-                        (num_fields if isinstance(num_fields, int) else None) >= 0
-                    )
-                except (TypeError, ValueError, IndexError):
-                    num_fields_ok = False
-                if not num_fields_ok:
+                if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
                     raise invalid(
                         io,
                         num_fields_pos,

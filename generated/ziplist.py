@@ -59,11 +59,7 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zlbytes_ok = (zlbytes >= 11) and (zlbytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            zlbytes_ok = False
-        if not zlbytes_ok:
+        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
                 io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
@@ -74,11 +70,7 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zltail_ok = zltail <= ((io.end - io.start) - 1)
-        except (TypeError, ValueError, IndexError):
-            zltail_ok = False
-        if not zltail_ok:
+        if not (zltail <= ((io.end - io.start) - 1)):
             raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         self.zltail = zltail
         # zllen: Number of entries, or 65535 when unknown.
@@ -117,11 +109,7 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zlbytes_ok = (zlbytes >= 11) and (zlbytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            zlbytes_ok = False
-        if not zlbytes_ok:
+        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
                 io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
@@ -131,11 +119,7 @@ class Ziplist:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zltail_ok = zltail <= ((io.end - io.start) - 1)
-        except (TypeError, ValueError, IndexError):
-            zltail_ok = False
-        if not zltail_ok:
+        if not (zltail <= ((io.end - io.start) - 1)):
             raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
@@ -234,11 +218,7 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
     prevlen_b0 = buf[pos]
     pos += 1
-    try:
-        prevlen_b0_ok = prevlen_b0 != 255
-    except (TypeError, ValueError, IndexError):
-        prevlen_b0_ok = False
-    if not prevlen_b0_ok:
+    if not (prevlen_b0 != 255):
         raise invalid(io, prevlen_b0_pos, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
     # prevlen_u32: Size of the previous entry (5-byte prevlen form).
     if prevlen_b0 == 254:
@@ -254,13 +234,10 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
     enc = buf[pos]
     pos += 1
-    try:
-        enc_ok = (((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or (
-            (enc >= 240) and (enc <= 254)
-        )
-    except (TypeError, ValueError, IndexError):
-        enc_ok = False
-    if not enc_ok:
+    if not (
+        (((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224))
+        or ((enc >= 240) and (enc <= 254))
+    ):
         raise invalid(
             io,
             enc_pos,
@@ -335,11 +312,10 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
     is_int = enc >= 192
     if not is_int:
         str_len = enc if (enc < 64) else ((((enc & 63) << 8) | b1) if (enc < 128) else (len32 if (enc == 128) else 0))
-        str__size = str_len
-        if str__size < 0 or pos + str__size > end:
-            raise truncated(io, pos, str__size, "ziplist:zl_entry.str")
-        pos += str__size
-        str_ = buf[pos - str__size : pos]
+        if str_len < 0 or pos + str_len > end:
+            raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
+        pos += str_len
+        str_ = buf[pos - str_len : pos]
     else:
         str_ = None
     uint24 = ((int24_hi << 16) | int24_lo) if (enc == 240) else None

@@ -210,7 +210,7 @@ class ZmEntry:
         # field: The field bytes.
         if not field_len.is_end:
             field_size = field_len.value
-            if field_size < 0 or pos + field_size > end:
+            if pos + field_size > end:
                 raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
             pos += field_size
             field = buf[pos - field_size : pos]
@@ -221,11 +221,7 @@ class ZmEntry:
         if not field_len.is_end:
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, self, root)
-            try:
-                value_len_ok = not value_len.is_end
-            except (TypeError, ValueError, IndexError):
-                value_len_ok = False
-            if not value_len_ok:
+            if not (not value_len.is_end):
                 raise invalid(
                     io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )
@@ -244,7 +240,7 @@ class ZmEntry:
         # value: The value bytes.
         if not field_len.is_end:
             value_size = value_len.value
-            if value_size < 0 or pos + value_size > end:
+            if pos + value_size > end:
                 raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
             pos += value_size
             value = buf[pos - value_size : pos]
@@ -253,11 +249,10 @@ class ZmEntry:
         self.value = value
         # padding: Unused bytes left after the value by an in-place update.
         if not field_len.is_end:
-            padding_size = free
-            if padding_size < 0 or pos + padding_size > end:
-                raise truncated(io, pos, padding_size, "zipmap:zm_entry.padding")
-            pos += padding_size
-            padding = buf[pos - padding_size : pos]
+            if pos + free > end:
+                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+            pos += free
+            padding = buf[pos - free : pos]
         else:
             padding = None
         self.padding = padding
@@ -273,7 +268,7 @@ class ZmEntry:
         # field: The field bytes.
         if not field_len.is_end:
             field_size = field_len.value
-            if field_size < 0 or pos + field_size > end:
+            if pos + field_size > end:
                 raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
             pos += field_size
             field = None
@@ -283,11 +278,7 @@ class ZmEntry:
         if not field_len.is_end:
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, None, root)
-            try:
-                value_len_ok = not value_len.is_end
-            except (TypeError, ValueError, IndexError):
-                value_len_ok = False
-            if not value_len_ok:
+            if not (not value_len.is_end):
                 raise invalid(
                     io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )
@@ -304,7 +295,7 @@ class ZmEntry:
         # value: The value bytes.
         if not field_len.is_end:
             value_size = value_len.value
-            if value_size < 0 or pos + value_size > end:
+            if pos + value_size > end:
                 raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
             pos += value_size
             value = None
@@ -312,10 +303,9 @@ class ZmEntry:
             value = None
         # padding: Unused bytes left after the value by an in-place update.
         if not field_len.is_end:
-            padding_size = free
-            if padding_size < 0 or pos + padding_size > end:
-                raise truncated(io, pos, padding_size, "zipmap:zm_entry.padding")
-            pos += padding_size
+            if pos + free > end:
+                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+            pos += free
             padding = None
         else:
             padding = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import expressions as ex
+from .facts import Facts, assume, field_kind
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
 
@@ -124,6 +125,7 @@ class TypeEmitter:
         self.modules: set[str] = set()
         self.needed = names_needed_while_reading(t)
         self.bound: dict[str, str] = {}
+        self.facts = Facts(builder, t)
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -240,6 +242,11 @@ class TypeEmitter:
                 break
             self.field(a)
         return self.out.lines
+
+    @staticmethod
+    def given(a: Attribute) -> frozenset:
+        """What is known while a field is read: its condition holds."""
+        return assume(frozenset(), a.cond) if a.cond is not None else frozenset()
 
     def path(self, a: Attribute) -> str:
         return f'"{self.t.spec_path}.{a.id}"'
@@ -470,11 +477,12 @@ class TypeEmitter:
             size = f"{local}_size"
             self.emit(f"{size} = end - pos")
         else:
-            size = f"{local}_size"
-            value = self.expr(a.size)
-            if value != size:
-                self.emit(f"{size} = {value}")
-            self.block(f"if {size} < 0 or pos + {size} > end:")
+            size = self.expr(a.size)
+            if not size.isidentifier():
+                self.emit(f"{local}_size = {size}")
+                size = f"{local}_size"
+            negative = "" if self.facts.nonnegative(a.size, self.given(a)) else f"{size} < 0 or "
+            self.block(f"if {negative}pos + {size} > end:")
             self.emit(f"raise truncated(io, pos, {size}, {self.path(a)})")
             self.end_block()
         if self.skipping(a):
@@ -575,8 +583,12 @@ class TypeEmitter:
                 options = ", ".join(self.expr(ex.parse(r)) for r in rule)
                 checks.append((f"{local} not in ({options},)", "not one of the allowed values"))
             elif kind == "expr":
-                checks.append((f"not {local}_ok", f"fails {rule}"))
-                self.evaluate_guarded(f"{local}_ok", self.expr(ex.parse(rule)))
+                node = ex.parse(rule)
+                if self.facts.safe(node, self.given(a), field_kind(a, element=True)):
+                    checks.append((f"not {self.expr(node)}", f"fails {rule}"))
+                else:
+                    checks.append((f"not {local}_ok", f"fails {rule}"))
+                    self.evaluate_guarded(f"{local}_ok", self.expr(node))
             else:
                 raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
         self.loop_item = outer
