@@ -611,8 +611,9 @@ class DfSbf2Filter:
         total_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.total_size = total_size
         # chunks: The filter bits, in chunks.
-        if total_size.value > 0:
-            chunks, pos = DfChunkList._read(io, pos, self, root, total_size.value)
+        total_size_value = total_size.value
+        if total_size_value > 0:
+            chunks, pos = DfChunkList._read(io, pos, self, root, total_size_value)
         else:
             chunks = None
         self.chunks = chunks
@@ -629,8 +630,9 @@ class DfSbf2Filter:
         # total_size: Total size of the filter bits.
         total_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # chunks: The filter bits, in chunks.
-        if total_size.value > 0:
-            pos = DfChunkList._skip(io, pos, None, root, total_size.value)
+        total_size_value = total_size.value
+        if total_size_value > 0:
+            pos = DfChunkList._skip(io, pos, None, root, total_size_value)
             chunks = None
         else:
             chunks = None
@@ -671,8 +673,9 @@ class DfChunkList:
         # chunk_size: Size of this chunk (non-zero, at most the bytes remaining).
         chunk_size_pos = pos
         chunk_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        chunk_size_value = chunk_size.value
         try:
-            chunk_size_ok = (chunk_size.value > 0) and (chunk_size.value <= remaining)
+            chunk_size_ok = (chunk_size_value > 0) and (chunk_size_value <= remaining)
         except (TypeError, ValueError, IndexError):
             chunk_size_ok = False
         if not chunk_size_ok:
@@ -684,15 +687,14 @@ class DfChunkList:
             )
         self.chunk_size = chunk_size
         # data: The chunk bytes.
-        data_size = chunk_size.value
-        if pos + data_size > end:
-            raise truncated(io, pos, data_size, "dragonfly:df_chunk_list.data")
-        pos += data_size
-        data = buf[pos - data_size : pos]
+        if pos + chunk_size_value > end:
+            raise truncated(io, pos, chunk_size_value, "dragonfly:df_chunk_list.data")
+        pos += chunk_size_value
+        data = buf[pos - chunk_size_value : pos]
         self.data = data
         # next: The following chunks.
-        if remaining > chunk_size.value:
-            next, pos = DfChunkList._read(io, pos, self, root, (remaining - chunk_size.value))
+        if remaining > chunk_size_value:
+            next, pos = DfChunkList._read(io, pos, self, root, (remaining - chunk_size_value))
         else:
             next = None
         self.next = next
@@ -706,8 +708,9 @@ class DfChunkList:
         # chunk_size: Size of this chunk (non-zero, at most the bytes remaining).
         chunk_size_pos = pos
         chunk_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        chunk_size_value = chunk_size.value
         try:
-            chunk_size_ok = (chunk_size.value > 0) and (chunk_size.value <= remaining)
+            chunk_size_ok = (chunk_size_value > 0) and (chunk_size_value <= remaining)
         except (TypeError, ValueError, IndexError):
             chunk_size_ok = False
         if not chunk_size_ok:
@@ -718,14 +721,13 @@ class DfChunkList:
                 f"{chunk_size!r} is invalid: fails _.value > 0 and _.value <= remaining",
             )
         # data: The chunk bytes.
-        data_size = chunk_size.value
-        if pos + data_size > end:
-            raise truncated(io, pos, data_size, "dragonfly:df_chunk_list.data")
-        pos += data_size
+        if pos + chunk_size_value > end:
+            raise truncated(io, pos, chunk_size_value, "dragonfly:df_chunk_list.data")
+        pos += chunk_size_value
         data = None
         # next: The following chunks.
-        if remaining > chunk_size.value:
-            pos = DfChunkList._skip(io, pos, None, root, (remaining - chunk_size.value))
+        if remaining > chunk_size_value:
+            pos = DfChunkList._skip(io, pos, None, root, (remaining - chunk_size_value))
             next = None
         else:
             next = None
@@ -889,7 +891,8 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not ((counter_bytes.value % 4) == 0):
+        counter_bytes_value = counter_bytes.value
+        if not ((counter_bytes_value % 4) == 0):
             raise invalid(
                 io,
                 counter_bytes_pos,
@@ -898,7 +901,7 @@ class DfTopk:
             )
         self.counter_bytes = counter_bytes
         # counters: The counters.
-        counters_count = counter_bytes.value // 4
+        counters_count = counter_bytes_value // 4
         if counters_count < 0 or counters_count > (end - pos) // 4:
             raise invalid(
                 io,
@@ -954,7 +957,8 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not ((counter_bytes.value % 4) == 0):
+        counter_bytes_value = counter_bytes.value
+        if not ((counter_bytes_value % 4) == 0):
             raise invalid(
                 io,
                 counter_bytes_pos,
@@ -962,7 +966,7 @@ class DfTopk:
                 f"{counter_bytes!r} is invalid: fails _.value % 4 == 0",
             )
         # counters: The counters.
-        counters_count = counter_bytes.value // 4
+        counters_count = counter_bytes_value // 4
         if counters_count < 0 or counters_count > (end - pos) // 4:
             raise invalid(
                 io,
@@ -1172,8 +1176,9 @@ class DfCuckooFilter:
         size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.size = size
         # chunks: The table bytes, in chunks.
-        if size.value > 0:
-            chunks, pos = DfChunkList._read(io, pos, self, root, size.value)
+        size_value = size.value
+        if size_value > 0:
+            chunks, pos = DfChunkList._read(io, pos, self, root, size_value)
         else:
             chunks = None
         self.chunks = chunks
@@ -1187,8 +1192,9 @@ class DfCuckooFilter:
         # size: Size of the table in bytes.
         size, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # chunks: The table bytes, in chunks.
-        if size.value > 0:
-            pos = DfChunkList._skip(io, pos, None, root, size.value)
+        size_value = size.value
+        if size_value > 0:
+            pos = DfChunkList._skip(io, pos, None, root, size_value)
             chunks = None
         else:
             chunks = None

@@ -424,7 +424,6 @@ class HashTtlEntry:
         "ttl",
         "field",
         "value",
-        "_m_expire_at",
     )
 
     @classmethod
@@ -472,13 +471,7 @@ class HashTtlEntry:
     @property
     def expire_at(self):
         """Absolute expiry in unix ms (absent when the field has no TTL)."""
-        try:
-            return self._m_expire_at
-        except AttributeError:
-            pass
-        expire_at = ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
-        self._m_expire_at = expire_at
-        return expire_at
+        return ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
 
 
 class HashListpackEx:

@@ -34,7 +34,6 @@ class Listpack:
         "num_elements",
         "body",
         "terminator",
-        "_m_entries",
     )
 
     @classmethod
@@ -136,13 +135,7 @@ class Listpack:
     @property
     def entries(self):
         """The entries of the listpack (each one a scalar, see `lp_entry`)."""
-        try:
-            return self._m_entries
-        except AttributeError:
-            pass
-        entries = self.body.entries
-        self._m_entries = entries
-        return entries
+        return self.body.entries
 
 
 class LpBody:

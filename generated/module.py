@@ -248,7 +248,8 @@ class ModuleOp:
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
         opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not ((not opcode.is_encoded) and (opcode.value <= 5)):
+        opcode_value = opcode.value
+        if not ((not opcode.is_encoded) and (opcode_value <= 5)):
             raise invalid(
                 io,
                 opcode_pos,
@@ -257,13 +258,13 @@ class ModuleOp:
             )
         self.opcode = opcode
         # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-        if (opcode.value == 1) or (opcode.value == 2):
+        if (opcode_value == 1) or (opcode_value == 2):
             uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
         else:
             uint_value = None
         self.uint_value = uint_value
         # float_value: FLOAT value, binary32 LE.
-        if opcode.value == 3:
+        if opcode_value == 3:
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = unpack_f4le(buf, pos)[0]
@@ -272,7 +273,7 @@ class ModuleOp:
             float_value = None
         self.float_value = float_value
         # double_value: DOUBLE value, binary64 LE.
-        if opcode.value == 4:
+        if opcode_value == 4:
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = unpack_f8le(buf, pos)[0]
@@ -281,7 +282,7 @@ class ModuleOp:
             double_value = None
         self.double_value = double_value
         # string_value: STRING value.
-        if opcode.value == 5:
+        if opcode_value == 5:
             string_value, pos = rdb_string.RdbString._read(io, pos, self, root)
         else:
             string_value = None
@@ -296,7 +297,8 @@ class ModuleOp:
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
         opcode, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not ((not opcode.is_encoded) and (opcode.value <= 5)):
+        opcode_value = opcode.value
+        if not ((not opcode.is_encoded) and (opcode_value <= 5)):
             raise invalid(
                 io,
                 opcode_pos,
@@ -304,13 +306,13 @@ class ModuleOp:
                 f"{opcode!r} is invalid: fails not _.is_encoded and _.value <= 5",
             )
         # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-        if (opcode.value == 1) or (opcode.value == 2):
+        if (opcode_value == 1) or (opcode_value == 2):
             pos = rdb_string.RdbLen._skip(io, pos, None, root)
             uint_value = None
         else:
             uint_value = None
         # float_value: FLOAT value, binary32 LE.
-        if opcode.value == 3:
+        if opcode_value == 3:
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = unpack_f4le(buf, pos)[0]
@@ -318,7 +320,7 @@ class ModuleOp:
         else:
             float_value = None
         # double_value: DOUBLE value, binary64 LE.
-        if opcode.value == 4:
+        if opcode_value == 4:
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = unpack_f8le(buf, pos)[0]
@@ -326,7 +328,7 @@ class ModuleOp:
         else:
             double_value = None
         # string_value: STRING value.
-        if opcode.value == 5:
+        if opcode_value == 5:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             string_value = None
         else:
@@ -390,8 +392,6 @@ class KeyMetaClass:
         "_io",
         "class_spec",
         "ops",
-        "_m_flags",
-        "_m_version",
         "_m_name",
     )
 
@@ -430,24 +430,12 @@ class KeyMetaClass:
     @property
     def flags(self):
         """Flag bits of the class."""
-        try:
-            return self._m_flags
-        except AttributeError:
-            pass
-        flags = self.class_spec & 7
-        self._m_flags = flags
-        return flags
+        return self.class_spec & 7
 
     @property
     def version(self):
         """Class version (0..31)."""
-        try:
-            return self._m_version
-        except AttributeError:
-            pass
-        version = (self.class_spec >> 3) & 31
-        self._m_version = version
-        return version
+        return (self.class_spec >> 3) & 31
 
     @property
     def name(self):

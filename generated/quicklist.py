@@ -174,7 +174,8 @@ class Quicklist2Node:
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not ((container.value == 1) or (container.value == 2)):
+        container_value = container.value
+        if not ((container_value == 1) or (container_value == 2)):
             raise invalid(
                 io,
                 container_pos,
@@ -183,13 +184,13 @@ class Quicklist2Node:
             )
         self.container = container
         # plain: A PLAIN node's single element.
-        if container.value == 1:
+        if container_value == 1:
             plain, pos = rdb_string.RdbString._read(io, pos, self, root)
         else:
             plain = None
         self.plain = plain
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        if container.value == 2:
+        if container_value == 2:
             packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
         else:
             packed = None
@@ -204,7 +205,8 @@ class Quicklist2Node:
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not ((container.value == 1) or (container.value == 2)):
+        container_value = container.value
+        if not ((container_value == 1) or (container_value == 2)):
             raise invalid(
                 io,
                 container_pos,
@@ -212,13 +214,13 @@ class Quicklist2Node:
                 f"{container!r} is invalid: fails _.value == 1 or _.value == 2",
             )
         # plain: A PLAIN node's single element.
-        if container.value == 1:
+        if container_value == 1:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             plain = None
         else:
             plain = None
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        if container.value == 2:
+        if container_value == 2:
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
             packed = None
         else:

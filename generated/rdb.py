@@ -665,7 +665,6 @@ class KeyValue:
         "key",
         "_lazy_value",
         "_m_value",
-        "_m_value_kind",
     )
 
     @classmethod
@@ -830,7 +829,6 @@ class KeyValue:
                 else self.type_code
             )
         )
-        self._m_value_kind = value_kind
         value_on = value_kind
         if value_on == 0:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
@@ -913,11 +911,7 @@ class KeyValue:
     def value_kind(self):
         """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
         and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276)."""
-        try:
-            return self._m_value_kind
-        except AttributeError:
-            pass
-        value_kind = (
+        return (
             278
             if (self.is_valkey and (self.type_code == 22))
             else (
@@ -926,8 +920,6 @@ class KeyValue:
                 else self.type_code
             )
         )
-        self._m_value_kind = value_kind
-        return value_kind
 
 
 class StringList:

@@ -38,8 +38,6 @@ class RdbString:
         "clen",
         "ulen",
         "lzf",
-        "_m_is_int",
-        "_m_is_lzf",
     )
 
     @classmethod
@@ -59,7 +57,9 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        if not ((not len_.is_encoded) or (len_.value <= 3)):
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value <= 3)):
             raise invalid(
                 io,
                 len__pos,
@@ -68,20 +68,18 @@ class RdbString:
             )
         self.len = len_
         # raw: The bytes of a plain (not encoded) string.
-        if not len_.is_encoded:
-            raw_size = len_.value
-            if pos + raw_size > end:
-                raise truncated(io, pos, raw_size, "rdb_string:rdb_string.raw")
-            pos += raw_size
-            raw = buf[pos - raw_size : pos]
+        if not len_is_encoded:
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
+            pos += len_value
+            raw = buf[pos - len_value : pos]
         else:
             raw = None
         self.raw = raw
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-        is_int = len_.is_encoded and (len_.value < 3)
-        self._m_is_int = is_int
+        is_int = len_is_encoded and (len_value < 3)
         if is_int:
-            int_value_on = len_.value
+            int_value_on = len_value
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
@@ -103,8 +101,7 @@ class RdbString:
             int_value = None
         self.int_value = int_value
         # clen: Compressed length of an LZF string (written before the uncompressed length).
-        is_lzf = len_.is_encoded and (len_.value == 3)
-        self._m_is_lzf = is_lzf
+        is_lzf = len_is_encoded and (len_value == 3)
         if is_lzf:
             clen, pos = RdbLen._read(io, pos, self, root)
         else:
@@ -137,7 +134,9 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        if not ((not len_.is_encoded) or (len_.value <= 3)):
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value <= 3)):
             raise invalid(
                 io,
                 len__pos,
@@ -145,18 +144,17 @@ class RdbString:
                 f"{len_!r} is invalid: fails not _.is_encoded or _.value <= 3",
             )
         # raw: The bytes of a plain (not encoded) string.
-        if not len_.is_encoded:
-            raw_size = len_.value
-            if pos + raw_size > end:
-                raise truncated(io, pos, raw_size, "rdb_string:rdb_string.raw")
-            pos += raw_size
+        if not len_is_encoded:
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
+            pos += len_value
             raw = None
         else:
             raw = None
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-        is_int = len_.is_encoded and (len_.value < 3)
+        is_int = len_is_encoded and (len_value < 3)
         if is_int:
-            int_value_on = len_.value
+            int_value_on = len_value
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
@@ -177,7 +175,7 @@ class RdbString:
         else:
             int_value = None
         # clen: Compressed length of an LZF string (written before the uncompressed length).
-        is_lzf = len_.is_encoded and (len_.value == 3)
+        is_lzf = len_is_encoded and (len_value == 3)
         if is_lzf:
             clen, pos = RdbLen._read(io, pos, None, root)
         else:
@@ -201,24 +199,12 @@ class RdbString:
     @property
     def is_int(self):
         """True when the string is stored as an INT8/INT16/INT32 integer."""
-        try:
-            return self._m_is_int
-        except AttributeError:
-            pass
-        is_int = self.len.is_encoded and (self.len.value < 3)
-        self._m_is_int = is_int
-        return is_int
+        return self.len.is_encoded and (self.len.value < 3)
 
     @property
     def is_lzf(self):
         """True when the string is LZF-compressed."""
-        try:
-            return self._m_is_lzf
-        except AttributeError:
-            pass
-        is_lzf = self.len.is_encoded and (self.len.value == 3)
-        self._m_is_lzf = is_lzf
-        return is_lzf
+        return self.len.is_encoded and (self.len.value == 3)
 
 
 class RdbLen:
@@ -237,8 +223,6 @@ class RdbLen:
         "b1",
         "len32",
         "len64",
-        "_m_is_encoded",
-        "_m_value",
     )
 
     @classmethod
@@ -345,28 +329,16 @@ class RdbLen:
     @property
     def is_encoded(self):
         """True for the 11xxxxxx "encoded" marker (a string encoding, not a length)."""
-        try:
-            return self._m_is_encoded
-        except AttributeError:
-            pass
-        is_encoded = (self.b0 >> 6) == 3
-        self._m_is_encoded = is_encoded
-        return is_encoded
+        return (self.b0 >> 6) == 3
 
     @property
     def value(self):
         """The decoded length, or the encoding number when `is_encoded`."""
-        try:
-            return self._m_value
-        except AttributeError:
-            pass
-        value = (
+        return (
             (((self.b0 & 63) << 8) | self.b1)
             if ((self.b0 >> 6) == 1)
             else (self.len32 if (self.b0 == 128) else (self.len64 if (self.b0 == 129) else (self.b0 & 63)))
         )
-        self._m_value = value
-        return value
 
 
 class RdbBlob:
@@ -387,8 +359,6 @@ class RdbBlob:
         "clen",
         "ulen",
         "lzf",
-        "_m_is_lzf",
-        "_m_payload",
     )
 
     @classmethod
@@ -409,18 +379,19 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        if not ((not len_.is_encoded) or (len_.value == 3)):
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value == 3)):
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
         self.len = len_
         # plain: The container parsed from an uncompressed blob.
-        if not len_.is_encoded:
-            plain_size = len_.value
-            if pos + plain_size > end:
-                raise truncated(io, pos, plain_size, "rdb_string:rdb_blob.plain")
-            plain_io = Io(buf, pos, pos + plain_size, io.base, io.origin)
-            pos += plain_size
+        if not len_is_encoded:
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
+            plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
+            pos += len_value
             plain_on = kind
             if plain_on == 1:
                 plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
@@ -438,19 +409,19 @@ class RdbBlob:
             plain = None
         self.plain = plain
         # clen: Compressed length of an LZF blob.
-        if len_.is_encoded:
+        if len_is_encoded:
             clen, pos = RdbLen._read(io, pos, self, root)
         else:
             clen = None
         self.clen = clen
         # ulen: Uncompressed length of an LZF blob.
-        if len_.is_encoded:
+        if len_is_encoded:
             ulen, pos = RdbLen._read(io, pos, self, root)
         else:
             ulen = None
         self.ulen = ulen
         # lzf: The container parsed from the LZF-decompressed bytes.
-        if len_.is_encoded:
+        if len_is_encoded:
             lzf_size = clen.value
             if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
@@ -483,31 +454,32 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        if not ((not len_.is_encoded) or (len_.value == 3)):
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value == 3)):
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
         # plain: The container parsed from an uncompressed blob.
-        if not len_.is_encoded:
-            plain_size = len_.value
-            if pos + plain_size > end:
-                raise truncated(io, pos, plain_size, "rdb_string:rdb_blob.plain")
-            pos += plain_size
+        if not len_is_encoded:
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
+            pos += len_value
             plain = None
         else:
             plain = None
         # clen: Compressed length of an LZF blob.
-        if len_.is_encoded:
+        if len_is_encoded:
             clen, pos = RdbLen._read(io, pos, None, root)
         else:
             clen = None
         # ulen: Uncompressed length of an LZF blob.
-        if len_.is_encoded:
+        if len_is_encoded:
             ulen, pos = RdbLen._read(io, pos, None, root)
         else:
             ulen = None
         # lzf: The container parsed from the LZF-decompressed bytes.
-        if len_.is_encoded:
+        if len_is_encoded:
             lzf_size = clen.value
             if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
@@ -520,24 +492,12 @@ class RdbBlob:
     @property
     def is_lzf(self):
         """True when the blob was LZF-compressed."""
-        try:
-            return self._m_is_lzf
-        except AttributeError:
-            pass
-        is_lzf = self.len.is_encoded
-        self._m_is_lzf = is_lzf
-        return is_lzf
+        return self.len.is_encoded
 
     @property
     def payload(self):
         """The parsed container, whichever form the blob was stored in."""
-        try:
-            return self._m_payload
-        except AttributeError:
-            pass
-        payload = self.lzf if self.len.is_encoded else self.plain
-        self._m_payload = payload
-        return payload
+        return self.lzf if self.len.is_encoded else self.plain
 
 
 class RdbDouble:
@@ -552,9 +512,6 @@ class RdbDouble:
         "_io",
         "len",
         "text",
-        "_m_is_nan",
-        "_m_is_pos_inf",
-        "_m_is_neg_inf",
     )
 
     @classmethod
@@ -611,32 +568,14 @@ class RdbDouble:
     @property
     def is_nan(self):
         """True for NaN (the loader rejects NaN scores)."""
-        try:
-            return self._m_is_nan
-        except AttributeError:
-            pass
-        is_nan = self.len == 253
-        self._m_is_nan = is_nan
-        return is_nan
+        return self.len == 253
 
     @property
     def is_pos_inf(self):
         """True for +inf."""
-        try:
-            return self._m_is_pos_inf
-        except AttributeError:
-            pass
-        is_pos_inf = self.len == 254
-        self._m_is_pos_inf = is_pos_inf
-        return is_pos_inf
+        return self.len == 254
 
     @property
     def is_neg_inf(self):
         """True for -inf."""
-        try:
-            return self._m_is_neg_inf
-        except AttributeError:
-            pass
-        is_neg_inf = self.len == 255
-        self._m_is_neg_inf = is_neg_inf
-        return is_neg_inf
+        return self.len == 255

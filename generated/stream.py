@@ -1110,7 +1110,8 @@ class StreamMaster:
         # num_fields: Number of master fields.
         num_fields_pos = pos
         num_fields, pos = read_lp_entry(io, pos, self, root)
-        if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
+        num_fields_int_value = num_fields if isinstance(num_fields, int) else None
+        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1119,7 +1120,7 @@ class StreamMaster:
             )
         self.num_fields = num_fields
         # fields: The master field names.
-        fields_count = num_fields if isinstance(num_fields, int) else None
+        fields_count = num_fields_int_value
         if fields_count < 0 or fields_count > end - pos:
             raise invalid(
                 io,
@@ -1174,7 +1175,8 @@ class StreamMaster:
         # num_fields: Number of master fields.
         num_fields_pos = pos
         num_fields, pos = read_lp_entry(io, pos, None, root)
-        if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
+        num_fields_int_value = num_fields if isinstance(num_fields, int) else None
+        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1182,7 +1184,7 @@ class StreamMaster:
                 f"{num_fields!r} is invalid: fails _.is_int and _.int_value >= 0",
             )
         # fields: The master field names.
-        fields_count = num_fields if isinstance(num_fields, int) else None
+        fields_count = num_fields_int_value
         if fields_count < 0 or fields_count > end - pos:
             raise invalid(
                 io,
@@ -1224,8 +1226,6 @@ class StreamEntry:
         "num_fields",
         "items",
         "lp_count",
-        "_m_is_deleted",
-        "_m_is_samefields",
     )
 
     @classmethod
@@ -1278,10 +1278,12 @@ class StreamEntry:
                 )
             seq_diff_column.append(seq_diff)
             # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
-            if ((flags if isinstance(flags, int) else None) & 2) == 0:
+            flags_int_value = flags if isinstance(flags, int) else None
+            if (flags_int_value & 2) == 0:
                 num_fields_pos = pos
                 num_fields, pos = read_lp_entry(io, pos, None, root)
-                if not (isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)):
+                num_fields_int_value = num_fields if isinstance(num_fields, int) else None
+                if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
                     raise invalid(
                         io,
                         num_fields_pos,
@@ -1292,10 +1294,11 @@ class StreamEntry:
                 num_fields = None
             num_fields_column.append(num_fields)
             # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
+            num_fields_int_value = num_fields if isinstance(num_fields, int) else None
             items_count = (
                 (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
-                if (((flags if isinstance(flags, int) else None) & 2) != 0)
-                else (2 * (num_fields if isinstance(num_fields, int) else None))
+                if ((flags_int_value & 2) != 0)
+                else (2 * num_fields_int_value)
             )
             if items_count < 0 or items_count > end - pos:
                 raise invalid(
@@ -1317,8 +1320,8 @@ class StreamEntry:
                     (lp_count if isinstance(lp_count, int) else None)
                     == (
                         ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-                        if (((flags if isinstance(flags, int) else None) & 2) != 0)
-                        else ((2 * (num_fields if isinstance(num_fields, int) else None)) + 4)
+                        if ((flags_int_value & 2) != 0)
+                        else ((2 * num_fields_int_value) + 4)
                     )
                 )
             except (TypeError, ValueError, IndexError):
@@ -1336,24 +1339,12 @@ class StreamEntry:
     @property
     def is_deleted(self):
         """True when the entry is deleted (a tombstone)."""
-        try:
-            return self._m_is_deleted
-        except AttributeError:
-            pass
-        is_deleted = ((self.flags if isinstance(self.flags, int) else None) & 1) != 0
-        self._m_is_deleted = is_deleted
-        return is_deleted
+        return ((self.flags if isinstance(self.flags, int) else None) & 1) != 0
 
     @property
     def is_samefields(self):
         """True when the entry uses the master fields."""
-        try:
-            return self._m_is_samefields
-        except AttributeError:
-            pass
-        is_samefields = ((self.flags if isinstance(self.flags, int) else None) & 2) != 0
-        self._m_is_samefields = is_samefields
-        return is_samefields
+        return ((self.flags if isinstance(self.flags, int) else None) & 2) != 0
 
 
 class StreamEntryColumns:

@@ -36,7 +36,6 @@ class Ziplist:
         "zllen",
         "body",
         "terminator",
-        "_m_entries",
     )
 
     @classmethod
@@ -145,13 +144,7 @@ class Ziplist:
     @property
     def entries(self):
         """The entries of the ziplist (each one a scalar, see `zl_entry`)."""
-        try:
-            return self._m_entries
-        except AttributeError:
-            pass
-        entries = self.body.entries
-        self._m_entries = entries
-        return entries
+        return self.body.entries
 
 
 class ZlBody:

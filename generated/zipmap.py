@@ -95,8 +95,6 @@ class ZmLen:
         "_io",
         "b0",
         "len32",
-        "_m_is_end",
-        "_m_value",
     )
 
     @classmethod
@@ -153,24 +151,12 @@ class ZmLen:
     @property
     def is_end(self):
         """True for the 0xFF end marker."""
-        try:
-            return self._m_is_end
-        except AttributeError:
-            pass
-        is_end = self.b0 == 255
-        self._m_is_end = is_end
-        return is_end
+        return self.b0 == 255
 
     @property
     def value(self):
         """The decoded length."""
-        try:
-            return self._m_value
-        except AttributeError:
-            pass
-        value = self.len32 if (self.b0 == 254) else self.b0
-        self._m_value = value
-        return value
+        return self.len32 if (self.b0 == 254) else self.b0
 
 
 class ZmEntry:
@@ -208,7 +194,8 @@ class ZmEntry:
         field_len, pos = ZmLen._read(io, pos, self, root)
         self.field_len = field_len
         # field: The field bytes.
-        if not field_len.is_end:
+        field_len_is_end = field_len.is_end
+        if not field_len_is_end:
             field_size = field_len.value
             if pos + field_size > end:
                 raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
@@ -218,7 +205,7 @@ class ZmEntry:
             field = None
         self.field = field
         # value_len: Length of the value.
-        if not field_len.is_end:
+        if not field_len_is_end:
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, self, root)
             if not (not value_len.is_end):
@@ -229,7 +216,7 @@ class ZmEntry:
             value_len = None
         self.value_len = value_len
         # free: Number of unused bytes after the value.
-        if not field_len.is_end:
+        if not field_len_is_end:
             if pos >= end:
                 raise truncated(io, pos, 1, "zipmap:zm_entry.free")
             free = buf[pos]
@@ -238,7 +225,7 @@ class ZmEntry:
             free = None
         self.free = free
         # value: The value bytes.
-        if not field_len.is_end:
+        if not field_len_is_end:
             value_size = value_len.value
             if pos + value_size > end:
                 raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
@@ -248,7 +235,7 @@ class ZmEntry:
             value = None
         self.value = value
         # padding: Unused bytes left after the value by an in-place update.
-        if not field_len.is_end:
+        if not field_len_is_end:
             if pos + free > end:
                 raise truncated(io, pos, free, "zipmap:zm_entry.padding")
             pos += free
@@ -266,7 +253,8 @@ class ZmEntry:
         # field_len: Length of the field, or the end marker.
         field_len, pos = ZmLen._read(io, pos, None, root)
         # field: The field bytes.
-        if not field_len.is_end:
+        field_len_is_end = field_len.is_end
+        if not field_len_is_end:
             field_size = field_len.value
             if pos + field_size > end:
                 raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
@@ -275,7 +263,7 @@ class ZmEntry:
         else:
             field = None
         # value_len: Length of the value.
-        if not field_len.is_end:
+        if not field_len_is_end:
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, None, root)
             if not (not value_len.is_end):
@@ -285,7 +273,7 @@ class ZmEntry:
         else:
             value_len = None
         # free: Number of unused bytes after the value.
-        if not field_len.is_end:
+        if not field_len_is_end:
             if pos >= end:
                 raise truncated(io, pos, 1, "zipmap:zm_entry.free")
             free = buf[pos]
@@ -293,7 +281,7 @@ class ZmEntry:
         else:
             free = None
         # value: The value bytes.
-        if not field_len.is_end:
+        if not field_len_is_end:
             value_size = value_len.value
             if pos + value_size > end:
                 raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
@@ -302,7 +290,7 @@ class ZmEntry:
         else:
             value = None
         # padding: Unused bytes left after the value by an in-place update.
-        if not field_len.is_end:
+        if not field_len_is_end:
             if pos + free > end:
                 raise truncated(io, pos, free, "zipmap:zm_entry.padding")
             pos += free

@@ -9,6 +9,7 @@ while reading are computed into locals at first use, so the hot path reads no pr
 from __future__ import annotations
 
 import keyword
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -68,20 +69,35 @@ def _ref_min_size(ref: TypeRef, seen: set) -> int:
     return 0
 
 
-def expressions_of(t: TypeSpec) -> list[ex.Node]:
-    """Every expression in a type: conditions, sizes, counts, switches, arguments, instances."""
-    nodes: list[ex.Node] = []
-    for a in t.seq + t.instances:
-        nodes += [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
-        refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
-        if isinstance(a.type, Switch):
-            nodes.append(a.type.on)
-        nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
-        if a.process:
-            nodes += list(a.process[1])
-        if isinstance(a.valid, dict) and "expr" in a.valid:
-            nodes.append(ex.parse(a.valid["expr"]))
+def attribute_expressions(a: Attribute) -> list[ex.Node]:
+    """Every expression of a field or instance: condition, size, count, switch, arguments..."""
+    nodes = [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
+    refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
+    if isinstance(a.type, Switch):
+        nodes.append(a.type.on)
+    nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
+    if a.process:
+        nodes += list(a.process[1])
+    if isinstance(a.valid, dict) and "expr" in a.valid:
+        nodes.append(ex.parse(a.valid["expr"]))
     return nodes
+
+
+def expressions_of(t: TypeSpec) -> list[ex.Node]:
+    """Every expression in a type."""
+    return [n for a in t.seq + t.instances for n in attribute_expressions(a)]
+
+
+def shared_reads(t: TypeSpec) -> set[tuple[str, str]]:
+    """The `field.name` reads that the type's expressions make more than once (`_` in a field's
+    own expressions is that field): worth a local."""
+    reads: Counter = Counter()
+    for a in t.seq + t.instances:
+        for node in attribute_expressions(a):
+            for n in ex.nodes_in(node):
+                if isinstance(n, ex.Attr) and isinstance(n.target, ex.Name):
+                    reads[(a.id if n.target.name == "_" else n.target.name, n.name)] += 1
+    return {read for read, count in reads.items() if count > 1}
 
 
 def referenced_names(t: TypeSpec) -> set[str]:
@@ -126,6 +142,7 @@ class TypeEmitter:
         self.needed = names_needed_while_reading(t)
         self.bound: dict[str, str] = {}
         self.facts = Facts(builder, t)
+        self.shared = shared_reads(t)
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -166,16 +183,16 @@ class TypeEmitter:
         if attr.cond is not None:
             value = f"({value} if {self.expr(attr.cond)} else None)"
         self.pre.append(f"{local} = {value}")
-        if self.mode == OBJECT:
+        if self.mode == OBJECT and not self.uncached(attr):
             self.pre.append(f"self._m_{attr.id} = {local}")
         self.known[-1].add(local)
 
     def ctx(self, pos: Optional[str] = "pos") -> ex.Context:
         """Inside a lazy property (pos None) the tree is reached through `self`."""
         if pos is None:
-            return ex.Context(self.resolve, self.enum_value, None, None, self.scalar_attribute,
+            return ex.Context(self.resolve, self.enum_value, None, None, self.attribute,
                               "self._root", "self._parent")
-        return ex.Context(self.resolve, self.enum_value, pos, "io", self.scalar_attribute)
+        return ex.Context(self.resolve, self.enum_value, pos, "io", self.attribute)
 
     def static_type(self, node: ex.Node) -> Optional[TypeSpec]:
         """The user type an expression evaluates to, where the spec makes it certain."""
@@ -196,11 +213,36 @@ class TypeEmitter:
             return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
         return None
 
-    def scalar_attribute(self, node: ex.Node, name: str, source: str) -> Optional[str]:
-        """`entry.int_value` where entry is scalar-compiled: a type test on the scalar."""
+    def attribute(self, node: ex.Node, name: str, source: str) -> Optional[str]:
+        """`x.name` where the spec makes the type of `x` certain: on a scalar-compiled value, a
+        type test; an instance that cannot raise, read from a local, is read once into a local
+        `x_name` (the first use computes it, later ones in its scope reuse it)."""
         target = self.static_type(node)
-        if target is None or not target.scalar:
+        if target is None:
             return None
+        if target.scalar:
+            value = self.scalar_attribute(target, name, source)
+        else:
+            inst = target.attribute(name)
+            it = field_kind(self.current_attr, element=True) if self.current_attr is not None else None
+            base = self.facts.kind(node, it=it)
+            if inst is None or not inst.is_instance or base is None or base.nullable \
+                    or self.facts.instance_kind(target, inst) is None:
+                return None
+            value = f"{source}.{name}"
+        field_id = self.current_attr.id if node == ex.Name("_") and self.current_attr else getattr(node, "name", None)
+        shared = f"{source.rstrip('_')}_{name}"
+        if (field_id, name) not in self.shared or not self.is_known(source) or self.t.attribute(shared) is not None \
+                or shared in _RESERVED:
+            return value
+        if not self.is_known(shared):
+            self.pre.append(f"{shared} = {value}")
+            self.known[-1].add(shared)
+        return shared
+
+    @staticmethod
+    def scalar_attribute(target: TypeSpec, name: str, source: str) -> str:
+        """`entry.int_value` where entry is scalar-compiled: a type test on the scalar."""
         if name in target.scalar:
             kind = target.scalar_kind(name)
             return f"({source} if isinstance({source}, {kind}) else None)"
@@ -610,8 +652,13 @@ class TypeEmitter:
 
     # -- instances -------------------------------------------------------------------------
 
+    def uncached(self, inst: Attribute) -> bool:
+        """A value instance that only combines fields with operators is computed on each access:
+        that costs less than a cache (whose first miss raises AttributeError)."""
+        return self.facts.cheap_instance(self.t, inst)
+
     def property_body(self, inst: Attribute) -> list[str]:
-        """The body of a lazy instance property in object mode."""
+        """The body of an instance property in object mode (after the cache lookup, if cached)."""
         self.out = Lines(depth=2)
         self.known = [set()]
         local = local_name(inst.id)
@@ -623,7 +670,11 @@ class TypeEmitter:
                 # depends on the reading position: only known if computed while reading
                 self.out.add(f"return self._m_{inst.id}")
                 return self.out.lines
-            self.emit(f"{local} = {value}" if cond is None else f"{local} = {value} if {cond} else None")
+            value = value if cond is None else f"{value} if {cond} else None"
+            if self.uncached(inst):
+                self.emit(f"return {value}")
+                return self.out.lines
+            self.emit(f"{local} = {value}")
         else:
             self.emit("io = self._io")
             self.emit("buf = io.buf")
