@@ -257,35 +257,29 @@ class ModuleOp:
                 f"{opcode!r} is invalid: fails not _.is_encoded and _.value <= 5",
             )
         self.opcode = opcode
-        # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
+        # uint_value, float_value, double_value, string_value: at most one of them is present
+        uint_value = float_value = double_value = string_value = None
         if (opcode_value == 1) or (opcode_value == 2):
+            # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        else:
-            uint_value = None
-        self.uint_value = uint_value
-        # float_value: FLOAT value, binary32 LE.
-        if opcode_value == 3:
+        elif opcode_value == 3:
+            # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = unpack_f4le(buf, pos)[0]
             pos += 4
-        else:
-            float_value = None
-        self.float_value = float_value
-        # double_value: DOUBLE value, binary64 LE.
-        if opcode_value == 4:
+        elif opcode_value == 4:
+            # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = unpack_f8le(buf, pos)[0]
             pos += 8
-        else:
-            double_value = None
-        self.double_value = double_value
-        # string_value: STRING value.
-        if opcode_value == 5:
+        elif opcode_value == 5:
+            # string_value: STRING value.
             string_value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        else:
-            string_value = None
+        self.uint_value = uint_value
+        self.float_value = float_value
+        self.double_value = double_value
         self.string_value = string_value
         return self, pos
 
@@ -305,33 +299,27 @@ class ModuleOp:
                 "module:module_op.opcode",
                 f"{opcode!r} is invalid: fails not _.is_encoded and _.value <= 5",
             )
-        # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
+        # uint_value, float_value, double_value, string_value: at most one of them is present
+        uint_value = float_value = double_value = string_value = None
         if (opcode_value == 1) or (opcode_value == 2):
+            # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             pos = rdb_string.RdbLen._skip(io, pos, None, root)
             uint_value = None
-        else:
-            uint_value = None
-        # float_value: FLOAT value, binary32 LE.
-        if opcode_value == 3:
+        elif opcode_value == 3:
+            # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = unpack_f4le(buf, pos)[0]
             pos += 4
-        else:
-            float_value = None
-        # double_value: DOUBLE value, binary64 LE.
-        if opcode_value == 4:
+        elif opcode_value == 4:
+            # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = unpack_f8le(buf, pos)[0]
             pos += 8
-        else:
-            double_value = None
-        # string_value: STRING value.
-        if opcode_value == 5:
+        elif opcode_value == 5:
+            # string_value: STRING value.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
-            string_value = None
-        else:
             string_value = None
         return pos
 

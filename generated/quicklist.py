@@ -183,17 +183,15 @@ class Quicklist2Node:
                 f"{container!r} is invalid: fails _.value == 1 or _.value == 2",
             )
         self.container = container
-        # plain: A PLAIN node's single element.
+        # plain, packed: at most one of them is present
+        plain = packed = None
         if container_value == 1:
+            # plain: A PLAIN node's single element.
             plain, pos = rdb_string.RdbString._read(io, pos, self, root)
-        else:
-            plain = None
-        self.plain = plain
-        # packed: A PACKED node's listpack (possibly LZF-compressed).
-        if container_value == 2:
+        elif container_value == 2:
+            # packed: A PACKED node's listpack (possibly LZF-compressed).
             packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        else:
-            packed = None
+        self.plain = plain
         self.packed = packed
         return self, pos
 
@@ -213,16 +211,14 @@ class Quicklist2Node:
                 "quicklist:quicklist_2_node.container",
                 f"{container!r} is invalid: fails _.value == 1 or _.value == 2",
             )
-        # plain: A PLAIN node's single element.
+        # plain, packed: at most one of them is present
+        plain = packed = None
         if container_value == 1:
+            # plain: A PLAIN node's single element.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             plain = None
-        else:
-            plain = None
-        # packed: A PACKED node's listpack (possibly LZF-compressed).
-        if container_value == 2:
+        elif container_value == 2:
+            # packed: A PACKED node's listpack (possibly LZF-compressed).
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-            packed = None
-        else:
             packed = None
         return pos

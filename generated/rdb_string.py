@@ -67,18 +67,18 @@ class RdbString:
                 f"{len_!r} is invalid: fails not _.is_encoded or _.value <= 3",
             )
         self.len = len_
-        # raw: The bytes of a plain (not encoded) string.
+        # raw, int_value, clen, ulen, lzf: at most one of them is present
+        is_int = len_is_encoded and (len_value < 3)
+        is_lzf = len_is_encoded and (len_value == 3)
+        raw = int_value = clen = ulen = lzf = None
         if not len_is_encoded:
+            # raw: The bytes of a plain (not encoded) string.
             if pos + len_value > end:
                 raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
             pos += len_value
             raw = buf[pos - len_value : pos]
-        else:
-            raw = None
-        self.raw = raw
-        # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-        is_int = len_is_encoded and (len_value < 3)
-        if is_int:
+        elif is_int:
+            # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
             int_value_on = len_value
             if int_value_on == 0:
                 if pos + 1 > end:
@@ -97,32 +97,22 @@ class RdbString:
                 pos += 4
             else:
                 int_value = None
-        else:
-            int_value = None
-        self.int_value = int_value
-        # clen: Compressed length of an LZF string (written before the uncompressed length).
-        is_lzf = len_is_encoded and (len_value == 3)
-        if is_lzf:
+        elif is_lzf:
+            # clen: Compressed length of an LZF string (written before the uncompressed length).
             clen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            clen = None
-        self.clen = clen
-        # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-        if is_lzf:
+            # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
             ulen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            ulen = None
-        self.ulen = ulen
-        # lzf: The decompressed bytes of an LZF string.
-        if is_lzf:
+            # lzf: The decompressed bytes of an LZF string.
             lzf_size = clen.value
             if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
             lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
             pos += lzf_size
             lzf = lzf_data
-        else:
-            lzf = None
+        self.raw = raw
+        self.int_value = int_value
+        self.clen = clen
+        self.ulen = ulen
         self.lzf = lzf
         return self, pos
 
@@ -143,17 +133,18 @@ class RdbString:
                 "rdb_string:rdb_string.len",
                 f"{len_!r} is invalid: fails not _.is_encoded or _.value <= 3",
             )
-        # raw: The bytes of a plain (not encoded) string.
+        # raw, int_value, clen, ulen, lzf: at most one of them is present
+        is_int = len_is_encoded and (len_value < 3)
+        is_lzf = len_is_encoded and (len_value == 3)
+        raw = int_value = clen = ulen = lzf = None
         if not len_is_encoded:
+            # raw: The bytes of a plain (not encoded) string.
             if pos + len_value > end:
                 raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
             pos += len_value
             raw = None
-        else:
-            raw = None
-        # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-        is_int = len_is_encoded and (len_value < 3)
-        if is_int:
+        elif is_int:
+            # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
             int_value_on = len_value
             if int_value_on == 0:
                 if pos + 1 > end:
@@ -172,27 +163,16 @@ class RdbString:
                 pos += 4
             else:
                 int_value = None
-        else:
-            int_value = None
-        # clen: Compressed length of an LZF string (written before the uncompressed length).
-        is_lzf = len_is_encoded and (len_value == 3)
-        if is_lzf:
+        elif is_lzf:
+            # clen: Compressed length of an LZF string (written before the uncompressed length).
             clen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            clen = None
-        # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-        if is_lzf:
+            # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
             ulen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            ulen = None
-        # lzf: The decompressed bytes of an LZF string.
-        if is_lzf:
+            # lzf: The decompressed bytes of an LZF string.
             lzf_size = clen.value
             if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
             pos += lzf_size
-            lzf = None
-        else:
             lzf = None
         return pos
 
@@ -253,32 +233,28 @@ class RdbLen:
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )
         self.b0 = b0
-        # b1: Low 8 bits of a 14-bit length.
+        # b1, len32, len64: at most one of them is present
+        b1 = len32 = len64 = None
         if (b0 >> 6) == 1:
+            # b1: Low 8 bits of a 14-bit length.
             if pos >= end:
                 raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
             b1 = buf[pos]
             pos += 1
-        else:
-            b1 = None
-        self.b1 = b1
-        # len32: A 32-bit big-endian length.
-        if b0 == 128:
+        elif b0 == 128:
+            # len32: A 32-bit big-endian length.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
             len32 = unpack_u4be(buf, pos)[0]
             pos += 4
-        else:
-            len32 = None
-        self.len32 = len32
-        # len64: A 64-bit big-endian length (RDB 8 and later).
-        if b0 == 129:
+        elif b0 == 129:
+            # len64: A 64-bit big-endian length (RDB 8 and later).
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
             len64 = unpack_u8be(buf, pos)[0]
             pos += 8
-        else:
-            len64 = None
+        self.b1 = b1
+        self.len32 = len32
         self.len64 = len64
         return self, pos
 
@@ -300,30 +276,26 @@ class RdbLen:
                 "rdb_string:rdb_len.b0",
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )
-        # b1: Low 8 bits of a 14-bit length.
+        # b1, len32, len64: at most one of them is present
+        b1 = len32 = len64 = None
         if (b0 >> 6) == 1:
+            # b1: Low 8 bits of a 14-bit length.
             if pos >= end:
                 raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
             b1 = buf[pos]
             pos += 1
-        else:
-            b1 = None
-        # len32: A 32-bit big-endian length.
-        if b0 == 128:
+        elif b0 == 128:
+            # len32: A 32-bit big-endian length.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
             len32 = unpack_u4be(buf, pos)[0]
             pos += 4
-        else:
-            len32 = None
-        # len64: A 64-bit big-endian length (RDB 8 and later).
-        if b0 == 129:
+        elif b0 == 129:
+            # len64: A 64-bit big-endian length (RDB 8 and later).
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
             len64 = unpack_u8be(buf, pos)[0]
             pos += 8
-        else:
-            len64 = None
         return pos
 
     @property
@@ -386,8 +358,10 @@ class RdbBlob:
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
         self.len = len_
-        # plain: The container parsed from an uncompressed blob.
+        # plain, clen, ulen, lzf: at most one of them is present
+        plain = clen = ulen = lzf = None
         if not len_is_encoded:
+            # plain: The container parsed from an uncompressed blob.
             if pos + len_value > end:
                 raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
             plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
@@ -405,23 +379,12 @@ class RdbBlob:
                 plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
             else:
                 plain = plain_io.buf[plain_io.start : plain_io.end]
-        else:
-            plain = None
-        self.plain = plain
-        # clen: Compressed length of an LZF blob.
-        if len_is_encoded:
+        elif len_is_encoded:
+            # clen: Compressed length of an LZF blob.
             clen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            clen = None
-        self.clen = clen
-        # ulen: Uncompressed length of an LZF blob.
-        if len_is_encoded:
+            # ulen: Uncompressed length of an LZF blob.
             ulen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            ulen = None
-        self.ulen = ulen
-        # lzf: The container parsed from the LZF-decompressed bytes.
-        if len_is_encoded:
+            # lzf: The container parsed from the LZF-decompressed bytes.
             lzf_size = clen.value
             if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
@@ -441,8 +404,9 @@ class RdbBlob:
                 lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
             else:
                 lzf = lzf_io.buf[lzf_io.start : lzf_io.end]
-        else:
-            lzf = None
+        self.plain = plain
+        self.clen = clen
+        self.ulen = ulen
         self.lzf = lzf
         return self, pos
 
@@ -460,32 +424,24 @@ class RdbBlob:
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
-        # plain: The container parsed from an uncompressed blob.
+        # plain, clen, ulen, lzf: at most one of them is present
+        plain = clen = ulen = lzf = None
         if not len_is_encoded:
+            # plain: The container parsed from an uncompressed blob.
             if pos + len_value > end:
                 raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
             pos += len_value
             plain = None
-        else:
-            plain = None
-        # clen: Compressed length of an LZF blob.
-        if len_is_encoded:
+        elif len_is_encoded:
+            # clen: Compressed length of an LZF blob.
             clen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            clen = None
-        # ulen: Uncompressed length of an LZF blob.
-        if len_is_encoded:
+            # ulen: Uncompressed length of an LZF blob.
             ulen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            ulen = None
-        # lzf: The container parsed from the LZF-decompressed bytes.
-        if len_is_encoded:
+            # lzf: The container parsed from the LZF-decompressed bytes.
             lzf_size = clen.value
             if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
             pos += lzf_size
-            lzf = None
-        else:
             lzf = None
         return pos
 

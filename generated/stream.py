@@ -108,23 +108,17 @@ class StreamValue:
         # last_id: The last generated ID.
         last_id, pos = StreamId._read(io, pos, self, root)
         self.last_id = last_id
-        # first_id: The recorded first entry ID (type >= 19).
+        # first_id, max_deleted_entry_id, entries_added: read together
+        first_id = max_deleted_entry_id = entries_added = None
         if type_code >= 19:
+            # first_id: The recorded first entry ID (type >= 19).
             first_id, pos = StreamId._read(io, pos, self, root)
-        else:
-            first_id = None
-        self.first_id = first_id
-        # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-        if type_code >= 19:
+            # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
             max_deleted_entry_id, pos = StreamId._read(io, pos, self, root)
-        else:
-            max_deleted_entry_id = None
-        self.max_deleted_entry_id = max_deleted_entry_id
-        # entries_added: Number of entries ever added (type >= 19).
-        if type_code >= 19:
+            # entries_added: Number of entries ever added (type >= 19).
             entries_added, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        else:
-            entries_added = None
+        self.first_id = first_id
+        self.max_deleted_entry_id = max_deleted_entry_id
         self.entries_added = entries_added
         # num_groups: Number of consumer groups.
         num_groups, pos = rdb_string.RdbLen._read(io, pos, self, root)
@@ -172,23 +166,17 @@ class StreamValue:
         # last_id: The last generated ID.
         pos = StreamId._skip(io, pos, None, root)
         last_id = None
-        # first_id: The recorded first entry ID (type >= 19).
+        # first_id, max_deleted_entry_id, entries_added: read together
+        first_id = max_deleted_entry_id = entries_added = None
         if type_code >= 19:
+            # first_id: The recorded first entry ID (type >= 19).
             pos = StreamId._skip(io, pos, None, root)
             first_id = None
-        else:
-            first_id = None
-        # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-        if type_code >= 19:
+            # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
             pos = StreamId._skip(io, pos, None, root)
             max_deleted_entry_id = None
-        else:
-            max_deleted_entry_id = None
-        # entries_added: Number of entries ever added (type >= 19).
-        if type_code >= 19:
+            # entries_added: Number of entries ever added (type >= 19).
             pos = rdb_string.RdbLen._skip(io, pos, None, root)
-            entries_added = None
-        else:
             entries_added = None
         # num_groups: Number of consumer groups.
         num_groups, pos = rdb_string.RdbLen._read(io, pos, None, root)

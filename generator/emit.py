@@ -104,20 +104,24 @@ def referenced_names(t: TypeSpec) -> set[str]:
     return set().union(*(ex.names_in(n) for n in expressions_of(t)))
 
 
-def names_needed_while_reading(t: TypeSpec) -> set[str]:
-    """Names the seq's own expressions use, with the instances they reach followed: the
-    fields a skip pass must still read (instances nobody reads while skipping do not count)."""
-    seq_only = TypeSpec(t.id, t.spec, t.parent, t.yaml_path, t.raw, seq=t.seq)
-    needed = set().union(*(ex.names_in(n) for n in expressions_of(seq_only)))
-    pending = list(needed)
+def closure(t: TypeSpec, names: set[str]) -> set[str]:
+    """`names` with the names that the instances among them refer to, transitively."""
+    found = set(names)
+    pending = list(found)
     while pending:
         inst = t.attribute(pending.pop())
         if inst is not None and inst.is_instance:
             for node in (inst.value, inst.cond, inst.pos):
-                for name in ex.names_in(node) - needed if node is not None else ():
-                    needed.add(name)
+                for name in ex.names_in(node) - found if node is not None else ():
+                    found.add(name)
                     pending.append(name)
-    return needed
+    return found
+
+
+def names_needed_while_reading(t: TypeSpec) -> set[str]:
+    """Names the seq's own expressions use, with the instances they reach followed: the
+    fields a skip pass must still read (instances nobody reads while skipping do not count)."""
+    return closure(t, {name for a in t.seq for n in attribute_expressions(a) for name in ex.names_in(n)})
 
 
 def uses_parent(t: TypeSpec) -> bool:
@@ -279,11 +283,68 @@ class TypeEmitter:
     # -- seq -------------------------------------------------------------------------------
 
     def body(self) -> list[str]:
-        for a in self.t.seq:
-            if a.id == self.t.streamed:
-                break
-            self.field(a)
+        streamed = [a.id for a in self.t.seq].index(self.t.streamed) if self.t.streamed else len(self.t.seq)
+        self.fields(self.t.seq[:streamed])
         return self.out.lines
+
+    def fields(self, attrs: list[Attribute]) -> None:
+        """Reads fields in order; a run of conditional fields whose conditions exclude each other
+        (or are the same) is read as one if/elif chain, so each condition is tested once at most."""
+        index = 0
+        while index < len(attrs):
+            run = self.exclusive_run(attrs[index:])
+            if len(run) > 1:
+                self.chain(run)
+            else:
+                self.field(attrs[index])
+            index += len(run)
+
+    def chainable(self, a: Attribute) -> bool:
+        """A conditional field whose condition does not depend on the position, and whose type
+        does not read its parent (whose fields a chain stores only at its end)."""
+        targets = [r.target for r in ([a.type] + ([r for _, r in a.type.cases] + [a.type.default]
+                                                   if isinstance(a.type, Switch) else []))
+                   if isinstance(r, UserRef)]
+        return (a.cond is not None and not a.raw.get("-rdbspec-lazy") and "_io" not in ex.names_in(a.cond)
+                and not any(uses_parent(target) for target in targets))
+
+    def exclusive_run(self, attrs: list[Attribute]) -> list[Attribute]:
+        """The longest run of chainable fields from the first whose conditions are the same or
+        exclude each other, and refer to no field of the run."""
+        run = attrs[:1]
+        if not self.chainable(attrs[0]):
+            return run
+        for a in attrs[1:]:
+            ids = {b.id for b in run} | {a.id}
+            conds = [b.cond for b in run] + [a.cond]
+            if not self.chainable(a) or any(closure(self.t, ex.names_in(cond)) & ids for cond in conds):
+                break
+            if len(set(conds)) > 1 and not self.facts.exclusive(conds):
+                break
+            run.append(a)
+        return run
+
+    def chain(self, run: list[Attribute]) -> None:
+        branches: dict[ex.Node, list[Attribute]] = {}
+        for a in run:
+            branches.setdefault(a.cond, []).append(a)
+        tests = [self.expr(cond) for cond in branches]  # instances they need are computed first
+        names = ", ".join(a.id for a in run)
+        self.out.add(f"# {names}: " + ("read together" if len(branches) == 1 else "at most one of them is present"))
+        self.emit(" = ".join(local_name(a.id) for a in run) + " = None")
+        for index, (test, attrs) in enumerate(zip(tests, branches.values())):
+            self.block(f"{'if' if index == 0 else 'elif'} {test}:")
+            for a in attrs:
+                self.comment(a)
+                self.read_repeated(a, local_name(a.id))
+                self.known[-1].add(local_name(a.id))
+            self.end_block()
+        for a in run:
+            self.known[-1].add(local_name(a.id))
+            self.store(a, local_name(a.id))
+
+    def comment(self, a: Attribute) -> None:
+        self.out.add(f"# {a.id}" + (f": {a.doc.splitlines()[0]}" if a.doc else ""))
 
     @staticmethod
     def given(a: Attribute) -> frozenset:
@@ -316,7 +377,7 @@ class TypeEmitter:
             self.field(a)
             self.mode = OBJECT
             return
-        self.out.add(f"# {a.id}" + (f": {a.doc.splitlines()[0]}" if a.doc else ""))
+        self.comment(a)
         if a.cond is not None:
             self.block(f"if {self.expr(a.cond)}:")
             self.read_repeated(a, local)

@@ -149,8 +149,7 @@ class ModuleRenderer:
         index = next(i for i, a in enumerate(t.seq) if a.id == t.streamed)
         streamed: Attribute = t.seq[index]
         lines = emitter.stream_loop(streamed)
-        for a in t.seq[index + 1:]:
-            emitter.field(a)
+        emitter.fields(t.seq[index + 1:])
         return self.collect(emitter, lines)
 
     def render(self, env: jinja2.Environment) -> str:
