@@ -167,7 +167,7 @@ class LpBody:
         # entries: Listpack entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_lp_entry(io, pos, self, root)
+            entries_item, pos = read_lp_entry(io, buf, end, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
         return self, pos
@@ -180,12 +180,12 @@ class LpBody:
         # entries: Listpack entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_lp_entry(io, pos, None, root)
+            entries_item, pos = read_lp_entry(io, buf, end, pos, None, root)
             entries.append(entries_item)
         return pos
 
 
-def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
+def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     """One listpack entry: an encoding byte (with data), then the backlen (notes §5.1).
     Exactly one of `int_value` (every integer encoding, sign-extended) and `str_value`
     (6-bit, 12-bit and 32-bit strings) is non-null. Encoding bytes 0xF5..0xFF are invalid.
@@ -193,10 +193,9 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
 
     Written by: redis src/listpack.c lpCurrentEncodedSizeUnsafe
 
-    Returns the value (int_value or str_value) and the position after it.
+    Reads at `pos` in `io` (whose `buf` and `end` are passed too, as this runs per element);
+    returns the value (int_value or str_value) and the position after it.
     """
-    buf = io.buf
-    end = io.end
     # enc: Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
     enc_pos = pos
     if pos >= end:

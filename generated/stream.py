@@ -1075,7 +1075,7 @@ class StreamMaster:
         read_lp_entry = listpack.read_lp_entry
         # count: Live entries in this node.
         count__pos = pos
-        count_, pos = read_lp_entry(io, pos, self, root)
+        count_, pos = read_lp_entry(io, buf, end, pos, self, root)
         if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
             raise invalid(
                 io,
@@ -1086,7 +1086,7 @@ class StreamMaster:
         self.count = count_
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
-        deleted, pos = read_lp_entry(io, pos, self, root)
+        deleted, pos = read_lp_entry(io, buf, end, pos, self, root)
         if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
             raise invalid(
                 io,
@@ -1097,7 +1097,7 @@ class StreamMaster:
         self.deleted = deleted
         # num_fields: Number of master fields.
         num_fields_pos = pos
-        num_fields, pos = read_lp_entry(io, pos, self, root)
+        num_fields, pos = read_lp_entry(io, buf, end, pos, self, root)
         num_fields_int_value = num_fields if isinstance(num_fields, int) else None
         if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
             raise invalid(
@@ -1118,12 +1118,12 @@ class StreamMaster:
             )
         fields = []
         for fields_index in range(fields_count):
-            fields_item, pos = read_lp_entry(io, pos, self, root)
+            fields_item, pos = read_lp_entry(io, buf, end, pos, self, root)
             fields.append(fields_item)
         self.fields = fields
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
-        terminator, pos = read_lp_entry(io, pos, self, root)
+        terminator, pos = read_lp_entry(io, buf, end, pos, self, root)
         if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
             raise invalid(
                 io,
@@ -1142,7 +1142,7 @@ class StreamMaster:
         read_lp_entry = listpack.read_lp_entry
         # count: Live entries in this node.
         count__pos = pos
-        count_, pos = read_lp_entry(io, pos, None, root)
+        count_, pos = read_lp_entry(io, buf, end, pos, None, root)
         if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
             raise invalid(
                 io,
@@ -1152,7 +1152,7 @@ class StreamMaster:
             )
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
-        deleted, pos = read_lp_entry(io, pos, None, root)
+        deleted, pos = read_lp_entry(io, buf, end, pos, None, root)
         if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
             raise invalid(
                 io,
@@ -1162,7 +1162,7 @@ class StreamMaster:
             )
         # num_fields: Number of master fields.
         num_fields_pos = pos
-        num_fields, pos = read_lp_entry(io, pos, None, root)
+        num_fields, pos = read_lp_entry(io, buf, end, pos, None, root)
         num_fields_int_value = num_fields if isinstance(num_fields, int) else None
         if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
             raise invalid(
@@ -1182,11 +1182,11 @@ class StreamMaster:
             )
         fields = []
         for fields_index in range(fields_count):
-            fields_item, pos = read_lp_entry(io, pos, None, root)
+            fields_item, pos = read_lp_entry(io, buf, end, pos, None, root)
             fields.append(fields_item)
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
-        terminator, pos = read_lp_entry(io, pos, None, root)
+        terminator, pos = read_lp_entry(io, buf, end, pos, None, root)
         if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
             raise invalid(
                 io,
@@ -1247,19 +1247,19 @@ class StreamEntry:
                 break
             # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
             flags_pos = pos
-            flags, pos = read_lp_entry(io, pos, None, root)
+            flags, pos = read_lp_entry(io, buf, end, pos, None, root)
             if not isinstance(flags, int):
                 raise invalid(io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int")
             flags_column.append(flags)
             # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
             ms_diff_pos = pos
-            ms_diff, pos = read_lp_entry(io, pos, None, root)
+            ms_diff, pos = read_lp_entry(io, buf, end, pos, None, root)
             if not isinstance(ms_diff, int):
                 raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
             ms_diff_column.append(ms_diff)
             # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
             seq_diff_pos = pos
-            seq_diff, pos = read_lp_entry(io, pos, None, root)
+            seq_diff, pos = read_lp_entry(io, buf, end, pos, None, root)
             if not isinstance(seq_diff, int):
                 raise invalid(
                     io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int"
@@ -1269,7 +1269,7 @@ class StreamEntry:
             flags_int_value = flags if isinstance(flags, int) else None
             if (flags_int_value & 2) == 0:
                 num_fields_pos = pos
-                num_fields, pos = read_lp_entry(io, pos, None, root)
+                num_fields, pos = read_lp_entry(io, buf, end, pos, None, root)
                 num_fields_int_value = num_fields if isinstance(num_fields, int) else None
                 if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
                     raise invalid(
@@ -1297,12 +1297,12 @@ class StreamEntry:
                 )
             items = []
             for items_index in range(items_count):
-                items_item, pos = read_lp_entry(io, pos, None, root)
+                items_item, pos = read_lp_entry(io, buf, end, pos, None, root)
                 items.append(items_item)
             items_column.append(items)
             # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
             lp_count_pos = pos
-            lp_count, pos = read_lp_entry(io, pos, None, root)
+            lp_count, pos = read_lp_entry(io, buf, end, pos, None, root)
             try:
                 lp_count_ok = isinstance(lp_count, int) and (
                     (lp_count if isinstance(lp_count, int) else None)

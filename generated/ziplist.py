@@ -176,7 +176,7 @@ class ZlBody:
         # entries: Ziplist entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_zl_entry(io, pos, self, root)
+            entries_item, pos = read_zl_entry(io, buf, end, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
         return self, pos
@@ -189,22 +189,21 @@ class ZlBody:
         # entries: Ziplist entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_zl_entry(io, pos, None, root)
+            entries_item, pos = read_zl_entry(io, buf, end, pos, None, root)
             entries.append(entries_item)
         return pos
 
 
-def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
+def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     """One ziplist entry: prevlen (1 byte, or 0xFE + u32 LE), an encoding byte, then data.
     String lengths of the 14-bit and 32-bit forms are BIG-endian; integers are little-endian;
     0xF1..0xFD are 4-bit immediates 0..12. Exactly one of `int_value` and `str_value` is non-null.
 
     Written by: redis src/ziplist.c zipEntrySafe
 
-    Returns the value (int_value or str_value) and the position after it.
+    Reads at `pos` in `io` (whose `buf` and `end` are passed too, as this runs per element);
+    returns the value (int_value or str_value) and the position after it.
     """
-    buf = io.buf
-    end = io.end
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
     prevlen_b0_pos = pos
     if pos >= end:

@@ -545,16 +545,15 @@ class TypeEmitter:
             self.emit(f"{local} = None")
             return
         parent = "self" if self.mode == OBJECT else "None"
-        call = f"{self.reader(ref.target)}({io}, {pos}, {parent}, root{args})"
+        if ref.target.scalar:  # a function called per element: it takes the buffer and end too
+            view = "buf, end" if io == "io" else f"{io}.buf, {io}.end"
+            call = f"{self.qualified_function(ref.target)}({io}, {view}, {pos}, {parent}, root{args})"
+        else:
+            call = f"{self.qualified(ref.target)}._read({io}, {pos}, {parent}, root{args})"
         if pos == "pos":
             self.emit(f"{local}, pos = {call}")
         else:
             self.emit(f"{local} = {call}[0]")
-
-    def reader(self, target: TypeSpec) -> str:
-        if target.scalar:
-            return self.qualified_function(target)
-        return f"{self.qualified(target)}._read"
 
     def qualified(self, target: TypeSpec) -> str:
         if target.module == self.t.module:
