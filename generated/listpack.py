@@ -248,13 +248,13 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
         int64 = unpack_s8le(buf, pos)[0]
         pos += 8
     # str: The bytes of a string entry.
+    str_len = (
+        (enc & 63)
+        if ((enc & 192) == 128)
+        else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0))
+    )
     is_int = ((enc < 128) or ((enc & 224) == 192)) or ((enc >= 241) and (enc <= 244))
     if not is_int:
-        str_len = (
-            (enc & 63)
-            if ((enc & 192) == 128)
-            else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0))
-        )
         if pos + str_len > end:
             raise truncated(io, pos, str_len, "listpack:lp_entry.str")
         pos += str_len
@@ -283,11 +283,6 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
                 )
             )
         )
-    )
-    str_len = (
-        (enc & 63)
-        if ((enc & 192) == 128)
-        else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0))
     )
     entry_len = header_len + str_len
     backlen_size = (

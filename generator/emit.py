@@ -328,6 +328,7 @@ class TypeEmitter:
         branches: dict[ex.Node, list[Attribute]] = {}
         for a in run:
             branches.setdefault(a.cond, []).append(a)
+        self.hoist(run)
         tests = [self.expr(cond) for cond in branches]  # instances they need are computed first
         names = ", ".join(a.id for a in run)
         self.out.add(f"# {names}: " + ("read together" if len(branches) == 1 else "at most one of them is present"))
@@ -342,6 +343,23 @@ class TypeEmitter:
         for a in run:
             self.known[-1].add(local_name(a.id))
             self.store(a, local_name(a.id))
+
+    def hoist(self, attrs: list[Attribute]) -> None:
+        """Before conditional fields: the instances they need that a later field needs too are
+        computed once, here, when that cannot raise and all they read is already read."""
+        last = max(i for i, b in enumerate(self.t.seq) if any(b is a for a in attrs))
+        later = closure(self.t, {n for b in self.t.seq[last + 1:] for node in attribute_expressions(b)
+                                 for n in ex.names_in(node)} | set(self.t.scalar or ()))
+        inside = closure(self.t, {n for a in attrs for node in attribute_expressions(a) if node is not a.cond
+                                  for n in ex.names_in(node)})
+        for inst in self.t.instances:
+            if inst.id not in inside & later or inst.value is None or self.is_known(local_name(inst.id)):
+                continue
+            reads = closure(self.t, {inst.id})
+            ready = all(self.is_known(local_name(n)) for n in reads if (b := self.t.attribute(n)) is not None
+                        and not b.is_instance)
+            if ready and "_io" not in reads and self.facts.instance_kind(self.t, inst) is not None:
+                self.resolve(inst.id)
 
     def comment(self, a: Attribute) -> None:
         self.out.add(f"# {a.id}" + (f": {a.doc.splitlines()[0]}" if a.doc else ""))
@@ -379,6 +397,7 @@ class TypeEmitter:
             return
         self.comment(a)
         if a.cond is not None:
+            self.hoist([a])
             self.block(f"if {self.expr(a.cond)}:")
             self.read_repeated(a, local)
             self.end_block()
