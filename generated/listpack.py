@@ -204,49 +204,50 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     pos += 1
     if not (enc < 245):
         raise invalid(io, enc_pos, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
-    # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present
+    # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
     b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
-    if ((enc & 224) == 192) or ((enc & 240) == 224):
-        # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:lp_entry.b1")
-        b1 = buf[pos]
-        pos += 1
-    elif enc == 240:
-        # len32: Little-endian length of a 32-bit string.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:lp_entry.len32")
-        len32 = unpack_u4le(buf, pos)[0]
-        pos += 4
-    elif enc == 241:
-        # int16: A 16-bit little-endian two's complement integer.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:lp_entry.int16")
-        int16 = unpack_s2le(buf, pos)[0]
-        pos += 2
-    elif enc == 242:
-        # int24_lo: Low 16 bits of a 24-bit little-endian two's complement integer.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:lp_entry.int24_lo")
-        int24_lo = unpack_u2le(buf, pos)[0]
-        pos += 2
-        # int24_hi: High 8 bits of a 24-bit little-endian two's complement integer.
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:lp_entry.int24_hi")
-        int24_hi = buf[pos]
-        pos += 1
-    elif enc == 243:
-        # int32: A 32-bit little-endian two's complement integer.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:lp_entry.int32")
-        int32 = unpack_s4le(buf, pos)[0]
-        pos += 4
-    elif enc == 244:
-        # int64: A 64-bit little-endian two's complement integer.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "listpack:lp_entry.int64")
-        int64 = unpack_s8le(buf, pos)[0]
-        pos += 8
+    if enc >= 192:
+        if ((enc & 224) == 192) or ((enc & 240) == 224):
+            # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
+            if pos >= end:
+                raise truncated(io, pos, 1, "listpack:lp_entry.b1")
+            b1 = buf[pos]
+            pos += 1
+        elif enc == 240:
+            # len32: Little-endian length of a 32-bit string.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "listpack:lp_entry.len32")
+            len32 = unpack_u4le(buf, pos)[0]
+            pos += 4
+        elif enc == 241:
+            # int16: A 16-bit little-endian two's complement integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "listpack:lp_entry.int16")
+            int16 = unpack_s2le(buf, pos)[0]
+            pos += 2
+        elif enc == 242:
+            # int24_lo: Low 16 bits of a 24-bit little-endian two's complement integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "listpack:lp_entry.int24_lo")
+            int24_lo = unpack_u2le(buf, pos)[0]
+            pos += 2
+            # int24_hi: High 8 bits of a 24-bit little-endian two's complement integer.
+            if pos >= end:
+                raise truncated(io, pos, 1, "listpack:lp_entry.int24_hi")
+            int24_hi = buf[pos]
+            pos += 1
+        elif enc == 243:
+            # int32: A 32-bit little-endian two's complement integer.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "listpack:lp_entry.int32")
+            int32 = unpack_s4le(buf, pos)[0]
+            pos += 4
+        elif enc == 244:
+            # int64: A 64-bit little-endian two's complement integer.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "listpack:lp_entry.int64")
+            int64 = unpack_s8le(buf, pos)[0]
+            pos += 8
     # str: The bytes of a string entry.
     str_len = (
         (enc & 63)

@@ -233,26 +233,27 @@ class RdbLen:
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )
         self.b0 = b0
-        # b1, len32, len64: at most one of them is present
+        # b1, len32, len64: at most one of them is present, only when b0 >= 64
         b1 = len32 = len64 = None
-        if (b0 >> 6) == 1:
-            # b1: Low 8 bits of a 14-bit length.
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-            b1 = buf[pos]
-            pos += 1
-        elif b0 == 128:
-            # len32: A 32-bit big-endian length.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-            len32 = unpack_u4be(buf, pos)[0]
-            pos += 4
-        elif b0 == 129:
-            # len64: A 64-bit big-endian length (RDB 8 and later).
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-            len64 = unpack_u8be(buf, pos)[0]
-            pos += 8
+        if b0 >= 64:
+            if (b0 >> 6) == 1:
+                # b1: Low 8 bits of a 14-bit length.
+                if pos >= end:
+                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+                b1 = buf[pos]
+                pos += 1
+            elif b0 == 128:
+                # len32: A 32-bit big-endian length.
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+                len32 = unpack_u4be(buf, pos)[0]
+                pos += 4
+            elif b0 == 129:
+                # len64: A 64-bit big-endian length (RDB 8 and later).
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+                len64 = unpack_u8be(buf, pos)[0]
+                pos += 8
         self.b1 = b1
         self.len32 = len32
         self.len64 = len64
@@ -276,26 +277,27 @@ class RdbLen:
                 "rdb_string:rdb_len.b0",
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )
-        # b1, len32, len64: at most one of them is present
+        # b1, len32, len64: at most one of them is present, only when b0 >= 64
         b1 = len32 = len64 = None
-        if (b0 >> 6) == 1:
-            # b1: Low 8 bits of a 14-bit length.
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-            b1 = buf[pos]
-            pos += 1
-        elif b0 == 128:
-            # len32: A 32-bit big-endian length.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-            len32 = unpack_u4be(buf, pos)[0]
-            pos += 4
-        elif b0 == 129:
-            # len64: A 64-bit big-endian length (RDB 8 and later).
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-            len64 = unpack_u8be(buf, pos)[0]
-            pos += 8
+        if b0 >= 64:
+            if (b0 >> 6) == 1:
+                # b1: Low 8 bits of a 14-bit length.
+                if pos >= end:
+                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+                b1 = buf[pos]
+                pos += 1
+            elif b0 == 128:
+                # len32: A 32-bit big-endian length.
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+                len32 = unpack_u4be(buf, pos)[0]
+                pos += 4
+            elif b0 == 129:
+                # len64: A 64-bit big-endian length (RDB 8 and later).
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+                len64 = unpack_u8be(buf, pos)[0]
+                pos += 8
         return pos
 
     @property

@@ -236,55 +236,56 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
             "ziplist:zl_entry.enc",
             f"{enc!r} is invalid: fails _ < 0x80 or _ == 0x80 or _ == 0xc0 or _ == 0xd0 or _ == 0xe0 or (_ >= 0xf0 and _ <= 0xfe)",
         )
-    # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present
+    # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
     b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = None
-    if (enc & 192) == 64:
-        # b1: Low 8 bits of a 14-bit (big-endian) string length.
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:zl_entry.b1")
-        b1 = buf[pos]
-        pos += 1
-    elif enc == 128:
-        # len32: Big-endian length of a 32-bit string.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:zl_entry.len32")
-        len32 = unpack_u4be(buf, pos)[0]
-        pos += 4
-    elif enc == 192:
-        # int16: A 16-bit little-endian integer.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:zl_entry.int16")
-        int16 = unpack_s2le(buf, pos)[0]
-        pos += 2
-    elif enc == 208:
-        # int32: A 32-bit little-endian integer.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:zl_entry.int32")
-        int32 = unpack_s4le(buf, pos)[0]
-        pos += 4
-    elif enc == 224:
-        # int64: A 64-bit little-endian integer.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "ziplist:zl_entry.int64")
-        int64 = unpack_s8le(buf, pos)[0]
-        pos += 8
-    elif enc == 240:
-        # int24_lo: Low 16 bits of a 24-bit little-endian integer.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:zl_entry.int24_lo")
-        int24_lo = unpack_u2le(buf, pos)[0]
-        pos += 2
-        # int24_hi: High 8 bits of a 24-bit little-endian integer.
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:zl_entry.int24_hi")
-        int24_hi = buf[pos]
-        pos += 1
-    elif enc == 254:
-        # int8: An 8-bit integer.
-        if pos + 1 > end:
-            raise truncated(io, pos, 1, "ziplist:zl_entry.int8")
-        int8 = unpack_s1le(buf, pos)[0]
-        pos += 1
+    if enc >= 64:
+        if (enc & 192) == 64:
+            # b1: Low 8 bits of a 14-bit (big-endian) string length.
+            if pos >= end:
+                raise truncated(io, pos, 1, "ziplist:zl_entry.b1")
+            b1 = buf[pos]
+            pos += 1
+        elif enc == 128:
+            # len32: Big-endian length of a 32-bit string.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:zl_entry.len32")
+            len32 = unpack_u4be(buf, pos)[0]
+            pos += 4
+        elif enc == 192:
+            # int16: A 16-bit little-endian integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "ziplist:zl_entry.int16")
+            int16 = unpack_s2le(buf, pos)[0]
+            pos += 2
+        elif enc == 208:
+            # int32: A 32-bit little-endian integer.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:zl_entry.int32")
+            int32 = unpack_s4le(buf, pos)[0]
+            pos += 4
+        elif enc == 224:
+            # int64: A 64-bit little-endian integer.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "ziplist:zl_entry.int64")
+            int64 = unpack_s8le(buf, pos)[0]
+            pos += 8
+        elif enc == 240:
+            # int24_lo: Low 16 bits of a 24-bit little-endian integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "ziplist:zl_entry.int24_lo")
+            int24_lo = unpack_u2le(buf, pos)[0]
+            pos += 2
+            # int24_hi: High 8 bits of a 24-bit little-endian integer.
+            if pos >= end:
+                raise truncated(io, pos, 1, "ziplist:zl_entry.int24_hi")
+            int24_hi = buf[pos]
+            pos += 1
+        elif enc == 254:
+            # int8: An 8-bit integer.
+            if pos + 1 > end:
+                raise truncated(io, pos, 1, "ziplist:zl_entry.int8")
+            int8 = unpack_s1le(buf, pos)[0]
+            pos += 1
     # str: The bytes of a string entry.
     is_int = enc >= 192
     if not is_int:

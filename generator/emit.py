@@ -330,15 +330,24 @@ class TypeEmitter:
             branches.setdefault(a.cond, []).append(a)
         self.hoist(run)
         tests = [self.expr(cond) for cond in branches]  # instances they need are computed first
+        # a chain that only tests one integer field, and never holds below some value, is
+        # entered only from that value: the common small values skip every test
+        bound = self.facts.lower_bound(list(branches)) if len(branches) > 1 else None
+        guard = f"{self.expr(bound[0])} >= {bound[1]}" if bound is not None else None
         names = ", ".join(a.id for a in run)
-        self.out.add(f"# {names}: " + ("read together" if len(branches) == 1 else "at most one of them is present"))
+        summary = "read together" if len(branches) == 1 else "at most one of them is present"
+        self.out.add(f"# {names}: {summary}" + (f", only when {guard}" if guard else ""))
         self.emit(" = ".join(local_name(a.id) for a in run) + " = None")
+        if guard:
+            self.block(f"if {guard}:")
         for index, (test, attrs) in enumerate(zip(tests, branches.values())):
             self.block(f"{'if' if index == 0 else 'elif'} {test}:")
             for a in attrs:
                 self.comment(a)
                 self.read_repeated(a, local_name(a.id))
                 self.known[-1].add(local_name(a.id))
+            self.end_block()
+        if guard:
             self.end_block()
         for a in run:
             self.known[-1].add(local_name(a.id))

@@ -296,32 +296,43 @@ class Facts:
 
     # -- exclusive conditions ---------------------------------------------------------------
 
-    def exclusive(self, conds: list[ex.Node]) -> bool:
-        """True when no two of `conds` can hold together. Each is evaluated for every combination
-        of values of the fields it tests (a byte field: all 256; a bool: both; another int: the
-        values around the constants it is compared with); unsure means False."""
-        conds = list(dict.fromkeys(conds))
+    def truth_table(self, conds: list[ex.Node]) -> Optional[tuple[list[ex.Node], list[tuple]]]:
+        """The fields (and attributes of fields) the conditions test, and for every combination of
+        their values (a byte field: all 256; a bool: both; another int: the values around the
+        constants it is compared with) that combination followed by which conditions hold.
+        None when unsure (something else is tested, too many combinations, an evaluation fails)."""
         atoms: dict[ex.Node, list] = {}
-        for cond in conds:
-            if not self.collect_atoms(cond, atoms, frozenset()):
-                return False
-        if any(not values for values in atoms.values()):
-            return False
-        names = list(atoms)
+        if not all(self.collect_atoms(cond, atoms, frozenset()) for cond in conds):
+            return None
         count = 1
         for values in atoms.values():
             count *= len(values)
         if count > _MAX_ASSIGNMENTS:
-            return False
+            return None
+        names = list(atoms)
+        rows = []
         for combo in itertools.product(*(atoms[n] for n in names)):
             env = dict(zip(names, combo))
             try:
-                held = sum(1 for cond in conds if self.evaluate(cond, env))
+                rows.append((combo, [bool(self.evaluate(cond, env)) for cond in conds]))
             except (TypeError, ValueError, ArithmeticError, KeyError):
-                return False
-            if held > 1:
-                return False
-        return True
+                return None
+        return names, rows
+
+    def exclusive(self, conds: list[ex.Node]) -> bool:
+        """True when no two of `conds` can hold together (unsure means False)."""
+        table = self.truth_table(list(dict.fromkeys(conds)))
+        return table is not None and all(sum(held) <= 1 for _, held in table[1])
+
+    def lower_bound(self, conds: list[ex.Node]) -> Optional[tuple[ex.Node, int]]:
+        """When the conditions only test one integer field and none holds below some value
+        above the field's smallest: that field and value."""
+        table = self.truth_table(conds)
+        if table is None or len(table[0]) != 1:
+            return None
+        span = (self.kind(table[0][0]) or ANY).span
+        lowest = min((combo[0] for combo, held in table[1] if any(held)), default=None)
+        return (table[0][0], lowest) if span is not None and lowest is not None and lowest > span[0] else None
 
     def collect_atoms(self, node: ex.Node, atoms: dict, seen: frozenset, compared: Iterable[int] = ()) -> bool:
         """The fields (and attributes of fields) `node` tests, with the values to try for each."""
