@@ -293,50 +293,55 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     )
     if pos + backlen_size > end:
         raise truncated(io, pos, backlen_size, "listpack:lp_entry.backlen")
+    # backlen is read byte by byte where it lies, from backlen_pos
     pos += backlen_size
-    backlen = buf[pos - backlen_size : pos]
     backlen_value = (
-        backlen[0]
+        buf[backlen_pos]
         if (backlen_size == 1)
         else (
-            ((backlen[0] << 7) | (backlen[1] & 127))
+            ((buf[backlen_pos] << 7) | (buf[backlen_pos + 1] & 127))
             if (backlen_size == 2)
             else (
-                (((backlen[0] << 14) | ((backlen[1] & 127) << 7)) | (backlen[2] & 127))
+                (((buf[backlen_pos] << 14) | ((buf[backlen_pos + 1] & 127) << 7)) | (buf[backlen_pos + 2] & 127))
                 if (backlen_size == 3)
                 else (
                     (
-                        (((backlen[0] << 21) | ((backlen[1] & 127) << 14)) | ((backlen[2] & 127) << 7))
-                        | (backlen[3] & 127)
+                        (
+                            ((buf[backlen_pos] << 21) | ((buf[backlen_pos + 1] & 127) << 14))
+                            | ((buf[backlen_pos + 2] & 127) << 7)
+                        )
+                        | (buf[backlen_pos + 3] & 127)
                     )
                     if (backlen_size == 4)
                     else (
                         (
-                            (((backlen[0] << 28) | ((backlen[1] & 127) << 21)) | ((backlen[2] & 127) << 14))
-                            | ((backlen[3] & 127) << 7)
+                            (
+                                ((buf[backlen_pos] << 28) | ((buf[backlen_pos + 1] & 127) << 21))
+                                | ((buf[backlen_pos + 2] & 127) << 14)
+                            )
+                            | ((buf[backlen_pos + 3] & 127) << 7)
                         )
-                        | (backlen[4] & 127)
+                        | (buf[backlen_pos + 4] & 127)
                     )
                 )
             )
         )
     )
-    try:
-        backlen_ok = (
+    if not (
+        (
             (
-                ((backlen_value == entry_len) and ((backlen_size < 2) or (backlen[1] >= 128)))
-                and ((backlen_size < 3) or (backlen[2] >= 128))
+                ((backlen_value == entry_len) and ((backlen_size < 2) or (buf[backlen_pos + 1] >= 128)))
+                and ((backlen_size < 3) or (buf[backlen_pos + 2] >= 128))
             )
-            and ((backlen_size < 4) or (backlen[3] >= 128))
-        ) and ((backlen_size < 5) or (backlen[4] >= 128))
-    except (TypeError, ValueError, IndexError):
-        backlen_ok = False
-    if not backlen_ok:
+            and ((backlen_size < 4) or (buf[backlen_pos + 3] >= 128))
+        )
+        and ((backlen_size < 5) or (buf[backlen_pos + 4] >= 128))
+    ):
         raise invalid(
             io,
             backlen_pos,
             "listpack:lp_entry.backlen",
-            f"{backlen!r} is invalid: fails backlen_value == entry_len and (backlen_size < 2 or _[1] >= 128) and (backlen_size < 3 or _[2] >= 128) and (backlen_size < 4 or _[3] >= 128) and (backlen_size < 5 or _[4] >= 128)",
+            f"{buf[backlen_pos:pos]!r} is invalid: fails backlen_value == entry_len and (backlen_size < 2 or _[1] >= 128) and (backlen_size < 3 or _[2] >= 128) and (backlen_size < 4 or _[3] >= 128) and (backlen_size < 5 or _[4] >= 128)",
         )
     uint13 = (((enc & 31) << 8) | b1) if ((enc & 224) == 192) else None
     uint24 = ((int24_hi << 16) | int24_lo) if (enc == 242) else None

@@ -147,6 +147,7 @@ class TypeEmitter:
         self.bound: dict[str, str] = {}
         self.facts = Facts(builder, t)
         self.shared = shared_reads(t)
+        self.byte_indexed = self.fields_read_by_byte() if mode in (SCALAR, SKIP) else set()
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -195,8 +196,8 @@ class TypeEmitter:
         """Inside a lazy property (pos None) the tree is reached through `self`."""
         if pos is None:
             return ex.Context(self.resolve, self.enum_value, None, None, self.attribute,
-                              "self._root", "self._parent")
-        return ex.Context(self.resolve, self.enum_value, pos, "io", self.attribute)
+                              root="self._root", parent="self._parent")
+        return ex.Context(self.resolve, self.enum_value, pos, "io", self.attribute, self.subscript)
 
     def static_type(self, node: ex.Node) -> Optional[TypeSpec]:
         """The user type an expression evaluates to, where the spec makes it certain."""
@@ -243,6 +244,51 @@ class TypeEmitter:
             self.pre.append(f"{shared} = {value}")
             self.known[-1].add(shared)
         return shared
+
+    def subscript(self, node: ex.Index) -> Optional[str]:
+        """`field[k]` of a field read byte by byte: the byte in the buffer."""
+        target = node.target
+        if target == ex.Name("_") and self.loop_item is not None and self.current_attr is not None:
+            target = ex.Name(self.current_attr.id)
+        if isinstance(target, ex.Name) and target.name in self.byte_indexed and isinstance(node.index, ex.Num):
+            start = f"{local_name(target.name)}_pos"
+            return f"buf[{start} + {node.index.value}]" if node.index.value else f"buf[{start}]"
+        return None
+
+    def fields_read_by_byte(self) -> set[str]:
+        """Sized raw fields that the type's expressions only index with constants, each index
+        proven within the size, and that nothing keeps: they are never sliced out of the buffer,
+        their bytes are read in place."""
+        found = set()
+        for a in self.t.seq:
+            kind = field_kind(a)
+            if kind.base != "bytes" or kind.length is None or kind.nullable or self.skipping(a) \
+                    or a.raw.get("-rdbspec-lazy") \
+                    or (a.valid is not None and (not isinstance(a.valid, dict) or set(a.valid) != {"expr"})):
+                continue
+            if all(self.indexed_safely(a, b) for b in self.t.seq + self.t.instances):
+                found.add(a.id)
+        return found
+
+    def indexed_safely(self, a: Attribute, b: Attribute) -> bool:
+        """Every mention of field `a` in the expressions of `b` is `a[k]`, in an expression
+        that cannot raise (so no index is out of range)."""
+        for node in attribute_expressions(b):
+            names = {a.id, "_"} if b is a and node is not a.cond else {a.id}
+            nodes = list(ex.nodes_in(node))
+            mentions = sum(1 for n in nodes if isinstance(n, ex.Name) and n.name in names)
+            if not mentions:
+                continue
+            indexed = sum(1 for n in nodes if isinstance(n, ex.Index) and isinstance(n.index, ex.Num)
+                          and isinstance(n.target, ex.Name) and n.target.name in names)
+            if b.is_instance:
+                safe = self.facts.instance_kind(self.t, b) is not None
+            else:
+                it = field_kind(b, element=True) if b is a else None
+                safe = self.facts.safe(node, self.given(b) if node is not b.cond else frozenset(), it)
+            if indexed != mentions or not safe:
+                return False
+        return True
 
     @staticmethod
     def scalar_attribute(target: TypeSpec, name: str, source: str) -> str:
@@ -512,7 +558,7 @@ class TypeEmitter:
             self.end_block()
             self.emit(f"pos += {n}")
             return
-        if a.valid is not None:
+        if a.valid is not None or a.id in self.byte_indexed:
             self.emit(f"{local}_pos = pos")
         if a.size is not None or a.size_eos:
             self.read_sized(a, local)
@@ -619,6 +665,10 @@ class TypeEmitter:
             self.emit(f"pos += {size}")
             self.emit(f"{local} = None")
             return
+        if a.id in self.byte_indexed:
+            self.out.add(f"# {a.id} is read byte by byte where it lies, from {local}_pos")
+            self.emit(f"pos += {size}")
+            return
         needs_io = a.type is not None and not isinstance(a.type, Text)
         if a.process is not None:
             name, args = a.process
@@ -722,10 +772,11 @@ class TypeEmitter:
             else:
                 raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
         self.loop_item = outer
+        shown = f"buf[{local}_pos:pos]" if a.id in self.byte_indexed else local
         for condition, message in checks:
             self.block(f"if {condition}:")
             text = " ".join(message.split()).replace("{", "{{").replace("}", "}}").replace("'", "\\'")
-            self.emit(f"raise invalid(io, {local}_pos, {self.path(a)}, f'{{{local}!r}} is invalid: {text}')")
+            self.emit(f"raise invalid(io, {local}_pos, {self.path(a)}, f'{{{shown}!r}} is invalid: {text}')")
             self.end_block()
 
     def evaluate_guarded(self, target: str, expression: str) -> None:

@@ -306,6 +306,8 @@ class Context:
     # reads `name` of the value of `target` (Python source) when the emitter knows better
     # than a plain attribute access (scalar-compiled types); None means no opinion
     attribute: Callable[[Node, str, str], str | None] = lambda node, name, source: None
+    # reads `target[index]` when the emitter knows better than indexing the value; None: no opinion
+    subscript: Callable[[Index], str | None] = lambda node: None
     root: str = "root"
     parent: str = "parent"
 
@@ -358,6 +360,9 @@ def translate(node: Node, ctx: Context) -> str:
             return f"int({target}, {args[0]})"
         raise ExpressionError(f"unsupported method .{node.name}()")
     if isinstance(node, Index):
+        special = ctx.subscript(node)
+        if special is not None:
+            return special
         return f"{translate(node.target, ctx)}[{translate(node.index, ctx)}]"
     if isinstance(node, Unary):
         operand = translate(node.operand, ctx)

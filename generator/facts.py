@@ -28,18 +28,22 @@ from .model import Attribute, Builder, Primitive, Text, TypeSpec, UserRef
 class Kind:
     """What an expression evaluates to: `base` is "int", "float", "bool", "bytes", "text",
     "list", "obj" (an object of `target`), "scalar" (a `-rdbspec-scalar` value of `target`)
-    or "any"; `span` is the range of a fixed-size integer field."""
+    or "any"; `span` is the range of a fixed-size integer field, `values` the few values an
+    integer can have (when it is one of some constants), `length` the size of sized bytes."""
 
     base: str
     nullable: bool = False
     nonneg: bool = False
     target: Optional[TypeSpec] = None
     span: Optional[tuple[int, int]] = None
+    values: Optional[frozenset] = None
+    length: Optional[ex.Node] = None
 
 
 ANY = Kind("any", nullable=True)
 BOOL = Kind("bool")
 _MAX_ASSIGNMENTS = 1 << 16
+_MAX_VALUES = 64
 _COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
             ">=": operator.ge}
 _ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.floordiv,
@@ -51,7 +55,22 @@ def _merge(a: Kind, b: Kind) -> Kind:
     nullable = a.nullable or b.nullable
     if a.base != b.base or a.target is not b.target:
         return Kind("any", nullable=True) if nullable else Kind("any")
-    return Kind(a.base, nullable, a.nonneg and b.nonneg, a.target)
+    values = a.values | b.values if a.values is not None and b.values is not None else None
+    return Kind(a.base, nullable, a.nonneg and b.nonneg, a.target,
+                values=values if values is not None and len(values) <= _MAX_VALUES else None,
+                length=a.length if a.length == b.length else None)
+
+
+def _narrow(node: ex.Node, kind: Kind, facts: frozenset) -> Kind:
+    """The values of `node` left by the facts that compare it with a constant."""
+    values = set(kind.values)
+    for fact in facts:
+        negated = isinstance(fact, ex.Unary) and fact.op == "not"
+        test = fact.operand if negated else fact
+        if isinstance(test, ex.Binary) and test.op in _COMPARE and test.left == node \
+                and isinstance(test.right, ex.Num):
+            values = {v for v in values if _COMPARE[test.op](v, test.right.value) != negated}
+    return replace(kind, values=frozenset(values))
 
 
 def assume(facts: frozenset, cond: ex.Node) -> frozenset:
@@ -108,7 +127,8 @@ def field_kind(a: Attribute, element: bool = False) -> Kind:
     elif isinstance(ref, UserRef):
         base = Kind("scalar" if ref.target.scalar else "obj", target=ref.target)
     elif ref is None:
-        base = Kind("bytes")
+        exact = a.size is not None and a.process is None and a.terminator is None and "_io" not in ex.names_in(a.size)
+        base = Kind("bytes", length=a.size if exact else None)
     else:
         base = ANY
     return replace(base, nullable=True) if a.cond is not None else base
@@ -133,10 +153,14 @@ class Facts:
 
     def kind(self, node: ex.Node, facts: frozenset = frozenset(), it: Optional[Kind] = None) -> Optional[Kind]:
         """What `node` evaluates to, None if it might raise; `it` is the kind of `_`."""
+        kind = self.unnarrowed(node, facts, it)
+        return _narrow(node, kind, facts) if kind is not None and kind.values is not None else kind
+
+    def unnarrowed(self, node: ex.Node, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
         if isinstance(node, ex.Num):
             if isinstance(node.value, float):
                 return Kind("float")
-            return Kind("int", nonneg=node.value >= 0)
+            return Kind("int", nonneg=node.value >= 0, values=frozenset({node.value}))
         if isinstance(node, ex.Bool):
             return BOOL
         if isinstance(node, ex.Str):
@@ -161,7 +185,23 @@ class Facts:
             then = self.kind(node.then, assume(facts, node.cond), it)
             other = self.kind(node.other, refute(facts, node.cond), it)
             return None if cond is None or then is None or other is None else _merge(then, other)
-        return None  # calls, indexing, array literals: not reasoned about
+        if isinstance(node, ex.Index):
+            return self.index_kind(node, facts, it)
+        return None  # calls, array literals: not reasoned about
+
+    def index_kind(self, node: ex.Index, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
+        """A byte of sized bytes, at an index the facts keep below the size."""
+        target = self.kind(node.target, facts, it)
+        index = self.kind(node.index, facts, it)
+        if target is None or target.base != "bytes" or target.nullable or target.length is None \
+                or index is None or index.values is None:
+            return None
+        length = self.kind(target.length, facts)
+        if length is None or length.values is None or not index.values or not length.values:
+            return None
+        if min(index.values) < 0 or max(index.values) >= min(length.values):
+            return None
+        return Kind("int", nonneg=True, span=(0, 255))
 
     def name_kind(self, name: str, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
         if name == "_":
