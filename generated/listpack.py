@@ -343,20 +343,18 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
             "listpack:lp_entry.backlen",
             f"{buf[backlen_pos:pos]!r} is invalid: fails backlen_value == entry_len and (backlen_size < 2 or _[1] >= 128) and (backlen_size < 3 or _[2] >= 128) and (backlen_size < 4 or _[3] >= 128) and (backlen_size < 5 or _[4] >= 128)",
         )
-    uint13 = (((enc & 31) << 8) | b1) if ((enc & 224) == 192) else None
-    uint24 = ((int24_hi << 16) | int24_lo) if (enc == 242) else None
     int_value = (
         (
             enc
             if (enc < 128)
             else (
-                ((uint13 - 8192) if (uint13 >= 4096) else uint13)
+                ((uint13 - 8192) if ((uint13 := (((enc & 31) << 8) | b1)) >= 4096) else uint13)
                 if ((enc & 224) == 192)
                 else (
                     int16
                     if (enc == 241)
                     else (
-                        ((uint24 - 16777216) if (uint24 >= 8388608) else uint24)
+                        ((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24)
                         if (enc == 242)
                         else (int32 if (enc == 243) else int64)
                     )

@@ -296,7 +296,6 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
         str_ = buf[pos - str_len : pos]
     else:
         str_ = None
-    uint24 = ((int24_hi << 16) | int24_lo) if (enc == 240) else None
     int_value = (
         (
             int16
@@ -308,7 +307,7 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
                     int64
                     if (enc == 224)
                     else (
-                        ((uint24 - 16777216) if (uint24 >= 8388608) else uint24)
+                        ((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24)
                         if (enc == 240)
                         else (int8 if (enc == 254) else ((enc & 15) - 1))
                     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import expressions as ex
-from .facts import Facts, assume, field_kind
+from .facts import Facts, assume, field_kind, guarded_use
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
 
@@ -147,7 +147,11 @@ class TypeEmitter:
         self.bound: dict[str, str] = {}
         self.facts = Facts(builder, t)
         self.shared = shared_reads(t)
+        self.uses = Counter(name for a in t.seq + t.instances for node in attribute_expressions(a)
+                            for name in ex.names_in(node))
+        self.uses.update(t.scalar or ())
         self.byte_indexed = self.fields_read_by_byte() if mode in (SCALAR, SKIP) else set()
+        self.in_place: dict[str, bool] = {}  # instances computed where used (name: computed yet)
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -164,6 +168,11 @@ class TypeEmitter:
                 raise ex.ExpressionError("_index is only valid inside a repeat")
             return self.loop_index
         local = local_name(name)
+        if name in self.in_place:
+            if self.in_place[name]:
+                return local
+            self.in_place[name] = True
+            return f"({local} := {self.expr(self.t.attribute(name).value)})"
         if self.is_known(local):
             return local
         if name in (p.id for p in self.t.params) and self.mode == OBJECT:
@@ -184,13 +193,31 @@ class TypeEmitter:
 
     def materialize(self, attr: Attribute) -> None:
         local = local_name(attr.id)
+        outer = self.in_place
+        self.in_place = dict.fromkeys(self.computed_in_place(attr.value), False)
         value = self.expr(attr.value)
+        self.in_place = outer
         if attr.cond is not None:
             value = f"({value} if {self.expr(attr.cond)} else None)"
         self.pre.append(f"{local} = {value}")
         if self.mode == OBJECT and not self.uncached(attr):
             self.pre.append(f"self._m_{attr.id} = {local}")
         self.known[-1].add(local)
+
+    def computed_in_place(self, node: ex.Node) -> list[str]:
+        """Instances that only `node` uses, under a guard that implies their condition: they
+        are computed (`name := ...`) where the guarded part first needs them, so entries that
+        take another branch never compute them."""
+        found = []
+        for name in sorted(ex.names_in(node)):
+            inst = self.t.attribute(name)
+            if inst is None or not inst.is_instance or inst.value is None or self.is_known(local_name(name)) \
+                    or self.facts.instance_kind(self.t, inst) is None or self.uses.get(name, 0) != 1:
+                continue
+            use = guarded_use(node, name)
+            if use is not None and use[1] and (inst.cond is None or self.facts.implied(inst.cond, use[1])):
+                found.append(name)
+        return found
 
     def ctx(self, pos: Optional[str] = "pos") -> ex.Context:
         """Inside a lazy property (pos None) the tree is reached through `self`."""

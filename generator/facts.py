@@ -291,6 +291,10 @@ class Facts:
                   "<<": left.nonneg, ">>": left.nonneg, "/": both, "%": right.nonneg}.get(node.op, False)
         return Kind("int", nonneg=nonneg)
 
+    @staticmethod
+    def implied(cond: ex.Node, facts: frozenset) -> bool:
+        return _implied(cond, facts)
+
     def safe(self, node: ex.Node, facts: frozenset = frozenset(), it: Optional[Kind] = None) -> bool:
         return self.kind(node, facts, it) is not None
 
@@ -433,3 +437,51 @@ class Facts:
             return ops[node.op](left, self.evaluate(node.right, env))
         raise TypeError(f"cannot evaluate {node!r}")
 
+
+def _parts(node: ex.Node, facts: frozenset) -> list[tuple[ex.Node, frozenset]]:
+    """The sub-expressions of `node` in evaluation order, with what is known when each runs."""
+    if isinstance(node, ex.Ternary):
+        return [(node.cond, facts), (node.then, assume(facts, node.cond)), (node.other, refute(facts, node.cond))]
+    if isinstance(node, ex.Binary) and node.op in ("and", "or"):
+        right = assume(facts, node.left) if node.op == "and" else refute(facts, node.left)
+        return [(node.left, facts), (node.right, right)]
+    return [(child, facts) for child in _children(node)]
+
+
+def _children(node: ex.Node) -> list[ex.Node]:
+    if isinstance(node, (ex.Attr, ex.Call)):
+        return [node.target, *getattr(node, "args", ())]
+    if isinstance(node, ex.Index):
+        return [node.target, node.index]
+    if isinstance(node, ex.Unary):
+        return [node.operand]
+    if isinstance(node, ex.Binary):
+        return [node.left, node.right]
+    if isinstance(node, ex.ArrayLit):
+        return list(node.items)
+    return []
+
+
+def _always(node: ex.Node) -> list[ex.Node]:
+    """The sub-expressions evaluated whenever `node` is (short-circuits and branches left out)."""
+    if isinstance(node, ex.Ternary):
+        return [node, *_always(node.cond)]
+    if isinstance(node, ex.Binary) and node.op in ("and", "or"):
+        return [node, *_always(node.left)]
+    return [node, *(n for child in _children(node) for n in _always(child))]
+
+
+def guarded_use(node: ex.Node, name: str) -> Optional[tuple[ex.Node, frozenset]]:
+    """The smallest part of `node` that holds every mention of `name`, and what is known where
+    it is evaluated, when the first mention there is evaluated whenever that part is."""
+    def mentions(n: ex.Node) -> bool:
+        return name in ex.names_in(n)
+
+    part, facts = node, frozenset()
+    while not part == ex.Name(name):
+        holders = [(n, f) for n, f in _parts(part, facts) if mentions(n)]
+        if len(holders) != 1:
+            break
+        part, facts = holders[0]
+    first = next(n for n in ex.nodes_in(part) if n == ex.Name(name))
+    return (part, facts) if any(n is first for n in _always(part)) else None
