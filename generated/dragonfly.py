@@ -1680,28 +1680,23 @@ class TaggedChunk:
         buf = io.buf
         end = io.end
         # stream_id: Chunk stream id (non-zero).
-        stream_id_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
         stream_id = unpack_u4le(buf, pos)[0]
         pos += 4
         if stream_id < 1:
             raise invalid(
-                io, stream_id_pos, "dragonfly:tagged_chunk.stream_id", f"{stream_id!r} is invalid: below the minimum 1"
+                io, pos - 4, "dragonfly:tagged_chunk.stream_id", f"{stream_id!r} is invalid: below the minimum 1"
             )
         self.stream_id = stream_id
         # payload_len: Payload length (non-zero).
-        payload_len_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
         payload_len = unpack_u4le(buf, pos)[0]
         pos += 4
         if payload_len < 1:
             raise invalid(
-                io,
-                payload_len_pos,
-                "dragonfly:tagged_chunk.payload_len",
-                f"{payload_len!r} is invalid: below the minimum 1",
+                io, pos - 4, "dragonfly:tagged_chunk.payload_len", f"{payload_len!r} is invalid: below the minimum 1"
             )
         self.payload_len = payload_len
         # payload: The chunk payload.

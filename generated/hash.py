@@ -635,17 +635,13 @@ class ValkeyHash2Entry:
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
         # expire_ms: Absolute expiry in unix ms, or -1 for none.
-        expire_ms_pos = pos
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
         if expire_ms < -1:
             raise invalid(
-                io,
-                expire_ms_pos,
-                "hash:valkey_hash_2_entry.expire_ms",
-                f"{expire_ms!r} is invalid: below the minimum -1",
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", f"{expire_ms!r} is invalid: below the minimum -1"
             )
         self.expire_ms = expire_ms
         return self, pos
@@ -662,16 +658,12 @@ class ValkeyHash2Entry:
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         value = None
         # expire_ms: Absolute expiry in unix ms, or -1 for none.
-        expire_ms_pos = pos
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
         if expire_ms < -1:
             raise invalid(
-                io,
-                expire_ms_pos,
-                "hash:valkey_hash_2_entry.expire_ms",
-                f"{expire_ms!r} is invalid: below the minimum -1",
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", f"{expire_ms!r} is invalid: below the minimum -1"
             )
         return pos

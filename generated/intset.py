@@ -48,7 +48,6 @@ class Intset:
         buf = io.buf
         end = io.end
         # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        encoding_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.encoding")
         encoding = unpack_u4le(buf, pos)[0]
@@ -59,11 +58,10 @@ class Intset:
             8,
         ):
             raise invalid(
-                io, encoding_pos, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
+                io, pos - 4, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
             )
         self.encoding = encoding
         # length: Number of members; an empty intset is corrupt.
-        length_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
@@ -71,7 +69,7 @@ class Intset:
         if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
             raise invalid(
                 io,
-                length_pos,
+                pos - 4,
                 "intset:intset.length",
                 f"{length!r} is invalid: fails _ > 0 and 8 + _ * encoding == _io.size",
             )
@@ -112,7 +110,6 @@ class Intset:
         buf = io.buf
         end = io.end
         # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        encoding_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.encoding")
         encoding = unpack_u4le(buf, pos)[0]
@@ -123,10 +120,9 @@ class Intset:
             8,
         ):
             raise invalid(
-                io, encoding_pos, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
+                io, pos - 4, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
             )
         # length: Number of members; an empty intset is corrupt.
-        length_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
@@ -134,7 +130,7 @@ class Intset:
         if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
             raise invalid(
                 io,
-                length_pos,
+                pos - 4,
                 "intset:intset.length",
                 f"{length!r} is invalid: fails _ > 0 and 8 + _ * encoding == _io.size",
             )

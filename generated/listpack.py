@@ -51,7 +51,6 @@ class Listpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
@@ -59,7 +58,7 @@ class Listpack:
         if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "listpack:listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -79,15 +78,12 @@ class Listpack:
         body = LpBody._read(body_io, body_io.start, self, root)[0]
         self.body = body
         # terminator: LP_EOF, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "listpack:listpack.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(
-                io, terminator_pos, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255"
-            )
+            raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
         self.terminator = terminator
         return self, pos
 
@@ -97,7 +93,6 @@ class Listpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
@@ -105,7 +100,7 @@ class Listpack:
         if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "listpack:listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -121,15 +116,12 @@ class Listpack:
         pos += body_size
         body = None
         # terminator: LP_EOF, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "listpack:listpack.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(
-                io, terminator_pos, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255"
-            )
+            raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
         return pos
 
     @property
@@ -197,13 +189,12 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     returns the value (int_value or str_value) and the position after it.
     """
     # enc: Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
-    enc_pos = pos
     if pos >= end:
         raise truncated(io, pos, 1, "listpack:lp_entry.enc")
     enc = buf[pos]
     pos += 1
     if not (enc < 245):
-        raise invalid(io, enc_pos, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
+        raise invalid(io, pos - 1, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
     b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
     if enc >= 192:

@@ -164,7 +164,6 @@ class Record:
         buf = io.buf
         end = io.end
         # opcode: The opcode or value type byte. Unknown codes are invalid.
-        opcode_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "rdb:record.opcode")
         opcode = buf[pos]
@@ -207,7 +206,7 @@ class Record:
         if not opcode_ok:
             raise invalid(
                 io,
-                opcode_pos,
+                pos - 1,
                 "rdb:record.opcode",
                 f"{opcode!r} is invalid: fails _root.is_valkey ? (_ >= 243 or (_ <= 22 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or _ == 220 or _ == 222 or _ == 223 or _ == 224 or (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))",
             )

@@ -220,7 +220,6 @@ class RdbLen:
         buf = io.buf
         end = io.end
         # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-        b0_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
@@ -228,7 +227,7 @@ class RdbLen:
         if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
             raise invalid(
                 io,
-                b0_pos,
+                pos - 1,
                 "rdb_string:rdb_len.b0",
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )
@@ -265,7 +264,6 @@ class RdbLen:
         buf = io.buf
         end = io.end
         # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-        b0_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
@@ -273,7 +271,7 @@ class RdbLen:
         if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
             raise invalid(
                 io,
-                b0_pos,
+                pos - 1,
                 "rdb_string:rdb_len.b0",
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )

@@ -936,7 +936,6 @@ class StreamListpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
@@ -944,7 +943,7 @@ class StreamListpack:
         if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "stream:stream_listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -972,7 +971,6 @@ class StreamListpack:
         entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
         self.entries = entries
         # terminator: LP_EOF; nothing may follow it.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
@@ -980,7 +978,7 @@ class StreamListpack:
         if not ((terminator == 255) and (pos >= io.end)):
             raise invalid(
                 io,
-                terminator_pos,
+                pos - 1,
                 "stream:stream_listpack.terminator",
                 f"{terminator!r} is invalid: fails _ == 0xff and _io.eof",
             )
@@ -993,7 +991,6 @@ class StreamListpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
@@ -1001,7 +998,7 @@ class StreamListpack:
         if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "stream:stream_listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -1027,7 +1024,6 @@ class StreamListpack:
             pos = StreamEntry._skip(io, pos, None, root)
         entries = None
         # terminator: LP_EOF; nothing may follow it.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
@@ -1035,7 +1031,7 @@ class StreamListpack:
         if not ((terminator == 255) and (pos >= io.end)):
             raise invalid(
                 io,
-                terminator_pos,
+                pos - 1,
                 "stream:stream_listpack.terminator",
                 f"{terminator!r} is invalid: fails _ == 0xff and _io.eof",
             )

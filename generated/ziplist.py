@@ -53,24 +53,22 @@ class Ziplist:
         buf = io.buf
         end = io.end
         # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        zlbytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
         if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
+                io, pos - 4, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
         self.zlbytes = zlbytes
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        zltail_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
         if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
+            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         self.zltail = zltail
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
@@ -87,13 +85,12 @@ class Ziplist:
         body = ZlBody._read(body_io, body_io.start, self, root)[0]
         self.body = body
         # terminator: ZIP_END, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         self.terminator = terminator
         return self, pos
 
@@ -103,23 +100,21 @@ class Ziplist:
         buf = io.buf
         end = io.end
         # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        zlbytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
         if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
+                io, pos - 4, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        zltail_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
         if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
+            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
             raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
@@ -132,13 +127,12 @@ class Ziplist:
         pos += body_size
         body = None
         # terminator: ZIP_END, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         return pos
 
     @property
@@ -205,13 +199,12 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     returns the value (int_value or str_value) and the position after it.
     """
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
-    prevlen_b0_pos = pos
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
     prevlen_b0 = buf[pos]
     pos += 1
     if not (prevlen_b0 != 255):
-        raise invalid(io, prevlen_b0_pos, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
+        raise invalid(io, pos - 1, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
     # prevlen_u32: Size of the previous entry (5-byte prevlen form).
     if prevlen_b0 == 254:
         if pos + 4 > end:
@@ -221,7 +214,6 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     else:
         prevlen_u32 = None
     # enc: Encoding: 00pppppp 6-bit string, 01pppppp 14-bit string, 0x80 32-bit string,
-    enc_pos = pos
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
     enc = buf[pos]
@@ -232,7 +224,7 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     ):
         raise invalid(
             io,
-            enc_pos,
+            pos - 1,
             "ziplist:zl_entry.enc",
             f"{enc!r} is invalid: fails _ < 0x80 or _ == 0x80 or _ == 0xc0 or _ == 0xd0 or _ == 0xe0 or (_ >= 0xf0 and _ <= 0xfe)",
         )

@@ -585,7 +585,9 @@ class TypeEmitter:
             self.end_block()
             self.emit(f"pos += {n}")
             return
-        if a.valid is not None or a.id in self.byte_indexed:
+        fixed = isinstance(a.type, Primitive) and a.size is None and not a.size_eos
+        start = f"pos - {a.type.size}" if fixed else f"{local}_pos"  # where the field starts
+        if (a.valid is not None and not fixed) or a.id in self.byte_indexed:
             self.emit(f"{local}_pos = pos")
         if a.size is not None or a.size_eos:
             self.read_sized(a, local)
@@ -594,7 +596,7 @@ class TypeEmitter:
         else:
             self.read_type(a, a.type, local)
         self.known[-1].add(local)  # valid expressions may refer to the field by name
-        self.validate(a, local)
+        self.validate(a, local, start)
 
     def bounds(self, a: Attribute, n: str) -> None:
         self.block(f"if pos + {n} > end:")
@@ -770,7 +772,7 @@ class TypeEmitter:
 
     # -- valid -----------------------------------------------------------------------------
 
-    def validate(self, a: Attribute, local: str) -> None:
+    def validate(self, a: Attribute, local: str, start: str) -> None:
         if a.valid is None:
             return
         rules = a.valid if isinstance(a.valid, dict) else {"eq": a.valid}
@@ -803,7 +805,7 @@ class TypeEmitter:
         for condition, message in checks:
             self.block(f"if {condition}:")
             text = " ".join(message.split()).replace("{", "{{").replace("}", "}}").replace("'", "\\'")
-            self.emit(f"raise invalid(io, {local}_pos, {self.path(a)}, f'{{{shown}!r}} is invalid: {text}')")
+            self.emit(f"raise invalid(io, {start}, {self.path(a)}, f'{{{shown}!r}} is invalid: {text}')")
             self.end_block()
 
     def evaluate_guarded(self, target: str, expression: str) -> None:
