@@ -611,8 +611,9 @@ class DfSbf2Filter:
         total_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.total_size = total_size
         # chunks: The filter bits, in chunks.
-        if total_size.value > 0:
-            chunks, pos = DfChunkList._read(io, pos, self, root, total_size.value)
+        total_size_value = total_size.value
+        if total_size_value > 0:
+            chunks, pos = DfChunkList._read(io, pos, self, root, total_size_value)
         else:
             chunks = None
         self.chunks = chunks
@@ -629,8 +630,9 @@ class DfSbf2Filter:
         # total_size: Total size of the filter bits.
         total_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # chunks: The filter bits, in chunks.
-        if total_size.value > 0:
-            pos = DfChunkList._skip(io, pos, None, root, total_size.value)
+        total_size_value = total_size.value
+        if total_size_value > 0:
+            pos = DfChunkList._skip(io, pos, None, root, total_size_value)
             chunks = None
         else:
             chunks = None
@@ -899,11 +901,8 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            counter_bytes_ok = (counter_bytes.value % 4) == 0
-        except (TypeError, ValueError, IndexError):
-            counter_bytes_ok = False
-        if not counter_bytes_ok:
+        counter_bytes_value = counter_bytes.value
+        if not ((counter_bytes_value % 4) == 0):
             raise invalid(
                 io,
                 counter_bytes_pos,
@@ -912,7 +911,7 @@ class DfTopk:
             )
         self.counter_bytes = counter_bytes
         # counters: The counters.
-        counters_count = counter_bytes.value // 4
+        counters_count = counter_bytes_value // 4
         if counters_count < 0 or counters_count > (end - pos) // 4:
             raise invalid(
                 io,
@@ -968,11 +967,8 @@ class DfTopk:
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            counter_bytes_ok = (counter_bytes.value % 4) == 0
-        except (TypeError, ValueError, IndexError):
-            counter_bytes_ok = False
-        if not counter_bytes_ok:
+        counter_bytes_value = counter_bytes.value
+        if not ((counter_bytes_value % 4) == 0):
             raise invalid(
                 io,
                 counter_bytes_pos,
@@ -980,7 +976,7 @@ class DfTopk:
                 f"{counter_bytes!r} is invalid: fails _.value % 4 == 0",
             )
         # counters: The counters.
-        counters_count = counter_bytes.value // 4
+        counters_count = counter_bytes_value // 4
         if counters_count < 0 or counters_count > (end - pos) // 4:
             raise invalid(
                 io,
@@ -1190,8 +1186,9 @@ class DfCuckooFilter:
         size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.size = size
         # chunks: The table bytes, in chunks.
-        if size.value > 0:
-            chunks, pos = DfChunkList._read(io, pos, self, root, size.value)
+        size_value = size.value
+        if size_value > 0:
+            chunks, pos = DfChunkList._read(io, pos, self, root, size_value)
         else:
             chunks = None
         self.chunks = chunks
@@ -1205,8 +1202,9 @@ class DfCuckooFilter:
         # size: Size of the table in bytes.
         size, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # chunks: The table bytes, in chunks.
-        if size.value > 0:
-            pos = DfChunkList._skip(io, pos, None, root, size.value)
+        size_value = size.value
+        if size_value > 0:
+            pos = DfChunkList._skip(io, pos, None, root, size_value)
             chunks = None
         else:
             chunks = None
@@ -1357,7 +1355,7 @@ class FullsyncEnd:
         end = io.end
         # padding: Eight zero bytes.
         padding_size = 8
-        if padding_size < 0 or pos + padding_size > end:
+        if pos + padding_size > end:
             raise truncated(io, pos, padding_size, "dragonfly:fullsync_end.padding")
         pos += padding_size
         padding = buf[pos - padding_size : pos]
@@ -1655,7 +1653,7 @@ class CompressedBlob:
         self.csize = csize
         # data: The compressed frame.
         data_size = csize.value
-        if data_size < 0 or pos + data_size > end:
+        if pos + data_size > end:
             raise truncated(io, pos, data_size, "dragonfly:compressed_blob.data")
         pos += data_size
         data = buf[pos - data_size : pos]
@@ -1692,35 +1690,29 @@ class TaggedChunk:
         buf = io.buf
         end = io.end
         # stream_id: Chunk stream id (non-zero).
-        stream_id_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
         stream_id = unpack_u4le(buf, pos)[0]
         pos += 4
         if stream_id < 1:
             raise invalid(
-                io, stream_id_pos, "dragonfly:tagged_chunk.stream_id", f"{stream_id!r} is invalid: below the minimum 1"
+                io, pos - 4, "dragonfly:tagged_chunk.stream_id", f"{stream_id!r} is invalid: below the minimum 1"
             )
         self.stream_id = stream_id
         # payload_len: Payload length (non-zero).
-        payload_len_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
         payload_len = unpack_u4le(buf, pos)[0]
         pos += 4
         if payload_len < 1:
             raise invalid(
-                io,
-                payload_len_pos,
-                "dragonfly:tagged_chunk.payload_len",
-                f"{payload_len!r} is invalid: below the minimum 1",
+                io, pos - 4, "dragonfly:tagged_chunk.payload_len", f"{payload_len!r} is invalid: below the minimum 1"
             )
         self.payload_len = payload_len
         # payload: The chunk payload.
-        payload_size = payload_len
-        if payload_size < 0 or pos + payload_size > end:
-            raise truncated(io, pos, payload_size, "dragonfly:tagged_chunk.payload")
-        pos += payload_size
-        payload = buf[pos - payload_size : pos]
+        if pos + payload_len > end:
+            raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
+        pos += payload_len
+        payload = buf[pos - payload_len : pos]
         self.payload = payload
         return self, pos

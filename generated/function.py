@@ -113,17 +113,14 @@ class FunctionPreGa:
         # has_desc: 1 when a description follows, else 0.
         has_desc_pos = pos
         has_desc, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            has_desc_ok = has_desc.value <= 1
-        except (TypeError, ValueError, IndexError):
-            has_desc_ok = False
-        if not has_desc_ok:
+        has_desc_value = has_desc.value
+        if not (has_desc_value <= 1):
             raise invalid(
                 io, has_desc_pos, "function:function_pre_ga.has_desc", f"{has_desc!r} is invalid: fails _.value <= 1"
             )
         self.has_desc = has_desc
         # desc: The description.
-        if has_desc.value == 1:
+        if has_desc_value == 1:
             desc, pos = rdb_string.RdbString._read(io, pos, self, root)
         else:
             desc = None

@@ -424,7 +424,6 @@ class HashTtlEntry:
         "ttl",
         "field",
         "value",
-        "_m_expire_at",
     )
 
     @classmethod
@@ -472,13 +471,7 @@ class HashTtlEntry:
     @property
     def expire_at(self):
         """Absolute expiry in unix ms (absent when the field has no TTL)."""
-        try:
-            return self._m_expire_at
-        except AttributeError:
-            pass
-        expire_at = ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
-        self._m_expire_at = expire_at
-        return expire_at
+        return ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
 
 
 class HashListpackEx:
@@ -642,17 +635,13 @@ class ValkeyHash2Entry:
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
         # expire_ms: Absolute expiry in unix ms, or -1 for none.
-        expire_ms_pos = pos
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
         if expire_ms < -1:
             raise invalid(
-                io,
-                expire_ms_pos,
-                "hash:valkey_hash_2_entry.expire_ms",
-                f"{expire_ms!r} is invalid: below the minimum -1",
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", f"{expire_ms!r} is invalid: below the minimum -1"
             )
         self.expire_ms = expire_ms
         return self, pos
@@ -669,16 +658,12 @@ class ValkeyHash2Entry:
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         value = None
         # expire_ms: Absolute expiry in unix ms, or -1 for none.
-        expire_ms_pos = pos
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
         if expire_ms < -1:
             raise invalid(
-                io,
-                expire_ms_pos,
-                "hash:valkey_hash_2_entry.expire_ms",
-                f"{expire_ms!r} is invalid: below the minimum -1",
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", f"{expire_ms!r} is invalid: below the minimum -1"
             )
         return pos

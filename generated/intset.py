@@ -48,7 +48,6 @@ class Intset:
         buf = io.buf
         end = io.end
         # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        encoding_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.encoding")
         encoding = unpack_u4le(buf, pos)[0]
@@ -59,23 +58,18 @@ class Intset:
             8,
         ):
             raise invalid(
-                io, encoding_pos, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
+                io, pos - 4, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
             )
         self.encoding = encoding
         # length: Number of members; an empty intset is corrupt.
-        length_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            length_ok = (length > 0) and ((8 + (length * encoding)) == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            length_ok = False
-        if not length_ok:
+        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
             raise invalid(
                 io,
-                length_pos,
+                pos - 4,
                 "intset:intset.length",
                 f"{length!r} is invalid: fails _ > 0 and 8 + _ * encoding == _io.size",
             )
@@ -116,7 +110,6 @@ class Intset:
         buf = io.buf
         end = io.end
         # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        encoding_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.encoding")
         encoding = unpack_u4le(buf, pos)[0]
@@ -127,22 +120,17 @@ class Intset:
             8,
         ):
             raise invalid(
-                io, encoding_pos, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
+                io, pos - 4, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
             )
         # length: Number of members; an empty intset is corrupt.
-        length_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.length")
         length = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            length_ok = (length > 0) and ((8 + (length * encoding)) == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            length_ok = False
-        if not length_ok:
+        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
             raise invalid(
                 io,
-                length_pos,
+                pos - 4,
                 "intset:intset.length",
                 f"{length!r} is invalid: fails _ > 0 and 8 + _ * encoding == _io.size",
             )

@@ -34,7 +34,6 @@ class Listpack:
         "num_elements",
         "body",
         "terminator",
-        "_m_entries",
     )
 
     @classmethod
@@ -52,19 +51,14 @@ class Listpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "listpack:listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -84,15 +78,12 @@ class Listpack:
         body = LpBody._read(body_io, body_io.start, self, root)[0]
         self.body = body
         # terminator: LP_EOF, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "listpack:listpack.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(
-                io, terminator_pos, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255"
-            )
+            raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
         self.terminator = terminator
         return self, pos
 
@@ -102,19 +93,14 @@ class Listpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "listpack:listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -130,27 +116,18 @@ class Listpack:
         pos += body_size
         body = None
         # terminator: LP_EOF, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "listpack:listpack.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(
-                io, terminator_pos, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255"
-            )
+            raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
         return pos
 
     @property
     def entries(self):
         """The entries of the listpack (each one a scalar, see `lp_entry`)."""
-        try:
-            return self._m_entries
-        except AttributeError:
-            pass
-        entries = self.body.entries
-        self._m_entries = entries
-        return entries
+        return self.body.entries
 
 
 class LpBody:
@@ -182,7 +159,7 @@ class LpBody:
         # entries: Listpack entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_lp_entry(io, pos, self, root)
+            entries_item, pos = read_lp_entry(io, buf, end, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
         return self, pos
@@ -195,12 +172,12 @@ class LpBody:
         # entries: Listpack entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_lp_entry(io, pos, None, root)
+            entries_item, pos = read_lp_entry(io, buf, end, pos, None, root)
             entries.append(entries_item)
         return pos
 
 
-def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
+def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     """One listpack entry: an encoding byte (with data), then the backlen (notes §5.1).
     Exactly one of `int_value` (every integer encoding, sign-extended) and `str_value`
     (6-bit, 12-bit and 32-bit strings) is non-null. Encoding bytes 0xF5..0xFF are invalid.
@@ -208,91 +185,72 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
 
     Written by: redis src/listpack.c lpCurrentEncodedSizeUnsafe
 
-    Returns the value (int_value or str_value) and the position after it.
+    Reads at `pos` in `io` (whose `buf` and `end` are passed too, as this runs per element);
+    returns the value (int_value or str_value) and the position after it.
     """
-    buf = io.buf
-    end = io.end
     # enc: Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
-    enc_pos = pos
     if pos >= end:
         raise truncated(io, pos, 1, "listpack:lp_entry.enc")
     enc = buf[pos]
     pos += 1
-    try:
-        enc_ok = enc < 245
-    except (TypeError, ValueError, IndexError):
-        enc_ok = False
-    if not enc_ok:
-        raise invalid(io, enc_pos, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
-    # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
-    if ((enc & 224) == 192) or ((enc & 240) == 224):
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:lp_entry.b1")
-        b1 = buf[pos]
-        pos += 1
-    else:
-        b1 = None
-    # len32: Little-endian length of a 32-bit string.
-    if enc == 240:
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:lp_entry.len32")
-        len32 = unpack_u4le(buf, pos)[0]
-        pos += 4
-    else:
-        len32 = None
-    # int16: A 16-bit little-endian two's complement integer.
-    if enc == 241:
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:lp_entry.int16")
-        int16 = unpack_s2le(buf, pos)[0]
-        pos += 2
-    else:
-        int16 = None
-    # int24_lo: Low 16 bits of a 24-bit little-endian two's complement integer.
-    if enc == 242:
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:lp_entry.int24_lo")
-        int24_lo = unpack_u2le(buf, pos)[0]
-        pos += 2
-    else:
-        int24_lo = None
-    # int24_hi: High 8 bits of a 24-bit little-endian two's complement integer.
-    if enc == 242:
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:lp_entry.int24_hi")
-        int24_hi = buf[pos]
-        pos += 1
-    else:
-        int24_hi = None
-    # int32: A 32-bit little-endian two's complement integer.
-    if enc == 243:
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:lp_entry.int32")
-        int32 = unpack_s4le(buf, pos)[0]
-        pos += 4
-    else:
-        int32 = None
-    # int64: A 64-bit little-endian two's complement integer.
-    if enc == 244:
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "listpack:lp_entry.int64")
-        int64 = unpack_s8le(buf, pos)[0]
-        pos += 8
-    else:
-        int64 = None
+    if not (enc < 245):
+        raise invalid(io, pos - 1, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
+    # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
+    b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
+    if enc >= 192:
+        if ((enc & 224) == 192) or ((enc & 240) == 224):
+            # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
+            if pos >= end:
+                raise truncated(io, pos, 1, "listpack:lp_entry.b1")
+            b1 = buf[pos]
+            pos += 1
+        elif enc == 240:
+            # len32: Little-endian length of a 32-bit string.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "listpack:lp_entry.len32")
+            len32 = unpack_u4le(buf, pos)[0]
+            pos += 4
+        elif enc == 241:
+            # int16: A 16-bit little-endian two's complement integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "listpack:lp_entry.int16")
+            int16 = unpack_s2le(buf, pos)[0]
+            pos += 2
+        elif enc == 242:
+            # int24_lo: Low 16 bits of a 24-bit little-endian two's complement integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "listpack:lp_entry.int24_lo")
+            int24_lo = unpack_u2le(buf, pos)[0]
+            pos += 2
+            # int24_hi: High 8 bits of a 24-bit little-endian two's complement integer.
+            if pos >= end:
+                raise truncated(io, pos, 1, "listpack:lp_entry.int24_hi")
+            int24_hi = buf[pos]
+            pos += 1
+        elif enc == 243:
+            # int32: A 32-bit little-endian two's complement integer.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "listpack:lp_entry.int32")
+            int32 = unpack_s4le(buf, pos)[0]
+            pos += 4
+        elif enc == 244:
+            # int64: A 64-bit little-endian two's complement integer.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "listpack:lp_entry.int64")
+            int64 = unpack_s8le(buf, pos)[0]
+            pos += 8
     # str: The bytes of a string entry.
+    str_len = (
+        (enc & 63)
+        if ((enc & 192) == 128)
+        else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0))
+    )
     is_int = ((enc < 128) or ((enc & 224) == 192)) or ((enc >= 241) and (enc <= 244))
     if not is_int:
-        str_len = (
-            (enc & 63)
-            if ((enc & 192) == 128)
-            else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0))
-        )
-        str__size = str_len
-        if str__size < 0 or pos + str__size > end:
-            raise truncated(io, pos, str__size, "listpack:lp_entry.str")
-        pos += str__size
-        str_ = buf[pos - str__size : pos]
+        if pos + str_len > end:
+            raise truncated(io, pos, str_len, "listpack:lp_entry.str")
+        pos += str_len
+        str_ = buf[pos - str_len : pos]
     else:
         str_ = None
     # backlen: Size of encoding+data, stored after the data in 1..5 bytes: the first byte holds the
@@ -318,78 +276,76 @@ def read_lp_entry(io: Io, pos: int, parent, root) -> tuple:
             )
         )
     )
-    str_len = (
-        (enc & 63)
-        if ((enc & 192) == 128)
-        else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0))
-    )
     entry_len = header_len + str_len
     backlen_size = (
         1
         if (entry_len <= 127)
         else (2 if (entry_len < 16383) else (3 if (entry_len < 2097151) else (4 if (entry_len < 268435455) else 5)))
     )
-    if backlen_size < 0 or pos + backlen_size > end:
+    if pos + backlen_size > end:
         raise truncated(io, pos, backlen_size, "listpack:lp_entry.backlen")
+    # backlen is read byte by byte where it lies, from backlen_pos
     pos += backlen_size
-    backlen = buf[pos - backlen_size : pos]
     backlen_value = (
-        backlen[0]
+        buf[backlen_pos]
         if (backlen_size == 1)
         else (
-            ((backlen[0] << 7) | (backlen[1] & 127))
+            ((buf[backlen_pos] << 7) | (buf[backlen_pos + 1] & 127))
             if (backlen_size == 2)
             else (
-                (((backlen[0] << 14) | ((backlen[1] & 127) << 7)) | (backlen[2] & 127))
+                (((buf[backlen_pos] << 14) | ((buf[backlen_pos + 1] & 127) << 7)) | (buf[backlen_pos + 2] & 127))
                 if (backlen_size == 3)
                 else (
                     (
-                        (((backlen[0] << 21) | ((backlen[1] & 127) << 14)) | ((backlen[2] & 127) << 7))
-                        | (backlen[3] & 127)
+                        (
+                            ((buf[backlen_pos] << 21) | ((buf[backlen_pos + 1] & 127) << 14))
+                            | ((buf[backlen_pos + 2] & 127) << 7)
+                        )
+                        | (buf[backlen_pos + 3] & 127)
                     )
                     if (backlen_size == 4)
                     else (
                         (
-                            (((backlen[0] << 28) | ((backlen[1] & 127) << 21)) | ((backlen[2] & 127) << 14))
-                            | ((backlen[3] & 127) << 7)
+                            (
+                                ((buf[backlen_pos] << 28) | ((buf[backlen_pos + 1] & 127) << 21))
+                                | ((buf[backlen_pos + 2] & 127) << 14)
+                            )
+                            | ((buf[backlen_pos + 3] & 127) << 7)
                         )
-                        | (backlen[4] & 127)
+                        | (buf[backlen_pos + 4] & 127)
                     )
                 )
             )
         )
     )
-    try:
-        backlen_ok = (
+    if not (
+        (
             (
-                ((backlen_value == entry_len) and ((backlen_size < 2) or (backlen[1] >= 128)))
-                and ((backlen_size < 3) or (backlen[2] >= 128))
+                ((backlen_value == entry_len) and ((backlen_size < 2) or (buf[backlen_pos + 1] >= 128)))
+                and ((backlen_size < 3) or (buf[backlen_pos + 2] >= 128))
             )
-            and ((backlen_size < 4) or (backlen[3] >= 128))
-        ) and ((backlen_size < 5) or (backlen[4] >= 128))
-    except (TypeError, ValueError, IndexError):
-        backlen_ok = False
-    if not backlen_ok:
+            and ((backlen_size < 4) or (buf[backlen_pos + 3] >= 128))
+        )
+        and ((backlen_size < 5) or (buf[backlen_pos + 4] >= 128))
+    ):
         raise invalid(
             io,
             backlen_pos,
             "listpack:lp_entry.backlen",
-            f"{backlen!r} is invalid: fails backlen_value == entry_len and (backlen_size < 2 or _[1] >= 128) and (backlen_size < 3 or _[2] >= 128) and (backlen_size < 4 or _[3] >= 128) and (backlen_size < 5 or _[4] >= 128)",
+            f"{buf[backlen_pos:pos]!r} is invalid: fails backlen_value == entry_len and (backlen_size < 2 or _[1] >= 128) and (backlen_size < 3 or _[2] >= 128) and (backlen_size < 4 or _[3] >= 128) and (backlen_size < 5 or _[4] >= 128)",
         )
-    uint13 = (((enc & 31) << 8) | b1) if ((enc & 224) == 192) else None
-    uint24 = ((int24_hi << 16) | int24_lo) if (enc == 242) else None
     int_value = (
         (
             enc
             if (enc < 128)
             else (
-                ((uint13 - 8192) if (uint13 >= 4096) else uint13)
+                ((uint13 - 8192) if ((uint13 := (((enc & 31) << 8) | b1)) >= 4096) else uint13)
                 if ((enc & 224) == 192)
                 else (
                     int16
                     if (enc == 241)
                     else (
-                        ((uint24 - 16777216) if (uint24 >= 8388608) else uint24)
+                        ((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24)
                         if (enc == 242)
                         else (int32 if (enc == 243) else int64)
                     )

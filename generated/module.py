@@ -139,11 +139,7 @@ class ModulePreGa:
         # module_id: The module type id; always rejected.
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            module_id_ok = False
-        except (TypeError, ValueError, IndexError):
-            module_id_ok = False
-        if not module_id_ok:
+        if not False:
             raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
         self.module_id = module_id
         return self, pos
@@ -156,11 +152,7 @@ class ModulePreGa:
         # module_id: The module type id; always rejected.
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            module_id_ok = False
-        except (TypeError, ValueError, IndexError):
-            module_id_ok = False
-        if not module_id_ok:
+        if not False:
             raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
         return pos
 
@@ -201,11 +193,7 @@ class ModuleAux:
         # when_opcode: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
         when_opcode_pos = pos
         when_opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            when_opcode_ok = when_opcode.value == 2
-        except (TypeError, ValueError, IndexError):
-            when_opcode_ok = False
-        if not when_opcode_ok:
+        if not (when_opcode.value == 2):
             raise invalid(
                 io, when_opcode_pos, "module:module_aux.when_opcode", f"{when_opcode!r} is invalid: fails _.value == 2"
             )
@@ -260,11 +248,8 @@ class ModuleOp:
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
         opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            opcode_ok = (not opcode.is_encoded) and (opcode.value <= 5)
-        except (TypeError, ValueError, IndexError):
-            opcode_ok = False
-        if not opcode_ok:
+        opcode_value = opcode.value
+        if not ((not opcode.is_encoded) and (opcode_value <= 5)):
             raise invalid(
                 io,
                 opcode_pos,
@@ -272,35 +257,29 @@ class ModuleOp:
                 f"{opcode!r} is invalid: fails not _.is_encoded and _.value <= 5",
             )
         self.opcode = opcode
-        # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-        if (opcode.value == 1) or (opcode.value == 2):
+        # uint_value, float_value, double_value, string_value: at most one of them is present
+        uint_value = float_value = double_value = string_value = None
+        if (opcode_value == 1) or (opcode_value == 2):
+            # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        else:
-            uint_value = None
-        self.uint_value = uint_value
-        # float_value: FLOAT value, binary32 LE.
-        if opcode.value == 3:
+        elif opcode_value == 3:
+            # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = unpack_f4le(buf, pos)[0]
             pos += 4
-        else:
-            float_value = None
-        self.float_value = float_value
-        # double_value: DOUBLE value, binary64 LE.
-        if opcode.value == 4:
+        elif opcode_value == 4:
+            # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = unpack_f8le(buf, pos)[0]
             pos += 8
-        else:
-            double_value = None
-        self.double_value = double_value
-        # string_value: STRING value.
-        if opcode.value == 5:
+        elif opcode_value == 5:
+            # string_value: STRING value.
             string_value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        else:
-            string_value = None
+        self.uint_value = uint_value
+        self.float_value = float_value
+        self.double_value = double_value
         self.string_value = string_value
         return self, pos
 
@@ -312,44 +291,35 @@ class ModuleOp:
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
         opcode, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            opcode_ok = (not opcode.is_encoded) and (opcode.value <= 5)
-        except (TypeError, ValueError, IndexError):
-            opcode_ok = False
-        if not opcode_ok:
+        opcode_value = opcode.value
+        if not ((not opcode.is_encoded) and (opcode_value <= 5)):
             raise invalid(
                 io,
                 opcode_pos,
                 "module:module_op.opcode",
                 f"{opcode!r} is invalid: fails not _.is_encoded and _.value <= 5",
             )
-        # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-        if (opcode.value == 1) or (opcode.value == 2):
+        # uint_value, float_value, double_value, string_value: at most one of them is present
+        uint_value = float_value = double_value = string_value = None
+        if (opcode_value == 1) or (opcode_value == 2):
+            # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             pos = rdb_string.RdbLen._skip(io, pos, None, root)
             uint_value = None
-        else:
-            uint_value = None
-        # float_value: FLOAT value, binary32 LE.
-        if opcode.value == 3:
+        elif opcode_value == 3:
+            # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = unpack_f4le(buf, pos)[0]
             pos += 4
-        else:
-            float_value = None
-        # double_value: DOUBLE value, binary64 LE.
-        if opcode.value == 4:
+        elif opcode_value == 4:
+            # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = unpack_f8le(buf, pos)[0]
             pos += 8
-        else:
-            double_value = None
-        # string_value: STRING value.
-        if opcode.value == 5:
+        elif opcode_value == 5:
+            # string_value: STRING value.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
-            string_value = None
-        else:
             string_value = None
         return pos
 
@@ -410,8 +380,6 @@ class KeyMetaClass:
         "_io",
         "class_spec",
         "ops",
-        "_m_flags",
-        "_m_version",
         "_m_name",
     )
 
@@ -450,24 +418,12 @@ class KeyMetaClass:
     @property
     def flags(self):
         """Flag bits of the class."""
-        try:
-            return self._m_flags
-        except AttributeError:
-            pass
-        flags = self.class_spec & 7
-        self._m_flags = flags
-        return flags
+        return self.class_spec & 7
 
     @property
     def version(self):
         """Class version (0..31)."""
-        try:
-            return self._m_version
-        except AttributeError:
-            pass
-        version = (self.class_spec >> 3) & 31
-        self._m_version = version
-        return version
+        return (self.class_spec >> 3) & 31
 
     @property
     def name(self):

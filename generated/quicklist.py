@@ -174,11 +174,8 @@ class Quicklist2Node:
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            container_ok = (container.value == 1) or (container.value == 2)
-        except (TypeError, ValueError, IndexError):
-            container_ok = False
-        if not container_ok:
+        container_value = container.value
+        if not ((container_value == 1) or (container_value == 2)):
             raise invalid(
                 io,
                 container_pos,
@@ -186,17 +183,15 @@ class Quicklist2Node:
                 f"{container!r} is invalid: fails _.value == 1 or _.value == 2",
             )
         self.container = container
-        # plain: A PLAIN node's single element.
-        if container.value == 1:
+        # plain, packed: at most one of them is present
+        plain = packed = None
+        if container_value == 1:
+            # plain: A PLAIN node's single element.
             plain, pos = rdb_string.RdbString._read(io, pos, self, root)
-        else:
-            plain = None
-        self.plain = plain
-        # packed: A PACKED node's listpack (possibly LZF-compressed).
-        if container.value == 2:
+        elif container_value == 2:
+            # packed: A PACKED node's listpack (possibly LZF-compressed).
             packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        else:
-            packed = None
+        self.plain = plain
         self.packed = packed
         return self, pos
 
@@ -208,27 +203,22 @@ class Quicklist2Node:
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            container_ok = (container.value == 1) or (container.value == 2)
-        except (TypeError, ValueError, IndexError):
-            container_ok = False
-        if not container_ok:
+        container_value = container.value
+        if not ((container_value == 1) or (container_value == 2)):
             raise invalid(
                 io,
                 container_pos,
                 "quicklist:quicklist_2_node.container",
                 f"{container!r} is invalid: fails _.value == 1 or _.value == 2",
             )
-        # plain: A PLAIN node's single element.
-        if container.value == 1:
+        # plain, packed: at most one of them is present
+        plain = packed = None
+        if container_value == 1:
+            # plain: A PLAIN node's single element.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             plain = None
-        else:
-            plain = None
-        # packed: A PACKED node's listpack (possibly LZF-compressed).
-        if container.value == 2:
+        elif container_value == 2:
+            # packed: A PACKED node's listpack (possibly LZF-compressed).
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-            packed = None
-        else:
             packed = None
         return pos

@@ -57,7 +57,7 @@ class Rdb:
         # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
         magic_pos = pos
         magic_size = 9
-        if magic_size < 0 or pos + magic_size > end:
+        if pos + magic_size > end:
             raise truncated(io, pos, magic_size, "rdb:rdb.magic")
         pos += magic_size
         magic = buf[pos - magic_size : pos].decode("ASCII", "replace")
@@ -164,7 +164,6 @@ class Record:
         buf = io.buf
         end = io.end
         # opcode: The opcode or value type byte. Unknown codes are invalid.
-        opcode_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "rdb:record.opcode")
         opcode = buf[pos]
@@ -207,7 +206,7 @@ class Record:
         if not opcode_ok:
             raise invalid(
                 io,
-                opcode_pos,
+                pos - 1,
                 "rdb:record.opcode",
                 f"{opcode!r} is invalid: fails _root.is_valkey ? (_ >= 243 or (_ <= 22 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or _ == 220 or _ == 222 or _ == 223 or _ == 224 or (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))",
             )
@@ -664,7 +663,6 @@ class KeyValue:
         "rdb_version",
         "key",
         "_lazy_value",
-        "_m_value_kind",
     )
 
     @classmethod
@@ -827,7 +825,6 @@ class KeyValue:
                 else self.type_code
             )
         )
-        self._m_value_kind = value_kind
         value_on = value_kind
         if value_on == 0:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
@@ -909,11 +906,7 @@ class KeyValue:
     def value_kind(self):
         """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
         and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276)."""
-        try:
-            return self._m_value_kind
-        except AttributeError:
-            pass
-        value_kind = (
+        return (
             278
             if (self.is_valkey and (self.type_code == 22))
             else (
@@ -922,8 +915,6 @@ class KeyValue:
                 else self.type_code
             )
         )
-        self._m_value_kind = value_kind
-        return value_kind
 
 
 class StringList:

@@ -38,8 +38,6 @@ class RdbString:
         "clen",
         "ulen",
         "lzf",
-        "_m_is_int",
-        "_m_is_lzf",
     )
 
     @classmethod
@@ -59,11 +57,9 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value <= 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value <= 3)):
             raise invalid(
                 io,
                 len__pos,
@@ -71,21 +67,19 @@ class RdbString:
                 f"{len_!r} is invalid: fails not _.is_encoded or _.value <= 3",
             )
         self.len = len_
-        # raw: The bytes of a plain (not encoded) string.
-        if not len_.is_encoded:
-            raw_size = len_.value
-            if raw_size < 0 or pos + raw_size > end:
-                raise truncated(io, pos, raw_size, "rdb_string:rdb_string.raw")
-            pos += raw_size
-            raw = buf[pos - raw_size : pos]
-        else:
-            raw = None
-        self.raw = raw
-        # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-        is_int = len_.is_encoded and (len_.value < 3)
-        self._m_is_int = is_int
-        if is_int:
-            int_value_on = len_.value
+        # raw, int_value, clen, ulen, lzf: at most one of them is present
+        is_int = len_is_encoded and (len_value < 3)
+        is_lzf = len_is_encoded and (len_value == 3)
+        raw = int_value = clen = ulen = lzf = None
+        if not len_is_encoded:
+            # raw: The bytes of a plain (not encoded) string.
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
+            pos += len_value
+            raw = buf[pos - len_value : pos]
+        elif is_int:
+            # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
+            int_value_on = len_value
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
@@ -103,33 +97,22 @@ class RdbString:
                 pos += 4
             else:
                 int_value = None
-        else:
-            int_value = None
-        self.int_value = int_value
-        # clen: Compressed length of an LZF string (written before the uncompressed length).
-        is_lzf = len_.is_encoded and (len_.value == 3)
-        self._m_is_lzf = is_lzf
-        if is_lzf:
+        elif is_lzf:
+            # clen: Compressed length of an LZF string (written before the uncompressed length).
             clen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            clen = None
-        self.clen = clen
-        # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-        if is_lzf:
+            # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
             ulen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            ulen = None
-        self.ulen = ulen
-        # lzf: The decompressed bytes of an LZF string.
-        if is_lzf:
+            # lzf: The decompressed bytes of an LZF string.
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
             lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
             pos += lzf_size
             lzf = lzf_data
-        else:
-            lzf = None
+        self.raw = raw
+        self.int_value = int_value
+        self.clen = clen
+        self.ulen = ulen
         self.lzf = lzf
         return self, pos
 
@@ -141,30 +124,28 @@ class RdbString:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value <= 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value <= 3)):
             raise invalid(
                 io,
                 len__pos,
                 "rdb_string:rdb_string.len",
                 f"{len_!r} is invalid: fails not _.is_encoded or _.value <= 3",
             )
-        # raw: The bytes of a plain (not encoded) string.
-        if not len_.is_encoded:
-            raw_size = len_.value
-            if raw_size < 0 or pos + raw_size > end:
-                raise truncated(io, pos, raw_size, "rdb_string:rdb_string.raw")
-            pos += raw_size
+        # raw, int_value, clen, ulen, lzf: at most one of them is present
+        is_int = len_is_encoded and (len_value < 3)
+        is_lzf = len_is_encoded and (len_value == 3)
+        raw = int_value = clen = ulen = lzf = None
+        if not len_is_encoded:
+            # raw: The bytes of a plain (not encoded) string.
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
+            pos += len_value
             raw = None
-        else:
-            raw = None
-        # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-        is_int = len_.is_encoded and (len_.value < 3)
-        if is_int:
-            int_value_on = len_.value
+        elif is_int:
+            # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
+            int_value_on = len_value
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
@@ -182,51 +163,28 @@ class RdbString:
                 pos += 4
             else:
                 int_value = None
-        else:
-            int_value = None
-        # clen: Compressed length of an LZF string (written before the uncompressed length).
-        is_lzf = len_.is_encoded and (len_.value == 3)
-        if is_lzf:
+        elif is_lzf:
+            # clen: Compressed length of an LZF string (written before the uncompressed length).
             clen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            clen = None
-        # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-        if is_lzf:
+            # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
             ulen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            ulen = None
-        # lzf: The decompressed bytes of an LZF string.
-        if is_lzf:
+            # lzf: The decompressed bytes of an LZF string.
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
             pos += lzf_size
-            lzf = None
-        else:
             lzf = None
         return pos
 
     @property
     def is_int(self):
         """True when the string is stored as an INT8/INT16/INT32 integer."""
-        try:
-            return self._m_is_int
-        except AttributeError:
-            pass
-        is_int = self.len.is_encoded and (self.len.value < 3)
-        self._m_is_int = is_int
-        return is_int
+        return self.len.is_encoded and (self.len.value < 3)
 
     @property
     def is_lzf(self):
         """True when the string is LZF-compressed."""
-        try:
-            return self._m_is_lzf
-        except AttributeError:
-            pass
-        is_lzf = self.len.is_encoded and (self.len.value == 3)
-        self._m_is_lzf = is_lzf
-        return is_lzf
+        return self.len.is_encoded and (self.len.value == 3)
 
 
 class RdbLen:
@@ -245,8 +203,6 @@ class RdbLen:
         "b1",
         "len32",
         "len64",
-        "_m_is_encoded",
-        "_m_value",
     )
 
     @classmethod
@@ -264,49 +220,41 @@ class RdbLen:
         buf = io.buf
         end = io.end
         # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-        b0_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
         pos += 1
-        try:
-            b0_ok = (((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)
-        except (TypeError, ValueError, IndexError):
-            b0_ok = False
-        if not b0_ok:
+        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
             raise invalid(
                 io,
-                b0_pos,
+                pos - 1,
                 "rdb_string:rdb_len.b0",
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )
         self.b0 = b0
-        # b1: Low 8 bits of a 14-bit length.
-        if (b0 >> 6) == 1:
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-            b1 = buf[pos]
-            pos += 1
-        else:
-            b1 = None
+        # b1, len32, len64: at most one of them is present, only when b0 >= 64
+        b1 = len32 = len64 = None
+        if b0 >= 64:
+            if (b0 >> 6) == 1:
+                # b1: Low 8 bits of a 14-bit length.
+                if pos >= end:
+                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+                b1 = buf[pos]
+                pos += 1
+            elif b0 == 128:
+                # len32: A 32-bit big-endian length.
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+                len32 = unpack_u4be(buf, pos)[0]
+                pos += 4
+            elif b0 == 129:
+                # len64: A 64-bit big-endian length (RDB 8 and later).
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+                len64 = unpack_u8be(buf, pos)[0]
+                pos += 8
         self.b1 = b1
-        # len32: A 32-bit big-endian length.
-        if b0 == 128:
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-            len32 = unpack_u4be(buf, pos)[0]
-            pos += 4
-        else:
-            len32 = None
         self.len32 = len32
-        # len64: A 64-bit big-endian length (RDB 8 and later).
-        if b0 == 129:
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-            len64 = unpack_u8be(buf, pos)[0]
-            pos += 8
-        else:
-            len64 = None
         self.len64 = len64
         return self, pos
 
@@ -316,73 +264,53 @@ class RdbLen:
         buf = io.buf
         end = io.end
         # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-        b0_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
         b0 = buf[pos]
         pos += 1
-        try:
-            b0_ok = (((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)
-        except (TypeError, ValueError, IndexError):
-            b0_ok = False
-        if not b0_ok:
+        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
             raise invalid(
                 io,
-                b0_pos,
+                pos - 1,
                 "rdb_string:rdb_len.b0",
                 f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
             )
-        # b1: Low 8 bits of a 14-bit length.
-        if (b0 >> 6) == 1:
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-            b1 = buf[pos]
-            pos += 1
-        else:
-            b1 = None
-        # len32: A 32-bit big-endian length.
-        if b0 == 128:
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-            len32 = unpack_u4be(buf, pos)[0]
-            pos += 4
-        else:
-            len32 = None
-        # len64: A 64-bit big-endian length (RDB 8 and later).
-        if b0 == 129:
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-            len64 = unpack_u8be(buf, pos)[0]
-            pos += 8
-        else:
-            len64 = None
+        # b1, len32, len64: at most one of them is present, only when b0 >= 64
+        b1 = len32 = len64 = None
+        if b0 >= 64:
+            if (b0 >> 6) == 1:
+                # b1: Low 8 bits of a 14-bit length.
+                if pos >= end:
+                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+                b1 = buf[pos]
+                pos += 1
+            elif b0 == 128:
+                # len32: A 32-bit big-endian length.
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+                len32 = unpack_u4be(buf, pos)[0]
+                pos += 4
+            elif b0 == 129:
+                # len64: A 64-bit big-endian length (RDB 8 and later).
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+                len64 = unpack_u8be(buf, pos)[0]
+                pos += 8
         return pos
 
     @property
     def is_encoded(self):
         """True for the 11xxxxxx "encoded" marker (a string encoding, not a length)."""
-        try:
-            return self._m_is_encoded
-        except AttributeError:
-            pass
-        is_encoded = (self.b0 >> 6) == 3
-        self._m_is_encoded = is_encoded
-        return is_encoded
+        return (self.b0 >> 6) == 3
 
     @property
     def value(self):
         """The decoded length, or the encoding number when `is_encoded`."""
-        try:
-            return self._m_value
-        except AttributeError:
-            pass
-        value = (
+        return (
             (((self.b0 & 63) << 8) | self.b1)
             if ((self.b0 >> 6) == 1)
             else (self.len32 if (self.b0 == 128) else (self.len64 if (self.b0 == 129) else (self.b0 & 63)))
         )
-        self._m_value = value
-        return value
 
 
 class RdbBlob:
@@ -403,8 +331,6 @@ class RdbBlob:
         "clen",
         "ulen",
         "lzf",
-        "_m_is_lzf",
-        "_m_payload",
     )
 
     @classmethod
@@ -425,22 +351,21 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value == 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value == 3)):
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
         self.len = len_
-        # plain: The container parsed from an uncompressed blob.
-        if not len_.is_encoded:
-            plain_size = len_.value
-            if plain_size < 0 or pos + plain_size > end:
-                raise truncated(io, pos, plain_size, "rdb_string:rdb_blob.plain")
-            plain_io = Io(buf, pos, pos + plain_size, io.base, io.origin)
-            pos += plain_size
+        # plain, clen, ulen, lzf: at most one of them is present
+        plain = clen = ulen = lzf = None
+        if not len_is_encoded:
+            # plain: The container parsed from an uncompressed blob.
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
+            plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
+            pos += len_value
             plain_on = kind
             if plain_on == 1:
                 plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
@@ -454,25 +379,14 @@ class RdbBlob:
                 plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
             else:
                 plain = plain_io.buf[plain_io.start : plain_io.end]
-        else:
-            plain = None
-        self.plain = plain
-        # clen: Compressed length of an LZF blob.
-        if len_.is_encoded:
+        elif len_is_encoded:
+            # clen: Compressed length of an LZF blob.
             clen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            clen = None
-        self.clen = clen
-        # ulen: Uncompressed length of an LZF blob.
-        if len_.is_encoded:
+            # ulen: Uncompressed length of an LZF blob.
             ulen, pos = RdbLen._read(io, pos, self, root)
-        else:
-            ulen = None
-        self.ulen = ulen
-        # lzf: The container parsed from the LZF-decompressed bytes.
-        if len_.is_encoded:
+            # lzf: The container parsed from the LZF-decompressed bytes.
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
             lzf_data = lzf_decompress(buf[pos : pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
             lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
@@ -490,8 +404,9 @@ class RdbBlob:
                 lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
             else:
                 lzf = lzf_io.buf[lzf_io.start : lzf_io.end]
-        else:
-            lzf = None
+        self.plain = plain
+        self.clen = clen
+        self.ulen = ulen
         self.lzf = lzf
         return self, pos
 
@@ -503,65 +418,42 @@ class RdbBlob:
         # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
-        try:
-            len__ok = (not len_.is_encoded) or (len_.value == 3)
-        except (TypeError, ValueError, IndexError):
-            len__ok = False
-        if not len__ok:
+        len_is_encoded = len_.is_encoded
+        len_value = len_.value
+        if not ((not len_is_encoded) or (len_value == 3)):
             raise invalid(
                 io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
             )
-        # plain: The container parsed from an uncompressed blob.
-        if not len_.is_encoded:
-            plain_size = len_.value
-            if plain_size < 0 or pos + plain_size > end:
-                raise truncated(io, pos, plain_size, "rdb_string:rdb_blob.plain")
-            pos += plain_size
+        # plain, clen, ulen, lzf: at most one of them is present
+        plain = clen = ulen = lzf = None
+        if not len_is_encoded:
+            # plain: The container parsed from an uncompressed blob.
+            if pos + len_value > end:
+                raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
+            pos += len_value
             plain = None
-        else:
-            plain = None
-        # clen: Compressed length of an LZF blob.
-        if len_.is_encoded:
+        elif len_is_encoded:
+            # clen: Compressed length of an LZF blob.
             clen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            clen = None
-        # ulen: Uncompressed length of an LZF blob.
-        if len_.is_encoded:
+            # ulen: Uncompressed length of an LZF blob.
             ulen, pos = RdbLen._read(io, pos, None, root)
-        else:
-            ulen = None
-        # lzf: The container parsed from the LZF-decompressed bytes.
-        if len_.is_encoded:
+            # lzf: The container parsed from the LZF-decompressed bytes.
             lzf_size = clen.value
-            if lzf_size < 0 or pos + lzf_size > end:
+            if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
             pos += lzf_size
-            lzf = None
-        else:
             lzf = None
         return pos
 
     @property
     def is_lzf(self):
         """True when the blob was LZF-compressed."""
-        try:
-            return self._m_is_lzf
-        except AttributeError:
-            pass
-        is_lzf = self.len.is_encoded
-        self._m_is_lzf = is_lzf
-        return is_lzf
+        return self.len.is_encoded
 
     @property
     def payload(self):
         """The parsed container, whichever form the blob was stored in."""
-        try:
-            return self._m_payload
-        except AttributeError:
-            pass
-        payload = self.lzf if self.len.is_encoded else self.plain
-        self._m_payload = payload
-        return payload
+        return self.lzf if self.len.is_encoded else self.plain
 
 
 class RdbDouble:
@@ -576,9 +468,6 @@ class RdbDouble:
         "_io",
         "len",
         "text",
-        "_m_is_nan",
-        "_m_is_pos_inf",
-        "_m_is_neg_inf",
     )
 
     @classmethod
@@ -603,11 +492,10 @@ class RdbDouble:
         self.len = len_
         # text: The number as printed by the server (`%.17g`).
         if len_ < 253:
-            text_size = len_
-            if text_size < 0 or pos + text_size > end:
-                raise truncated(io, pos, text_size, "rdb_string:rdb_double.text")
-            pos += text_size
-            text = buf[pos - text_size : pos].decode("ASCII", "replace")
+            if pos + len_ > end:
+                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+            pos += len_
+            text = buf[pos - len_ : pos].decode("ASCII", "replace")
         else:
             text = None
         self.text = text
@@ -625,10 +513,9 @@ class RdbDouble:
         pos += 1
         # text: The number as printed by the server (`%.17g`).
         if len_ < 253:
-            text_size = len_
-            if text_size < 0 or pos + text_size > end:
-                raise truncated(io, pos, text_size, "rdb_string:rdb_double.text")
-            pos += text_size
+            if pos + len_ > end:
+                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+            pos += len_
             text = None
         else:
             text = None
@@ -637,32 +524,14 @@ class RdbDouble:
     @property
     def is_nan(self):
         """True for NaN (the loader rejects NaN scores)."""
-        try:
-            return self._m_is_nan
-        except AttributeError:
-            pass
-        is_nan = self.len == 253
-        self._m_is_nan = is_nan
-        return is_nan
+        return self.len == 253
 
     @property
     def is_pos_inf(self):
         """True for +inf."""
-        try:
-            return self._m_is_pos_inf
-        except AttributeError:
-            pass
-        is_pos_inf = self.len == 254
-        self._m_is_pos_inf = is_pos_inf
-        return is_pos_inf
+        return self.len == 254
 
     @property
     def is_neg_inf(self):
         """True for -inf."""
-        try:
-            return self._m_is_neg_inf
-        except AttributeError:
-            pass
-        is_neg_inf = self.len == 255
-        self._m_is_neg_inf = is_neg_inf
-        return is_neg_inf
+        return self.len == 255

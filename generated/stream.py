@@ -108,23 +108,17 @@ class StreamValue:
         # last_id: The last generated ID.
         last_id, pos = StreamId._read(io, pos, self, root)
         self.last_id = last_id
-        # first_id: The recorded first entry ID (type >= 19).
+        # first_id, max_deleted_entry_id, entries_added: read together
+        first_id = max_deleted_entry_id = entries_added = None
         if type_code >= 19:
+            # first_id: The recorded first entry ID (type >= 19).
             first_id, pos = StreamId._read(io, pos, self, root)
-        else:
-            first_id = None
-        self.first_id = first_id
-        # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-        if type_code >= 19:
+            # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
             max_deleted_entry_id, pos = StreamId._read(io, pos, self, root)
-        else:
-            max_deleted_entry_id = None
-        self.max_deleted_entry_id = max_deleted_entry_id
-        # entries_added: Number of entries ever added (type >= 19).
-        if type_code >= 19:
+            # entries_added: Number of entries ever added (type >= 19).
             entries_added, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        else:
-            entries_added = None
+        self.first_id = first_id
+        self.max_deleted_entry_id = max_deleted_entry_id
         self.entries_added = entries_added
         # num_groups: Number of consumer groups.
         num_groups, pos = rdb_string.RdbLen._read(io, pos, self, root)
@@ -172,23 +166,17 @@ class StreamValue:
         # last_id: The last generated ID.
         pos = StreamId._skip(io, pos, None, root)
         last_id = None
-        # first_id: The recorded first entry ID (type >= 19).
+        # first_id, max_deleted_entry_id, entries_added: read together
+        first_id = max_deleted_entry_id = entries_added = None
         if type_code >= 19:
+            # first_id: The recorded first entry ID (type >= 19).
             pos = StreamId._skip(io, pos, None, root)
             first_id = None
-        else:
-            first_id = None
-        # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-        if type_code >= 19:
+            # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
             pos = StreamId._skip(io, pos, None, root)
             max_deleted_entry_id = None
-        else:
-            max_deleted_entry_id = None
-        # entries_added: Number of entries ever added (type >= 19).
-        if type_code >= 19:
+            # entries_added: Number of entries ever added (type >= 19).
             pos = rdb_string.RdbLen._skip(io, pos, None, root)
-            entries_added = None
-        else:
             entries_added = None
         # num_groups: Number of consumer groups.
         num_groups, pos = rdb_string.RdbLen._read(io, pos, None, root)
@@ -244,11 +232,7 @@ class StreamNode:
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        try:
-            node_key_len_ok = (not node_key_len.is_encoded) and (node_key_len.value == 16)
-        except (TypeError, ValueError, IndexError):
-            node_key_len_ok = False
-        if not node_key_len_ok:
+        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
             raise invalid(
                 io,
                 node_key_len_pos,
@@ -258,7 +242,7 @@ class StreamNode:
         self.node_key_len = node_key_len
         # node_key: The master ID of the node (big-endian ms and seq).
         node_key_size = 16
-        if node_key_size < 0 or pos + node_key_size > end:
+        if pos + node_key_size > end:
             raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
         node_key_io = Io(buf, pos, pos + node_key_size, io.base, io.origin)
         pos += node_key_size
@@ -279,11 +263,7 @@ class StreamNode:
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        try:
-            node_key_len_ok = (not node_key_len.is_encoded) and (node_key_len.value == 16)
-        except (TypeError, ValueError, IndexError):
-            node_key_len_ok = False
-        if not node_key_len_ok:
+        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
             raise invalid(
                 io,
                 node_key_len_pos,
@@ -292,7 +272,7 @@ class StreamNode:
             )
         # node_key: The master ID of the node (big-endian ms and seq).
         node_key_size = 16
-        if node_key_size < 0 or pos + node_key_size > end:
+        if pos + node_key_size > end:
             raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
         pos += node_key_size
         node_key = None
@@ -971,19 +951,14 @@ class StreamListpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "stream:stream_listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -1011,19 +986,14 @@ class StreamListpack:
         entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
         self.entries = entries
         # terminator: LP_EOF; nothing may follow it.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
         pos += 1
-        try:
-            terminator_ok = (terminator == 255) and (pos >= io.end)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        if not ((terminator == 255) and (pos >= io.end)):
             raise invalid(
                 io,
-                terminator_pos,
+                pos - 1,
                 "stream:stream_listpack.terminator",
                 f"{terminator!r} is invalid: fails _ == 0xff and _io.eof",
             )
@@ -1036,19 +1006,14 @@ class StreamListpack:
         buf = io.buf
         end = io.end
         # total_bytes: Total size of the listpack; must equal the blob size.
-        total_bytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
         total_bytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            total_bytes_ok = (total_bytes >= 7) and (total_bytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            total_bytes_ok = False
-        if not total_bytes_ok:
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
             raise invalid(
                 io,
-                total_bytes_pos,
+                pos - 4,
                 "stream:stream_listpack.total_bytes",
                 f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
             )
@@ -1074,19 +1039,14 @@ class StreamListpack:
             pos = StreamEntry._skip(io, pos, None, root)
         entries = None
         # terminator: LP_EOF; nothing may follow it.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
         terminator = buf[pos]
         pos += 1
-        try:
-            terminator_ok = (terminator == 255) and (pos >= io.end)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        if not ((terminator == 255) and (pos >= io.end)):
             raise invalid(
                 io,
-                terminator_pos,
+                pos - 1,
                 "stream:stream_listpack.terminator",
                 f"{terminator!r} is invalid: fails _ == 0xff and _io.eof",
             )
@@ -1126,12 +1086,8 @@ class StreamMaster:
         read_lp_entry = listpack.read_lp_entry
         # count: Live entries in this node.
         count__pos = pos
-        count_, pos = read_lp_entry(io, pos, self, root)
-        try:
-            count__ok = isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            count__ok = False
-        if not count__ok:
+        count_, pos = read_lp_entry(io, buf, end, pos, self, root)
+        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
             raise invalid(
                 io,
                 count__pos,
@@ -1141,12 +1097,8 @@ class StreamMaster:
         self.count = count_
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
-        deleted, pos = read_lp_entry(io, pos, self, root)
-        try:
-            deleted_ok = isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            deleted_ok = False
-        if not deleted_ok:
+        deleted, pos = read_lp_entry(io, buf, end, pos, self, root)
+        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
             raise invalid(
                 io,
                 deleted_pos,
@@ -1156,12 +1108,9 @@ class StreamMaster:
         self.deleted = deleted
         # num_fields: Number of master fields.
         num_fields_pos = pos
-        num_fields, pos = read_lp_entry(io, pos, self, root)
-        try:
-            num_fields_ok = isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            num_fields_ok = False
-        if not num_fields_ok:
+        num_fields, pos = read_lp_entry(io, buf, end, pos, self, root)
+        num_fields_int_value = num_fields if isinstance(num_fields, int) else None
+        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1170,7 +1119,7 @@ class StreamMaster:
             )
         self.num_fields = num_fields
         # fields: The master field names.
-        fields_count = num_fields if isinstance(num_fields, int) else None
+        fields_count = num_fields_int_value
         if fields_count < 0 or fields_count > end - pos:
             raise invalid(
                 io,
@@ -1180,17 +1129,13 @@ class StreamMaster:
             )
         fields = []
         for fields_index in range(fields_count):
-            fields_item, pos = read_lp_entry(io, pos, self, root)
+            fields_item, pos = read_lp_entry(io, buf, end, pos, self, root)
             fields.append(fields_item)
         self.fields = fields
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
-        terminator, pos = read_lp_entry(io, pos, self, root)
-        try:
-            terminator_ok = isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        terminator, pos = read_lp_entry(io, buf, end, pos, self, root)
+        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
             raise invalid(
                 io,
                 terminator_pos,
@@ -1208,12 +1153,8 @@ class StreamMaster:
         read_lp_entry = listpack.read_lp_entry
         # count: Live entries in this node.
         count__pos = pos
-        count_, pos = read_lp_entry(io, pos, None, root)
-        try:
-            count__ok = isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            count__ok = False
-        if not count__ok:
+        count_, pos = read_lp_entry(io, buf, end, pos, None, root)
+        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
             raise invalid(
                 io,
                 count__pos,
@@ -1222,12 +1163,8 @@ class StreamMaster:
             )
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
-        deleted, pos = read_lp_entry(io, pos, None, root)
-        try:
-            deleted_ok = isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            deleted_ok = False
-        if not deleted_ok:
+        deleted, pos = read_lp_entry(io, buf, end, pos, None, root)
+        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
             raise invalid(
                 io,
                 deleted_pos,
@@ -1236,12 +1173,9 @@ class StreamMaster:
             )
         # num_fields: Number of master fields.
         num_fields_pos = pos
-        num_fields, pos = read_lp_entry(io, pos, None, root)
-        try:
-            num_fields_ok = isinstance(num_fields, int) and ((num_fields if isinstance(num_fields, int) else None) >= 0)
-        except (TypeError, ValueError, IndexError):
-            num_fields_ok = False
-        if not num_fields_ok:
+        num_fields, pos = read_lp_entry(io, buf, end, pos, None, root)
+        num_fields_int_value = num_fields if isinstance(num_fields, int) else None
+        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
             raise invalid(
                 io,
                 num_fields_pos,
@@ -1249,7 +1183,7 @@ class StreamMaster:
                 f"{num_fields!r} is invalid: fails _.is_int and _.int_value >= 0",
             )
         # fields: The master field names.
-        fields_count = num_fields if isinstance(num_fields, int) else None
+        fields_count = num_fields_int_value
         if fields_count < 0 or fields_count > end - pos:
             raise invalid(
                 io,
@@ -1259,16 +1193,12 @@ class StreamMaster:
             )
         fields = []
         for fields_index in range(fields_count):
-            fields_item, pos = read_lp_entry(io, pos, None, root)
+            fields_item, pos = read_lp_entry(io, buf, end, pos, None, root)
             fields.append(fields_item)
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
-        terminator, pos = read_lp_entry(io, pos, None, root)
-        try:
-            terminator_ok = isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)
-        except (TypeError, ValueError, IndexError):
-            terminator_ok = False
-        if not terminator_ok:
+        terminator, pos = read_lp_entry(io, buf, end, pos, None, root)
+        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
             raise invalid(
                 io,
                 terminator_pos,
@@ -1295,8 +1225,6 @@ class StreamEntry:
         "num_fields",
         "items",
         "lp_count",
-        "_m_is_deleted",
-        "_m_is_samefields",
     )
 
     @classmethod
@@ -1330,47 +1258,31 @@ class StreamEntry:
                 break
             # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
             flags_pos = pos
-            flags, pos = read_lp_entry(io, pos, None, root)
-            try:
-                flags_ok = isinstance(flags, int)
-            except (TypeError, ValueError, IndexError):
-                flags_ok = False
-            if not flags_ok:
+            flags, pos = read_lp_entry(io, buf, end, pos, None, root)
+            if not isinstance(flags, int):
                 raise invalid(io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int")
             flags_column.append(flags)
             # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
             ms_diff_pos = pos
-            ms_diff, pos = read_lp_entry(io, pos, None, root)
-            try:
-                ms_diff_ok = isinstance(ms_diff, int)
-            except (TypeError, ValueError, IndexError):
-                ms_diff_ok = False
-            if not ms_diff_ok:
+            ms_diff, pos = read_lp_entry(io, buf, end, pos, None, root)
+            if not isinstance(ms_diff, int):
                 raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
             ms_diff_column.append(ms_diff)
             # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
             seq_diff_pos = pos
-            seq_diff, pos = read_lp_entry(io, pos, None, root)
-            try:
-                seq_diff_ok = isinstance(seq_diff, int)
-            except (TypeError, ValueError, IndexError):
-                seq_diff_ok = False
-            if not seq_diff_ok:
+            seq_diff, pos = read_lp_entry(io, buf, end, pos, None, root)
+            if not isinstance(seq_diff, int):
                 raise invalid(
                     io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int"
                 )
             seq_diff_column.append(seq_diff)
             # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
-            if ((flags if isinstance(flags, int) else None) & 2) == 0:
+            flags_int_value = flags if isinstance(flags, int) else None
+            if (flags_int_value & 2) == 0:
                 num_fields_pos = pos
-                num_fields, pos = read_lp_entry(io, pos, None, root)
-                try:
-                    num_fields_ok = isinstance(num_fields, int) and (
-                        (num_fields if isinstance(num_fields, int) else None) >= 0
-                    )
-                except (TypeError, ValueError, IndexError):
-                    num_fields_ok = False
-                if not num_fields_ok:
+                num_fields, pos = read_lp_entry(io, buf, end, pos, None, root)
+                num_fields_int_value = num_fields if isinstance(num_fields, int) else None
+                if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
                     raise invalid(
                         io,
                         num_fields_pos,
@@ -1381,10 +1293,11 @@ class StreamEntry:
                 num_fields = None
             num_fields_column.append(num_fields)
             # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
+            num_fields_int_value = num_fields if isinstance(num_fields, int) else None
             items_count = (
                 (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
-                if (((flags if isinstance(flags, int) else None) & 2) != 0)
-                else (2 * (num_fields if isinstance(num_fields, int) else None))
+                if ((flags_int_value & 2) != 0)
+                else (2 * num_fields_int_value)
             )
             if items_count < 0 or items_count > end - pos:
                 raise invalid(
@@ -1395,19 +1308,19 @@ class StreamEntry:
                 )
             items = []
             for items_index in range(items_count):
-                items_item, pos = read_lp_entry(io, pos, None, root)
+                items_item, pos = read_lp_entry(io, buf, end, pos, None, root)
                 items.append(items_item)
             items_column.append(items)
             # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
             lp_count_pos = pos
-            lp_count, pos = read_lp_entry(io, pos, None, root)
+            lp_count, pos = read_lp_entry(io, buf, end, pos, None, root)
             try:
                 lp_count_ok = isinstance(lp_count, int) and (
                     (lp_count if isinstance(lp_count, int) else None)
                     == (
                         ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-                        if (((flags if isinstance(flags, int) else None) & 2) != 0)
-                        else ((2 * (num_fields if isinstance(num_fields, int) else None)) + 4)
+                        if ((flags_int_value & 2) != 0)
+                        else ((2 * num_fields_int_value) + 4)
                     )
                 )
             except (TypeError, ValueError, IndexError):
@@ -1425,24 +1338,12 @@ class StreamEntry:
     @property
     def is_deleted(self):
         """True when the entry is deleted (a tombstone)."""
-        try:
-            return self._m_is_deleted
-        except AttributeError:
-            pass
-        is_deleted = ((self.flags if isinstance(self.flags, int) else None) & 1) != 0
-        self._m_is_deleted = is_deleted
-        return is_deleted
+        return ((self.flags if isinstance(self.flags, int) else None) & 1) != 0
 
     @property
     def is_samefields(self):
         """True when the entry uses the master fields."""
-        try:
-            return self._m_is_samefields
-        except AttributeError:
-            pass
-        is_samefields = ((self.flags if isinstance(self.flags, int) else None) & 2) != 0
-        self._m_is_samefields = is_samefields
-        return is_samefields
+        return ((self.flags if isinstance(self.flags, int) else None) & 2) != 0
 
 
 class StreamEntryColumns:

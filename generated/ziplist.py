@@ -36,7 +36,6 @@ class Ziplist:
         "zllen",
         "body",
         "terminator",
-        "_m_entries",
     )
 
     @classmethod
@@ -54,32 +53,22 @@ class Ziplist:
         buf = io.buf
         end = io.end
         # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        zlbytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zlbytes_ok = (zlbytes >= 11) and (zlbytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            zlbytes_ok = False
-        if not zlbytes_ok:
+        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
+                io, pos - 4, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
         self.zlbytes = zlbytes
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        zltail_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zltail_ok = zltail <= ((io.end - io.start) - 1)
-        except (TypeError, ValueError, IndexError):
-            zltail_ok = False
-        if not zltail_ok:
-            raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
+        if not (zltail <= ((io.end - io.start) - 1)):
+            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         self.zltail = zltail
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
@@ -96,13 +85,12 @@ class Ziplist:
         body = ZlBody._read(body_io, body_io.start, self, root)[0]
         self.body = body
         # terminator: ZIP_END, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         self.terminator = terminator
         return self, pos
 
@@ -112,31 +100,21 @@ class Ziplist:
         buf = io.buf
         end = io.end
         # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        zlbytes_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
         zlbytes = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zlbytes_ok = (zlbytes >= 11) and (zlbytes == (io.end - io.start))
-        except (TypeError, ValueError, IndexError):
-            zlbytes_ok = False
-        if not zlbytes_ok:
+        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io, zlbytes_pos, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
+                io, pos - 4, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
             )
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        zltail_pos = pos
         if pos + 4 > end:
             raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
-        try:
-            zltail_ok = zltail <= ((io.end - io.start) - 1)
-        except (TypeError, ValueError, IndexError):
-            zltail_ok = False
-        if not zltail_ok:
-            raise invalid(io, zltail_pos, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
+        if not (zltail <= ((io.end - io.start) - 1)):
+            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
             raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
@@ -149,25 +127,18 @@ class Ziplist:
         pos += body_size
         body = None
         # terminator: ZIP_END, always 0xFF.
-        terminator_pos = pos
         if pos >= end:
             raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, terminator_pos, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         return pos
 
     @property
     def entries(self):
         """The entries of the ziplist (each one a scalar, see `zl_entry`)."""
-        try:
-            return self._m_entries
-        except AttributeError:
-            pass
-        entries = self.body.entries
-        self._m_entries = entries
-        return entries
+        return self.body.entries
 
 
 class ZlBody:
@@ -199,7 +170,7 @@ class ZlBody:
         # entries: Ziplist entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_zl_entry(io, pos, self, root)
+            entries_item, pos = read_zl_entry(io, buf, end, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
         return self, pos
@@ -212,34 +183,28 @@ class ZlBody:
         # entries: Ziplist entries, in order.
         entries = []
         while pos < end:
-            entries_item, pos = read_zl_entry(io, pos, None, root)
+            entries_item, pos = read_zl_entry(io, buf, end, pos, None, root)
             entries.append(entries_item)
         return pos
 
 
-def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
+def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     """One ziplist entry: prevlen (1 byte, or 0xFE + u32 LE), an encoding byte, then data.
     String lengths of the 14-bit and 32-bit forms are BIG-endian; integers are little-endian;
     0xF1..0xFD are 4-bit immediates 0..12. Exactly one of `int_value` and `str_value` is non-null.
 
     Written by: redis src/ziplist.c zipEntrySafe
 
-    Returns the value (int_value or str_value) and the position after it.
+    Reads at `pos` in `io` (whose `buf` and `end` are passed too, as this runs per element);
+    returns the value (int_value or str_value) and the position after it.
     """
-    buf = io.buf
-    end = io.end
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
-    prevlen_b0_pos = pos
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
     prevlen_b0 = buf[pos]
     pos += 1
-    try:
-        prevlen_b0_ok = prevlen_b0 != 255
-    except (TypeError, ValueError, IndexError):
-        prevlen_b0_ok = False
-    if not prevlen_b0_ok:
-        raise invalid(io, prevlen_b0_pos, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
+    if not (prevlen_b0 != 255):
+        raise invalid(io, pos - 1, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
     # prevlen_u32: Size of the previous entry (5-byte prevlen form).
     if prevlen_b0 == 254:
         if pos + 4 > end:
@@ -249,100 +214,80 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
     else:
         prevlen_u32 = None
     # enc: Encoding: 00pppppp 6-bit string, 01pppppp 14-bit string, 0x80 32-bit string,
-    enc_pos = pos
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
     enc = buf[pos]
     pos += 1
-    try:
-        enc_ok = (((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or (
-            (enc >= 240) and (enc <= 254)
-        )
-    except (TypeError, ValueError, IndexError):
-        enc_ok = False
-    if not enc_ok:
+    if not (
+        (((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224))
+        or ((enc >= 240) and (enc <= 254))
+    ):
         raise invalid(
             io,
-            enc_pos,
+            pos - 1,
             "ziplist:zl_entry.enc",
             f"{enc!r} is invalid: fails _ < 0x80 or _ == 0x80 or _ == 0xc0 or _ == 0xd0 or _ == 0xe0 or (_ >= 0xf0 and _ <= 0xfe)",
         )
-    # b1: Low 8 bits of a 14-bit (big-endian) string length.
-    if (enc & 192) == 64:
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:zl_entry.b1")
-        b1 = buf[pos]
-        pos += 1
-    else:
-        b1 = None
-    # len32: Big-endian length of a 32-bit string.
-    if enc == 128:
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:zl_entry.len32")
-        len32 = unpack_u4be(buf, pos)[0]
-        pos += 4
-    else:
-        len32 = None
-    # int16: A 16-bit little-endian integer.
-    if enc == 192:
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:zl_entry.int16")
-        int16 = unpack_s2le(buf, pos)[0]
-        pos += 2
-    else:
-        int16 = None
-    # int32: A 32-bit little-endian integer.
-    if enc == 208:
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:zl_entry.int32")
-        int32 = unpack_s4le(buf, pos)[0]
-        pos += 4
-    else:
-        int32 = None
-    # int64: A 64-bit little-endian integer.
-    if enc == 224:
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "ziplist:zl_entry.int64")
-        int64 = unpack_s8le(buf, pos)[0]
-        pos += 8
-    else:
-        int64 = None
-    # int24_lo: Low 16 bits of a 24-bit little-endian integer.
-    if enc == 240:
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:zl_entry.int24_lo")
-        int24_lo = unpack_u2le(buf, pos)[0]
-        pos += 2
-    else:
-        int24_lo = None
-    # int24_hi: High 8 bits of a 24-bit little-endian integer.
-    if enc == 240:
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:zl_entry.int24_hi")
-        int24_hi = buf[pos]
-        pos += 1
-    else:
-        int24_hi = None
-    # int8: An 8-bit integer.
-    if enc == 254:
-        if pos + 1 > end:
-            raise truncated(io, pos, 1, "ziplist:zl_entry.int8")
-        int8 = unpack_s1le(buf, pos)[0]
-        pos += 1
-    else:
-        int8 = None
+    # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
+    b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = None
+    if enc >= 64:
+        if (enc & 192) == 64:
+            # b1: Low 8 bits of a 14-bit (big-endian) string length.
+            if pos >= end:
+                raise truncated(io, pos, 1, "ziplist:zl_entry.b1")
+            b1 = buf[pos]
+            pos += 1
+        elif enc == 128:
+            # len32: Big-endian length of a 32-bit string.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:zl_entry.len32")
+            len32 = unpack_u4be(buf, pos)[0]
+            pos += 4
+        elif enc == 192:
+            # int16: A 16-bit little-endian integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "ziplist:zl_entry.int16")
+            int16 = unpack_s2le(buf, pos)[0]
+            pos += 2
+        elif enc == 208:
+            # int32: A 32-bit little-endian integer.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:zl_entry.int32")
+            int32 = unpack_s4le(buf, pos)[0]
+            pos += 4
+        elif enc == 224:
+            # int64: A 64-bit little-endian integer.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "ziplist:zl_entry.int64")
+            int64 = unpack_s8le(buf, pos)[0]
+            pos += 8
+        elif enc == 240:
+            # int24_lo: Low 16 bits of a 24-bit little-endian integer.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "ziplist:zl_entry.int24_lo")
+            int24_lo = unpack_u2le(buf, pos)[0]
+            pos += 2
+            # int24_hi: High 8 bits of a 24-bit little-endian integer.
+            if pos >= end:
+                raise truncated(io, pos, 1, "ziplist:zl_entry.int24_hi")
+            int24_hi = buf[pos]
+            pos += 1
+        elif enc == 254:
+            # int8: An 8-bit integer.
+            if pos + 1 > end:
+                raise truncated(io, pos, 1, "ziplist:zl_entry.int8")
+            int8 = unpack_s1le(buf, pos)[0]
+            pos += 1
     # str: The bytes of a string entry.
     is_int = enc >= 192
     if not is_int:
         str_len = enc if (enc < 64) else ((((enc & 63) << 8) | b1) if (enc < 128) else (len32 if (enc == 128) else 0))
-        str__size = str_len
-        if str__size < 0 or pos + str__size > end:
-            raise truncated(io, pos, str__size, "ziplist:zl_entry.str")
-        pos += str__size
-        str_ = buf[pos - str__size : pos]
+        if str_len < 0 or pos + str_len > end:
+            raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
+        pos += str_len
+        str_ = buf[pos - str_len : pos]
     else:
         str_ = None
-    uint24 = ((int24_hi << 16) | int24_lo) if (enc == 240) else None
     int_value = (
         (
             int16
@@ -354,7 +299,7 @@ def read_zl_entry(io: Io, pos: int, parent, root) -> tuple:
                     int64
                     if (enc == 224)
                     else (
-                        ((uint24 - 16777216) if (uint24 >= 8388608) else uint24)
+                        ((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24)
                         if (enc == 240)
                         else (int8 if (enc == 254) else ((enc & 15) - 1))
                     )

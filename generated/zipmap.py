@@ -95,8 +95,6 @@ class ZmLen:
         "_io",
         "b0",
         "len32",
-        "_m_is_end",
-        "_m_value",
     )
 
     @classmethod
@@ -153,24 +151,12 @@ class ZmLen:
     @property
     def is_end(self):
         """True for the 0xFF end marker."""
-        try:
-            return self._m_is_end
-        except AttributeError:
-            pass
-        is_end = self.b0 == 255
-        self._m_is_end = is_end
-        return is_end
+        return self.b0 == 255
 
     @property
     def value(self):
         """The decoded length."""
-        try:
-            return self._m_value
-        except AttributeError:
-            pass
-        value = self.len32 if (self.b0 == 254) else self.b0
-        self._m_value = value
-        return value
+        return self.len32 if (self.b0 == 254) else self.b0
 
 
 class ZmEntry:
@@ -207,59 +193,43 @@ class ZmEntry:
         # field_len: Length of the field, or the end marker.
         field_len, pos = ZmLen._read(io, pos, self, root)
         self.field_len = field_len
-        # field: The field bytes.
-        if not field_len.is_end:
+        # field, value_len, free, value, padding: read together
+        field_len_is_end = field_len.is_end
+        field = value_len = free = value = padding = None
+        if not field_len_is_end:
+            # field: The field bytes.
             field_size = field_len.value
-            if field_size < 0 or pos + field_size > end:
+            if pos + field_size > end:
                 raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
             pos += field_size
             field = buf[pos - field_size : pos]
-        else:
-            field = None
-        self.field = field
-        # value_len: Length of the value.
-        if not field_len.is_end:
+            # value_len: Length of the value.
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, self, root)
-            try:
-                value_len_ok = not value_len.is_end
-            except (TypeError, ValueError, IndexError):
-                value_len_ok = False
-            if not value_len_ok:
+            if not (not value_len.is_end):
                 raise invalid(
                     io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )
-        else:
-            value_len = None
-        self.value_len = value_len
-        # free: Number of unused bytes after the value.
-        if not field_len.is_end:
+            # free: Number of unused bytes after the value.
             if pos >= end:
                 raise truncated(io, pos, 1, "zipmap:zm_entry.free")
             free = buf[pos]
             pos += 1
-        else:
-            free = None
-        self.free = free
-        # value: The value bytes.
-        if not field_len.is_end:
+            # value: The value bytes.
             value_size = value_len.value
-            if value_size < 0 or pos + value_size > end:
+            if pos + value_size > end:
                 raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
             pos += value_size
             value = buf[pos - value_size : pos]
-        else:
-            value = None
+            # padding: Unused bytes left after the value by an in-place update.
+            if pos + free > end:
+                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+            pos += free
+            padding = buf[pos - free : pos]
+        self.field = field
+        self.value_len = value_len
+        self.free = free
         self.value = value
-        # padding: Unused bytes left after the value by an in-place update.
-        if not field_len.is_end:
-            padding_size = free
-            if padding_size < 0 or pos + padding_size > end:
-                raise truncated(io, pos, padding_size, "zipmap:zm_entry.padding")
-            pos += padding_size
-            padding = buf[pos - padding_size : pos]
-        else:
-            padding = None
         self.padding = padding
         return self, pos
 
@@ -270,53 +240,37 @@ class ZmEntry:
         end = io.end
         # field_len: Length of the field, or the end marker.
         field_len, pos = ZmLen._read(io, pos, None, root)
-        # field: The field bytes.
-        if not field_len.is_end:
+        # field, value_len, free, value, padding: read together
+        field_len_is_end = field_len.is_end
+        field = value_len = free = value = padding = None
+        if not field_len_is_end:
+            # field: The field bytes.
             field_size = field_len.value
-            if field_size < 0 or pos + field_size > end:
+            if pos + field_size > end:
                 raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
             pos += field_size
             field = None
-        else:
-            field = None
-        # value_len: Length of the value.
-        if not field_len.is_end:
+            # value_len: Length of the value.
             value_len_pos = pos
             value_len, pos = ZmLen._read(io, pos, None, root)
-            try:
-                value_len_ok = not value_len.is_end
-            except (TypeError, ValueError, IndexError):
-                value_len_ok = False
-            if not value_len_ok:
+            if not (not value_len.is_end):
                 raise invalid(
                     io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
                 )
-        else:
-            value_len = None
-        # free: Number of unused bytes after the value.
-        if not field_len.is_end:
+            # free: Number of unused bytes after the value.
             if pos >= end:
                 raise truncated(io, pos, 1, "zipmap:zm_entry.free")
             free = buf[pos]
             pos += 1
-        else:
-            free = None
-        # value: The value bytes.
-        if not field_len.is_end:
+            # value: The value bytes.
             value_size = value_len.value
-            if value_size < 0 or pos + value_size > end:
+            if pos + value_size > end:
                 raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
             pos += value_size
             value = None
-        else:
-            value = None
-        # padding: Unused bytes left after the value by an in-place update.
-        if not field_len.is_end:
-            padding_size = free
-            if padding_size < 0 or pos + padding_size > end:
-                raise truncated(io, pos, padding_size, "zipmap:zm_entry.padding")
-            pos += padding_size
-            padding = None
-        else:
+            # padding: Unused bytes left after the value by an in-place update.
+            if pos + free > end:
+                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+            pos += free
             padding = None
         return pos

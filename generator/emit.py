@@ -9,10 +9,12 @@ while reading are computed into locals at first use, so the hot path reads no pr
 from __future__ import annotations
 
 import keyword
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
 from . import expressions as ex
+from .facts import Facts, assume, field_kind, guarded_use
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
 
@@ -67,40 +69,59 @@ def _ref_min_size(ref: TypeRef, seen: set) -> int:
     return 0
 
 
-def expressions_of(t: TypeSpec) -> list[ex.Node]:
-    """Every expression in a type: conditions, sizes, counts, switches, arguments, instances."""
-    nodes: list[ex.Node] = []
-    for a in t.seq + t.instances:
-        nodes += [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
-        refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
-        if isinstance(a.type, Switch):
-            nodes.append(a.type.on)
-        nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
-        if a.process:
-            nodes += list(a.process[1])
-        if isinstance(a.valid, dict) and "expr" in a.valid:
-            nodes.append(ex.parse(a.valid["expr"]))
+def attribute_expressions(a: Attribute) -> list[ex.Node]:
+    """Every expression of a field or instance: condition, size, count, switch, arguments..."""
+    nodes = [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
+    refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
+    if isinstance(a.type, Switch):
+        nodes.append(a.type.on)
+    nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
+    if a.process:
+        nodes += list(a.process[1])
+    if isinstance(a.valid, dict) and "expr" in a.valid:
+        nodes.append(ex.parse(a.valid["expr"]))
     return nodes
+
+
+def expressions_of(t: TypeSpec) -> list[ex.Node]:
+    """Every expression in a type."""
+    return [n for a in t.seq + t.instances for n in attribute_expressions(a)]
+
+
+def shared_reads(t: TypeSpec) -> set[tuple[str, str]]:
+    """The `field.name` reads that the type's expressions make more than once (`_` in a field's
+    own expressions is that field): worth a local."""
+    reads: Counter = Counter()
+    for a in t.seq + t.instances:
+        for node in attribute_expressions(a):
+            for n in ex.nodes_in(node):
+                if isinstance(n, ex.Attr) and isinstance(n.target, ex.Name):
+                    reads[(a.id if n.target.name == "_" else n.target.name, n.name)] += 1
+    return {read for read, count in reads.items() if count > 1}
 
 
 def referenced_names(t: TypeSpec) -> set[str]:
     return set().union(*(ex.names_in(n) for n in expressions_of(t)))
 
 
-def names_needed_while_reading(t: TypeSpec) -> set[str]:
-    """Names the seq's own expressions use, with the instances they reach followed: the
-    fields a skip pass must still read (instances nobody reads while skipping do not count)."""
-    seq_only = TypeSpec(t.id, t.spec, t.parent, t.yaml_path, t.raw, seq=t.seq)
-    needed = set().union(*(ex.names_in(n) for n in expressions_of(seq_only)))
-    pending = list(needed)
+def closure(t: TypeSpec, names: set[str]) -> set[str]:
+    """`names` with the names that the instances among them refer to, transitively."""
+    found = set(names)
+    pending = list(found)
     while pending:
         inst = t.attribute(pending.pop())
         if inst is not None and inst.is_instance:
             for node in (inst.value, inst.cond, inst.pos):
-                for name in ex.names_in(node) - needed if node is not None else ():
-                    needed.add(name)
+                for name in ex.names_in(node) - found if node is not None else ():
+                    found.add(name)
                     pending.append(name)
-    return needed
+    return found
+
+
+def names_needed_while_reading(t: TypeSpec) -> set[str]:
+    """Names the seq's own expressions use, with the instances they reach followed: the
+    fields a skip pass must still read (instances nobody reads while skipping do not count)."""
+    return closure(t, {name for a in t.seq for n in attribute_expressions(a) for name in ex.names_in(n)})
 
 
 def uses_parent(t: TypeSpec) -> bool:
@@ -124,6 +145,13 @@ class TypeEmitter:
         self.modules: set[str] = set()
         self.needed = names_needed_while_reading(t)
         self.bound: dict[str, str] = {}
+        self.facts = Facts(builder, t)
+        self.shared = shared_reads(t)
+        self.uses = Counter(name for a in t.seq + t.instances for node in attribute_expressions(a)
+                            for name in ex.names_in(node))
+        self.uses.update(t.scalar or ())
+        self.byte_indexed = self.fields_read_by_byte() if mode in (SCALAR, SKIP) else set()
+        self.in_place: dict[str, bool] = {}  # instances computed where used (name: computed yet)
 
     # -- name resolution -------------------------------------------------------------------
 
@@ -140,6 +168,11 @@ class TypeEmitter:
                 raise ex.ExpressionError("_index is only valid inside a repeat")
             return self.loop_index
         local = local_name(name)
+        if name in self.in_place:
+            if self.in_place[name]:
+                return local
+            self.in_place[name] = True
+            return f"({local} := {self.expr(self.t.attribute(name).value)})"
         if self.is_known(local):
             return local
         if name in (p.id for p in self.t.params) and self.mode == OBJECT:
@@ -160,20 +193,38 @@ class TypeEmitter:
 
     def materialize(self, attr: Attribute) -> None:
         local = local_name(attr.id)
+        outer = self.in_place
+        self.in_place = dict.fromkeys(self.computed_in_place(attr.value), False)
         value = self.expr(attr.value)
+        self.in_place = outer
         if attr.cond is not None:
             value = f"({value} if {self.expr(attr.cond)} else None)"
         self.pre.append(f"{local} = {value}")
-        if self.mode == OBJECT:
+        if self.mode == OBJECT and not self.uncached(attr):
             self.pre.append(f"self._m_{attr.id} = {local}")
         self.known[-1].add(local)
+
+    def computed_in_place(self, node: ex.Node) -> list[str]:
+        """Instances that only `node` uses, under a guard that implies their condition: they
+        are computed (`name := ...`) where the guarded part first needs them, so entries that
+        take another branch never compute them."""
+        found = []
+        for name in sorted(ex.names_in(node)):
+            inst = self.t.attribute(name)
+            if inst is None or not inst.is_instance or inst.value is None or self.is_known(local_name(name)) \
+                    or self.facts.instance_kind(self.t, inst) is None or self.uses.get(name, 0) != 1:
+                continue
+            use = guarded_use(node, name)
+            if use is not None and use[1] and (inst.cond is None or self.facts.implied(inst.cond, use[1])):
+                found.append(name)
+        return found
 
     def ctx(self, pos: Optional[str] = "pos") -> ex.Context:
         """Inside a lazy property (pos None) the tree is reached through `self`."""
         if pos is None:
-            return ex.Context(self.resolve, self.enum_value, None, None, self.scalar_attribute,
-                              "self._root", "self._parent")
-        return ex.Context(self.resolve, self.enum_value, pos, "io", self.scalar_attribute)
+            return ex.Context(self.resolve, self.enum_value, None, None, self.attribute,
+                              root="self._root", parent="self._parent")
+        return ex.Context(self.resolve, self.enum_value, pos, "io", self.attribute, self.subscript)
 
     def static_type(self, node: ex.Node) -> Optional[TypeSpec]:
         """The user type an expression evaluates to, where the spec makes it certain."""
@@ -194,11 +245,81 @@ class TypeEmitter:
             return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
         return None
 
-    def scalar_attribute(self, node: ex.Node, name: str, source: str) -> Optional[str]:
-        """`entry.int_value` where entry is scalar-compiled: a type test on the scalar."""
+    def attribute(self, node: ex.Node, name: str, source: str) -> Optional[str]:
+        """`x.name` where the spec makes the type of `x` certain: on a scalar-compiled value, a
+        type test; an instance that cannot raise, read from a local, is read once into a local
+        `x_name` (the first use computes it, later ones in its scope reuse it)."""
         target = self.static_type(node)
-        if target is None or not target.scalar:
+        if target is None:
             return None
+        if target.scalar:
+            value = self.scalar_attribute(target, name, source)
+        else:
+            inst = target.attribute(name)
+            it = field_kind(self.current_attr, element=True) if self.current_attr is not None else None
+            base = self.facts.kind(node, it=it)
+            if inst is None or not inst.is_instance or base is None or base.nullable \
+                    or self.facts.instance_kind(target, inst) is None:
+                return None
+            value = f"{source}.{name}"
+        field_id = self.current_attr.id if node == ex.Name("_") and self.current_attr else getattr(node, "name", None)
+        shared = f"{source.rstrip('_')}_{name}"
+        if (field_id, name) not in self.shared or not self.is_known(source) or self.t.attribute(shared) is not None \
+                or shared in _RESERVED:
+            return value
+        if not self.is_known(shared):
+            self.pre.append(f"{shared} = {value}")
+            self.known[-1].add(shared)
+        return shared
+
+    def subscript(self, node: ex.Index) -> Optional[str]:
+        """`field[k]` of a field read byte by byte: the byte in the buffer."""
+        target = node.target
+        if target == ex.Name("_") and self.loop_item is not None and self.current_attr is not None:
+            target = ex.Name(self.current_attr.id)
+        if isinstance(target, ex.Name) and target.name in self.byte_indexed and isinstance(node.index, ex.Num):
+            start = f"{local_name(target.name)}_pos"
+            return f"buf[{start} + {node.index.value}]" if node.index.value else f"buf[{start}]"
+        return None
+
+    def fields_read_by_byte(self) -> set[str]:
+        """Sized raw fields that the type's expressions only index with constants, each index
+        proven within the size, and that nothing keeps: they are never sliced out of the buffer,
+        their bytes are read in place."""
+        found = set()
+        for a in self.t.seq:
+            kind = field_kind(a)
+            if kind.base != "bytes" or kind.length is None or kind.nullable or self.skipping(a) \
+                    or a.raw.get("-rdbspec-lazy") \
+                    or (a.valid is not None and (not isinstance(a.valid, dict) or set(a.valid) != {"expr"})):
+                continue
+            if all(self.indexed_safely(a, b) for b in self.t.seq + self.t.instances):
+                found.add(a.id)
+        return found
+
+    def indexed_safely(self, a: Attribute, b: Attribute) -> bool:
+        """Every mention of field `a` in the expressions of `b` is `a[k]`, in an expression
+        that cannot raise (so no index is out of range)."""
+        for node in attribute_expressions(b):
+            names = {a.id, "_"} if b is a and node is not a.cond else {a.id}
+            nodes = list(ex.nodes_in(node))
+            mentions = sum(1 for n in nodes if isinstance(n, ex.Name) and n.name in names)
+            if not mentions:
+                continue
+            indexed = sum(1 for n in nodes if isinstance(n, ex.Index) and isinstance(n.index, ex.Num)
+                          and isinstance(n.target, ex.Name) and n.target.name in names)
+            if b.is_instance:
+                safe = self.facts.instance_kind(self.t, b) is not None
+            else:
+                it = field_kind(b, element=True) if b is a else None
+                safe = self.facts.safe(node, self.given(b) if node is not b.cond else frozenset(), it)
+            if indexed != mentions or not safe:
+                return False
+        return True
+
+    @staticmethod
+    def scalar_attribute(target: TypeSpec, name: str, source: str) -> str:
+        """`entry.int_value` where entry is scalar-compiled: a type test on the scalar."""
         if name in target.scalar:
             kind = target.scalar_kind(name)
             return f"({source} if isinstance({source}, {kind}) else None)"
@@ -235,11 +356,100 @@ class TypeEmitter:
     # -- seq -------------------------------------------------------------------------------
 
     def body(self) -> list[str]:
-        for a in self.t.seq:
-            if a.id == self.t.streamed:
-                break
-            self.field(a)
+        streamed = [a.id for a in self.t.seq].index(self.t.streamed) if self.t.streamed else len(self.t.seq)
+        self.fields(self.t.seq[:streamed])
         return self.out.lines
+
+    def fields(self, attrs: list[Attribute]) -> None:
+        """Reads fields in order; a run of conditional fields whose conditions exclude each other
+        (or are the same) is read as one if/elif chain, so each condition is tested once at most."""
+        index = 0
+        while index < len(attrs):
+            run = self.exclusive_run(attrs[index:])
+            if len(run) > 1:
+                self.chain(run)
+            else:
+                self.field(attrs[index])
+            index += len(run)
+
+    def chainable(self, a: Attribute) -> bool:
+        """A conditional field whose condition does not depend on the position, and whose type
+        does not read its parent (whose fields a chain stores only at its end)."""
+        targets = [r.target for r in ([a.type] + ([r for _, r in a.type.cases] + [a.type.default]
+                                                   if isinstance(a.type, Switch) else []))
+                   if isinstance(r, UserRef)]
+        return (a.cond is not None and not a.raw.get("-rdbspec-lazy") and "_io" not in ex.names_in(a.cond)
+                and not any(uses_parent(target) for target in targets))
+
+    def exclusive_run(self, attrs: list[Attribute]) -> list[Attribute]:
+        """The longest run of chainable fields from the first whose conditions are the same or
+        exclude each other, and refer to no field of the run."""
+        run = attrs[:1]
+        if not self.chainable(attrs[0]):
+            return run
+        for a in attrs[1:]:
+            ids = {b.id for b in run} | {a.id}
+            conds = [b.cond for b in run] + [a.cond]
+            if not self.chainable(a) or any(closure(self.t, ex.names_in(cond)) & ids for cond in conds):
+                break
+            if len(set(conds)) > 1 and not self.facts.exclusive(conds):
+                break
+            run.append(a)
+        return run
+
+    def chain(self, run: list[Attribute]) -> None:
+        branches: dict[ex.Node, list[Attribute]] = {}
+        for a in run:
+            branches.setdefault(a.cond, []).append(a)
+        self.hoist(run)
+        tests = [self.expr(cond) for cond in branches]  # instances they need are computed first
+        # a chain that only tests one integer field, and never holds below some value, is
+        # entered only from that value: the common small values skip every test
+        bound = self.facts.lower_bound(list(branches)) if len(branches) > 1 else None
+        guard = f"{self.expr(bound[0])} >= {bound[1]}" if bound is not None else None
+        names = ", ".join(a.id for a in run)
+        summary = "read together" if len(branches) == 1 else "at most one of them is present"
+        self.out.add(f"# {names}: {summary}" + (f", only when {guard}" if guard else ""))
+        self.emit(" = ".join(local_name(a.id) for a in run) + " = None")
+        if guard:
+            self.block(f"if {guard}:")
+        for index, (test, attrs) in enumerate(zip(tests, branches.values())):
+            self.block(f"{'if' if index == 0 else 'elif'} {test}:")
+            for a in attrs:
+                self.comment(a)
+                self.read_repeated(a, local_name(a.id))
+                self.known[-1].add(local_name(a.id))
+            self.end_block()
+        if guard:
+            self.end_block()
+        for a in run:
+            self.known[-1].add(local_name(a.id))
+            self.store(a, local_name(a.id))
+
+    def hoist(self, attrs: list[Attribute]) -> None:
+        """Before conditional fields: the instances they need that a later field needs too are
+        computed once, here, when that cannot raise and all they read is already read."""
+        last = max(i for i, b in enumerate(self.t.seq) if any(b is a for a in attrs))
+        later = closure(self.t, {n for b in self.t.seq[last + 1:] for node in attribute_expressions(b)
+                                 for n in ex.names_in(node)} | set(self.t.scalar or ()))
+        inside = closure(self.t, {n for a in attrs for node in attribute_expressions(a) if node is not a.cond
+                                  for n in ex.names_in(node)})
+        for inst in self.t.instances:
+            if inst.id not in inside & later or inst.value is None or self.is_known(local_name(inst.id)):
+                continue
+            reads = closure(self.t, {inst.id})
+            ready = all(self.is_known(local_name(n)) for n in reads if (b := self.t.attribute(n)) is not None
+                        and not b.is_instance)
+            if ready and "_io" not in reads and self.facts.instance_kind(self.t, inst) is not None:
+                self.resolve(inst.id)
+
+    def comment(self, a: Attribute) -> None:
+        self.out.add(f"# {a.id}" + (f": {a.doc.splitlines()[0]}" if a.doc else ""))
+
+    @staticmethod
+    def given(a: Attribute) -> frozenset:
+        """What is known while a field is read: its condition holds."""
+        return assume(frozenset(), a.cond) if a.cond is not None else frozenset()
 
     def path(self, a: Attribute) -> str:
         return f'"{self.t.spec_path}.{a.id}"'
@@ -267,8 +477,9 @@ class TypeEmitter:
             self.field(a)
             self.mode = OBJECT
             return
-        self.out.add(f"# {a.id}" + (f": {a.doc.splitlines()[0]}" if a.doc else ""))
+        self.comment(a)
         if a.cond is not None:
+            self.hoist([a])
             self.block(f"if {self.expr(a.cond)}:")
             self.read_repeated(a, local)
             self.end_block()
@@ -374,7 +585,9 @@ class TypeEmitter:
             self.end_block()
             self.emit(f"pos += {n}")
             return
-        if a.valid is not None:
+        fixed = isinstance(a.type, Primitive) and a.size is None and not a.size_eos
+        start = f"pos - {a.type.size}" if fixed else f"{local}_pos"  # where the field starts
+        if (a.valid is not None and not fixed) or a.id in self.byte_indexed:
             self.emit(f"{local}_pos = pos")
         if a.size is not None or a.size_eos:
             self.read_sized(a, local)
@@ -383,7 +596,7 @@ class TypeEmitter:
         else:
             self.read_type(a, a.type, local)
         self.known[-1].add(local)  # valid expressions may refer to the field by name
-        self.validate(a, local)
+        self.validate(a, local, start)
 
     def bounds(self, a: Attribute, n: str) -> None:
         self.block(f"if pos + {n} > end:")
@@ -435,16 +648,15 @@ class TypeEmitter:
             self.emit(f"{local} = None")
             return
         parent = "self" if self.mode == OBJECT else "None"
-        call = f"{self.reader(ref.target)}({io}, {pos}, {parent}, root{args})"
+        if ref.target.scalar:  # a function called per element: it takes the buffer and end too
+            view = "buf, end" if io == "io" else f"{io}.buf, {io}.end"
+            call = f"{self.qualified_function(ref.target)}({io}, {view}, {pos}, {parent}, root{args})"
+        else:
+            call = f"{self.qualified(ref.target)}._read({io}, {pos}, {parent}, root{args})"
         if pos == "pos":
             self.emit(f"{local}, pos = {call}")
         else:
             self.emit(f"{local} = {call}[0]")
-
-    def reader(self, target: TypeSpec) -> str:
-        if target.scalar:
-            return self.qualified_function(target)
-        return f"{self.qualified(target)}._read"
 
     def qualified(self, target: TypeSpec) -> str:
         if target.module == self.t.module:
@@ -470,16 +682,21 @@ class TypeEmitter:
             size = f"{local}_size"
             self.emit(f"{size} = end - pos")
         else:
-            size = f"{local}_size"
-            value = self.expr(a.size)
-            if value != size:
-                self.emit(f"{size} = {value}")
-            self.block(f"if {size} < 0 or pos + {size} > end:")
+            size = self.expr(a.size)
+            if not size.isidentifier():
+                self.emit(f"{local}_size = {size}")
+                size = f"{local}_size"
+            negative = "" if self.facts.nonnegative(a.size, self.given(a)) else f"{size} < 0 or "
+            self.block(f"if {negative}pos + {size} > end:")
             self.emit(f"raise truncated(io, pos, {size}, {self.path(a)})")
             self.end_block()
         if self.skipping(a):
             self.emit(f"pos += {size}")
             self.emit(f"{local} = None")
+            return
+        if a.id in self.byte_indexed:
+            self.out.add(f"# {a.id} is read byte by byte where it lies, from {local}_pos")
+            self.emit(f"pos += {size}")
             return
         needs_io = a.type is not None and not isinstance(a.type, Text)
         if a.process is not None:
@@ -555,7 +772,7 @@ class TypeEmitter:
 
     # -- valid -----------------------------------------------------------------------------
 
-    def validate(self, a: Attribute, local: str) -> None:
+    def validate(self, a: Attribute, local: str, start: str) -> None:
         if a.valid is None:
             return
         rules = a.valid if isinstance(a.valid, dict) else {"eq": a.valid}
@@ -575,15 +792,20 @@ class TypeEmitter:
                 options = ", ".join(self.expr(ex.parse(r)) for r in rule)
                 checks.append((f"{local} not in ({options},)", "not one of the allowed values"))
             elif kind == "expr":
-                checks.append((f"not {local}_ok", f"fails {rule}"))
-                self.evaluate_guarded(f"{local}_ok", self.expr(ex.parse(rule)))
+                node = ex.parse(rule)
+                if self.facts.safe(node, self.given(a), field_kind(a, element=True)):
+                    checks.append((f"not {self.expr(node)}", f"fails {rule}"))
+                else:
+                    checks.append((f"not {local}_ok", f"fails {rule}"))
+                    self.evaluate_guarded(f"{local}_ok", self.expr(node))
             else:
                 raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
         self.loop_item = outer
+        shown = f"buf[{local}_pos:pos]" if a.id in self.byte_indexed else local
         for condition, message in checks:
             self.block(f"if {condition}:")
             text = " ".join(message.split()).replace("{", "{{").replace("}", "}}").replace("'", "\\'")
-            self.emit(f"raise invalid(io, {local}_pos, {self.path(a)}, f'{{{local}!r}} is invalid: {text}')")
+            self.emit(f"raise invalid(io, {start}, {self.path(a)}, f'{{{shown}!r}} is invalid: {text}')")
             self.end_block()
 
     def evaluate_guarded(self, target: str, expression: str) -> None:
@@ -598,8 +820,13 @@ class TypeEmitter:
 
     # -- instances -------------------------------------------------------------------------
 
+    def uncached(self, inst: Attribute) -> bool:
+        """A value instance that only combines fields with operators is computed on each access:
+        that costs less than a cache (whose first miss raises AttributeError)."""
+        return self.facts.cheap_instance(self.t, inst)
+
     def property_body(self, inst: Attribute) -> list[str]:
-        """The body of a lazy instance property in object mode."""
+        """The body of an instance property in object mode (after the cache lookup, if cached)."""
         self.out = Lines(depth=2)
         self.known = [set()]
         local = local_name(inst.id)
@@ -611,7 +838,11 @@ class TypeEmitter:
                 # depends on the reading position: only known if computed while reading
                 self.out.add(f"return self._m_{inst.id}")
                 return self.out.lines
-            self.emit(f"{local} = {value}" if cond is None else f"{local} = {value} if {cond} else None")
+            value = value if cond is None else f"{value} if {cond} else None"
+            if self.uncached(inst):
+                self.emit(f"return {value}")
+                return self.out.lines
+            self.emit(f"{local} = {value}")
         else:
             self.emit("io = self._io")
             self.emit("buf = io.buf")

@@ -256,35 +256,32 @@ def parse(text: object) -> Node:
     return _Parser(str(text)).parse()
 
 
+def nodes_in(node: Node):
+    """`node` and every expression inside it, outermost first."""
+    yield node
+    if isinstance(node, (Attr, Call)):
+        yield from nodes_in(node.target)
+        for arg in getattr(node, "args", ()):
+            yield from nodes_in(arg)
+    elif isinstance(node, Index):
+        yield from nodes_in(node.target)
+        yield from nodes_in(node.index)
+    elif isinstance(node, Unary):
+        yield from nodes_in(node.operand)
+    elif isinstance(node, Binary):
+        yield from nodes_in(node.left)
+        yield from nodes_in(node.right)
+    elif isinstance(node, Ternary):
+        for part in (node.cond, node.then, node.other):
+            yield from nodes_in(part)
+    elif isinstance(node, ArrayLit):
+        for item in node.items:
+            yield from nodes_in(item)
+
+
 def names_in(node: Node) -> set[str]:
     """The bare names an expression refers to (not attributes of other objects)."""
-    found: set[str] = set()
-
-    def walk(n: Node) -> None:
-        if isinstance(n, Name):
-            found.add(n.name)
-        elif isinstance(n, (Attr, Call)):
-            walk(n.target)
-            for arg in getattr(n, "args", ()):
-                walk(arg)
-        elif isinstance(n, Index):
-            walk(n.target)
-            walk(n.index)
-        elif isinstance(n, Unary):
-            walk(n.operand)
-        elif isinstance(n, Binary):
-            walk(n.left)
-            walk(n.right)
-        elif isinstance(n, Ternary):
-            walk(n.cond)
-            walk(n.then)
-            walk(n.other)
-        elif isinstance(n, ArrayLit):
-            for item in n.items:
-                walk(item)
-
-    walk(node)
-    return found
+    return {n.name for n in nodes_in(node) if isinstance(n, Name)}
 
 
 # --- translation -----------------------------------------------------------------------------
@@ -309,6 +306,8 @@ class Context:
     # reads `name` of the value of `target` (Python source) when the emitter knows better
     # than a plain attribute access (scalar-compiled types); None means no opinion
     attribute: Callable[[Node, str, str], str | None] = lambda node, name, source: None
+    # reads `target[index]` when the emitter knows better than indexing the value; None: no opinion
+    subscript: Callable[[Index], str | None] = lambda node: None
     root: str = "root"
     parent: str = "parent"
 
@@ -361,6 +360,9 @@ def translate(node: Node, ctx: Context) -> str:
             return f"int({target}, {args[0]})"
         raise ExpressionError(f"unsupported method .{node.name}()")
     if isinstance(node, Index):
+        special = ctx.subscript(node)
+        if special is not None:
+            return special
         return f"{translate(node.target, ctx)}[{translate(node.index, ctx)}]"
     if isinstance(node, Unary):
         operand = translate(node.operand, ctx)

@@ -117,7 +117,8 @@ class ModuleRenderer:
         view.fields = [a.id for a in t.seq]
         lazy = [a for a in t.seq if a.raw.get("-rdbspec-lazy")]
         view.slots = ["_parent", "_root", "_io"] + params + [a.id for a in t.seq if a not in lazy]
-        view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in t.instances]
+        cached = [inst for inst in t.instances if not emitter.uncached(inst)]
+        view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in cached]
         for a in lazy:
             prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
             body = self.collect(prop, prop.lazy_body(a))
@@ -139,7 +140,8 @@ class ModuleRenderer:
             prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
             body = prop.property_body(inst)
             self.collect(prop, body)
-            view.properties.append(PropertyView(inst.id, _docstring(inst.doc, inst.doc_ref, inst.id), body))
+            view.properties.append(PropertyView(inst.id, _docstring(inst.doc, inst.doc_ref, inst.id), body,
+                                                inst in cached))
         return view
 
     def stream_body(self, t: TypeSpec) -> list[str]:
@@ -148,8 +150,7 @@ class ModuleRenderer:
         index = next(i for i, a in enumerate(t.seq) if a.id == t.streamed)
         streamed: Attribute = t.seq[index]
         lines = emitter.stream_loop(streamed)
-        for a in t.seq[index + 1:]:
-            emitter.field(a)
+        emitter.fields(t.seq[index + 1:])
         return self.collect(emitter, lines)
 
     def render(self, env: jinja2.Environment) -> str:
