@@ -256,7 +256,7 @@ class Dump:
         elif not self.verify_checksum:
             self.checksum_status = "not verified"
         else:
-            computed = crc64(self.source.buffer, 0, self.end_offset)
+            computed = crc64(self.source.buffer, 0, self.end_offset, self.source.release)
             if computed != stored:
                 self.checksum_status = "mismatch"
                 raise ChecksumError(stored, computed, self.end_offset)

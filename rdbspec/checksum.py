@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anycrc
 
 _MODEL = anycrc.Model("CRC64-REDIS")
-_CHUNK = 64 << 20  # bytes per call, so a huge mmap is never copied whole
+_CHUNK = 16 << 20  # bytes per call: a huge mmap is never copied whole, and is released as it goes
 
 
-def crc64(data, start: int = 0, end: int | None = None) -> int:
-    """CRC of `data[start:end]` (bytes, mmap or memoryview)."""
+def crc64(data, start: int = 0, end: int | None = None, after_chunk: Callable[[], None] | None = None) -> int:
+    """CRC of `data[start:end]` (bytes, mmap or memoryview); `after_chunk` runs after each
+    chunk (to drop the mapped pages read so far: `Source.release`)."""
     view = memoryview(data)
     end = len(view) if end is None else end
     crc = 0
     try:
         for offset in range(start, end, _CHUNK):
             crc = _MODEL.calc(view[offset:min(offset + _CHUNK, end)], crc)
+            if after_chunk is not None:
+                after_chunk()
     finally:
         view.release()
     return crc

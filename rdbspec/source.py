@@ -8,6 +8,9 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
+import time
+import weakref
 from typing import BinaryIO
 
 
@@ -20,19 +23,49 @@ class Source:
         self.name = name
         self._closers = closers or []
 
+    def release(self) -> None:
+        """Drops the pages of a mapped file from this process: the kernel's page cache keeps
+        them, and touching them again maps them back."""
+        if isinstance(self.buffer, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            self.buffer.madvise(mmap.MADV_DONTNEED)
+
     def close(self) -> None:
+        _mapped.discard(self)
         for closer in reversed(self._closers):
             closer.close()
         self._closers.clear()
 
 
+# A parse touches each page of a dump about once, and mapped pages count in the resident set
+# until the process unmaps them: open maps are released every RELEASE_EVERY_S seconds by one
+# daemon thread, so walking a file bigger than memory keeps the resident set flat.
+RELEASE_EVERY_S = 0.25
+_mapped: weakref.WeakSet[Source] = weakref.WeakSet()
+_releaser_lock = threading.Lock()
+_releaser: threading.Thread | None = None
+
+
+def _release_mapped() -> None:
+    while True:
+        time.sleep(RELEASE_EVERY_S)
+        for source in list(_mapped):
+            source.release()
+
+
 def _map(handle: BinaryIO, name: str) -> Source:
+    global _releaser
     size = os.fstat(handle.fileno()).st_size
     if size == 0:
         handle.close()
         return Source(b"", name)
     mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    return Source(mapped, name, [handle])
+    source = Source(mapped, name, [handle])
+    _mapped.add(source)
+    with _releaser_lock:
+        if _releaser is None:
+            _releaser = threading.Thread(target=_release_mapped, name="rdbspec-release", daemon=True)
+            _releaser.start()
+    return source
 
 
 def open_source(path: str | os.PathLike) -> Source:
