@@ -380,6 +380,8 @@ class KeyMetaClass:
         "_io",
         "class_spec",
         "ops",
+        "flags",
+        "version",
         "_m_name",
     )
 
@@ -413,17 +415,11 @@ class KeyMetaClass:
                 break
             ops_index += 1
         self.ops = ops
+        # flags: Flag bits of the class.
+        self.flags = class_spec & 7
+        # version: Class version (0..31).
+        self.version = (class_spec >> 3) & 31
         return self, pos
-
-    @property
-    def flags(self):
-        """Flag bits of the class."""
-        return self.class_spec & 7
-
-    @property
-    def version(self):
-        """Class version (0..31)."""
-        return (self.class_spec >> 3) & 31
 
     @property
     def name(self):

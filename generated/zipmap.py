@@ -95,6 +95,8 @@ class ZmLen:
         "_io",
         "b0",
         "len32",
+        "is_end",
+        "value",
     )
 
     @classmethod
@@ -126,6 +128,10 @@ class ZmLen:
         else:
             len32 = None
         self.len32 = len32
+        # is_end: True for the 0xFF end marker.
+        self.is_end = b0 == 255
+        # value: The decoded length.
+        self.value = len32 if (b0 == 254) else b0
         return self, pos
 
     @classmethod
@@ -147,16 +153,6 @@ class ZmLen:
         else:
             len32 = None
         return pos
-
-    @property
-    def is_end(self):
-        """True for the 0xFF end marker."""
-        return self.b0 == 255
-
-    @property
-    def value(self):
-        """The decoded length."""
-        return self.len32 if (self.b0 == 254) else self.b0
 
 
 class ZmEntry:

@@ -193,16 +193,18 @@ class TypeEmitter:
 
     def materialize(self, attr: Attribute) -> None:
         local = local_name(attr.id)
+        self.pre.append(f"{local} = {self.instance_value(attr)}")
+        if self.mode == OBJECT and self.storage(attr) == "cached":
+            self.pre.append(f"self._m_{attr.id} = {local}")
+        self.known[-1].add(local)
+
+    def instance_value(self, attr: Attribute) -> str:
+        """A value instance's expression (None when its condition does not hold)."""
         outer = self.in_place
         self.in_place = dict.fromkeys(self.computed_in_place(attr.value), False)
         value = self.expr(attr.value)
         self.in_place = outer
-        if attr.cond is not None:
-            value = f"({value} if {self.expr(attr.cond)} else None)"
-        self.pre.append(f"{local} = {value}")
-        if self.mode == OBJECT and not self.uncached(attr):
-            self.pre.append(f"self._m_{attr.id} = {local}")
-        self.known[-1].add(local)
+        return value if attr.cond is None else f"({value} if {self.expr(attr.cond)} else None)"
 
     def computed_in_place(self, node: ex.Node) -> list[str]:
         """Instances that only `node` uses, under a guard that implies their condition: they
@@ -358,6 +360,12 @@ class TypeEmitter:
     def body(self) -> list[str]:
         streamed = [a.id for a in self.t.seq].index(self.t.streamed) if self.t.streamed else len(self.t.seq)
         self.fields(self.t.seq[:streamed])
+        if self.mode == OBJECT:
+            for inst in self.t.instances:
+                if self.storage(inst) == "field":
+                    self.comment(inst)
+                    local = local_name(inst.id)
+                    self.emit(f"self.{inst.id} = {local if self.is_known(local) else self.instance_value(inst)}")
         return self.out.lines
 
     def fields(self, attrs: list[Attribute]) -> None:
@@ -820,10 +828,18 @@ class TypeEmitter:
 
     # -- instances -------------------------------------------------------------------------
 
-    def uncached(self, inst: Attribute) -> bool:
-        """A value instance that only combines fields with operators is computed on each access:
-        that costs less than a cache (whose first miss raises AttributeError)."""
-        return self.facts.cheap_instance(self.t, inst)
+    def storage(self, inst: Attribute) -> str:
+        """How an object keeps a value instance that only combines fields with operators:
+        "field" when it cannot raise (computed with the fields and stored like one), else
+        "computed" (on each access: cheaper than a cache, whose first miss raises
+        AttributeError); any other instance is "cached"."""
+        if not self.facts.cheap_instance(self.t, inst):
+            return "cached"
+        lazy = {a.id for a in self.t.seq if a.raw.get("-rdbspec-lazy")}
+        if self.facts.instance_kind(self.t, inst) is None or self.t.used_as_columns or self.t.streamed \
+                or closure(self.t, {inst.id}) & lazy:
+            return "computed"
+        return "field"
 
     def property_body(self, inst: Attribute) -> list[str]:
         """The body of an instance property in object mode (after the cache lookup, if cached)."""
@@ -839,7 +855,7 @@ class TypeEmitter:
                 self.out.add(f"return self._m_{inst.id}")
                 return self.out.lines
             value = value if cond is None else f"{value} if {cond} else None"
-            if self.uncached(inst):
+            if self.storage(inst) == "computed":
                 self.emit(f"return {value}")
                 return self.out.lines
             self.emit(f"{local} = {value}")
