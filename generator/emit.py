@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import expressions as ex
-from .facts import Facts, assume, field_kind, guarded_use
+from .facts import Facts, assume, field_kind, guarded_use, implied
 from .load import SpecError
-from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
+from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef, type_refs
 
 OBJECT, SCALAR, ROWS, SKIP = "object", "scalar", "rows", "skip"
 _RESERVED = {"pos", "io", "buf", "end", "self", "cls", "root", "parent", "cols", "count", "len", "int",
@@ -72,10 +72,9 @@ def _ref_min_size(ref: TypeRef, seen: set) -> int:
 def attribute_expressions(a: Attribute) -> list[ex.Node]:
     """Every expression of a field or instance: condition, size, count, switch, arguments..."""
     nodes = [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
-    refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
     if isinstance(a.type, Switch):
         nodes.append(a.type.on)
-    nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
+    nodes += [arg for r in type_refs(a.type) if isinstance(r, UserRef) for arg in r.args]
     if a.process:
         nodes += list(a.process[1])
     if isinstance(a.valid, dict) and "expr" in a.valid:
@@ -217,7 +216,7 @@ class TypeEmitter:
                     or self.facts.instance_kind(self.t, inst) is None or self.uses.get(name, 0) != 1:
                 continue
             use = guarded_use(node, name)
-            if use is not None and use[1] and (inst.cond is None or self.facts.implied(inst.cond, use[1])):
+            if use is not None and use[1] and (inst.cond is None or implied(inst.cond, use[1])):
                 found.append(name)
         return found
 
@@ -264,10 +263,11 @@ class TypeEmitter:
                     or self.facts.instance_kind(target, inst) is None:
                 return None
             value = f"{source}.{name}"
-        field_id = self.current_attr.id if node == ex.Name("_") and self.current_attr else getattr(node, "name", None)
+        if not isinstance(node, ex.Name) or not self.is_known(source):
+            return value
+        field_id = self.current_attr.id if node.name == "_" and self.current_attr is not None else node.name
         shared = f"{source.rstrip('_')}_{name}"
-        if (field_id, name) not in self.shared or not self.is_known(source) or self.t.attribute(shared) is not None \
-                or shared in _RESERVED:
+        if (field_id, name) not in self.shared or self.t.attribute(shared) is not None or shared in _RESERVED:
             return value
         if not self.is_known(shared):
             self.pre.append(f"{shared} = {value}")
@@ -383,11 +383,8 @@ class TypeEmitter:
     def chainable(self, a: Attribute) -> bool:
         """A conditional field whose condition does not depend on the position, and whose type
         does not read its parent (whose fields a chain stores only at its end)."""
-        targets = [r.target for r in ([a.type] + ([r for _, r in a.type.cases] + [a.type.default]
-                                                   if isinstance(a.type, Switch) else []))
-                   if isinstance(r, UserRef)]
         return (a.cond is not None and not a.raw.get("-rdbspec-lazy") and "_io" not in ex.names_in(a.cond)
-                and not any(uses_parent(target) for target in targets))
+                and not any(uses_parent(r.target) for r in type_refs(a.type) if isinstance(r, UserRef)))
 
     def exclusive_run(self, attrs: list[Attribute]) -> list[Attribute]:
         """The longest run of chainable fields from the first whose conditions are the same or
