@@ -110,7 +110,7 @@ class Listpack:
         # num_elements: Number of entries, or 65535 when unknown (count by scanning).
         if pos + 2 > end:
             raise truncated(io, pos, 2, "listpack:listpack.num_elements")
-        num_elements = unpack_u2le(buf, pos)[0]
+        num_elements = None
         pos += 2
         # body: The entries, without the header and the EOF byte.
         body_size = total_bytes - 7

@@ -155,17 +155,17 @@ class RdbString:
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s1le(buf, pos)[0]
+                int_value = None
                 pos += 1
             elif int_value_on == 1:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s2le(buf, pos)[0]
+                int_value = None
                 pos += 2
             elif int_value_on == 2:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s4le(buf, pos)[0]
+                int_value = None
                 pos += 4
             else:
                 int_value = None
@@ -286,21 +286,21 @@ class RdbLen:
         if b0 >= 64:
             if (b0 >> 6) == 1:
                 # b1: Low 8 bits of a 14-bit length.
-                if pos >= end:
+                if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-                b1 = buf[pos]
+                b1 = None
                 pos += 1
             elif b0 == 128:
                 # len32: A 32-bit big-endian length.
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-                len32 = unpack_u4be(buf, pos)[0]
+                len32 = None
                 pos += 4
             elif b0 == 129:
                 # len64: A 64-bit big-endian length (RDB 8 and later).
                 if pos + 8 > end:
                     raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-                len64 = unpack_u8be(buf, pos)[0]
+                len64 = None
                 pos += 8
         return pos
 

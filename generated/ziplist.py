@@ -121,7 +121,7 @@ class Ziplist:
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
             raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-        zllen = unpack_u2le(buf, pos)[0]
+        zllen = None
         pos += 2
         # body: The entries, without the 10-byte header and the end byte.
         body_size = zlbytes - 11

@@ -68,9 +68,9 @@ class Zipmap:
         buf = io.buf
         end = io.end
         # zmlen: Number of entries, or 254 when unknown.
-        if pos >= end:
+        if pos + 1 > end:
             raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
-        zmlen = buf[pos]
+        zmlen = None
         pos += 1
         # entries: The field/value pairs, followed by one end-marker entry.
         entries = []
@@ -148,7 +148,7 @@ class ZmLen:
         if b0 == 254:
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "zipmap:zm_len.len32")
-            len32 = unpack_u4le(buf, pos)[0]
+            len32 = None
             pos += 4
         else:
             len32 = None

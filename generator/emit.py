@@ -610,7 +610,10 @@ class TypeEmitter:
 
     def read_type(self, a: Attribute, ref: TypeRef, local: str) -> None:
         if isinstance(ref, Primitive):
-            if ref.size == 1 and ref.fmt.endswith("B"):
+            if self.skipping(a):
+                self.bounds(a, str(ref.size))
+                self.emit(f"{local} = None")
+            elif ref.size == 1 and ref.fmt.endswith("B"):
                 self.block("if pos >= end:")
                 self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
                 self.end_block()
