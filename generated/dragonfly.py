@@ -379,12 +379,12 @@ class DfSbf:
         # grow_factor: Growth factor.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
-        grow_factor = unpack_f8le(buf, pos)[0]
+        grow_factor = None
         pos += 8
         # fp_prob: False-positive probability.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
-        fp_prob = unpack_f8le(buf, pos)[0]
+        fp_prob = None
         pos += 8
         # prev_size: Previous size.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
@@ -544,12 +544,12 @@ class DfSbf2:
         # grow_factor: Growth factor.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
-        grow_factor = unpack_f8le(buf, pos)[0]
+        grow_factor = None
         pos += 8
         # fp_prob: False-positive probability.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
-        fp_prob = unpack_f8le(buf, pos)[0]
+        fp_prob = None
         pos += 8
         # prev_size: Previous size.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
@@ -825,7 +825,7 @@ class DfCms:
         for counters_index in range(counters_count):
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
-            counters_item = unpack_s8le(buf, pos)[0]
+            counters_item = None
             pos += 8
             counters.append(counters_item)
         return pos
@@ -949,7 +949,7 @@ class DfTopk:
         # decay: Decay factor.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
-        decay = unpack_f8le(buf, pos)[0]
+        decay = None
         pos += 8
         # heap_size: Number of heap items.
         heap_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
@@ -988,7 +988,7 @@ class DfTopk:
         for counters_index in range(counters_count):
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
-            counters_item = unpack_u4le(buf, pos)[0]
+            counters_item = None
             pos += 4
             counters.append(counters_item)
         return pos

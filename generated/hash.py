@@ -521,7 +521,7 @@ class HashListpackEx:
         # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
-        min_expire = unpack_u8le(buf, pos)[0]
+        min_expire = None
         pos += 8
         # listpack: Listpack of field, value, ttl triples.
         pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)

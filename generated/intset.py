@@ -146,17 +146,17 @@ class Intset:
             if members_item_on == 2:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "intset:intset.members")
-                members_item = unpack_s2le(buf, pos)[0]
+                members_item = None
                 pos += 2
             elif members_item_on == 4:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "intset:intset.members")
-                members_item = unpack_s4le(buf, pos)[0]
+                members_item = None
                 pos += 4
             elif members_item_on == 8:
                 if pos + 8 > end:
                     raise truncated(io, pos, 8, "intset:intset.members")
-                members_item = unpack_s8le(buf, pos)[0]
+                members_item = None
                 pos += 8
             else:
                 members_item = None

@@ -34,6 +34,7 @@ class Listpack:
         "num_elements",
         "body",
         "terminator",
+        "entries",
     )
 
     @classmethod
@@ -85,6 +86,8 @@ class Listpack:
         if terminator != 255:
             raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
         self.terminator = terminator
+        # entries: The entries of the listpack (each one a scalar, see `lp_entry`).
+        self.entries = body.entries
         return self, pos
 
     @classmethod
@@ -107,7 +110,7 @@ class Listpack:
         # num_elements: Number of entries, or 65535 when unknown (count by scanning).
         if pos + 2 > end:
             raise truncated(io, pos, 2, "listpack:listpack.num_elements")
-        num_elements = unpack_u2le(buf, pos)[0]
+        num_elements = None
         pos += 2
         # body: The entries, without the header and the EOF byte.
         body_size = total_bytes - 7
@@ -123,11 +126,6 @@ class Listpack:
         if terminator != 255:
             raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
         return pos
-
-    @property
-    def entries(self):
-        """The entries of the listpack (each one a scalar, see `lp_entry`)."""
-        return self.body.entries
 
 
 class LpBody:

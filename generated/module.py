@@ -309,13 +309,13 @@ class ModuleOp:
             # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
-            float_value = unpack_f4le(buf, pos)[0]
+            float_value = None
             pos += 4
         elif opcode_value == 4:
             # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
-            double_value = unpack_f8le(buf, pos)[0]
+            double_value = None
             pos += 8
         elif opcode_value == 5:
             # string_value: STRING value.
@@ -380,6 +380,8 @@ class KeyMetaClass:
         "_io",
         "class_spec",
         "ops",
+        "flags",
+        "version",
         "_m_name",
     )
 
@@ -413,17 +415,11 @@ class KeyMetaClass:
                 break
             ops_index += 1
         self.ops = ops
+        # flags: Flag bits of the class.
+        self.flags = class_spec & 7
+        # version: Class version (0..31).
+        self.version = (class_spec >> 3) & 31
         return self, pos
-
-    @property
-    def flags(self):
-        """Flag bits of the class."""
-        return self.class_spec & 7
-
-    @property
-    def version(self):
-        """Class version (0..31)."""
-        return (self.class_spec >> 3) & 31
 
     @property
     def name(self):

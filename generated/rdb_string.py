@@ -38,6 +38,8 @@ class RdbString:
         "clen",
         "ulen",
         "lzf",
+        "is_int",
+        "is_lzf",
     )
 
     @classmethod
@@ -114,6 +116,10 @@ class RdbString:
         self.clen = clen
         self.ulen = ulen
         self.lzf = lzf
+        # is_int: True when the string is stored as an INT8/INT16/INT32 integer.
+        self.is_int = is_int
+        # is_lzf: True when the string is LZF-compressed.
+        self.is_lzf = is_lzf
         return self, pos
 
     @classmethod
@@ -149,17 +155,17 @@ class RdbString:
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s1le(buf, pos)[0]
+                int_value = None
                 pos += 1
             elif int_value_on == 1:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s2le(buf, pos)[0]
+                int_value = None
                 pos += 2
             elif int_value_on == 2:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
-                int_value = unpack_s4le(buf, pos)[0]
+                int_value = None
                 pos += 4
             else:
                 int_value = None
@@ -175,16 +181,6 @@ class RdbString:
             pos += lzf_size
             lzf = None
         return pos
-
-    @property
-    def is_int(self):
-        """True when the string is stored as an INT8/INT16/INT32 integer."""
-        return self.len.is_encoded and (self.len.value < 3)
-
-    @property
-    def is_lzf(self):
-        """True when the string is LZF-compressed."""
-        return self.len.is_encoded and (self.len.value == 3)
 
 
 class RdbLen:
@@ -203,6 +199,8 @@ class RdbLen:
         "b1",
         "len32",
         "len64",
+        "is_encoded",
+        "value",
     )
 
     @classmethod
@@ -256,6 +254,14 @@ class RdbLen:
         self.b1 = b1
         self.len32 = len32
         self.len64 = len64
+        # is_encoded: True for the 11xxxxxx "encoded" marker (a string encoding, not a length).
+        self.is_encoded = (b0 >> 6) == 3
+        # value: The decoded length, or the encoding number when `is_encoded`.
+        self.value = (
+            (((b0 & 63) << 8) | b1)
+            if ((b0 >> 6) == 1)
+            else (len32 if (b0 == 128) else (len64 if (b0 == 129) else (b0 & 63)))
+        )
         return self, pos
 
     @classmethod
@@ -280,37 +286,23 @@ class RdbLen:
         if b0 >= 64:
             if (b0 >> 6) == 1:
                 # b1: Low 8 bits of a 14-bit length.
-                if pos >= end:
+                if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-                b1 = buf[pos]
+                b1 = None
                 pos += 1
             elif b0 == 128:
                 # len32: A 32-bit big-endian length.
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-                len32 = unpack_u4be(buf, pos)[0]
+                len32 = None
                 pos += 4
             elif b0 == 129:
                 # len64: A 64-bit big-endian length (RDB 8 and later).
                 if pos + 8 > end:
                     raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-                len64 = unpack_u8be(buf, pos)[0]
+                len64 = None
                 pos += 8
         return pos
-
-    @property
-    def is_encoded(self):
-        """True for the 11xxxxxx "encoded" marker (a string encoding, not a length)."""
-        return (self.b0 >> 6) == 3
-
-    @property
-    def value(self):
-        """The decoded length, or the encoding number when `is_encoded`."""
-        return (
-            (((self.b0 & 63) << 8) | self.b1)
-            if ((self.b0 >> 6) == 1)
-            else (self.len32 if (self.b0 == 128) else (self.len64 if (self.b0 == 129) else (self.b0 & 63)))
-        )
 
 
 class RdbBlob:
@@ -331,6 +323,8 @@ class RdbBlob:
         "clen",
         "ulen",
         "lzf",
+        "is_lzf",
+        "payload",
     )
 
     @classmethod
@@ -408,6 +402,10 @@ class RdbBlob:
         self.clen = clen
         self.ulen = ulen
         self.lzf = lzf
+        # is_lzf: True when the blob was LZF-compressed.
+        self.is_lzf = len_is_encoded
+        # payload: The parsed container, whichever form the blob was stored in.
+        self.payload = lzf if len_is_encoded else plain
         return self, pos
 
     @classmethod
@@ -445,16 +443,6 @@ class RdbBlob:
             lzf = None
         return pos
 
-    @property
-    def is_lzf(self):
-        """True when the blob was LZF-compressed."""
-        return self.len.is_encoded
-
-    @property
-    def payload(self):
-        """The parsed container, whichever form the blob was stored in."""
-        return self.lzf if self.len.is_encoded else self.plain
-
 
 class RdbDouble:
     """Legacy string-encoded double (type 3 ZSET scores, notes §3.4): one length byte L,
@@ -468,6 +456,9 @@ class RdbDouble:
         "_io",
         "len",
         "text",
+        "is_nan",
+        "is_pos_inf",
+        "is_neg_inf",
     )
 
     @classmethod
@@ -499,6 +490,12 @@ class RdbDouble:
         else:
             text = None
         self.text = text
+        # is_nan: True for NaN (the loader rejects NaN scores).
+        self.is_nan = len_ == 253
+        # is_pos_inf: True for +inf.
+        self.is_pos_inf = len_ == 254
+        # is_neg_inf: True for -inf.
+        self.is_neg_inf = len_ == 255
         return self, pos
 
     @classmethod
@@ -520,18 +517,3 @@ class RdbDouble:
         else:
             text = None
         return pos
-
-    @property
-    def is_nan(self):
-        """True for NaN (the loader rejects NaN scores)."""
-        return self.len == 253
-
-    @property
-    def is_pos_inf(self):
-        """True for +inf."""
-        return self.len == 254
-
-    @property
-    def is_neg_inf(self):
-        """True for -inf."""
-        return self.len == 255

@@ -393,12 +393,12 @@ class StreamIdRaw:
         # ms: Milliseconds part.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
-        ms = unpack_u8be(buf, pos)[0]
+        ms = None
         pos += 8
         # seq: Sequence part.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
-        seq = unpack_u8be(buf, pos)[0]
+        seq = None
         pos += 8
         return pos
 
@@ -584,7 +584,7 @@ class StreamPelEntry:
         # delivery_time: Last delivery time, unix ms (little-endian).
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
-        delivery_time = unpack_s8le(buf, pos)[0]
+        delivery_time = None
         pos += 8
         # delivery_count: Number of deliveries.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
@@ -669,13 +669,13 @@ class StreamConsumer:
         # seen_time: Last seen time, unix ms (little-endian).
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
-        seen_time = unpack_s8le(buf, pos)[0]
+        seen_time = None
         pos += 8
         # active_time: Last active time, unix ms (type >= 21).
         if type_code >= 21:
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
-            active_time = unpack_s8le(buf, pos)[0]
+            active_time = None
             pos += 8
         else:
             active_time = None
@@ -1020,7 +1020,7 @@ class StreamListpack:
         # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
         if pos + 2 > end:
             raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
-        num_elements = unpack_u2le(buf, pos)[0]
+        num_elements = None
         pos += 2
         # master: The master entry.
         master, pos = StreamMaster._read(io, pos, None, root)

@@ -36,6 +36,7 @@ class Ziplist:
         "zllen",
         "body",
         "terminator",
+        "entries",
     )
 
     @classmethod
@@ -92,6 +93,8 @@ class Ziplist:
         if terminator != 255:
             raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         self.terminator = terminator
+        # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
+        self.entries = body.entries
         return self, pos
 
     @classmethod
@@ -118,7 +121,7 @@ class Ziplist:
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
             raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-        zllen = unpack_u2le(buf, pos)[0]
+        zllen = None
         pos += 2
         # body: The entries, without the 10-byte header and the end byte.
         body_size = zlbytes - 11
@@ -134,11 +137,6 @@ class Ziplist:
         if terminator != 255:
             raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
         return pos
-
-    @property
-    def entries(self):
-        """The entries of the ziplist (each one a scalar, see `zl_entry`)."""
-        return self.body.entries
 
 
 class ZlBody:

@@ -68,9 +68,9 @@ class Zipmap:
         buf = io.buf
         end = io.end
         # zmlen: Number of entries, or 254 when unknown.
-        if pos >= end:
+        if pos + 1 > end:
             raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
-        zmlen = buf[pos]
+        zmlen = None
         pos += 1
         # entries: The field/value pairs, followed by one end-marker entry.
         entries = []
@@ -95,6 +95,8 @@ class ZmLen:
         "_io",
         "b0",
         "len32",
+        "is_end",
+        "value",
     )
 
     @classmethod
@@ -126,6 +128,10 @@ class ZmLen:
         else:
             len32 = None
         self.len32 = len32
+        # is_end: True for the 0xFF end marker.
+        self.is_end = b0 == 255
+        # value: The decoded length.
+        self.value = len32 if (b0 == 254) else b0
         return self, pos
 
     @classmethod
@@ -142,21 +148,11 @@ class ZmLen:
         if b0 == 254:
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "zipmap:zm_len.len32")
-            len32 = unpack_u4le(buf, pos)[0]
+            len32 = None
             pos += 4
         else:
             len32 = None
         return pos
-
-    @property
-    def is_end(self):
-        """True for the 0xFF end marker."""
-        return self.b0 == 255
-
-    @property
-    def value(self):
-        """The decoded length."""
-        return self.len32 if (self.b0 == 254) else self.b0
 
 
 class ZmEntry:

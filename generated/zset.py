@@ -270,6 +270,6 @@ class Zset2Entry:
         # score: The score, IEEE-754 binary64 little-endian.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "zset:zset_2_entry.score")
-        score = unpack_f8le(buf, pos)[0]
+        score = None
         pos += 8
         return pos

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import expressions as ex
-from .facts import Facts, assume, field_kind, guarded_use
+from .facts import Facts, assume, field_kind, guarded_use, implied
 from .load import SpecError
-from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
+from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef, type_refs
 
 OBJECT, SCALAR, ROWS, SKIP = "object", "scalar", "rows", "skip"
 _RESERVED = {"pos", "io", "buf", "end", "self", "cls", "root", "parent", "cols", "count", "len", "int",
@@ -72,10 +72,9 @@ def _ref_min_size(ref: TypeRef, seen: set) -> int:
 def attribute_expressions(a: Attribute) -> list[ex.Node]:
     """Every expression of a field or instance: condition, size, count, switch, arguments..."""
     nodes = [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
-    refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
     if isinstance(a.type, Switch):
         nodes.append(a.type.on)
-    nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
+    nodes += [arg for r in type_refs(a.type) if isinstance(r, UserRef) for arg in r.args]
     if a.process:
         nodes += list(a.process[1])
     if isinstance(a.valid, dict) and "expr" in a.valid:
@@ -193,16 +192,18 @@ class TypeEmitter:
 
     def materialize(self, attr: Attribute) -> None:
         local = local_name(attr.id)
+        self.pre.append(f"{local} = {self.instance_value(attr)}")
+        if self.mode == OBJECT and self.storage(attr) == "cached":
+            self.pre.append(f"self._m_{attr.id} = {local}")
+        self.known[-1].add(local)
+
+    def instance_value(self, attr: Attribute) -> str:
+        """A value instance's expression (None when its condition does not hold)."""
         outer = self.in_place
         self.in_place = dict.fromkeys(self.computed_in_place(attr.value), False)
         value = self.expr(attr.value)
         self.in_place = outer
-        if attr.cond is not None:
-            value = f"({value} if {self.expr(attr.cond)} else None)"
-        self.pre.append(f"{local} = {value}")
-        if self.mode == OBJECT and not self.uncached(attr):
-            self.pre.append(f"self._m_{attr.id} = {local}")
-        self.known[-1].add(local)
+        return value if attr.cond is None else f"({value} if {self.expr(attr.cond)} else None)"
 
     def computed_in_place(self, node: ex.Node) -> list[str]:
         """Instances that only `node` uses, under a guard that implies their condition: they
@@ -215,7 +216,7 @@ class TypeEmitter:
                     or self.facts.instance_kind(self.t, inst) is None or self.uses.get(name, 0) != 1:
                 continue
             use = guarded_use(node, name)
-            if use is not None and use[1] and (inst.cond is None or self.facts.implied(inst.cond, use[1])):
+            if use is not None and use[1] and (inst.cond is None or implied(inst.cond, use[1])):
                 found.append(name)
         return found
 
@@ -262,10 +263,11 @@ class TypeEmitter:
                     or self.facts.instance_kind(target, inst) is None:
                 return None
             value = f"{source}.{name}"
-        field_id = self.current_attr.id if node == ex.Name("_") and self.current_attr else getattr(node, "name", None)
+        if not isinstance(node, ex.Name) or not self.is_known(source):
+            return value
+        field_id = self.current_attr.id if node.name == "_" and self.current_attr is not None else node.name
         shared = f"{source.rstrip('_')}_{name}"
-        if (field_id, name) not in self.shared or not self.is_known(source) or self.t.attribute(shared) is not None \
-                or shared in _RESERVED:
+        if (field_id, name) not in self.shared or self.t.attribute(shared) is not None or shared in _RESERVED:
             return value
         if not self.is_known(shared):
             self.pre.append(f"{shared} = {value}")
@@ -358,6 +360,12 @@ class TypeEmitter:
     def body(self) -> list[str]:
         streamed = [a.id for a in self.t.seq].index(self.t.streamed) if self.t.streamed else len(self.t.seq)
         self.fields(self.t.seq[:streamed])
+        if self.mode == OBJECT:
+            for inst in self.t.instances:
+                if self.storage(inst) == "field":
+                    self.comment(inst)
+                    local = local_name(inst.id)
+                    self.emit(f"self.{inst.id} = {local if self.is_known(local) else self.instance_value(inst)}")
         return self.out.lines
 
     def fields(self, attrs: list[Attribute]) -> None:
@@ -375,11 +383,8 @@ class TypeEmitter:
     def chainable(self, a: Attribute) -> bool:
         """A conditional field whose condition does not depend on the position, and whose type
         does not read its parent (whose fields a chain stores only at its end)."""
-        targets = [r.target for r in ([a.type] + ([r for _, r in a.type.cases] + [a.type.default]
-                                                   if isinstance(a.type, Switch) else []))
-                   if isinstance(r, UserRef)]
         return (a.cond is not None and not a.raw.get("-rdbspec-lazy") and "_io" not in ex.names_in(a.cond)
-                and not any(uses_parent(target) for target in targets))
+                and not any(uses_parent(r.target) for r in type_refs(a.type) if isinstance(r, UserRef)))
 
     def exclusive_run(self, attrs: list[Attribute]) -> list[Attribute]:
         """The longest run of chainable fields from the first whose conditions are the same or
@@ -605,7 +610,10 @@ class TypeEmitter:
 
     def read_type(self, a: Attribute, ref: TypeRef, local: str) -> None:
         if isinstance(ref, Primitive):
-            if ref.size == 1 and ref.fmt.endswith("B"):
+            if self.skipping(a):
+                self.bounds(a, str(ref.size))
+                self.emit(f"{local} = None")
+            elif ref.size == 1 and ref.fmt.endswith("B"):
                 self.block("if pos >= end:")
                 self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
                 self.end_block()
@@ -820,10 +828,18 @@ class TypeEmitter:
 
     # -- instances -------------------------------------------------------------------------
 
-    def uncached(self, inst: Attribute) -> bool:
-        """A value instance that only combines fields with operators is computed on each access:
-        that costs less than a cache (whose first miss raises AttributeError)."""
-        return self.facts.cheap_instance(self.t, inst)
+    def storage(self, inst: Attribute) -> str:
+        """How an object keeps a value instance that only combines fields with operators:
+        "field" when it cannot raise (computed with the fields and stored like one), else
+        "computed" (on each access: cheaper than a cache, whose first miss raises
+        AttributeError); any other instance is "cached"."""
+        if not self.facts.cheap_instance(self.t, inst):
+            return "cached"
+        lazy = {a.id for a in self.t.seq if a.raw.get("-rdbspec-lazy")}
+        if self.facts.instance_kind(self.t, inst) is None or self.t.used_as_columns or self.t.streamed \
+                or closure(self.t, {inst.id}) & lazy:
+            return "computed"
+        return "field"
 
     def property_body(self, inst: Attribute) -> list[str]:
         """The body of an instance property in object mode (after the cache lookup, if cached)."""
@@ -839,7 +855,7 @@ class TypeEmitter:
                 self.out.add(f"return self._m_{inst.id}")
                 return self.out.lines
             value = value if cond is None else f"{value} if {cond} else None"
-            if self.uncached(inst):
+            if self.storage(inst) == "computed":
                 self.emit(f"return {value}")
                 return self.out.lines
             self.emit(f"{local} = {value}")

@@ -256,27 +256,30 @@ def parse(text: object) -> Node:
     return _Parser(str(text)).parse()
 
 
+def children(node: Node) -> list[Node]:
+    """The expressions directly inside `node`, in the order Python evaluates them."""
+    if isinstance(node, Attr):
+        return [node.target]
+    if isinstance(node, Call):
+        return [node.target, *node.args]
+    if isinstance(node, Index):
+        return [node.target, node.index]
+    if isinstance(node, Unary):
+        return [node.operand]
+    if isinstance(node, Binary):
+        return [node.left, node.right]
+    if isinstance(node, Ternary):
+        return [node.cond, node.then, node.other]
+    if isinstance(node, ArrayLit):
+        return list(node.items)
+    return []
+
+
 def nodes_in(node: Node):
-    """`node` and every expression inside it, outermost first."""
+    """`node` and every expression inside it, in evaluation order (outermost first)."""
     yield node
-    if isinstance(node, (Attr, Call)):
-        yield from nodes_in(node.target)
-        for arg in getattr(node, "args", ()):
-            yield from nodes_in(arg)
-    elif isinstance(node, Index):
-        yield from nodes_in(node.target)
-        yield from nodes_in(node.index)
-    elif isinstance(node, Unary):
-        yield from nodes_in(node.operand)
-    elif isinstance(node, Binary):
-        yield from nodes_in(node.left)
-        yield from nodes_in(node.right)
-    elif isinstance(node, Ternary):
-        for part in (node.cond, node.then, node.other):
-            yield from nodes_in(part)
-    elif isinstance(node, ArrayLit):
-        for item in node.items:
-            yield from nodes_in(item)
+    for child in children(node):
+        yield from nodes_in(child)
 
 
 def names_in(node: Node) -> set[str]:

@@ -91,19 +91,20 @@ def refute(facts: frozenset, cond: ex.Node) -> frozenset:
     return facts | {ex.Unary("not", cond)}
 
 
-def _implied(cond: ex.Node, facts: frozenset) -> bool:
+def implied(cond: ex.Node, facts: frozenset) -> bool:
+    """Whether the facts make `cond` hold."""
     if cond in facts:
         return True
     if isinstance(cond, ex.Binary) and cond.op in ("and", "or"):
-        sides = (_implied(cond.left, facts), _implied(cond.right, facts))
+        sides = (implied(cond.left, facts), implied(cond.right, facts))
         return all(sides) if cond.op == "and" else any(sides)
     if isinstance(cond, ex.Unary) and cond.op == "not":
         inner = cond.operand
         if isinstance(inner, ex.Binary) and inner.op in ("and", "or"):
-            sides = (_implied(ex.Unary("not", inner.left), facts), _implied(ex.Unary("not", inner.right), facts))
+            sides = (implied(ex.Unary("not", inner.left), facts), implied(ex.Unary("not", inner.right), facts))
             return all(sides) if inner.op == "or" else any(sides)
         if isinstance(inner, ex.Unary) and inner.op == "not":
-            return _implied(inner.operand, facts)
+            return implied(inner.operand, facts)
     return False
 
 
@@ -213,9 +214,9 @@ class Facts:
             return ANY  # a param, _root, _parent: safe to name, nothing known about it
         if not attr.is_instance:
             kind = field_kind(attr)
-            return replace(kind, nullable=False) if kind.nullable and _implied(attr.cond, facts) else kind
+            return replace(kind, nullable=False) if kind.nullable and implied(attr.cond, facts) else kind
         kind = self.instance_kind(self.t, attr)
-        if kind is not None and attr.cond is not None and _implied(attr.cond, facts):
+        if kind is not None and attr.cond is not None and implied(attr.cond, facts):
             return replace(kind, nullable=False)
         return kind
 
@@ -290,10 +291,6 @@ class Facts:
         nonneg = {"+": both, "*": both, "|": both, "^": both, "&": left.nonneg or right.nonneg,
                   "<<": left.nonneg, ">>": left.nonneg, "/": both, "%": right.nonneg}.get(node.op, False)
         return Kind("int", nonneg=nonneg)
-
-    @staticmethod
-    def implied(cond: ex.Node, facts: frozenset) -> bool:
-        return _implied(cond, facts)
 
     def safe(self, node: ex.Node, facts: frozenset = frozenset(), it: Optional[Kind] = None) -> bool:
         return self.kind(node, facts, it) is not None
@@ -439,47 +436,28 @@ class Facts:
 
 
 def _parts(node: ex.Node, facts: frozenset) -> list[tuple[ex.Node, frozenset]]:
-    """The sub-expressions of `node` in evaluation order, with what is known when each runs."""
+    """The expressions directly inside `node`, with what is known when each is evaluated."""
     if isinstance(node, ex.Ternary):
         return [(node.cond, facts), (node.then, assume(facts, node.cond)), (node.other, refute(facts, node.cond))]
     if isinstance(node, ex.Binary) and node.op in ("and", "or"):
         right = assume(facts, node.left) if node.op == "and" else refute(facts, node.left)
         return [(node.left, facts), (node.right, right)]
-    return [(child, facts) for child in _children(node)]
-
-
-def _children(node: ex.Node) -> list[ex.Node]:
-    if isinstance(node, (ex.Attr, ex.Call)):
-        return [node.target, *getattr(node, "args", ())]
-    if isinstance(node, ex.Index):
-        return [node.target, node.index]
-    if isinstance(node, ex.Unary):
-        return [node.operand]
-    if isinstance(node, ex.Binary):
-        return [node.left, node.right]
-    if isinstance(node, ex.ArrayLit):
-        return list(node.items)
-    return []
+    return [(child, facts) for child in ex.children(node)]
 
 
 def _always(node: ex.Node) -> list[ex.Node]:
-    """The sub-expressions evaluated whenever `node` is (short-circuits and branches left out)."""
-    if isinstance(node, ex.Ternary):
-        return [node, *_always(node.cond)]
-    if isinstance(node, ex.Binary) and node.op in ("and", "or"):
-        return [node, *_always(node.left)]
-    return [node, *(n for child in _children(node) for n in _always(child))]
+    """`node` and the expressions evaluated whenever it is (not those behind a short-circuit)."""
+    if isinstance(node, ex.Ternary) or (isinstance(node, ex.Binary) and node.op in ("and", "or")):
+        return [node, *_always(ex.children(node)[0])]
+    return [node, *(n for child in ex.children(node) for n in _always(child))]
 
 
 def guarded_use(node: ex.Node, name: str) -> Optional[tuple[ex.Node, frozenset]]:
     """The smallest part of `node` that holds every mention of `name`, and what is known where
     it is evaluated, when the first mention there is evaluated whenever that part is."""
-    def mentions(n: ex.Node) -> bool:
-        return name in ex.names_in(n)
-
     part, facts = node, frozenset()
-    while not part == ex.Name(name):
-        holders = [(n, f) for n, f in _parts(part, facts) if mentions(n)]
+    while part != ex.Name(name):
+        holders = [(n, f) for n, f in _parts(part, facts) if name in ex.names_in(n)]
         if len(holders) != 1:
             break
         part, facts = holders[0]

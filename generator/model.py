@@ -57,6 +57,11 @@ class Switch:
 TypeRef = Union[Primitive, Text, UserRef, Switch, None]  # None: raw bytes
 
 
+def type_refs(ref: TypeRef) -> list[TypeRef]:
+    """The types a field may have: its type, or each one its switch may pick."""
+    return [r for _, r in ref.cases] + [ref.default] if isinstance(ref, Switch) else [ref]
+
+
 @dataclass
 class Attribute:
     """A seq field or an instance."""
@@ -260,8 +265,7 @@ class Builder:
                     raise _error(t.spec, f"{t.yaml_path}/-rdbspec-scalar", f"{name} is not a value instance")
         for a in t.seq + t.instances:
             a.type = self._type_ref(t, a)
-            refs = [a.type] + ([r for _, r in a.type.cases] + [a.type.default] if isinstance(a.type, Switch) else [])
-            for ref in refs:
+            for ref in type_refs(a.type):
                 if isinstance(ref, UserRef) and t not in ref.target.parents:
                     ref.target.parents.append(t)
             if a.columns:

@@ -116,8 +116,10 @@ class ModuleRenderer:
         view.body = self.collect(emitter, emitter.body())
         view.fields = [a.id for a in t.seq]
         lazy = [a for a in t.seq if a.raw.get("-rdbspec-lazy")]
+        storage = {inst.id: emitter.storage(inst) for inst in t.instances}
         view.slots = ["_parent", "_root", "_io"] + params + [a.id for a in t.seq if a not in lazy]
-        cached = [inst for inst in t.instances if not emitter.uncached(inst)]
+        view.slots += [inst.id for inst in t.instances if storage[inst.id] == "field"]
+        cached = [inst for inst in t.instances if storage[inst.id] == "cached"]
         view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in cached]
         for a in lazy:
             prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
@@ -136,7 +138,7 @@ class ModuleRenderer:
             rows.out.depth = 3
             view.rows_body = self.collect(rows, rows.body(), prologue=False)
             view.rows_prologue = rows.prologue()
-        for inst in t.instances:
+        for inst in (i for i in t.instances if storage[i.id] != "field"):
             prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
             body = prop.property_body(inst)
             self.collect(prop, body)

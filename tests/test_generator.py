@@ -221,3 +221,90 @@ def test_generated_tree_is_current() -> None:
     builder = Builder(load_tree(repo / "spec"))
     files = render_all(builder, builder.build())
     assert set(files) == {p.name for p in (repo / "generated").glob("*.py")}
+
+
+TAGGED = """
+meta:
+  id: tagged
+  endian: le
+doc: Entries whose tag byte selects which fields follow, each closed by a check.
+seq:
+  - id: entries
+    type: entry
+    repeat: eos
+types:
+  entry:
+    -rdbspec-scalar: [value]
+    seq:
+      - id: tag
+        type: u1
+        valid:
+          expr: _ < 0xf0
+      - id: small
+        type: u1
+        if: tag >= 0x80 and tag < 0xc0
+      - id: wide
+        type: u2
+        if: tag == 0xc0
+      - id: text
+        size: text_len
+        if: tag > 0xc0
+      - id: check
+        size: check_size
+        valid:
+          expr: _[0] == tag and (check_size < 2 or _[1] == 0)
+    instances:
+      text_len:
+        value: 'tag > 0xc0 ? tag - 0xc0 : 0'
+      check_size:
+        value: 'tag == 0xc0 ? 2 : 1'
+      signed:
+        value: (wide ^ 0x8000) - 0x8000
+        if: tag == 0xc0
+      value:
+        value: 'tag < 0x80 ? tag : tag < 0xc0 ? small : tag == 0xc0 ? (signed < 0 ? -signed : signed) : text'
+"""
+
+
+@pytest.fixture(scope="module")
+def tagged(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("tagged")
+    spec = root / "spec"
+    spec.mkdir()
+    write_spec(spec, "tagged", TAGGED)
+    builder = Builder(load_tree(spec))
+    package = root / "tagged_generated"
+    package.mkdir()
+    for name, text in render_all(builder, builder.build()).items():
+        (package / name).write_text(text)
+    sys.path.insert(0, str(root))
+    try:
+        yield importlib.import_module("tagged_generated.tagged")
+    finally:
+        sys.path.remove(str(root))
+
+
+def test_what_the_generator_proves_shapes_the_code(tagged) -> None:
+    source = Path(tagged.__file__).read_text()
+    reader = source[source.index("def read_entry"):]
+    assert "try:" not in reader  # both valid expressions are proven not to raise
+    assert "if tag >= 128:" in reader and "elif (tag == 192):" in reader  # one guarded chain
+    assert "(signed := " in reader  # computed only where the 0xC0 branch needs it
+    assert "buf[check_pos]" in reader and "buf[check_pos + 1]" in reader and "check = " not in reader
+
+
+def test_proven_code_reads_the_same_values_and_errors(tagged) -> None:
+    errors = runtime(tagged)
+    wide = bytes([0xC0, 0xFF, 0xFF, 0xC0, 0])  # -1, then a 2-byte check
+    data = bytes([5, 5, 0x90, 7, 0x90, 0xC2]) + b"ab" + bytes([0xC2]) + wide
+    assert tagged.Tagged.from_bytes(data).entries == [5, 7, b"ab", 1]
+    with pytest.raises(errors.ParseError) as err:  # the check's second byte must be 0
+        tagged.Tagged.from_bytes(data[:-1] + b"\x01")
+    assert err.value.offset == len(data) - 2 and err.value.spec_path == "tagged:entry.check"
+    assert "b'\\xc0\\x01' is invalid" in err.value.reason
+    with pytest.raises(errors.ParseError) as err:
+        tagged.Tagged.from_bytes(bytes([0xF5, 0xF5]))
+    assert err.value.offset == 0 and err.value.spec_path == "tagged:entry.tag"
+    with pytest.raises(errors.TruncatedError) as err:
+        tagged.Tagged.from_bytes(bytes([0xC5, 1, 2]))
+    assert err.value.offset == 1 and err.value.spec_path == "tagged:entry.text"
