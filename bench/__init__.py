@@ -3,9 +3,14 @@
 Builds dumps with real servers (cached in bench/cache/, gitignored), then runs each contender as
 a separate process several times: rdbspec (full decode, keys only, stream only, the dump CLI),
 the official Kaitai compiler's Python output of our specs, rdbtools, redis-server loading the
-dump, and ``cat`` as the floor. The Markdown report goes to bench/results/latest.md.
+dump, ``cat`` as the floor, and the Spark group (the ``rdb`` data source's stream_entries table,
+unsplit and split, under local[1] and local[2]). The Markdown report goes to
+bench/results/latest.md.
 
     python -m bench --quick          # 100k stream entries + 20k keys
     python -m bench                  # 1M stream entries + 200k keys
+    python -m bench --large --file large --single-run-above 60
+                                     # the ~1 GB dump (15M entries + 3.2M keys, RDB 10) alone
+    python -m bench --only spark     # the Spark group only
     python -m bench --profile        # cProfile of rdbspec's full decode of the stream dump
 """

@@ -1,4 +1,5 @@
-"""`python -m bench [--quick] [--runs N] [--timeout S] [--profile]` (see bench/__init__.py)."""
+"""`python -m bench [--quick] [--large] [--only X] [--file F] [--runs N] [--timeout S] [--profile]`
+(see bench/__init__.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,17 @@ from .report import document
 from .runner import Result, measure
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+LARGE_TIMEOUT_FACTOR = 4  # the large file gets this many times --timeout per run
+
+
+def total_ram() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 16 << 30
 
 
 def log(msg: str) -> None:
@@ -23,8 +35,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help=f"{ds_mod.QUICK_ENTRIES:,} stream entries and {ds_mod.QUICK_KEYS:,} keys "
                         f"(default {ds_mod.FULL_ENTRIES:,} and {ds_mod.FULL_KEYS:,})")
+    p.add_argument("--large", action="store_true",
+                   help=f"also the ~1 GB dump: {ds_mod.LARGE_ENTRIES:,} stream entries and {ds_mod.LARGE_KEYS:,} "
+                        "keys, RDB 10 (built once, ~5 min, and cached); --file large runs on it alone")
     p.add_argument("--runs", type=int, default=3, help="runs per contender and file (default 3)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run before it counts as a timeout")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help=f"seconds per run before it counts as a timeout (default 600; "
+                        f"{LARGE_TIMEOUT_FACTOR}x on the large file)")
+    p.add_argument("--max-memory", type=float, default=round(0.6 * total_ram() / 2**30),
+                   help="GiB of data segment (RLIMIT_DATA) a contender may use before it fails as out of memory "
+                        "(default 60%% of RAM: %(default)s; 0 = no cap; not applied to Spark's JVM)")
     p.add_argument("--single-run-above", type=float, default=120.0,
                    help="do not repeat a contender whose first run took longer than this (default 120 s)")
     p.add_argument("--only", action="append", default=[],
@@ -41,11 +61,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    files = ds_mod.datasets(args.quick, args.rebuild, log)
+    files = ds_mod.datasets(args.quick, args.rebuild, log, large=args.large)
     if args.file:
         files = [d for d in files if any(f in d.name for f in args.file)]
     if not files:
-        log("no redis-server available to write a dump")
+        log("no dump to run on: no redis-server to write one" if not args.file else
+            f"no dump matches --file {' '.join(args.file)} (the large one needs --large)")
         return 1
     if args.profile:
         from .profile import profile
@@ -60,14 +81,17 @@ def main(argv: list[str] | None = None) -> int:
             while f.read(1 << 24):
                 pass
     results: list[Result] = []
+    memory_limit = int(args.max_memory * 2**30) or None
     for c in all_contenders:
         for d in files:
-            if c.argv is not None and c.argv(d) is None:
-                results.append(Result(c.name, d, status="skipped", note=c.not_applicable))
+            why = c.skip_reason(d)
+            if why is not None:
+                results.append(Result(c.name, d, status="skipped", note=why, group=c.group))
                 continue
             log(f"{c.name} on {d.name} ({c.description})")
-            results.append(measure(c, d, args.runs, args.timeout, args.single_run_above, log))
-    text = document(results, files, notes, argv, args.runs, args.timeout)
+            timeout = args.timeout * (LARGE_TIMEOUT_FACTOR if d.large else 1)
+            results.append(measure(c, d, args.runs, timeout, args.single_run_above, log, memory_limit))
+    text = document(results, files, notes, argv, args.runs, args.timeout, memory_limit)
     print(text)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)

