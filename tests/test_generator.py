@@ -143,24 +143,30 @@ types:
 """
 
 
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("mini")
+def _compiled(tmp_path_factory: pytest.TempPathFactory, spec_id: str, text: str):
+    """Generates a package from one spec (twice: the output must be deterministic), puts it on
+    sys.path and yields its module."""
+    root = tmp_path_factory.mktemp(spec_id)
     spec = root / "spec"
     spec.mkdir()
-    write_spec(spec, "mini", MINI)
+    write_spec(spec, spec_id, text)
     builder = Builder(load_tree(spec))
     files = render_all(builder, builder.build())
-    package = root / "mini_generated"
+    package = root / f"{spec_id}_generated"
     package.mkdir()
-    for name, text in files.items():
-        (package / name).write_text(text)
-    assert render_all(Builder(load_tree(spec)), Builder(load_tree(spec)).build()) == files  # deterministic
+    for name, content in files.items():
+        (package / name).write_text(content)
+    assert render_all(Builder(load_tree(spec)), Builder(load_tree(spec)).build()) == files
     sys.path.insert(0, str(root))
     try:
-        yield importlib.import_module("mini_generated.mini")
+        yield importlib.import_module(f"{spec_id}_generated.{spec_id}")
     finally:
         sys.path.remove(str(root))
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory):
+    yield from _compiled(tmp_path_factory, "mini", MINI)
 
 
 def mini_bytes() -> bytes:
@@ -268,20 +274,7 @@ types:
 
 @pytest.fixture(scope="module")
 def tagged(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("tagged")
-    spec = root / "spec"
-    spec.mkdir()
-    write_spec(spec, "tagged", TAGGED)
-    builder = Builder(load_tree(spec))
-    package = root / "tagged_generated"
-    package.mkdir()
-    for name, text in render_all(builder, builder.build()).items():
-        (package / name).write_text(text)
-    sys.path.insert(0, str(root))
-    try:
-        yield importlib.import_module("tagged_generated.tagged")
-    finally:
-        sys.path.remove(str(root))
+    yield from _compiled(tmp_path_factory, "tagged", TAGGED)
 
 
 def test_what_the_generator_proves_shapes_the_code(tagged) -> None:
