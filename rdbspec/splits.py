@@ -50,8 +50,7 @@ def plan(path: str, split_size: int, stream_nodes: bool = False) -> list[Split]:
     with api.open(path, verify_checksum=False, whole_set=False) as dump:
         if dump.header.dialect == "dragonfly":
             return [Split(path)]
-        splits = list(_cut(dump, path, split_size, stream_nodes))
-    return splits
+        return list(_cut(dump, path, split_size, stream_nodes))
 
 
 def _cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool) -> Iterator[Split]:

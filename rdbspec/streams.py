@@ -169,7 +169,6 @@ class Stream:
             self._columns = gathered
         return self._columns
 
-
     @classmethod
     def from_spec(cls, v, type_code: int) -> Stream:
         """Builds the model from a generated `stream_value`, checking what the server checks."""
