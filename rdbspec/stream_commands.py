@@ -6,6 +6,10 @@ errors, the same fields in the same order for the generation that wrote the stre
 (15 → 6.2, 19 → 7.0, 21 → 7.2, 26 → 8.6, or `--as-version X.Y`), and the same computed values
 (lag, entries-read of a type-15 stream loaded by 7.0+, idle times measured at `now_ms`).
 
+A dump with the VALKEY magic (Valkey 9.0+, valkey src/rdb.h rdbUseValkeyMagic) is answered as
+Valkey 9 does: the fields of Redis 7.4 (``VALKEY_9``) with Valkey's own rules (``valkey=True``)
+for the lag (`group_lag`) and XREAD's ``+`` (`xread_id`).
+
 One field is left out: XINFO STREAM's ``radix-tree-nodes`` counts the internal nodes of the
 server's in-memory radix tree, whose shape depends on how the 128-bit node keys share
 prefixes once inserted into a `rax` (node compression, split points); the file holds only
@@ -47,6 +51,7 @@ MAX_ID: StreamId = (MASK64, MASK64)
 ZERO_ID: StreamId = (0, 0)
 VERSION_OF_TYPE: dict[int, Version] = {15: (6, 2), 19: (7, 0), 21: (7, 2), 26: (8, 6)}
 NEWEST_LAG = (7, 4)  # redis PRs #13338/#13473: the lag rules of 7.4 and later
+VALKEY_9: Version = (7, 4)  # the Redis generation whose reply fields and ID rules Valkey 9 shares
 IDMP_DEFAULTS = (100, 100)  # stream-idmp-duration / stream-idmp-maxsize defaults (8.6)
 
 INVALID_ID = "ERR Invalid stream ID specified as stream command argument"
@@ -274,15 +279,21 @@ def first_valid_id(stream: Stream) -> StreamId | None:
     return None
 
 
-def xread_id(stream: Stream | None, arg: str | bytes, version: Version = (7, 2)) -> StreamId:
+def xread_id(stream: Stream | None, arg: str | bytes, version: Version = (7, 2), valkey: bool = False) -> StreamId:
     """The ID after which XREAD serves: ``$`` (the last generated ID), ``+`` (7.4+: just before
-    the last entry), else a strict ID with a missing sequence of 0."""
+    the last entry; Valkey 9: just before the last generated ID, valkey src/t_stream.c
+    xreadCommand, so nothing after an XDEL of the last entry or an XSETID past it), else a strict
+    ID with a missing sequence of 0."""
     raw = _b(arg)
     if raw == b"$":
         return stream.last_id if stream is not None else ZERO_ID
     if raw == b">":
         raise CommandError("ERR The > ID can be specified only when calling XREADGROUP using the "
                            "GROUP <group> <consumer> option.")
+    if raw == b"+" and version >= (7, 4) and valkey and stream is not None:
+        # last ID 0-0: an empty stream (XGROUP CREATE MKSTREAM), which serves nothing; 9.1.2
+        # answers no error there
+        return decr_id(stream.last_id) or ZERO_ID
     if raw == b"+" and version >= (7, 4):
         if stream is None or not stream.length:
             return stream.last_id if stream is not None else ZERO_ID
@@ -291,10 +302,10 @@ def xread_id(stream: Stream | None, arg: str | bytes, version: Version = (7, 2))
 
 
 def xread(streams: Sequence[tuple[Stream | None, str | bytes]], count: int | None = None,
-          version: Version = (7, 2)) -> list[tuple[int, list[StreamEntry]]]:
+          version: Version = (7, 2), valkey: bool = False) -> list[tuple[int, list[StreamEntry]]]:
     """XREAD (non-blocking): for each (stream, id) with entries after id, its index in
     `streams` and up to count entries (None or 0: all). Missing streams (None) are skipped."""
-    after = [xread_id(stream, arg, version) for stream, arg in streams]
+    after = [xread_id(stream, arg, version, valkey) for stream, arg in streams]
     out = []
     for index, ((stream, _arg), gt) in enumerate(zip(streams, after)):
         if stream is None or not stream.length or last_valid_id(stream) <= gt:
@@ -426,13 +437,18 @@ def group_entries_read(stream: Stream, group: ConsumerGroup) -> int | None:
     return estimate_entries_read(stream, loaded(stream), group.last_delivered_id, (7, 0))
 
 
-def group_lag(stream: Stream, group: ConsumerGroup, version: Version) -> int | None:
-    """streamReplyWithCGLag (7.0-7.2) / streamCGLag (7.4+); None is the server's null."""
+def group_lag(stream: Stream, group: ConsumerGroup, version: Version, valkey: bool = False) -> int | None:
+    """streamReplyWithCGLag (7.0-7.2) / streamCGLag (7.4+); None is the server's null.
+
+    Valkey 9 (``valkey``, valkey src/t_stream.c streamReplyWithCGLag) has the 7.4 tombstone rules
+    of streamRangeHasTombstones and streamEstimateDistanceFromFirstEverEntry (valkey PR #1952, the
+    counterpart of redis #13338) but not the two shortcuts of 7.4's streamCGLag (redis #13473): an
+    empty stream and a group behind a trimmed head are estimated like any other group."""
     meta = loaded(stream)
     entries_read = group_entries_read(stream, group)
     if not meta.entries_added:
         return 0
-    if version >= NEWEST_LAG:
+    if version >= NEWEST_LAG and not valkey:
         if not stream.length:
             return 0
         if group.last_delivered_id < meta.first_id and meta.max_deleted < meta.first_id:
@@ -495,8 +511,9 @@ def _idmp_info(stream: Stream) -> dict[str, int]:
 
 
 def xinfo_stream(stream: Stream, full: bool = False, count: int = 10,
-                 version: Version | None = None) -> dict[str, Any]:
-    """XINFO STREAM [FULL [COUNT count]] (count 0: everything; negative: 10)."""
+                 version: Version | None = None, valkey: bool = False) -> dict[str, Any]:
+    """XINFO STREAM [FULL [COUNT count]] (count 0: everything; negative: 10); ``valkey``: the
+    lag of Valkey 9 (`group_lag`)."""
     version = stream_version(stream, version)
     info = _stream_head(stream, version)
     if not full:
@@ -506,7 +523,7 @@ def xinfo_stream(stream: Stream, full: bool = False, count: int = 10,
         return info
     count = 10 if count < 0 else count
     info["entries"] = _take(iter_range(stream, ZERO_ID, MAX_ID), count)
-    info["groups"] = [_full_group(stream, g, count, version) for g in _groups(stream)]
+    info["groups"] = [_full_group(stream, g, count, version, valkey) for g in _groups(stream)]
     return info
 
 
@@ -514,11 +531,12 @@ def _limit(rows: list, count: int) -> list:
     return rows[:count] if count else rows
 
 
-def _full_group(stream: Stream, group: ConsumerGroup, count: int, version: Version) -> dict[str, Any]:
+def _full_group(stream: Stream, group: ConsumerGroup, count: int, version: Version,
+                valkey: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"name": group.name, "last-delivered-id": format_id(group.last_delivered_id)}
     if version >= (7, 0):
         out["entries-read"] = group_entries_read(stream, group)
-        out["lag"] = group_lag(stream, group, version)
+        out["lag"] = group_lag(stream, group, version, valkey)
     pending = sorted(group.pending, key=lambda p: p.id)
     out["pel-count"] = len(pending)
     out["pending"] = [[format_id(p.id), p.consumer, signed64(p.delivery_time_ms), p.delivery_count]
@@ -539,8 +557,8 @@ def _full_consumer(group: ConsumerGroup, consumer: Consumer, count: int, version
     return out
 
 
-def xinfo_groups(stream: Stream, version: Version | None = None) -> list[dict[str, Any]]:
-    """XINFO GROUPS key."""
+def xinfo_groups(stream: Stream, version: Version | None = None, valkey: bool = False) -> list[dict[str, Any]]:
+    """XINFO GROUPS key; ``valkey``: the lag of Valkey 9 (`group_lag`)."""
     version = stream_version(stream, version)
     out = []
     for group in _groups(stream):
@@ -549,7 +567,7 @@ def xinfo_groups(stream: Stream, version: Version | None = None) -> list[dict[st
                                "last-delivered-id": format_id(group.last_delivered_id)}
         if version >= (7, 0):
             row["entries-read"] = group_entries_read(stream, group)
-            row["lag"] = group_lag(stream, group, version)
+            row["lag"] = group_lag(stream, group, version, valkey)
         out.append(row)
     return out
 
@@ -577,11 +595,18 @@ def xinfo_consumers(group: ConsumerGroup, now_ms: int | None = None, version: Ve
 
 @dataclass
 class Context:
-    """What a command runs against: key lookup, the clock and the reply generation."""
+    """What a command runs against: key lookup, the clock and the reply generation (``version``:
+    --as-version; ``valkey``: a VALKEY-magic dump, answered as Valkey 9 unless ``version``)."""
 
     lookup: Lookup
     now_ms: int
     version: Version | None = None
+    valkey: bool = False
+
+    @property
+    def valkey_rules(self) -> bool:
+        """Valkey 9's lag and XREAD ``+`` rules apply (a Valkey dump, no --as-version)."""
+        return self.valkey and self.version is None
 
     def stream(self, key: bytes) -> Stream | None:
         found = self.lookup(key)
@@ -592,6 +617,8 @@ class Context:
     def version_for(self, stream: Stream | None) -> Version:
         if self.version is not None:
             return self.version
+        if self.valkey:
+            return VALKEY_9
         return stream_version(stream) if stream is not None else (7, 2)
 
 
@@ -641,9 +668,10 @@ def cmd_xread(ctx: Context, argv: Sequence[bytes]) -> Any:
     pairs = []
     for key, raw in zip(keys, ids):
         stream = ctx.stream(key)
-        xread_id(stream, raw, ctx.version_for(stream))  # errors in argument order
+        xread_id(stream, raw, ctx.version_for(stream), ctx.valkey_rules)  # errors in argument order
         pairs.append((stream, raw))
-    served = xread(pairs, count, ctx.version_for(next((s for s, _ in pairs if s is not None), None)))
+    served = xread(pairs, count, ctx.version_for(next((s for s, _ in pairs if s is not None), None)),
+                   ctx.valkey_rules)
     return [[keys[index], entries] for index, entries in served] or None
 
 
@@ -693,15 +721,15 @@ def cmd_xinfo(ctx: Context, argv: Sequence[bytes]) -> Any:
             raise CommandError(f"NOGROUP No such consumer group '{_c(argv[3])}' for key name '{_c(key)}'")
         return xinfo_consumers(group, ctx.now_ms, version)
     if sub == b"groups" and len(argv) == 3:
-        return xinfo_groups(stream, version)
+        return xinfo_groups(stream, version, ctx.valkey_rules)
     if sub == b"stream":
-        return _xinfo_stream_args(stream, argv[3:], version)
+        return _xinfo_stream_args(stream, argv[3:], version, ctx.valkey_rules)
     raise CommandError(SYNTAX)
 
 
-def _xinfo_stream_args(stream: Stream, args: Sequence[bytes], version: Version) -> dict[str, Any]:
+def _xinfo_stream_args(stream: Stream, args: Sequence[bytes], version: Version, valkey: bool) -> dict[str, Any]:
     if not args:
-        return xinfo_stream(stream, version=version)
+        return xinfo_stream(stream, version=version, valkey=valkey)
     if args[0].lower() != b"full":
         raise CommandError(SYNTAX)
     count = 10
@@ -709,7 +737,7 @@ def _xinfo_stream_args(stream: Stream, args: Sequence[bytes], version: Version) 
         if len(args) != 3 or args[1].lower() != b"count":
             raise CommandError(SYNTAX)
         count = parse_int(args[2])
-    return xinfo_stream(stream, full=True, count=count, version=version)
+    return xinfo_stream(stream, full=True, count=count, version=version, valkey=valkey)
 
 
 COMMANDS: dict[bytes, Callable[[Context, Sequence[bytes]], Any]] = {
@@ -739,6 +767,11 @@ def parse_version(text: str) -> Version:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a version X.Y: {text!r}") from None
     return major, minor
+
+
+def dump_context(dump: api.Dump, lookup: Lookup, now_ms: int, as_version: Version | None = None) -> Context:
+    """The context of commands over `dump`: Valkey 9's replies for a VALKEY-magic file."""
+    return Context(lookup, now_ms, as_version, valkey=dump.header.magic.startswith("VALKEY"))
 
 
 def dump_lookup(dump: api.Dump, db: int, keys: Sequence[bytes], now_ms: int) -> Lookup:
@@ -796,7 +829,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with api.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
             lookup = dump_lookup(dump, args.db, _keys_of(argv), now_ms)
-            reply = execute(Context(lookup, now_ms, args.as_version), argv)
+            reply = execute(dump_context(dump, lookup, now_ms, args.as_version), argv)
     except CommandError as err:
         print(f"(error) {err.message}", file=sys.stderr)
         return 1
@@ -827,8 +860,8 @@ def _write(text: str, output: str | None) -> int:
 RADIX_NOTE = ("radix-tree-nodes is left out of XINFO STREAM: it counts the server's in-memory radix "
               "tree nodes, which the dump does not record.")
 EPILOG = ("Replies follow the server generation that writes the stream's RDB type (15: 6.2, 19: 7.0, "
-          "21: 7.2, 26: 8.6) unless --as-version. A server error (no such key or group, invalid ID...) is "
-          "printed on stderr with exit code 1. " + RADIX_NOTE)
+          "21: 7.2, 26: 8.6; any type in a VALKEY-magic dump: Valkey 9) unless --as-version. A server "
+          "error (no such key or group, invalid ID...) is printed on stderr with exit code 1. " + RADIX_NOTE)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

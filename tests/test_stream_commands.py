@@ -14,6 +14,7 @@ import pytest
 from rdbspec import cli
 from rdbspec.stream_commands import (
     MAX_ID,
+    VALKEY_9,
     CommandError,
     Context,
     decr_id,
@@ -251,6 +252,20 @@ def test_xread() -> None:
         xread([(stream, "-")])
 
 
+def test_xread_plus_redis_7_4_and_valkey_9() -> None:
+    """``+``: Redis 7.4 serves the last live entry; Valkey 9 (xreadCommand) the entries after
+    last_id - 1, so nothing once the last entry is deleted or XSETID moved past it (as 9.1.2 did
+    in test_stream_commands_server)."""
+    stream = _stream(IDS, {(9, 0)})
+    assert [(i, _ids(e)) for i, e in xread([(stream, "+")], version=(7, 4))] == [(0, [(5, 7)])]
+    assert xread([(stream, "+")], version=VALKEY_9, valkey=True) == []
+    whole = _stream(IDS)
+    assert [(i, _ids(e)) for i, e in xread([(whole, "+")], version=VALKEY_9, valkey=True)] == [(0, [(9, 0)])]
+    assert xread([(_stream([]), "+")], version=VALKEY_9, valkey=True) == []  # last ID 0-0 (MKSTREAM)
+    with pytest.raises(CommandError, match=INVALID):
+        xread([(stream, "+")], version=(7, 2))
+
+
 def test_commands_follow_the_server() -> None:
     stream = _stream(IDS)
     ctx = Context({b"s": stream}.get, 0)
@@ -300,6 +315,20 @@ def test_lag(ids: list, deleted: set, last: tuple[int, int], read: int | None, v
              lag: int | None) -> None:
     stream = _stream(ids, deleted)
     assert group_lag(stream, _group(last, read), version) == lag
+
+
+# Valkey 9.1.2's answers for the streams of test_stream_commands_server._lag_streams: the 7.4
+# tombstone rules without 7.4's shortcuts for a group behind the first entry
+@pytest.mark.parametrize(("deleted", "last", "valkey_lag", "redis_7_4_lag"), [
+    ({(1, 1)}, (0, 0), 3, 3),                  # lag:head: estimated (4 added - 1 before the first)
+    ({(1, 1), (2, 1)}, (1, 1), None, 2),       # lag:behind: before the last tombstone, unknown
+    ({(3, 1)}, (2, 1), None, None),            # lag:ahead
+])
+def test_lag_valkey_9(deleted: set, last: tuple[int, int], valkey_lag: int | None,
+                      redis_7_4_lag: int | None) -> None:
+    stream = _stream([(1, 1), (2, 1), (3, 1), (4, 1)], deleted)
+    assert group_lag(stream, _group(last, 0), VALKEY_9, valkey=True) == valkey_lag
+    assert group_lag(stream, _group(last, 0), (7, 4)) == redis_7_4_lag
 
 
 def test_type_15_as_7_0() -> None:

