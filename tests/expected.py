@@ -75,6 +75,10 @@ RDB_TYPE_NAMES = {
     25: "hash_listpack_ex",
     26: "stream_listpacks_4",
 }
+# VALKEY-magic dumps number their types as Valkey does (valkey src/rdb.h enum RdbType): Redis's
+# up to 21, then 22 HASH_2 (hash with field TTLs, RDB 80 / 9.0) and 23 PATH_HASH (RDB 81 / 9.2).
+VALKEY_RDB_TYPE_NAMES = {**{k: v for k, v in RDB_TYPE_NAMES.items() if k <= 21}, 22: "hash_2", 23: "path_hash"}
+VALKEY_RDB_VERSION = 80  # the first RDB version with the VALKEY magic (valkey src/rdb.h rdbUseValkeyMagic)
 STREAM_TYPES = (15, 19, 21, 26, 27)
 
 EXPIRE_SOURCE_PEXPIRETIME = "PEXPIRETIME"
@@ -185,7 +189,7 @@ def _info(raw: _Raw, section: str) -> dict[str, str]:
 def rdb_version_for(redis_version: str, valkey_version: str | None = None) -> int:
     """The RDB version a server writes, from its INFO versions."""
     if valkey_version and _version_tuple(valkey_version) >= (9, 0):
-        return 80
+        return VALKEY_RDB_VERSION
     v = _version_tuple(redis_version)
     if v >= (7, 3):  # 7.4 (and 8.0-m01, which reports 7.9.x)
         return 12
@@ -211,6 +215,9 @@ def predict_rdb_type(type_: str, encoding: str, rdb_version: int, has_field_ttl:
     if type_ == "zset":
         return {"ziplist": 12, "listpack": 17, "skiplist": 5}.get(encoding)
     if type_ == "hash":
+        if encoding == "hashtable" and rdb_version >= VALKEY_RDB_VERSION:
+            # valkey src/rdb.c rdbSaveObjectType: HASH_2 while a field has a TTL (hashTypeHasVolatileFields)
+            return 22 if has_field_ttl else 4
         if encoding == "hashtable":
             return 24 if has_field_ttl else 4
         return {"ziplist": 13, "listpack": 16, "listpackex": 25}.get(encoding)
@@ -547,9 +554,8 @@ def _capture_key(
     else:
         record["value"] = None
     record["rdb_type_byte"] = predict_rdb_type(type_, encoding_s or "", rdb_version, bool(field_ttl))
-    record["rdb_type_name"] = (
-        RDB_TYPE_NAMES.get(record["rdb_type_byte"]) if record["rdb_type_byte"] is not None else None
-    )
+    names = VALKEY_RDB_TYPE_NAMES if rdb_version >= VALKEY_RDB_VERSION else RDB_TYPE_NAMES
+    record["rdb_type_name"] = names.get(record["rdb_type_byte"]) if record["rdb_type_byte"] is not None else None
     return record
 
 

