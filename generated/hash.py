@@ -531,7 +531,10 @@ class HashListpackEx:
 
 class ValkeyHash2:
     """Valkey RDB_TYPE_HASH_2 (type 22 on VALKEY magic, Valkey 9.0+) - `len n`, then n ×
-    (field, value, i64 LE expire_ms) with -1 = no expiry.
+    (field, value, i64 LE expire_ms) with -1 = no expiry. Written for a hashtable-encoded hash
+    while one of its fields has a TTL (valkey src/rdb.c rdbSaveObjectType,
+    hashTypeHasVolatileFields; Valkey 9 turns a hash into a hashtable when a field gets a TTL):
+    small hashes too, and a hash whose TTLs are all removed (HPERSIST) is a plain HASH (4) again.
 
     Written by: valkey src/rdb.c rdbSaveObject"""
 
@@ -634,7 +637,7 @@ class ValkeyHash2Entry:
         # value: Field value.
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
-        # expire_ms: Absolute expiry in unix ms, or -1 for none.
+        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
@@ -657,7 +660,7 @@ class ValkeyHash2Entry:
         # value: Field value.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         value = None
-        # expire_ms: Absolute expiry in unix ms, or -1 for none.
+        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]

@@ -23,7 +23,8 @@ class Rdb:
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
     magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
     20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
-    (22 HASH_2, 243 SLOT_IMPORT).
+    (22 HASH_2, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above 79 (valkey
+    src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write REDIS0011.
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
@@ -353,6 +354,8 @@ class ResizeDb:
 
 class Aux:
     """AUX (250) - a key/value metadata field (redis-ver, ctime, valkey-ver, df-ver, slot-info, lua, ...).
+    Valkey 9 writes valkey-ver, redis-bits, ctime, used-mem and aof-base, and no redis-ver
+    (valkey src/rdb.c rdbSaveInfoAuxFields).
 
     Written by: redis src/rdb.c rdbSaveAuxField"""
 
@@ -905,7 +908,9 @@ class KeyValue:
     @property
     def value_kind(self):
         """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
-        and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276)."""
+        and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276). Valkey 9
+        shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
+        rdbSaveObjectType)."""
         return (
             278
             if (self.is_valkey and (self.type_code == 22))

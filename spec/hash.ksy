@@ -121,7 +121,10 @@ types:
   valkey_hash_2:
     doc: |
       Valkey RDB_TYPE_HASH_2 (type 22 on VALKEY magic, Valkey 9.0+) - `len n`, then n ×
-      (field, value, i64 LE expire_ms) with -1 = no expiry.
+      (field, value, i64 LE expire_ms) with -1 = no expiry. Written for a hashtable-encoded hash
+      while one of its fields has a TTL (valkey src/rdb.c rdbSaveObjectType,
+      hashTypeHasVolatileFields; Valkey 9 turns a hash into a hashtable when a field gets a TTL):
+      small hashes too, and a hash whose TTLs are all removed (HPERSIST) is a plain HASH (4) again.
     doc-ref: valkey src/rdb.c rdbSaveObject
     seq:
       - id: num_fields
@@ -146,4 +149,6 @@ types:
         type: s8
         valid:
           min: -1
-        doc: Absolute expiry in unix ms, or -1 for none.
+        doc: |
+          Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+          entryGetExpiry, EXPIRY_NONE = -1 for a field without TTL).

@@ -22,7 +22,8 @@ doc: |
   RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
   magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
   20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
-  (22 HASH_2, 243 SLOT_IMPORT).
+  (22 HASH_2, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above 79 (valkey
+  src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write REDIS0011.
 doc-ref: redis src/rdb.c rdbSaveRio
 seq:
   - id: magic
@@ -126,7 +127,10 @@ types:
         type: rdb_string::rdb_len
         doc: Number of keys with an expiry.
   aux:
-    doc: AUX (250) - a key/value metadata field (redis-ver, ctime, valkey-ver, df-ver, slot-info, lua, ...).
+    doc: |
+      AUX (250) - a key/value metadata field (redis-ver, ctime, valkey-ver, df-ver, slot-info, lua, ...).
+      Valkey 9 writes valkey-ver, redis-bits, ctime, used-mem and aof-base, and no redis-ver
+      (valkey src/rdb.c rdbSaveInfoAuxFields).
     doc-ref: redis src/rdb.c rdbSaveAuxField
     seq:
       - id: key
@@ -271,7 +275,9 @@ types:
         enum: value_type
         doc: |
           The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
-          and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276).
+          and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276). Valkey 9
+          shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
+          rdbSaveObjectType).
   string_list:
     doc: LIST (type 1) and SET (type 2) - `len n`, then n strings.
     doc-ref: redis src/rdb.c rdbSaveObject

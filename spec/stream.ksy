@@ -16,7 +16,8 @@ types:
       A stream value (notes §6.1): the node listpacks keyed by master ID, the stream metadata
       (length, last id; first id, max deleted id and entries_added since type 19), the consumer
       groups, and the IDMP tail of type 26. Metadata IDs are pairs of RDB lengths; node keys and
-      PEL IDs are raw 16-byte big-endian.
+      PEL IDs are raw 16-byte big-endian. Valkey 7.2-9.x write type 21 (valkey src/rdb.c
+      rdbSaveObjectType), in the same layout (valkey src/rdb.c rdbSaveObject).
     doc-ref: redis src/rdb.c rdbSaveObject
     params:
       - id: type_code
