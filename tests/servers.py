@@ -109,7 +109,7 @@ class ServerError(RuntimeError):
 
 
 class RedisServer:
-    """One redis-server process on 127.0.0.1, on a free port, in a private temp dir.
+    """One redis-server (or valkey-server) process on 127.0.0.1, on a free port, in a private temp dir.
 
     ``config`` holds redis.conf directives (``{"stream-node-max-entries": 10,
     "rdbcompression": "no", "rdbchecksum": False, ...}``; booleans become yes/no). Directives in
