@@ -869,8 +869,8 @@ def _parser(sub: argparse._SubParsersAction, name: str, help_text: str, command:
 
 
 RANGE_OPTIONS = "the server's trailing words, in any case: COUNT n"
-START_HELP = "first ID: -, ms, ms-seq, or (ID for exclusive"
-END_HELP = "last ID: +, ms, ms-seq, or (ID for exclusive"
+START_HELP = "the lowest ID: -, ms or ms-seq; (ID leaves that ID out"
+END_HELP = "the highest ID: +, ms or ms-seq; (ID leaves that ID out"
 COUNT_HELP = "at most N entries (the server's COUNT)"
 
 
@@ -878,12 +878,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Adds xrange, xrevrange, xread, xpending and xinfo to the rdbspec command line."""
     p = _parser(sub, "xrange", "XRANGE key start end [COUNT n] over a dump", "xrange")
     p.add_argument("start", help=START_HELP), p.add_argument("end", help=END_HELP)
-    p.add_argument("options", nargs="*", metavar="COUNT N", help=RANGE_OPTIONS)
+    p.add_argument("options", nargs="*", metavar="WORD", help=RANGE_OPTIONS)
     p.add_argument("--count", metavar="N", help=COUNT_HELP)
     _common(p)
     p = _parser(sub, "xrevrange", "XREVRANGE key end start [COUNT n] over a dump", "xrevrange")
     p.add_argument("end", help=END_HELP), p.add_argument("start", help=START_HELP)
-    p.add_argument("options", nargs="*", metavar="COUNT N", help=RANGE_OPTIONS)
+    p.add_argument("options", nargs="*", metavar="WORD", help=RANGE_OPTIONS)
     p.add_argument("--count", metavar="N", help=COUNT_HELP)
     _common(p)
     p = _parser(sub, "xread", "XREAD [COUNT n] STREAMS key... id... over a dump", "xread", one_key=False)
@@ -907,7 +907,7 @@ def _register_xinfo(sub: argparse._SubParsersAction) -> None:
     which = xinfo.add_subparsers(dest="xinfo_command", required=True, action=AnyCaseSubParsers,
                                  help="what to show, in any case")
     p = _parser(which, "stream", "XINFO STREAM key [FULL [COUNT n]]", "stream")
-    p.add_argument("options", nargs="*", metavar="FULL [COUNT N]",
+    p.add_argument("options", nargs="*", metavar="WORD",
                    help="the server's trailing words, in any case: FULL [COUNT n]")
     p.add_argument("--full", action="store_true", help="every entry, group, consumer and PEL row (the server's FULL)")
     p.add_argument("--count", metavar="N", help="with --full: entries and PEL rows shown (0: all; default 10)")
