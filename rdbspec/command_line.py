@@ -51,6 +51,7 @@ def type_name(text: str) -> str:
 
 
 def positive_int(text: str) -> int:
+    """--top: a count of 1 or more."""
     try:
         value = int(text)
     except ValueError:
