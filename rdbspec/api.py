@@ -262,6 +262,18 @@ class Dump:
                 raise ChecksumError(stored, computed, self.end_offset)
             self.checksum_status = "ok"
 
+    def trailer_verified(self) -> bool:
+        """True when the file ends with EOF and a checksum the server accepts, found without
+        reading the records (redis src/rdb.c rdbLoadRioWithLoadingCtx: after RDB_OPCODE_EOF,
+        the CRC-64 of every byte before it, 0 meaning "not computed"); False means: read on to
+        the end to know."""
+        buffer = self.source.buffer
+        end = len(buffer) - 8
+        if self.header.version < 5 or end < 1 or buffer[end - 1] != EOF:
+            return False
+        stored = int.from_bytes(buffer[end:], "little")
+        return stored == 0 or crc64(buffer, 0, end, self.source.release) == stored
+
     def read_all(self) -> list[KeyRecord]:
         return list(self.keys())
 

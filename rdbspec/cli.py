@@ -10,14 +10,15 @@ import argparse
 import csv
 import json
 import os
-import re
 import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from importlib.metadata import version
 from typing import TextIO
 
 from . import api
+from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
 from .errors import EXIT_CODES, RdbError, exit_code
 from .jsonl import dumps, s, write_record
 from .spark.pipeline import register as register_pipeline
@@ -46,7 +47,7 @@ class Progress:
 
 
 def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecord]:
-    pattern = re.compile(args.key.encode()) if getattr(args, "key", None) else None
+    pattern = getattr(args, "key", None)
     progress = Progress(len(dump.source.buffer))
     for record in dump.keys():
         progress.update(record.offset)
@@ -128,14 +129,18 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rdbspec", description="Read Redis, Valkey and Dragonfly RDB dumps.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('rdbspec')}")
+    sub = parser.add_subparsers(dest="command", required=True, action=AnyCaseSubParsers,
+                                help="subcommands, in any case (each has its own --help)")
 
     def common(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("file", help="dump file, or - for stdin")
         p.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
-        p.add_argument("--type", action="append", help="only this type: string, list, set, zset, hash, stream...")
-        p.add_argument("--key", help="only keys matching this regular expression")
+        p.add_argument("--type", action="append", type=type_name, metavar="TYPE",
+                       help=f"only this type (repeatable): {', '.join(TYPES)}")
+        p.add_argument("--key", type=key_pattern, metavar="REGEX",
+                       help="only keys matching this regular expression (searched in the key's bytes)")
         p.add_argument("--no-verify-checksum", action="store_true", help="do not fail on a wrong checksum")
         p.add_argument("-o", "--output", help="write here instead of stdout")
         return p
@@ -144,11 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--include-deleted", action="store_true", help="stream entries deleted but still stored")
     dump.set_defaults(run=cmd_dump)
     info = common("info", "header, AUX fields, counts, checksum")
-    info.add_argument("--json", action="store_true")
+    info.add_argument("--json", action="store_true", help="all of it as one JSON object")
     info.set_defaults(run=cmd_info)
     keys = common("keys", "one row per key: type, encoding, size in the file, elements")
-    keys.add_argument("--csv", action="store_true")
-    keys.add_argument("--top", type=int, help="only the N largest keys")
+    keys.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
+    keys.add_argument("--top", type=positive_int, metavar="N", help="only the N largest keys (by size in the file)")
     keys.set_defaults(run=cmd_keys)
     register_stream_commands(sub)
     register_pipeline(sub)
@@ -173,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CODES["ok"]
     except (RdbError, OSError) as err:
-        where = f" (after key {dumps(s(dump.last_key))})" if dump is not None and dump.last_key is not None else ""
-        print(f"rdbspec: {args.file}: {err}{where}", file=sys.stderr)
+        print(error_line(args.file, err, dump.last_key if dump is not None else None), file=sys.stderr)
         return exit_code(err)
     finally:
         if out is not sys.stdout:

@@ -42,6 +42,7 @@ the global AUX (`lua` scripts, `shard-count`...) and no keys; `<name>-NNNN.dfs` 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterator
@@ -269,7 +270,8 @@ def find_summary(path: str | os.PathLike) -> Path:
     if p.is_dir():
         found = sorted(c for c in p.iterdir() if SUMMARY_NAME.match(c.name))
         if not found:
-            raise FileNotFoundError(2, "no <name>-summary.dfs file in this directory", str(p))
+            raise IsADirectoryError(errno.EISDIR, "a directory, and not a Dragonfly snapshot set (no "
+                                    "<name>-summary.dfs file in it): give a dump file", str(p))
         if len(found) > 1:
             raise RdbError(f"{p}: more than one DFS snapshot set here ({', '.join(c.name for c in found)})")
         return found[0]
@@ -356,6 +358,9 @@ def open_dfs(path: str | os.PathLike, verify_checksum: bool = True):
             for shard in self._shard_dumps:
                 shard.close()
             super().close()
+
+        def trailer_verified(self) -> bool:
+            return False  # one checksum per file of the set: each is verified as its keys are read
 
         def keys(self) -> Iterator[KeyRecord]:
             yield from super().keys()  # the summary: AUX only

@@ -3,6 +3,7 @@ exit code, and JSON Lines on stdout that stay valid up to the error."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
@@ -10,11 +11,14 @@ import re
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 import rdbspec
+from rdbspec import cli
 from rdbspec.checksum import crc64
 from rdbspec.errors import EXIT_CODES
 
@@ -396,14 +400,91 @@ def test_closed_stdout_pipe_is_not_an_error() -> None:
     assert "Traceback" not in err and "Broken pipe" not in err
 
 
-def test_unwritable_output_is_a_clean_error(tmp_path: Path) -> None:
-    """`-o` into a missing directory: today cli.main opens the output before its try block
-    (`out = open(args.output, "w", ...)`), so a FileNotFoundError traceback escapes."""
+@pytest.mark.parametrize("command", [["dump"], ["xrange", "-", "+"]])
+def test_unwritable_output_is_a_clean_error(tmp_path: Path, command: list[str]) -> None:
+    """`-o` into a missing directory: one line naming the output (it blamed the input file)."""
     target = tmp_path / "missing-dir" / "out.jsonl"
-    proc = run("dump", str(GROUPS), "-o", str(target))
+    proc = run(command[0], str(GROUPS), *(["s:grp"] if command[0] == "xrange" else []), *command[1:],
+               "-o", str(target))
     err = proc.stderr.decode()
     assert "Traceback" not in err, err
     assert len(err.splitlines()) == 1 and proc.returncode == EXIT_CODES["io"]
+    assert err.startswith(f"rdbspec: {target}: ") and str(GROUPS) not in err, err
+
+
+# -- the command line itself -------------------------------------------------------------------
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[bytes], *words: str) -> None:
+    """argparse's usage line and `error: ...` naming the option, exit 2, no traceback."""
+    err = proc.stderr.decode()
+    assert proc.returncode == EXIT_CODES["usage"], err
+    assert err.startswith("usage: rdbspec ") and "Traceback" not in err, err
+    for word in words:
+        assert word in err.splitlines()[-1], err
+
+
+def test_bad_key_regex_is_a_usage_error() -> None:
+    assert_usage_error(run("dump", "--key", "[", str(GROUPS)), "argument --key", "not a regular expression: '['")
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["dump", "--type", "nosuchtype"], ["argument --type", "'nosuchtype'", "stream"]),
+    (["keys", "--top", "-1"], ["argument --top", "'-1'"]),
+    (["keys", "--top", "0"], ["argument --top", "'0'"]),
+    (["keys", "--top", "many"], ["argument --top", "'many'"]),
+])
+def test_bad_option_values_are_usage_errors(args: list[str], words: list[str]) -> None:
+    assert_usage_error(run(*args, str(GROUPS)), *words)
+
+
+def test_type_names_are_read_in_any_case() -> None:
+    assert run("dump", "--type", "STREAM", str(GROUPS)).stdout == run("dump", str(GROUPS)).stdout
+    assert run("dump", "--type", "string", str(GROUPS)).stdout == b""
+
+
+def test_version() -> None:
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.decode() == f"rdbspec {version('rdbspec')}\n"
+
+
+@pytest.mark.parametrize("command", ["dump", "info", "DUMP"])
+def test_a_directory_of_dumps_is_not_a_snapshot_set(tmp_path: Path, command: str) -> None:
+    """A directory opens as a Dragonfly DFS set; one of ordinary dumps says what it is, not
+    "no <name>-summary.dfs file"."""
+    write(tmp_path, "one.rdb", GROUPS.read_bytes())
+    proc = run(command, str(tmp_path))
+    err = proc.stderr.decode()
+    assert proc.returncode == EXIT_CODES["io"] and proc.stdout == b""
+    assert err == (f"rdbspec: {tmp_path}: a directory, and not a Dragonfly snapshot set "
+                   "(no <name>-summary.dfs file in it): give a dump file\n")
+
+
+def _parsers(parser: argparse.ArgumentParser, name: str) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _parsers(sub, f"{name} {sub_name}")
+
+
+def test_every_option_and_argument_has_help() -> None:
+    """Walks every parser of `rdbspec`: each option, positional and subcommand has a help text,
+    and no text shows reStructuredText markup (the pipeline's showed ``rdb``)."""
+    empty, markup = [], []
+    for name, parser in _parsers(cli.build_parser(), "rdbspec"):
+        texts = [parser.description or "", parser.epilog or ""]
+        for action in parser._actions:
+            label = f"{name} {action.option_strings or action.dest}"
+            if not action.help or action.help == argparse.SUPPRESS:
+                empty.append(label)
+            texts.append(action.help or "")
+            for choice in getattr(action, "_choices_actions", []):
+                if not choice.help:
+                    empty.append(f"{name} {choice.dest}")
+                texts.append(choice.help or "")
+        markup += [f"{name}: {t}" for t in texts if "`" in t]
+    assert empty == [] and markup == []
 
 
 # -- stream entry checks, made as the nodes are decoded ------------------------------------------

@@ -257,7 +257,7 @@ def test_error_in_a_shard_names_the_file(fixtures, tmp_path):
 
 
 def test_directory_without_a_set(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(IsADirectoryError, match="not a Dragonfly snapshot set"):
         rdbspec.open(tmp_path)
 
 

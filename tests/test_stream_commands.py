@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
+import rdbspec
 from rdbspec import cli
+from rdbspec.errors import ChecksumError
 from rdbspec.stream_commands import (
     MAX_ID,
     VALKEY_9,
     CommandError,
     Context,
     decr_id,
+    dump_lookup,
     execute,
     group_lag,
     incr_id,
@@ -357,3 +360,83 @@ def test_renderings() -> None:
     assert render_text([]) == "(empty array)\n" and render_text(None) == "(nil)\n"
     assert render_text(list(range(10))).splitlines()[0] == " 1) (integer) 0"
     assert repr_bytes(b'a"\\\n\x07') == '"a\\"\\\\\\n\\a"'
+
+
+# -- the command line: checksum, command words ---------------------------------------------------
+
+GROUPS = TESTS / "corpus" / "real" / "redis-7.0.15" / "stream_groups.rdb"  # s:grp2, then s:grp
+GROUP_OF = {"s:grp": "g0", "s:grp2": "grupo-ü"}
+NOW = "1800000000000"
+
+
+def _commands(path: Path, key: str) -> list[list[str]]:
+    group = GROUP_OF[key]
+    return [["xrange", str(path), key, "-", "+"], ["xrevrange", str(path), key, "+", "-"],
+            ["xread", str(path), key, "0"], ["xpending", str(path), key, group],
+            ["xpending", str(path), key, group, "-", "+", "10"], ["xinfo", "stream", str(path), key, "--full"],
+            ["xinfo", "groups", str(path), key], ["xinfo", "consumers", str(path), key, group]]
+
+
+def _altered(tmp_path: Path) -> Path:
+    """The dump with one byte of an entry of s:grp (the last key) changed: it still parses."""
+    data = bytearray(GROUPS.read_bytes())
+    data[data.index(b"event-0-payload")] = ord("E")
+    path = tmp_path / "altered.rdb"
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("key", ["s:grp", "s:grp2"])
+def test_stream_commands_verify_the_checksum(key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A changed byte, in the key read or in one after it: the line and exit code of `dump`,
+    and no reply; --no-verify-checksum answers from the bytes as they are."""
+    path = _altered(tmp_path)
+    assert cli.main(["dump", str(path)]) == 4
+    line = capsys.readouterr().err
+    assert "checksum mismatch" in line and len(line.splitlines()) == 1
+    for argv in _commands(path, key):
+        assert cli.main([*argv, "--now", NOW]) == 4, argv
+        assert capsys.readouterr() == ("", line), argv
+        assert cli.main([*argv, "--now", NOW, "--no-verify-checksum"]) == 0, argv
+        assert capsys.readouterr().out
+    cli.main(["xrange", str(path), key, "-", "+", "--no-verify-checksum"])
+    assert ('"Event-0-payload' in capsys.readouterr().out) == (key == "s:grp")
+
+
+def test_checksum_verified_from_the_trailer(tmp_path: Path) -> None:
+    """A good trailer (or 0, "not computed") is verified without reading the keys after the one
+    wanted; a wrong one fails as reading the whole dump does."""
+    zeroed = tmp_path / "zeroed.rdb"
+    zeroed.write_bytes(GROUPS.read_bytes()[:-8] + bytes(8))
+    for path in (GROUPS, zeroed):
+        with rdbspec.open(path) as dump:
+            found = dump_lookup(dump, 0, [b"s:grp2"], 0)
+            assert isinstance(found(b"s:grp2"), Stream) and dump.checksum_status == "not read"
+            assert dump.last_key == b"s:grp2"
+    with rdbspec.open(_altered(tmp_path)) as dump, pytest.raises(ChecksumError):
+        dump_lookup(dump, 0, [b"s:grp2"], 0)
+
+
+@pytest.mark.parametrize(("any_case", "lower_case"), [
+    (["XINFO", "STREAM", "{f}", "s:grp"], ["xinfo", "stream", "{f}", "s:grp"]),
+    (["xinfo", "Stream", "{f}", "s:grp", "full", "COUNT", "2"],
+     ["xinfo", "stream", "{f}", "s:grp", "--full", "--count", "2"]),
+    (["Xinfo", "GROUPS", "{f}", "s:grp"], ["xinfo", "groups", "{f}", "s:grp"]),
+    (["xinfo", "CONSUMERS", "{f}", "s:grp", "g0"], ["xinfo", "consumers", "{f}", "s:grp", "g0"]),
+    (["XRANGE", "{f}", "s:grp", "-", "+", "count", "3"], ["xrange", "{f}", "s:grp", "-", "+", "--count", "3"]),
+    (["xrevrange", "{f}", "s:grp", "+", "-", "COUNT", "3"], ["xrevrange", "{f}", "s:grp", "+", "-", "--count", "3"]),
+    (["xread", "{f}", "count", "2", "Streams", "s:grp", "s:grp2", "0", "0"],
+     ["xread", "{f}", "s:grp", "0", "s:grp2", "0", "--count", "2"]),
+    (["XPENDING", "{f}", "s:grp", "g0", "idle", "0", "-", "+", "10"],
+     ["xpending", "{f}", "s:grp", "g0", "-", "+", "10", "--idle", "0"]),
+])
+def test_command_words_in_any_case(any_case: list[str], lower_case: list[str], tmp_path: Path) -> None:
+    """The server reads its command words in any case; so do the subcommands and the words after
+    them (the server's own syntax, beside the --options)."""
+    def reply(argv: list[str]) -> Any:
+        code, out = run_cli([str(GROUPS) if a == "{f}" else a for a in argv] + ["--now", NOW, "--json"], tmp_path)
+        assert code == 0
+        return out
+
+    expected = reply(lower_case)
+    assert expected and reply(any_case) == expected

@@ -42,11 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-summary", action="store_true", help="do not print the summary")
 
 
+DESCRIPTION = ("Reads dumps with the rdb data source on a local (or given) Spark master, writes each table "
+               "under OUT/<table>/ and prints a summary.")
+
+
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Adds ``pipeline`` to an argparse subparsers object; the parsed args carry
     ``standalone`` (and ``run_pipeline``), a ``callable(args) -> int``."""
     p = subparsers.add_parser("pipeline", help="read many dumps with Spark and write tables (Parquet...)",
-                              description=__doc__.split("\n\n")[0])
+                              description=DESCRIPTION)
     add_arguments(p)
     p.set_defaults(standalone=run, run_pipeline=run)
     return p
@@ -180,7 +184,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rdbspec-pipeline", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="rdbspec-pipeline", description=DESCRIPTION)
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
