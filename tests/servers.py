@@ -28,7 +28,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import weakref
@@ -39,14 +38,9 @@ from typing import Any
 import pytest
 import redis
 
-# The binary lookup is shared with the benchmark's dump builder: tests may import the repo's tools
-# (test_generator imports generator), bench never imports tests. The repo root is on sys.path
-# under `python -m pytest`; this also covers a bare `pytest`.
-_REPO = str(Path(__file__).resolve().parent.parent)
-if _REPO not in sys.path:
-    sys.path.append(_REPO)
-
-from bench.binaries import (  # noqa: E402
+# The binary lookup is shared with the benchmark's dump builder (bench never imports tests): the
+# repository root is on sys.path through pytest's `pythonpath` (pyproject.toml).
+from bench.binaries import (
     DEBIAN_REDIS_SERVER,
     binary_version,
     debian_binary,
