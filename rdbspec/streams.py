@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from .errors import DECODING_FAILURES, IntegrityError, ParseError, RdbError
+from .primitives import text
 
 MASK64 = (1 << 64) - 1
 StreamId = tuple[int, int]
@@ -172,8 +173,6 @@ class Stream:
     @classmethod
     def from_spec(cls, v, type_code: int) -> Stream:
         """Builds the model from a generated `stream_value`, checking what the server checks."""
-        from .values import text  # values imports this module
-
         def sid(pair) -> StreamId:
             return (pair.ms.value, pair.seq.value)
 
@@ -187,7 +186,7 @@ class Stream:
         )
         stream.nodes = [StreamNode.from_spec(n) for n in v.nodes]
         for g in v.groups:
-            stream.groups.append(_group(g, text))
+            stream.groups.append(_group(g))
         if v.idmp is not None:
             stream.idmp = Idmp(
                 v.idmp.duration.value, v.idmp.max_entries.value,
@@ -265,7 +264,7 @@ def _node_entries(node: Any) -> NodeEntries:
     return NodeEntries(lp.master.count, lp.master.deleted, out)
 
 
-def _group(g, text) -> ConsumerGroup:
+def _group(g) -> ConsumerGroup:
     name = text(g.name)
     pending: dict[StreamId, PendingEntry] = {}
     for row in g.pel:

@@ -12,32 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .primitives import container, scalar, text
 from .streams import Stream
 
 # value_kind numbers of the spec's `rdb::value_type` enum (Valkey HASH_2 and old Dragonfly
 # JSON are mapped above 255 there, since they reuse Redis type bytes)
 VALKEY_HASH_2 = 278
 DF_JSON_LEGACY = 276
-
-
-def text(s) -> bytes:
-    """An `rdb_string` as the server holds it: raw bytes, an integer's decimal text, or the
-    decompressed bytes."""
-    if s.raw is not None:
-        return s.raw
-    if s.int_value is not None:
-        return str(s.int_value).encode()
-    return s.lzf
-
-
-def scalar(v: int | bytes) -> bytes:
-    """A listpack or ziplist entry as the server returns it (integers as decimal text)."""
-    return v if isinstance(v, bytes) else str(v).encode()
-
-
-def container(blob):
-    """The parsed container inside an `rdb_blob`, compressed or not."""
-    return blob.plain if blob.plain is not None else blob.lzf
 
 
 def score(v: int | bytes) -> float:
