@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rdbspec_generated import Io, ParseError, RdbError
 from rdbspec_generated.rdb import Rdb
 
-from . import values
+from . import dragonfly, values
 from .checksum import crc64
 from .errors import DECODING_FAILURES, ChecksumError, IntegrityError
 from .source import Source, open_source
@@ -142,9 +143,7 @@ class Dump:
         """Where `_read_record` takes (record, start, end) from: the generated root's records
         with Dragonfly's compressed blobs and tagged chunks expanded (rdbspec.dragonfly).
         A subclass may return another iterator over `self._rdb` / `self._records`."""
-        from .dragonfly import expand_records
-
-        return expand_records(self._rdb, self._records)
+        return dragonfly.expand_records(self._rdb, self._records)
 
     def seek(self, offset: int, db: int) -> None:
         """Goes on reading at `offset`: a record boundary where database `db` is selected and no
@@ -278,14 +277,72 @@ class Dump:
         return list(self.keys())
 
 
+class DfsDump(Dump):
+    """A Dragonfly DFS snapshot set (the summary, any shard file, or their directory; see
+    `rdbspec.dragonfly`) as one dump: the summary's header and AUX, then every shard's keys in
+    shard order. `shards` lists per shard its file, `shard-id` and key count (filled as the keys
+    are read); `extra_info` carries them for `rdbspec info`."""
+
+    def __init__(self, path: str | os.PathLike, verify_checksum: bool = True):
+        summary = dragonfly.find_summary(path)
+        super().__init__(open_source(summary), verify_checksum)
+        self.summary_path = summary
+        self.shard_paths = dragonfly.shard_files(summary, dragonfly.shard_count(summary, self.aux))
+        self.shards: list[dict[str, Any]] = []
+        self.functions.extend(FunctionLibrary(v, engine=b"lua") for k, v in self.aux if k == b"lua")
+        self.extra_info = {"shard_count": len(self.shard_paths), "shards": self.shards}
+        self._shard_dumps: list[Dump] = []
+
+    def close(self) -> None:
+        for shard in self._shard_dumps:
+            shard.close()
+        super().close()
+
+    def trailer_verified(self) -> bool:
+        return False  # one checksum per file of the set: each is verified as its keys are read
+
+    def keys(self) -> Iterator[KeyRecord]:
+        yield from super().keys()  # the summary: AUX only
+        statuses = {self.checksum_status}
+        snapshot_id = dragonfly.aux_value(self.aux, b"snapshot-id")
+        for number, shard_path in enumerate(self.shard_paths):
+            try:
+                # kept open until the set is closed: values are decoded lazily from the map
+                shard = Dump(open_source(shard_path), self.verify_checksum)
+                self._shard_dumps.append(shard)
+                sid = dragonfly.aux_value(shard.aux, b"snapshot-id")
+                if snapshot_id is not None and sid is not None and sid != snapshot_id:
+                    raise RdbError(f"snapshot-id {sid.decode(errors='replace')} differs from the summary's "
+                                   f"{snapshot_id.decode(errors='replace')}")
+                shard_id = dragonfly.aux_value(shard.aux, b"shard-id")
+                row = {"file": shard_path.name, "keys": 0,
+                       "shard_id": int(shard_id) if shard_id and shard_id.isdigit() else number}
+                self.shards.append(row)
+                for record in shard.keys():
+                    row["keys"] += 1
+                    self.last_key = record.key
+                    yield record
+                statuses.add(shard.checksum_status)
+            except RdbError as err:
+                err.args = (f"{shard_path}: {err.args[0] if err.args else err}",) + tuple(err.args[1:])
+                raise
+        self.checksum_status = statuses.pop() if len(statuses) == 1 else ", ".join(sorted(statuses))
+
+
+def snapshot_files(path: str | os.PathLike) -> list[Path]:
+    """The files of the DFS set that `path` names: its summary, then its shard files in order
+    (checked against the summary's shard-count)."""
+    summary = dragonfly.find_summary(path)
+    with Dump(open_source(summary), verify_checksum=False) as head:  # the leading AUX is read at open
+        return [summary, *dragonfly.shard_files(summary, dragonfly.shard_count(summary, head.aux))]
+
+
 def open(path: str | os.PathLike, verify_checksum: bool = True, whole_set: bool = True) -> Dump:  # noqa: A001
     """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`; a Dragonfly DFS
     set (`<name>-summary.dfs`, one of its `<name>-NNNN.dfs` shard files, or their directory)
     opens as one dump of every shard, unless `whole_set` is false (one DFS file alone)."""
-    from . import dragonfly
-
     if whole_set and dragonfly.is_dfs(path):
-        return dragonfly.open_dfs(path, verify_checksum)
+        return DfsDump(path, verify_checksum)
     return Dump(open_source(path), verify_checksum)
 
 

@@ -37,7 +37,7 @@ never writes IDMP (26) data, and its checksum is always zero.
 DFS sets (notes §9.1; src/server/detail/save_stages_controller.cc SaveStagesController::SaveDfs,
 ExtendDfsFilenameWithShard, src/server/detail/snapshot_storage.cc): `<name>-summary.dfs` holds
 the global AUX (`lua` scripts, `shard-count`...) and no keys; `<name>-NNNN.dfs` holds shard NNNN.
-`open_dfs()` presents the set as one `Dump`.
+`rdbspec.api.open_dfs()` presents the set as one `Dump`.
 """
 
 from __future__ import annotations
@@ -309,84 +309,16 @@ def shard_files(summary: Path, shard_count: int | None) -> list[Path]:
     return [present[n] for n in range(shard_count)]
 
 
-def _aux_value(aux: list[tuple[bytes, bytes]], key: bytes) -> bytes | None:
+def aux_value(aux: list[tuple[bytes, bytes]], key: bytes) -> bytes | None:
     for k, v in aux:
         if k == key:
             return v
     return None
 
 
-def _shard_count(summary: Path, aux: list[tuple[bytes, bytes]]) -> int | None:
-    count = _aux_value(aux, b"shard-count")
+def shard_count(summary: Path, aux: list[tuple[bytes, bytes]]) -> int | None:
+    count = aux_value(aux, b"shard-count")
     try:
         return int(count) if count is not None else None
     except ValueError:
         raise RdbError(f"{summary}: AUX shard-count {count!r} is not a number") from None
-
-
-def snapshot_files(path: str | os.PathLike) -> list[Path]:
-    """The files of the DFS set that `path` names: its summary, then its shard files in order
-    (checked against the summary's shard-count)."""
-    from .api import Dump
-    from .source import open_source
-
-    summary = find_summary(path)
-    with Dump(open_source(summary), verify_checksum=False) as head:  # the leading AUX is read at open
-        return [summary, *shard_files(summary, _shard_count(summary, head.aux))]
-
-
-def open_dfs(path: str | os.PathLike, verify_checksum: bool = True):
-    """Opens a DFS snapshot set (the summary, any shard file, or the directory) as one dump."""
-    from .api import Dump, FunctionLibrary, KeyRecord  # api imports this module lazily
-    from .source import open_source
-
-    class DfsDump(Dump):
-        """A DFS snapshot set as one dump: the summary's header and AUX, then every shard's
-        keys in shard order. `shards` lists per shard its file, `shard-id` and key count
-        (filled as the keys are read); `extra_info` carries them for `rdbspec info`."""
-
-        def __init__(self, summary: Path):
-            super().__init__(open_source(summary), verify_checksum)
-            self.summary_path = summary
-            self.shard_paths = shard_files(summary, _shard_count(summary, self.aux))
-            self.shards: list[dict[str, Any]] = []
-            self.functions.extend(FunctionLibrary(v, engine=b"lua") for k, v in self.aux if k == b"lua")
-            self.extra_info = {"shard_count": len(self.shard_paths), "shards": self.shards}
-            self._shard_dumps: list[Dump] = []
-
-        def close(self) -> None:
-            for shard in self._shard_dumps:
-                shard.close()
-            super().close()
-
-        def trailer_verified(self) -> bool:
-            return False  # one checksum per file of the set: each is verified as its keys are read
-
-        def keys(self) -> Iterator[KeyRecord]:
-            yield from super().keys()  # the summary: AUX only
-            statuses = {self.checksum_status}
-            snapshot_id = _aux_value(self.aux, b"snapshot-id")
-            for number, shard_path in enumerate(self.shard_paths):
-                try:
-                    # kept open until the set is closed: values are decoded lazily from the map
-                    shard = Dump(open_source(shard_path), self.verify_checksum)
-                    self._shard_dumps.append(shard)
-                    sid = _aux_value(shard.aux, b"snapshot-id")
-                    if snapshot_id is not None and sid is not None and sid != snapshot_id:
-                        raise RdbError(f"snapshot-id {sid.decode(errors='replace')} differs from the summary's "
-                                       f"{snapshot_id.decode(errors='replace')}")
-                    shard_id = _aux_value(shard.aux, b"shard-id")
-                    row = {"file": shard_path.name, "keys": 0,
-                           "shard_id": int(shard_id) if shard_id and shard_id.isdigit() else number}
-                    self.shards.append(row)
-                    for record in shard.keys():
-                        row["keys"] += 1
-                        self.last_key = record.key
-                        yield record
-                    statuses.add(shard.checksum_status)
-                except RdbError as err:
-                    err.args = (f"{shard_path}: {err.args[0] if err.args else err}",) + tuple(err.args[1:])
-                    raise
-            self.checksum_status = statuses.pop() if len(statuses) == 1 else ", ".join(sorted(statuses))
-
-    return DfsDump(find_summary(path))

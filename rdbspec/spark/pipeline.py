@@ -17,6 +17,7 @@ import sys
 from typing import Any, TextIO
 
 from .source import TABLES
+from .source import register as register_source
 
 DEFAULT_TABLES = ("files", "keys", "streams", "stream_entries", "stream_groups", "stream_pending",
                   "stream_consumers", "aux")
@@ -77,8 +78,6 @@ def build_session(master: str = "local[*]", app_name: str = "rdbspec") -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-
-    from .source import register as register_source
 
     spark = (SparkSession.builder.master(master).appName(app_name)
              .config("spark.ui.enabled", "false")

@@ -95,7 +95,11 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from .. import api, dragonfly
+from ..dragonfly import SUMMARY_NAME
+from ..errors import RdbError
 from ..splits import Split, plan, read_nodes
+from ..streams import Stream
 
 FORMAT = "rdb"
 
@@ -212,18 +216,14 @@ def _split(text: str | None) -> list[str]:
 
 def _listdir(directory: str, name_glob: str) -> list[str]:
     """The files of a directory matching `name_glob`, and the summary of any DFS set in it."""
-    from ..dragonfly import SUMMARY_NAME
-
     return sorted(os.path.join(directory, n) for n in os.listdir(directory)
                   if not n.startswith((".", "_")) and (fnmatch.fnmatchcase(n, name_glob) or SUMMARY_NAME.match(n)))
 
 
 def _set_files(path: str) -> list[str]:
     """A DFS file stands for its whole set (summary and shards); any other file for itself."""
-    from .. import dragonfly
-
     if os.path.isfile(path) and dragonfly.is_dfs(path):
-        return [str(p) for p in dragonfly.snapshot_files(path)]
+        return [str(p) for p in api.snapshot_files(path)]
     return [path]
 
 
@@ -329,8 +329,6 @@ def _sid(stream_id: tuple[int, int] | None) -> str | None:
 
 
 def _elements(value: Any) -> int | None:
-    from ..streams import Stream
-
     if isinstance(value, Stream):
         return value.length
     if isinstance(value, list):
@@ -440,9 +438,6 @@ class CorruptFileError(Exception):
 
 def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | None = None) -> Iterator[Any]:
     """The RecordBatches of `opts.table` for one split of a file (the body of one partition)."""
-    from .. import api
-    from ..errors import RdbError
-
     out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
     table = opts.table
     path = split.path
