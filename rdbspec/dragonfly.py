@@ -37,7 +37,7 @@ never writes IDMP (26) data, and its checksum is always zero.
 DFS sets (notes §9.1; src/server/detail/save_stages_controller.cc SaveStagesController::SaveDfs,
 ExtendDfsFilenameWithShard, src/server/detail/snapshot_storage.cc): `<name>-summary.dfs` holds
 the global AUX (`lua` scripts, `shard-count`...) and no keys; `<name>-NNNN.dfs` holds shard NNNN.
-`rdbspec.api.open_dfs()` presents the set as one `Dump`.
+`rdbspec.api.DfsDump` presents the set as one dump.
 """
 
 from __future__ import annotations
