@@ -22,7 +22,7 @@ from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, pos
 from .errors import EXIT_CODES, RdbError, exit_code
 from .jsonl import dumps, s, write_record
 from .spark.pipeline import register as register_pipeline
-from .stream_commands import register as register_stream_commands
+from .stream_commands.cli import register as register_stream_commands
 from .streams import Stream
 
 

@@ -14,27 +14,22 @@ import pytest
 import rdbspec
 from rdbspec import cli
 from rdbspec.errors import ChecksumError
-from rdbspec.stream_commands import (
+from rdbspec.stream_commands.commands import Context, dump_lookup, execute
+from rdbspec.stream_commands.groups import group_lag, xpending
+from rdbspec.stream_commands.ranges import xrange, xread, xrevrange
+from rdbspec.stream_commands.reply import render_json, render_text, repr_bytes, to_resp2
+from rdbspec.stream_commands.rules import (
     MAX_ID,
     VALKEY_9,
     CommandError,
-    Context,
     decr_id,
-    dump_lookup,
-    execute,
-    group_lag,
     incr_id,
     parse_id,
     parse_interval,
     parse_range,
     string2ull,
-    xinfo_stream,
-    xpending,
-    xrange,
-    xread,
-    xrevrange,
 )
-from rdbspec.stream_reply import render_json, render_text, repr_bytes, to_resp2
+from rdbspec.stream_commands.xinfo import xinfo_stream
 from rdbspec.streams import (
     MASK64,
     Consumer,

