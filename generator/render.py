@@ -207,7 +207,8 @@ def describe(a: Attribute) -> dict[str, str]:
         how = {"expr": raw.get("repeat-expr"), "until": raw.get("repeat-until"), "eos": "end of stream"}
         extra.append(f"repeat {raw['repeat']}: {how[raw['repeat']]}")
     if raw.get("valid") is not None:
-        extra.append(f"valid {raw['valid']}")
+        message = f" (else: {raw['-rdbspec-message']})" if raw.get("-rdbspec-message") else ""
+        extra.append(f"valid {raw['valid']}{message}")
     if raw.get("value") is not None:
         kind = f"value `{raw['value']}`"
     if raw.get("pos") is not None:

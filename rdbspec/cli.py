@@ -1,7 +1,8 @@
 """The `rdbspec` command line: dump, info, keys.
 
 Bad input ends with one line on stderr (the problem, the byte offset, the key being read)
-and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines.
+and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines. Any other
+exception is a bug: exit 70 and one line asking for a report (the traceback with `--debug`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import sys
 import time
+import traceback
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from importlib.metadata import version
@@ -19,7 +21,7 @@ from typing import TextIO
 
 from . import api
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
-from .errors import EXIT_CODES, RdbError, exit_code
+from .errors import EXIT_CODES, InternalError, RdbError, as_internal, exit_code, internal_error_line
 from .jsonl import dumps, s, write_record
 from .spark.pipeline import register as register_pipeline
 from .stream_commands.cli import register as register_stream_commands
@@ -130,6 +132,8 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rdbspec", description="Read Redis, Valkey and Dragonfly RDB dumps.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('rdbspec')}")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (a bug in rdbspec, exit 70)")
     sub = parser.add_subparsers(dest="command", required=True, action=AnyCaseSubParsers,
                                 help="subcommands, in any case (each has its own --help)")
 
@@ -162,8 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "standalone", None) is not None:
-        return args.standalone(args)
+    try:
+        if getattr(args, "standalone", None) is not None:
+            return args.standalone(args)
+        return run_dump_command(args)
+    except Exception as err:  # noqa: BLE001 - anything that is not about the input is a bug of ours
+        if args.debug:
+            traceback.print_exception(err)
+        print(internal_error_line(err, getattr(args, "file", None)), file=sys.stderr)
+        return exit_code(err)
+
+
+def run_dump_command(args: argparse.Namespace) -> int:
+    """`dump`, `info`, `keys`: bad input ends with one line and its exit code."""
     dump = None
     out = sys.stdout
     try:
@@ -178,8 +193,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CODES["ok"]
     except (RdbError, OSError) as err:
-        print(error_line(args.file, err, dump.last_key if dump is not None else None), file=sys.stderr)
+        print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
+    except InternalError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a bug outside the decoding: named with the record being read
+        raise as_internal(err, dump.current if dump is not None else None) from err
     finally:
         if out is not sys.stdout:
             out.close()

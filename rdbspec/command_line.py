@@ -8,6 +8,7 @@ import argparse
 import os
 import re
 
+from .errors import IntegrityError
 from .jsonl import dumps, s
 from .values import TYPE_NAMES
 
@@ -61,10 +62,12 @@ def positive_int(text: str) -> int:
     return value
 
 
-def error_line(path: str, err: BaseException, last_key: bytes | None = None) -> str:
-    """`rdbspec: PATH: problem (after key K)` for an error reading `path`; an OSError names the
-    file it is about (an output file, a shard of a set) with its own words, not `[Errno n]`."""
-    where = f" (after key {dumps(s(last_key))})" if last_key is not None else ""
+def error_line(path: str, err: BaseException) -> str:
+    """`rdbspec: PATH: problem (key K)` for an error reading `path`, K the key whose record was
+    being read (an IntegrityError names its key in its own message); an OSError names the file it
+    is about (an output file, a shard of a set) with its own words, not `[Errno n]`."""
+    key = None if isinstance(err, IntegrityError) else getattr(err, "key", None)
+    where = f" (key {dumps(s(key))})" if key is not None else ""
     if isinstance(err, OSError) and err.filename is not None and err.strerror:
         return f"rdbspec: {os.fsdecode(err.filename)}: {err.strerror}{where}"
     return f"rdbspec: {path}: {err}{where}"

@@ -135,11 +135,7 @@ class RecordExpander:
         io = Io(data, 0, len(data), 0, origin)
         pos, out = 0, []
         while pos < len(data):
-            try:
-                record, after = Record._read(io, pos, self.rdb, self.rdb)
-            except (TypeError, ValueError, IndexError, KeyError, OverflowError, AttributeError) as err:
-                raise ParseError(f"corrupt record in {what} ({err.__class__.__name__}: {err})", origin,
-                                 "rdb:record", pos) from None
+            record, after = Record._read(io, pos, self.rdb, self.rdb)
             if record.kind == EOF:
                 raise ParseError(f"EOF opcode inside {what}", origin, "rdb:record.opcode", pos)
             out.append((record, pos, after))

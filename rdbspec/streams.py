@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .errors import DECODING_FAILURES, IntegrityError, ParseError, RdbError
+from .errors import IntegrityError, InternalError, RdbError
 from .primitives import text
 
 MASK64 = (1 << 64) - 1
@@ -232,11 +232,12 @@ def walk_nodes(nodes: Iterable[StreamNode], origin: tuple[int, bytes] | None,
 def _read_node(node: StreamNode, origin: tuple[int, bytes] | None) -> NodeEntries:
     try:
         return node.read()
-    except RdbError:
+    except RdbError as err:
+        if origin is not None:
+            err.key = origin[1]
         raise
-    except DECODING_FAILURES as err:
-        raise ParseError(f"cannot decode stream node {format_id(node.master_id)} ({err})",
-                         origin[0] if origin else None, "stream:stream_node.listpack") from None
+    except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
+        raise InternalError(err, *(origin or (None, None))) from err
 
 
 def _integrity(reason: str, origin: tuple[int, bytes] | None) -> IntegrityError:

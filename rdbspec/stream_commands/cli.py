@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"(error) {err.message}", file=sys.stderr)
         return 1
     except (RdbError, OSError) as err:
-        print(error_line(args.file, err, dump.last_key if dump is not None else None), file=sys.stderr)
+        print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
     text = render_json(reply) + "\n" if args.json else render_text(reply)
     return _write(text, args.output)
