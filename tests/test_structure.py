@@ -1,0 +1,138 @@
+"""Imports in rdbspec run one way (docs/architecture.md, "Layers"): every module belongs to a
+layer and imports only from its own layer or the ones below, with no cycle and no import inside
+a function or class body; the generated parsers import nothing of rdbspec.
+
+The imports are read from the source with `ast`, so the test sees what a lazy import hides."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "rdbspec"
+
+# From the bytes up. A new module goes in the lowest layer whose modules it needs.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("foundation", {"rdbspec.errors", "rdbspec.source", "rdbspec.checksum", "rdbspec.primitives"}),
+    ("value decoding", {"rdbspec.values", "rdbspec.streams", "rdbspec.dragonfly"}),
+    ("the dump", {"rdbspec.api", "rdbspec"}),
+    ("consumers", {"rdbspec.jsonl", "rdbspec.splits",
+                   "rdbspec.stream_commands", "rdbspec.stream_commands.rules", "rdbspec.stream_commands.ranges",
+                   "rdbspec.stream_commands.groups", "rdbspec.stream_commands.xinfo",
+                   "rdbspec.stream_commands.commands", "rdbspec.stream_commands.reply",
+                   "rdbspec.spark", "rdbspec.spark.source"}),
+    ("command line", {"rdbspec.command_line", "rdbspec.cli", "rdbspec.__main__", "rdbspec.stream_commands.cli",
+                      "rdbspec.spark.pipeline"}),
+]
+LAYER_OF = {module: rank for rank, (_, modules) in enumerate(LAYERS) for module in modules}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_package(name: str) -> bool:
+    return (ROOT / Path(*name.split(".")) / "__init__.py").exists()
+
+
+def is_module(name: str) -> bool:
+    path = ROOT / Path(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def imported_modules(node: ast.Import | ast.ImportFrom, importer: str) -> list[str]:
+    """The modules an import statement loads (`from . import api` loads rdbspec.api)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        base = importer.split(".") if is_package(importer) else importer.split(".")[:-1]
+        base = base[:len(base) - node.level + 1]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    return [f"{target}.{a.name}" if is_module(f"{target}.{a.name}") else target for a in node.names]
+
+
+def imports_of(path: Path) -> tuple[set[str], list[str]]:
+    """(rdbspec modules imported at module level, rdbspec imports inside a function or class body
+    as `line: module`)."""
+    name = module_name(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    top: set[str] = set()
+    nested: list[str] = []
+
+    def visit(node: ast.AST, in_body: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for target in imported_modules(child, name):
+                    if target == "rdbspec" or target.startswith("rdbspec."):
+                        (nested.append(f"{child.lineno}: {target}") if in_body else top.add(target))
+            inner = in_body or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            visit(child, inner)
+
+    visit(tree, False)
+    return top, nested
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+GRAPH = {module_name(path): imports_of(path)[0] for path in SOURCES}
+
+
+def test_every_module_has_a_layer() -> None:
+    assert sorted(set(GRAPH) - set(LAYER_OF)) == [], "add the new module to LAYERS (and to docs/architecture.md)"
+    assert sorted(set(LAYER_OF) - set(GRAPH)) == [], "LAYERS names a module that does not exist"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_go_down(path: Path) -> None:
+    name = module_name(path)
+    upward = [f"{target} ({LAYERS[LAYER_OF[target]][0]})" for target in sorted(GRAPH[name])
+              if LAYER_OF[target] > LAYER_OF[name]]
+    assert upward == [], f"{name} ({LAYERS[LAYER_OF[name]][0]}) imports from a layer above it"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_import_inside_a_function(path: Path) -> None:
+    assert imports_of(path)[1] == [], "import rdbspec modules at module level; a loop is solved by moving code down"
+
+
+def test_no_import_cycle() -> None:
+    """Within a layer too: no module reaches itself through module-level imports."""
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(GRAPH[start])
+        while todo:
+            module = todo.pop()
+            if module not in seen:
+                seen.add(module)
+                todo.extend(GRAPH.get(module, ()))
+        return seen
+
+    assert sorted(m for m in GRAPH if m in reaches(m)) == []
+
+
+def test_generated_parsers_import_nothing_of_rdbspec() -> None:
+    for path in sorted((ROOT / "generated").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                assert not any(a.name.split(".")[0] == "rdbspec" for a in node.names), path
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                assert (node.module or "").split(".")[0] != "rdbspec", path
+
+
+def test_stream_rules_load_without_the_command_line() -> None:
+    """A writer of streams applies the same ID rules and error texts: importing them loads no
+    command-line module."""
+    code = ("import sys, rdbspec.stream_commands.rules, rdbspec.stream_commands.commands; "
+            "print(sorted(m for m in sys.modules if m.startswith('rdbspec')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "'rdbspec.stream_commands.rules'" in loaded
+    assert [m for m in sorted(LAYERS[-1][1]) if repr(m) in loaded] == []
