@@ -335,9 +335,22 @@ class TypeEmitter:
 
     def expr(self, node: ex.Node) -> str:
         try:
+            self.check_operands(node)
             return ex.translate(node, self.ctx())
         except ex.ExpressionError as err:
             raise SpecError(self.t.spec.name, self.t.yaml_path, str(err)) from None
+
+    def check_operands(self, node: ex.Node) -> None:
+        """An object of a user type used as a number (`container == 1` for `container.value == 1`)
+        is never equal, less or more than it: a generator error, not a branch never taken."""
+        for n in ex.nodes_in(node):
+            operands = (n.left, n.right) if isinstance(n, ex.Binary) and n.op not in ("and", "or") else \
+                (n.operand,) if isinstance(n, ex.Unary) and n.op != "not" else ()
+            for operand in operands:
+                target = self.static_type(operand)
+                if target is not None:
+                    raise ex.ExpressionError(f"operator {n.op} applied to a {target.id} object, not a number "
+                                             f"(read one of its fields or instances)")
 
     def emit(self, text: str) -> None:
         """Adds a statement, after the instance computations its expressions needed."""

@@ -130,7 +130,7 @@ def _listpack_triples(lp) -> Decoded:
 def _quicklist_2(v) -> list[bytes]:
     out: list[bytes] = []
     for node in v.nodes:
-        if node.container == 1:
+        if node.container.value == 1:  # QUICKLIST_NODE_CONTAINER_PLAIN
             out.append(text(node.plain))
         else:
             out.extend(scalar(e) for e in container(node.packed).entries)

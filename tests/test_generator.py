@@ -75,6 +75,38 @@ def test_unsupported_constructs_name_file_and_path(tmp_path: Path, body: str, wh
     assert err.value.yaml_path.startswith(where)
 
 
+OBJECT_AS_NUMBER = """
+meta:
+  id: slip
+seq:
+  - id: container
+    type: len
+  - id: plain
+    type: u1
+    if: {operand} {op} 1
+types:
+  len:
+    seq:
+      - id: value
+        type: u1
+"""
+
+
+@pytest.mark.parametrize("op", ["==", "<", "+"])
+def test_an_object_used_as_a_number_is_an_error(tmp_path: Path, op: str) -> None:
+    """`container == 1` where `container` is an object is never true: the quicklist PLAIN node
+    slip of issue 12 (in the library), refused here before it can reach the generated code."""
+    write_spec(tmp_path, "slip", OBJECT_AS_NUMBER.format(operand="container", op=op))
+    builder = Builder(load_tree(tmp_path))
+    with pytest.raises(SpecError) as err:
+        render_all(builder, builder.build())
+    assert err.value.file == "slip.ksy"
+    assert f"operator {op} applied to a len object" in str(err.value)
+    write_spec(tmp_path, "slip", OBJECT_AS_NUMBER.format(operand="container.value", op=op))
+    builder = Builder(load_tree(tmp_path))
+    assert "slip.py" in render_all(builder, builder.build())
+
+
 MINI = """
 meta:
   id: mini

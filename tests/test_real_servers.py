@@ -78,3 +78,20 @@ def test_live_server_dump_matches(kind: str, seed: int, config: str, redis_serve
         with rdbspec.open(other) as dump:
             list(dump.keys())
         assert dump.checksum_status == "ok"
+
+
+def test_plain_quicklist_nodes(redis_server_factory, tmp_path: Path) -> None:
+    """Redis 7 stores an element at or over the packed threshold in a PLAIN quicklist node of its
+    own (redis src/quicklist.c isLargeElement; rdb.c rdbSaveObject writes the node's container,
+    1, then the element as a string, LZF-compressed when that saves space). A low threshold (a
+    DEBUG subcommand) puts them between packed nodes."""
+    server = redis_server_factory(binary_for("debian"))
+    client = server.client()
+    client.execute_command("DEBUG", "QUICKLIST-PACKED-THRESHOLD", "100")
+    client.rpush("mixed", b"a", b"x" * 150, b"b", bytes(range(256)) * 2)
+    client.rpush("plain", b"z" * 200)
+    want = {key: client.lrange(key, 0, -1) for key in (b"mixed", b"plain")}
+    path = server.save(copy_to=tmp_path / "dump.rdb")
+    with rdbspec.open(path) as dump:
+        got = {r.key: (r.rdb_type, r.value) for r in dump.keys()}
+    assert got == {key: (18, items) for key, items in want.items()}
