@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import struct
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from rdbspec_generated import ParseError, RdbError, TruncatedError
 
-__all__ = ["ChecksumError", "IntegrityError", "ParseError", "RdbError", "TruncatedError", "EXIT_CODES",
-           "DECODING_FAILURES"]
+__all__ = ["ChecksumError", "IntegrityError", "ParseError", "RdbError", "RdbWarning", "TruncatedError",
+           "EXIT_CODES", "DECODING_FAILURES"]
 
 # Python errors that generated code can only raise on input it cannot make sense of
 # (an expression over a field that a corrupt byte made absent, a wrong-typed value...)
@@ -36,6 +39,29 @@ class IntegrityError(RdbError):
         self.reason = message
         self.offset = offset
         self.key = key
+
+
+@dataclass(frozen=True)
+class RdbWarning:
+    """A check that the server does not make on load (or makes only with `sanitize-dump-payload
+    yes`) failed: the server loads the file, so rdbspec reads on and says so. `where` names
+    the spec path or the server function behind the check."""
+
+    reason: str
+    offset: int | None
+    key: bytes | None
+    where: str
+
+    def __str__(self) -> str:
+        at = "" if self.offset is None else f" at byte {self.offset}"
+        key = "" if self.key is None else f" (key {self.key!r}{at})" if at else f" (key {self.key!r})"
+        return f"{self.reason}{key or at} [{self.where}]"
+
+
+def print_warnings(warnings: Iterable[RdbWarning]) -> None:
+    """The CLI's warning lines on stderr: one per warning, `rdbspec: warning: ...`."""
+    for warning in warnings:
+        print(f"rdbspec: warning: {warning}", file=sys.stderr)
 
 
 # Documented in the README; stable for scripts.
