@@ -688,7 +688,7 @@ class DfChunkList:
                 io,
                 data_pos,
                 "dragonfly:df_chunk_list.data",
-                f"{data!r} is invalid: fails data_len > 0 and data_len <= remaining",
+                "expected a chunk of 1 to " + repr(remaining) + " bytes, found " + repr(data_len),
             )
         self.data = data
         # next: The following chunks.
@@ -717,7 +717,7 @@ class DfChunkList:
                 io,
                 data_pos,
                 "dragonfly:df_chunk_list.data",
-                f"{data!r} is invalid: fails data_len > 0 and data_len <= remaining",
+                "expected a chunk of 1 to " + repr(remaining) + " bytes, found " + repr(data_len),
             )
         # next: The following chunks.
         if remaining > data_len:
@@ -907,7 +907,7 @@ class DfTopk:
                 io,
                 counter_bytes_pos,
                 "dragonfly:df_topk.counter_bytes",
-                f"{counter_bytes!r} is invalid: fails _.value % 4 == 0",
+                "expected a multiple of 4 (u32 counters), found " + repr(counter_bytes_value),
             )
         self.counter_bytes = counter_bytes
         # counters: The counters.
@@ -973,7 +973,7 @@ class DfTopk:
                 io,
                 counter_bytes_pos,
                 "dragonfly:df_topk.counter_bytes",
-                f"{counter_bytes!r} is invalid: fails _.value % 4 == 0",
+                "expected a multiple of 4 (u32 counters), found " + repr(counter_bytes_value),
             )
         # counters: The counters.
         counters_count = counter_bytes_value // 4
@@ -1696,7 +1696,7 @@ class TaggedChunk:
         pos += 4
         if stream_id < 1:
             raise invalid(
-                io, pos - 4, "dragonfly:tagged_chunk.stream_id", f"{stream_id!r} is invalid: below the minimum 1"
+                io, pos - 4, "dragonfly:tagged_chunk.stream_id", "expected at least 1, found " + repr(stream_id)
             )
         self.stream_id = stream_id
         # payload_len: Payload length (non-zero).
@@ -1706,7 +1706,7 @@ class TaggedChunk:
         pos += 4
         if payload_len < 1:
             raise invalid(
-                io, pos - 4, "dragonfly:tagged_chunk.payload_len", f"{payload_len!r} is invalid: below the minimum 1"
+                io, pos - 4, "dragonfly:tagged_chunk.payload_len", "expected at least 1, found " + repr(payload_len)
             )
         self.payload_len = payload_len
         # payload: The chunk payload.

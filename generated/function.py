@@ -116,7 +116,7 @@ class FunctionPreGa:
         has_desc_value = has_desc.value
         if not (has_desc_value <= 1):
             raise invalid(
-                io, has_desc_pos, "function:function_pre_ga.has_desc", f"{has_desc!r} is invalid: fails _.value <= 1"
+                io, has_desc_pos, "function:function_pre_ga.has_desc", "expected 0 or 1, found " + repr(has_desc_value)
             )
         self.has_desc = has_desc
         # desc: The description.

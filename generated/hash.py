@@ -641,7 +641,7 @@ class ValkeyHash2Entry:
         pos += 8
         if expire_ms < -1:
             raise invalid(
-                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", f"{expire_ms!r} is invalid: below the minimum -1"
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms)
             )
         self.expire_ms = expire_ms
         return self, pos
@@ -664,6 +664,6 @@ class ValkeyHash2Entry:
         pos += 8
         if expire_ms < -1:
             raise invalid(
-                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", f"{expire_ms!r} is invalid: below the minimum -1"
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms)
             )
         return pos

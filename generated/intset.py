@@ -57,9 +57,7 @@ class Intset:
             4,
             8,
         ):
-            raise invalid(
-                io, pos - 4, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
-            )
+            raise invalid(io, pos - 4, "intset:intset.encoding", "expected one of 2, 4, 8, found " + repr(encoding))
         self.encoding = encoding
         # length: Number of members; an empty intset is corrupt.
         if pos + 4 > end:
@@ -71,7 +69,12 @@ class Intset:
                 io,
                 pos - 4,
                 "intset:intset.length",
-                f"{length!r} is invalid: fails _ > 0 and 8 + _ * encoding == _io.size",
+                "expected members filling the "
+                + repr((io.end - io.start))
+                + "-byte intset ("
+                + repr(encoding)
+                + " bytes each, at least one), found "
+                + repr(length),
             )
         self.length = length
         # members: The members, sorted ascending.
@@ -119,9 +122,7 @@ class Intset:
             4,
             8,
         ):
-            raise invalid(
-                io, pos - 4, "intset:intset.encoding", f"{encoding!r} is invalid: not one of the allowed values"
-            )
+            raise invalid(io, pos - 4, "intset:intset.encoding", "expected one of 2, 4, 8, found " + repr(encoding))
         # length: Number of members; an empty intset is corrupt.
         if pos + 4 > end:
             raise truncated(io, pos, 4, "intset:intset.length")
@@ -132,7 +133,12 @@ class Intset:
                 io,
                 pos - 4,
                 "intset:intset.length",
-                f"{length!r} is invalid: fails _ > 0 and 8 + _ * encoding == _io.size",
+                "expected members filling the "
+                + repr((io.end - io.start))
+                + "-byte intset ("
+                + repr(encoding)
+                + " bytes each, at least one), found "
+                + repr(length),
             )
         # members: The members, sorted ascending.
         members_count = length

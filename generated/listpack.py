@@ -61,7 +61,7 @@ class Listpack:
                 io,
                 pos - 4,
                 "listpack:listpack.total_bytes",
-                f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
+                "expected the blob size " + repr((io.end - io.start)) + " (at least 7), found " + repr(total_bytes),
             )
         self.total_bytes = total_bytes
         # num_elements: Number of entries, or 65535 when unknown (count by scanning).
@@ -84,7 +84,7 @@ class Listpack:
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "listpack:listpack.terminator", "expected 255, found " + repr(terminator))
         self.terminator = terminator
         # entries: The entries of the listpack (each one a scalar, see `lp_entry`).
         self.entries = body.entries
@@ -105,7 +105,7 @@ class Listpack:
                 io,
                 pos - 4,
                 "listpack:listpack.total_bytes",
-                f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
+                "expected the blob size " + repr((io.end - io.start)) + " (at least 7), found " + repr(total_bytes),
             )
         # num_elements: Number of entries, or 65535 when unknown (count by scanning).
         if pos + 2 > end:
@@ -124,7 +124,7 @@ class Listpack:
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, pos - 1, "listpack:listpack.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "listpack:listpack.terminator", "expected 255, found " + repr(terminator))
         return pos
 
 
@@ -192,7 +192,9 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     enc = buf[pos]
     pos += 1
     if not (enc < 245):
-        raise invalid(io, pos - 1, "listpack:lp_entry.enc", f"{enc!r} is invalid: fails _ < 0xf5")
+        raise invalid(
+            io, pos - 1, "listpack:lp_entry.enc", "expected an encoding byte below 0xf5, found " + format(enc, "#04x")
+        )
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
     b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
     if enc >= 192:
@@ -330,7 +332,12 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
             io,
             backlen_pos,
             "listpack:lp_entry.backlen",
-            f"{buf[backlen_pos:pos]!r} is invalid: fails backlen_value == entry_len and (backlen_size < 2 or _[1] >= 128) and (backlen_size < 3 or _[2] >= 128) and (backlen_size < 4 or _[3] >= 128) and (backlen_size < 5 or _[4] >= 128)",
+            "expected the entry size "
+            + repr(entry_len)
+            + " in "
+            + repr(backlen_size)
+            + " bytes, found "
+            + repr(bytes(buf[backlen_pos:pos])),
         )
     int_value = (
         (

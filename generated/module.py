@@ -140,7 +140,14 @@ class ModulePreGa:
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         if not False:
-            raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
+            raise invalid(
+                io,
+                module_id_pos,
+                "module:module_pre_ga.module_id",
+                "found a pre-release module value (type 6, Redis 4.0-rc, module id "
+                + repr(module_id.value)
+                + "), which the server refuses too: expected MODULE_2 (type 7)",
+            )
         self.module_id = module_id
         return self, pos
 
@@ -153,7 +160,14 @@ class ModulePreGa:
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
         if not False:
-            raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", f"{module_id!r} is invalid: fails False")
+            raise invalid(
+                io,
+                module_id_pos,
+                "module:module_pre_ga.module_id",
+                "found a pre-release module value (type 6, Redis 4.0-rc, module id "
+                + repr(module_id.value)
+                + "), which the server refuses too: expected MODULE_2 (type 7)",
+            )
         return pos
 
 
@@ -195,7 +209,10 @@ class ModuleAux:
         when_opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
         if not (when_opcode.value == 2):
             raise invalid(
-                io, when_opcode_pos, "module:module_aux.when_opcode", f"{when_opcode!r} is invalid: fails _.value == 2"
+                io,
+                when_opcode_pos,
+                "module:module_aux.when_opcode",
+                "expected 2 (RDB_MODULE_OPCODE_UINT), found " + repr(when_opcode.value),
             )
         self.when_opcode = when_opcode
         # when: 1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
@@ -254,7 +271,9 @@ class ModuleOp:
                 io,
                 opcode_pos,
                 "module:module_op.opcode",
-                f"{opcode!r} is invalid: fails not _.is_encoded and _.value <= 5",
+                "expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found "
+                + format(("encoding " if opcode.is_encoded else ""), "s")
+                + repr(opcode_value),
             )
         self.opcode = opcode
         # uint_value, float_value, double_value, string_value: at most one of them is present
@@ -297,7 +316,9 @@ class ModuleOp:
                 io,
                 opcode_pos,
                 "module:module_op.opcode",
-                f"{opcode!r} is invalid: fails not _.is_encoded and _.value <= 5",
+                "expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found "
+                + format(("encoding " if opcode.is_encoded else ""), "s")
+                + repr(opcode_value),
             )
         # uint_value, float_value, double_value, string_value: at most one of them is present
         uint_value = float_value = double_value = string_value = None

@@ -180,7 +180,7 @@ class Quicklist2Node:
                 io,
                 container_pos,
                 "quicklist:quicklist_2_node.container",
-                f"{container!r} is invalid: fails _.value == 1 or _.value == 2",
+                "expected container 1 (PLAIN) or 2 (PACKED), found " + repr(container_value),
             )
         self.container = container
         # plain, packed: at most one of them is present
@@ -209,7 +209,7 @@ class Quicklist2Node:
                 io,
                 container_pos,
                 "quicklist:quicklist_2_node.container",
-                f"{container!r} is invalid: fails _.value == 1 or _.value == 2",
+                "expected container 1 (PLAIN) or 2 (PACKED), found " + repr(container_value),
             )
         # plain, packed: at most one of them is present
         plain = packed = None

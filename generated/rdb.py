@@ -72,7 +72,17 @@ class Rdb:
                 io,
                 magic_pos,
                 "rdb:rdb.magic",
-                f'{magic!r} is invalid: fails (_.substring(0, 5) == "REDIS" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 13) or (_.substring(0, 6) == "VALKEY" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)',
+                format(
+                    (
+                        "an RDB version this reader does not know"
+                        if ((magic[0:5] == "REDIS") or (magic[0:6] == "VALKEY"))
+                        else "not an RDB file"
+                    ),
+                    "s",
+                )
+                + " (starts with "
+                + repr(magic)
+                + "): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081",
             )
         self.magic = magic
         self._stream_pos = pos
@@ -208,7 +218,7 @@ class Record:
                 io,
                 pos - 1,
                 "rdb:record.opcode",
-                f"{opcode!r} is invalid: fails _root.is_valkey ? (_ >= 243 or (_ <= 22 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or _ == 220 or _ == 222 or _ == 223 or _ == 224 or (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))",
+                "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode),
             )
         self.opcode = opcode
         # body: The payload; absent for EOF.

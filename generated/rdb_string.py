@@ -66,7 +66,8 @@ class RdbString:
                 io,
                 len__pos,
                 "rdb_string:rdb_string.len",
-                f"{len_!r} is invalid: fails not _.is_encoded or _.value <= 3",
+                "expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding "
+                + repr(len_value),
             )
         self.len = len_
         # raw, int_value, clen, ulen, lzf: at most one of them is present
@@ -137,7 +138,8 @@ class RdbString:
                 io,
                 len__pos,
                 "rdb_string:rdb_string.len",
-                f"{len_!r} is invalid: fails not _.is_encoded or _.value <= 3",
+                "expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding "
+                + repr(len_value),
             )
         # raw, int_value, clen, ulen, lzf: at most one of them is present
         is_int = len_is_encoded and (len_value < 3)
@@ -227,7 +229,7 @@ class RdbLen:
                 io,
                 pos - 1,
                 "rdb_string:rdb_len.b0",
-                f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
+                "expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found " + format(b0, "#04x"),
             )
         self.b0 = b0
         # b1, len32, len64: at most one of them is present, only when b0 >= 64
@@ -279,7 +281,7 @@ class RdbLen:
                 io,
                 pos - 1,
                 "rdb_string:rdb_len.b0",
-                f"{b0!r} is invalid: fails _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81",
+                "expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found " + format(b0, "#04x"),
             )
         # b1, len32, len64: at most one of them is present, only when b0 >= 64
         b1 = len32 = len64 = None
@@ -349,7 +351,10 @@ class RdbBlob:
         len_value = len_.value
         if not ((not len_is_encoded) or (len_value == 3)):
             raise invalid(
-                io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
+                io,
+                len__pos,
+                "rdb_string:rdb_blob.len",
+                "expected a blob length or encoding 3 (LZF), found encoding " + repr(len_value),
             )
         self.len = len_
         # plain, clen, ulen, lzf: at most one of them is present
@@ -420,7 +425,10 @@ class RdbBlob:
         len_value = len_.value
         if not ((not len_is_encoded) or (len_value == 3)):
             raise invalid(
-                io, len__pos, "rdb_string:rdb_blob.len", f"{len_!r} is invalid: fails not _.is_encoded or _.value == 3"
+                io,
+                len__pos,
+                "rdb_string:rdb_blob.len",
+                "expected a blob length or encoding 3 (LZF), found encoding " + repr(len_value),
             )
         # plain, clen, ulen, lzf: at most one of them is present
         plain = clen = ulen = lzf = None

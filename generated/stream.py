@@ -237,7 +237,10 @@ class StreamNode:
                 io,
                 node_key_len_pos,
                 "stream:stream_node.node_key_len",
-                f"{node_key_len!r} is invalid: fails not _.is_encoded and _.value == 16",
+                "expected a 16-byte stream ID as the node key, found "
+                + format(("encoding" if node_key_len.is_encoded else "length"), "s")
+                + " "
+                + repr(node_key_len.value),
             )
         self.node_key_len = node_key_len
         # node_key: The master ID of the node (big-endian ms and seq).
@@ -268,7 +271,10 @@ class StreamNode:
                 io,
                 node_key_len_pos,
                 "stream:stream_node.node_key_len",
-                f"{node_key_len!r} is invalid: fails not _.is_encoded and _.value == 16",
+                "expected a 16-byte stream ID as the node key, found "
+                + format(("encoding" if node_key_len.is_encoded else "length"), "s")
+                + " "
+                + repr(node_key_len.value),
             )
         # node_key: The master ID of the node (big-endian ms and seq).
         node_key_size = 16
@@ -960,7 +966,7 @@ class StreamListpack:
                 io,
                 pos - 4,
                 "stream:stream_listpack.total_bytes",
-                f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
+                "expected the blob size " + repr((io.end - io.start)) + " (at least 7), found " + repr(total_bytes),
             )
         self.total_bytes = total_bytes
         # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
@@ -995,7 +1001,9 @@ class StreamListpack:
                 io,
                 pos - 1,
                 "stream:stream_listpack.terminator",
-                f"{terminator!r} is invalid: fails _ == 0xff and _io.eof",
+                "expected the end byte 0xff closing the listpack, found "
+                + format(terminator, "#04x")
+                + format(("" if (pos >= io.end) else " followed by more bytes"), "s"),
             )
         self.terminator = terminator
         return self, pos
@@ -1015,7 +1023,7 @@ class StreamListpack:
                 io,
                 pos - 4,
                 "stream:stream_listpack.total_bytes",
-                f"{total_bytes!r} is invalid: fails _ >= 7 and _ == _io.size",
+                "expected the blob size " + repr((io.end - io.start)) + " (at least 7), found " + repr(total_bytes),
             )
         # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
         if pos + 2 > end:
@@ -1048,7 +1056,9 @@ class StreamListpack:
                 io,
                 pos - 1,
                 "stream:stream_listpack.terminator",
-                f"{terminator!r} is invalid: fails _ == 0xff and _io.eof",
+                "expected the end byte 0xff closing the listpack, found "
+                + format(terminator, "#04x")
+                + format(("" if (pos >= io.end) else " followed by more bytes"), "s"),
             )
         return pos
 
@@ -1092,7 +1102,7 @@ class StreamMaster:
                 io,
                 count__pos,
                 "stream:stream_master.count",
-                f"{count_!r} is invalid: fails _.is_int and _.int_value >= 0",
+                "expected the live entry count of the node (an integer >= 0), found " + repr(count_),
             )
         self.count = count_
         # deleted: Entries flagged deleted in this node.
@@ -1103,7 +1113,7 @@ class StreamMaster:
                 io,
                 deleted_pos,
                 "stream:stream_master.deleted",
-                f"{deleted!r} is invalid: fails _.is_int and _.int_value >= 0",
+                "expected the deleted entry count of the node (an integer >= 0), found " + repr(deleted),
             )
         self.deleted = deleted
         # num_fields: Number of master fields.
@@ -1115,7 +1125,7 @@ class StreamMaster:
                 io,
                 num_fields_pos,
                 "stream:stream_master.num_fields",
-                f"{num_fields!r} is invalid: fails _.is_int and _.int_value >= 0",
+                "expected the number of master fields (an integer >= 0), found " + repr(num_fields),
             )
         self.num_fields = num_fields
         # fields: The master field names.
@@ -1140,7 +1150,7 @@ class StreamMaster:
                 io,
                 terminator_pos,
                 "stream:stream_master.terminator",
-                f"{terminator!r} is invalid: fails _.is_int and _.int_value == 0",
+                "expected 0 closing the master entry, found " + repr(terminator),
             )
         self.terminator = terminator
         return self, pos
@@ -1159,7 +1169,7 @@ class StreamMaster:
                 io,
                 count__pos,
                 "stream:stream_master.count",
-                f"{count_!r} is invalid: fails _.is_int and _.int_value >= 0",
+                "expected the live entry count of the node (an integer >= 0), found " + repr(count_),
             )
         # deleted: Entries flagged deleted in this node.
         deleted_pos = pos
@@ -1169,7 +1179,7 @@ class StreamMaster:
                 io,
                 deleted_pos,
                 "stream:stream_master.deleted",
-                f"{deleted!r} is invalid: fails _.is_int and _.int_value >= 0",
+                "expected the deleted entry count of the node (an integer >= 0), found " + repr(deleted),
             )
         # num_fields: Number of master fields.
         num_fields_pos = pos
@@ -1180,7 +1190,7 @@ class StreamMaster:
                 io,
                 num_fields_pos,
                 "stream:stream_master.num_fields",
-                f"{num_fields!r} is invalid: fails _.is_int and _.int_value >= 0",
+                "expected the number of master fields (an integer >= 0), found " + repr(num_fields),
             )
         # fields: The master field names.
         fields_count = num_fields_int_value
@@ -1203,7 +1213,7 @@ class StreamMaster:
                 io,
                 terminator_pos,
                 "stream:stream_master.terminator",
-                f"{terminator!r} is invalid: fails _.is_int and _.int_value == 0",
+                "expected 0 closing the master entry, found " + repr(terminator),
             )
         return pos
 
@@ -1260,20 +1270,35 @@ class StreamEntry:
             flags_pos = pos
             flags, pos = read_lp_entry(io, buf, end, pos, None, root)
             if not isinstance(flags, int):
-                raise invalid(io, flags_pos, "stream:stream_entry.flags", f"{flags!r} is invalid: fails _.is_int")
+                raise invalid(
+                    io,
+                    flags_pos,
+                    "stream:stream_entry.flags",
+                    "expected the entry flags (an integer), found " + repr(flags),
+                )
             flags_column.append(flags)
             # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
             ms_diff_pos = pos
             ms_diff, pos = read_lp_entry(io, buf, end, pos, None, root)
             if not isinstance(ms_diff, int):
-                raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", f"{ms_diff!r} is invalid: fails _.is_int")
+                raise invalid(
+                    io,
+                    ms_diff_pos,
+                    "stream:stream_entry.ms_diff",
+                    "expected the ms part of the entry ID, relative to the master ID (an integer), found "
+                    + repr(ms_diff),
+                )
             ms_diff_column.append(ms_diff)
             # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
             seq_diff_pos = pos
             seq_diff, pos = read_lp_entry(io, buf, end, pos, None, root)
             if not isinstance(seq_diff, int):
                 raise invalid(
-                    io, seq_diff_pos, "stream:stream_entry.seq_diff", f"{seq_diff!r} is invalid: fails _.is_int"
+                    io,
+                    seq_diff_pos,
+                    "stream:stream_entry.seq_diff",
+                    "expected the seq part of the entry ID, relative to the master ID (an integer), found "
+                    + repr(seq_diff),
                 )
             seq_diff_column.append(seq_diff)
             # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
@@ -1287,7 +1312,7 @@ class StreamEntry:
                         io,
                         num_fields_pos,
                         "stream:stream_entry.num_fields",
-                        f"{num_fields!r} is invalid: fails _.is_int and _.int_value >= 0",
+                        "expected the number of fields of the entry (an integer >= 0), found " + repr(num_fields),
                     )
             else:
                 num_fields = None
@@ -1330,7 +1355,8 @@ class StreamEntry:
                     io,
                     lp_count_pos,
                     "stream:stream_entry.lp_count",
-                    f"{lp_count!r} is invalid: fails _.is_int and _.int_value == ((flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)",
+                    "expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found "
+                    + repr(lp_count),
                 )
             lp_count_column.append(lp_count)
         return cols, pos

@@ -60,7 +60,10 @@ class Ziplist:
         pos += 4
         if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io, pos - 4, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
+                io,
+                pos - 4,
+                "ziplist:ziplist.zlbytes",
+                "expected the blob size " + repr((io.end - io.start)) + " (at least 11), found " + repr(zlbytes),
             )
         self.zlbytes = zlbytes
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
@@ -69,7 +72,12 @@ class Ziplist:
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
         if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
+            raise invalid(
+                io,
+                pos - 4,
+                "ziplist:ziplist.zltail",
+                "expected an offset inside the " + repr((io.end - io.start)) + "-byte ziplist, found " + repr(zltail),
+            )
         self.zltail = zltail
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
@@ -91,7 +99,7 @@ class Ziplist:
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", "expected 255, found " + repr(terminator))
         self.terminator = terminator
         # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
         self.entries = body.entries
@@ -109,7 +117,10 @@ class Ziplist:
         pos += 4
         if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
             raise invalid(
-                io, pos - 4, "ziplist:ziplist.zlbytes", f"{zlbytes!r} is invalid: fails _ >= 11 and _ == _io.size"
+                io,
+                pos - 4,
+                "ziplist:ziplist.zlbytes",
+                "expected the blob size " + repr((io.end - io.start)) + " (at least 11), found " + repr(zlbytes),
             )
         # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
         if pos + 4 > end:
@@ -117,7 +128,12 @@ class Ziplist:
         zltail = unpack_u4le(buf, pos)[0]
         pos += 4
         if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", f"{zltail!r} is invalid: fails _ <= _io.size - 1")
+            raise invalid(
+                io,
+                pos - 4,
+                "ziplist:ziplist.zltail",
+                "expected an offset inside the " + repr((io.end - io.start)) + "-byte ziplist, found " + repr(zltail),
+            )
         # zllen: Number of entries, or 65535 when unknown.
         if pos + 2 > end:
             raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
@@ -135,7 +151,7 @@ class Ziplist:
         terminator = buf[pos]
         pos += 1
         if terminator != 255:
-            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", f"{terminator!r} is invalid: expected 255")
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", "expected 255, found " + repr(terminator))
         return pos
 
 
@@ -202,7 +218,12 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     prevlen_b0 = buf[pos]
     pos += 1
     if not (prevlen_b0 != 255):
-        raise invalid(io, pos - 1, "ziplist:zl_entry.prevlen_b0", f"{prevlen_b0!r} is invalid: fails _ != 0xff")
+        raise invalid(
+            io,
+            pos - 1,
+            "ziplist:zl_entry.prevlen_b0",
+            "expected the size of the previous entry (0xff is not one), found " + format(prevlen_b0, "#04x"),
+        )
     # prevlen_u32: Size of the previous entry (5-byte prevlen form).
     if prevlen_b0 == 254:
         if pos + 4 > end:
@@ -221,10 +242,7 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
         or ((enc >= 240) and (enc <= 254))
     ):
         raise invalid(
-            io,
-            pos - 1,
-            "ziplist:zl_entry.enc",
-            f"{enc!r} is invalid: fails _ < 0x80 or _ == 0x80 or _ == 0xc0 or _ == 0xd0 or _ == 0xe0 or (_ >= 0xf0 and _ <= 0xfe)",
+            io, pos - 1, "ziplist:zl_entry.enc", "expected a ziplist encoding byte, found " + format(enc, "#04x")
         )
     # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
     b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = None

@@ -204,7 +204,10 @@ class ZmEntry:
             value_len, pos = ZmLen._read(io, pos, self, root)
             if not (not value_len.is_end):
                 raise invalid(
-                    io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
+                    io,
+                    value_len_pos,
+                    "zipmap:zm_entry.value_len",
+                    "expected the length of the value, found the end marker 0xff",
                 )
             # free: Number of unused bytes after the value.
             if pos >= end:
@@ -251,7 +254,10 @@ class ZmEntry:
             value_len, pos = ZmLen._read(io, pos, None, root)
             if not (not value_len.is_end):
                 raise invalid(
-                    io, value_len_pos, "zipmap:zm_entry.value_len", f"{value_len!r} is invalid: fails not _.is_end"
+                    io,
+                    value_len_pos,
+                    "zipmap:zm_entry.value_len",
+                    "expected the length of the value, found the end marker 0xff",
                 )
             # free: Number of unused bytes after the value.
             if pos >= end:

@@ -9,6 +9,7 @@ while reading are computed into locals at first use, so the hot path reads no pr
 from __future__ import annotations
 
 import keyword
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
@@ -804,30 +805,62 @@ class TypeEmitter:
         for kind, rule in rules.items():
             if kind == "eq":
                 value = self.expr(ex.parse(rule))
-                checks.append((f"{local} != {value}", f"expected {rule}"))
+                checks.append((f"{local} != {value}", f"expected {rule}, found {{_}}"))
             elif kind == "min":
-                checks.append((f"{local} < {self.expr(ex.parse(rule))}", f"below the minimum {rule}"))
+                checks.append((f"{local} < {self.expr(ex.parse(rule))}", f"expected at least {rule}, found {{_}}"))
             elif kind == "max":
-                checks.append((f"{local} > {self.expr(ex.parse(rule))}", f"above the maximum {rule}"))
+                checks.append((f"{local} > {self.expr(ex.parse(rule))}", f"expected at most {rule}, found {{_}}"))
             elif kind == "any-of":
                 options = ", ".join(self.expr(ex.parse(r)) for r in rule)
-                checks.append((f"{local} not in ({options},)", "not one of the allowed values"))
+                allowed = ", ".join(str(r) for r in rule)
+                checks.append((f"{local} not in ({options},)", f"expected one of {allowed}, found {{_}}"))
             elif kind == "expr":
                 node = ex.parse(rule)
                 if self.facts.safe(node, self.given(a), field_kind(a, element=True)):
-                    checks.append((f"not {self.expr(node)}", f"fails {rule}"))
+                    checks.append((f"not {self.expr(node)}", ""))
                 else:
-                    checks.append((f"not {local}_ok", f"fails {rule}"))
+                    checks.append((f"not {local}_ok", ""))
                     self.evaluate_guarded(f"{local}_ok", self.expr(node))
             else:
                 raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
-        self.loop_item = outer
-        shown = f"buf[{local}_pos:pos]" if a.id in self.byte_indexed else local
-        for condition, message in checks:
+        # the bytes of a field read in place are sliced out only to be shown
+        self.loop_item = f"bytes(buf[{local}_pos:pos])" if a.id in self.byte_indexed else local
+        for condition, default in checks:
             self.block(f"if {condition}:")
-            text = " ".join(message.split()).replace("{", "{{").replace("}", "}}").replace("'", "\\'")
-            self.emit(f"raise invalid(io, {start}, {self.path(a)}, f'{{{shown}!r}} is invalid: {text}')")
+            message = self.message(a, rules, a.raw.get("-rdbspec-message", default))
+            self.emit(f"raise invalid(io, {start}, {self.path(a)}, {message})")
             self.end_block()
+        self.loop_item = outer
+
+    def message(self, a: Attribute, rules: dict, template: str) -> str:
+        """The Python expression of a failed `valid`'s message (`-rdbspec-message`): its text,
+        with each `{expression}` (or `{expression:format}`) replaced by the value's repr (or
+        formatted); computed only when the check fails. An expression may use `_` and the names
+        the check uses (so they are read already) and must be proven not to raise."""
+        where = f"{a.yaml_path}/-rdbspec-message"
+        if not template or ("-rdbspec-message" not in a.raw and isinstance(a.type, (UserRef, Switch))):
+            raise SpecError(self.t.spec.name, where, "this `valid` needs -rdbspec-message: what was expected, "
+                            "and the value found (as {_} or {_.field})")
+        allowed = {"_"} | (ex.names_in(ex.parse(rules["expr"])) if "expr" in rules else set())
+        parts = []
+        for index, piece in enumerate(re.split(r"\{([^{}]*)\}", " ".join(str(template).split()))):
+            if index % 2 == 0:
+                if "{" in piece or "}" in piece:
+                    raise SpecError(self.t.spec.name, where, f"unbalanced braces in {template!r}")
+                parts += [repr(piece)] if piece else []
+                continue
+            formatted = re.fullmatch(r"(.*\S):([#0]?\d*([bdxXs]))", piece)
+            node = ex.parse(formatted.group(1) if formatted else piece)
+            kind = self.facts.kind(node, self.given(a), field_kind(a, element=True))
+            computed = isinstance(node, ex.Name) and self.is_known(local_name(node.name))  # by the check
+            fits = not formatted or (kind is not None and not kind.nullable
+                                     and kind.base == ("text" if formatted.group(3) == "s" else "int"))
+            if not ex.names_in(node) <= allowed or not (computed or kind is not None) or not fits:
+                raise SpecError(self.t.spec.name, where, f"{{{piece}}} may use only _ and the names of the check, "
+                                "must not raise, and its format must fit its value")
+            value = self.expr(node)
+            parts.append(f"format({value}, {formatted.group(2)!r})" if formatted else f"repr({value})")
+        return " + ".join(parts) or "''"
 
     def evaluate_guarded(self, target: str, expression: str) -> None:
         """A check that cannot even be evaluated (a value of the wrong kind, text that is not

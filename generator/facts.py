@@ -188,7 +188,18 @@ class Facts:
             return None if cond is None or then is None or other is None else _merge(then, other)
         if isinstance(node, ex.Index):
             return self.index_kind(node, facts, it)
-        return None  # calls, array literals: not reasoned about
+        if isinstance(node, ex.Call) and node.name == "substring":
+            return self.substring_kind(node, facts, it)
+        return None  # other calls, array literals: not reasoned about
+
+    def substring_kind(self, node: ex.Call, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
+        """A slice of text or bytes never raises, whatever its bounds."""
+        target = self.kind(node.target, facts, it)
+        bounds = [self.kind(arg, facts, it) for arg in node.args]
+        if target is None or target.base not in ("text", "bytes") or target.nullable or len(bounds) != 2 \
+                or any(b is None or b.base != "int" or b.nullable for b in bounds):
+            return None
+        return Kind(target.base)
 
     def index_kind(self, node: ex.Index, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
         """A byte of sized bytes, at an index the facts keep below the size."""

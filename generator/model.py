@@ -17,7 +17,7 @@ _PRIMITIVE = re.compile(r"^([us][1248]|f[48])(le|be)?$")
 _SUPPORTED_ATTR_KEYS = {"id", "doc", "doc-ref", "type", "size", "size-eos", "process", "repeat",
                         "repeat-expr", "repeat-until", "if", "contents", "valid", "enum", "encoding",
                         "terminator", "consume", "include", "value", "pos", "-rdbspec-columns",
-                        "-rdbspec-stream", "-rdbspec-lazy"}
+                        "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message"}
 _SUPPORTED_TYPE_KEYS = {"meta", "doc", "doc-ref", "params", "seq", "instances", "types", "enums",
                         "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream"}
 _SUPPORTED_META_KEYS = {"id", "title", "endian", "imports", "file-extension", "license",

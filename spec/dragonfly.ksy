@@ -163,6 +163,7 @@ types:
         type: rdb_string
         valid:
           expr: data_len > 0 and data_len <= remaining
+        -rdbspec-message: 'expected a chunk of 1 to {remaining} bytes, found {data_len}'
         doc: The chunk, non-empty and at most the bytes remaining once decoded.
       - id: next
         type: df_chunk_list(remaining - data_len)
@@ -226,6 +227,7 @@ types:
         type: rdb_string::rdb_len
         valid:
           expr: _.value % 4 == 0
+        -rdbspec-message: 'expected a multiple of 4 (u32 counters), found {_.value}'
         doc: Size of the counter array in bytes.
       - id: counters
         type: u4

@@ -30,6 +30,7 @@ types:
         type: rdb_string::rdb_len
         valid:
           expr: _.value <= 1
+        -rdbspec-message: 'expected 0 or 1, found {_.value}'
         doc: 1 when a description follows, else 0.
       - id: desc
         type: rdb_string

@@ -17,6 +17,7 @@ seq:
     type: u4
     valid:
       expr: _ > 0 and 8 + _ * encoding == _io.size
+    -rdbspec-message: 'expected members filling the {_io.size}-byte intset ({encoding} bytes each, at least one), found {_}'
     doc: Number of members; an empty intset is corrupt.
   - id: members
     type:

@@ -13,6 +13,7 @@ seq:
     type: u4
     valid:
       expr: _ >= 7 and _ == _io.size
+    -rdbspec-message: 'expected the blob size {_io.size} (at least 7), found {_}'
     doc: Total size of the listpack in bytes; must equal the blob size.
   - id: num_elements
     type: u2
@@ -53,6 +54,7 @@ types:
         type: u1
         valid:
           expr: _ < 0xf5
+        -rdbspec-message: 'expected an encoding byte below 0xf5, found {_:#04x}'
         doc: |
           Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
           1110xxxx 12-bit string, 0xF0 32-bit string, 0xF1 int16, 0xF2 int24, 0xF3 int32, 0xF4 int64.
@@ -97,6 +99,7 @@ types:
             (backlen_size < 3 or _[2] >= 128) and
             (backlen_size < 4 or _[3] >= 128) and
             (backlen_size < 5 or _[4] >= 128)
+        -rdbspec-message: 'expected the entry size {entry_len} in {backlen_size} bytes, found {_}'
         doc: |
           Size of encoding+data, stored after the data in 1..5 bytes: the first byte holds the
           most significant 7 bits (bit 7 clear), every later byte has bit 7 set.

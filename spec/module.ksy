@@ -35,6 +35,7 @@ types:
         type: rdb_string::rdb_len
         valid:
           expr: false
+        -rdbspec-message: 'found a pre-release module value (type 6, Redis 4.0-rc, module id {_.value}), which the server refuses too: expected MODULE_2 (type 7)'
         doc: The module type id; always rejected.
   module_aux:
     doc: |
@@ -49,6 +50,7 @@ types:
         type: rdb_string::rdb_len
         valid:
           expr: _.value == 2
+        -rdbspec-message: 'expected 2 (RDB_MODULE_OPCODE_UINT), found {_.value}'
         doc: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
       - id: when
         type: rdb_string::rdb_len
@@ -68,6 +70,7 @@ types:
         type: rdb_string::rdb_len
         valid:
           expr: not _.is_encoded and _.value <= 5
+        -rdbspec-message: 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found {_.is_encoded ? "encoding " : "":s}{_.value}'
         doc: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
       - id: uint_value
         type: rdb_string::rdb_len

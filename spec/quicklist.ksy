@@ -40,6 +40,7 @@ types:
         type: rdb_string::rdb_len
         valid:
           expr: _.value == 1 or _.value == 2
+        -rdbspec-message: 'expected container 1 (PLAIN) or 2 (PACKED), found {_.value}'
         doc: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
       - id: plain
         type: rdb_string

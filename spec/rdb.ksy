@@ -33,6 +33,7 @@ seq:
       expr: >-
         (_.substring(0, 5) == "REDIS" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 13) or
         (_.substring(0, 6) == "VALKEY" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)
+    -rdbspec-message: '{_.substring(0, 5) == "REDIS" or _.substring(0, 6) == "VALKEY" ? "an RDB version this reader does not know" : "not an RDB file":s} (starts with {_}): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081'
     doc: |
       "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
       REDIS 1..13 (Redis 8.6 writes 13), VALKEY 80..81; a newer file is rejected as the servers do
@@ -71,6 +72,7 @@ types:
             (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or
              _ == 220 or _ == 222 or _ == 223 or _ == 224 or
              (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))
+        -rdbspec-message: 'expected a value type or opcode that this magic''s numbering defines, found {_}'
         doc: The opcode or value type byte. Unknown codes are invalid.
       - id: body
         type:

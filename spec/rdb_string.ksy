@@ -20,6 +20,7 @@ seq:
     type: rdb_len
     valid:
       expr: not _.is_encoded or _.value <= 3
+    -rdbspec-message: 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding {_.value}'
     doc: |
       Length of a plain string, or (when `len.is_encoded`) the encoding:
       0 INT8, 1 INT16, 2 INT32, 3 LZF. Encodings 4..63 are invalid
@@ -72,6 +73,7 @@ types:
         type: u1
         valid:
           expr: _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81
+        -rdbspec-message: 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found {_:#04x}'
         doc: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
       - id: b1
         type: u1
@@ -113,6 +115,7 @@ types:
         type: rdb_len
         valid:
           expr: not _.is_encoded or _.value == 3
+        -rdbspec-message: 'expected a blob length or encoding 3 (LZF), found encoding {_.value}'
         doc: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
       - id: plain
         size: len.value

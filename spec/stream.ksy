@@ -71,6 +71,7 @@ types:
         type: rdb_string::rdb_len
         valid:
           expr: not _.is_encoded and _.value == 16
+        -rdbspec-message: 'expected a 16-byte stream ID as the node key, found {_.is_encoded ? "encoding" : "length":s} {_.value}'
         doc: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
       - id: node_key
         size: 16
@@ -232,6 +233,7 @@ types:
         type: u4
         valid:
           expr: _ >= 7 and _ == _io.size
+        -rdbspec-message: 'expected the blob size {_io.size} (at least 7), found {_}'
         doc: Total size of the listpack; must equal the blob size.
       - id: num_elements
         type: u2
@@ -249,6 +251,7 @@ types:
         type: u1
         valid:
           expr: _ == 0xff and _io.eof
+        -rdbspec-message: 'expected the end byte 0xff closing the listpack, found {_:#04x}{_io.eof ? "" : " followed by more bytes":s}'
         doc: LP_EOF; nothing may follow it.
   stream_master:
     doc: The master entry of a node listpack.
@@ -258,16 +261,19 @@ types:
         type: listpack::lp_entry
         valid:
           expr: _.is_int and _.int_value >= 0
+        -rdbspec-message: 'expected the live entry count of the node (an integer >= 0), found {_}'
         doc: Live entries in this node.
       - id: deleted
         type: listpack::lp_entry
         valid:
           expr: _.is_int and _.int_value >= 0
+        -rdbspec-message: 'expected the deleted entry count of the node (an integer >= 0), found {_}'
         doc: Entries flagged deleted in this node.
       - id: num_fields
         type: listpack::lp_entry
         valid:
           expr: _.is_int and _.int_value >= 0
+        -rdbspec-message: 'expected the number of master fields (an integer >= 0), found {_}'
         doc: Number of master fields.
       - id: fields
         type: listpack::lp_entry
@@ -278,6 +284,7 @@ types:
         type: listpack::lp_entry
         valid:
           expr: _.is_int and _.int_value == 0
+        -rdbspec-message: 'expected 0 closing the master entry, found {_}'
         doc: Master terminator (lp-count of the master entry), always 0.
   stream_entry:
     doc: |
@@ -290,21 +297,25 @@ types:
         type: listpack::lp_entry
         valid:
           expr: _.is_int
+        -rdbspec-message: 'expected the entry flags (an integer), found {_}'
         doc: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
       - id: ms_diff
         type: listpack::lp_entry
         valid:
           expr: _.is_int
+        -rdbspec-message: 'expected the ms part of the entry ID, relative to the master ID (an integer), found {_}'
         doc: id.ms - master.ms (uint64 difference stored as int64).
       - id: seq_diff
         type: listpack::lp_entry
         valid:
           expr: _.is_int
+        -rdbspec-message: 'expected the seq part of the entry ID, relative to the master ID (an integer), found {_}'
         doc: id.seq - master.seq (uint64 difference stored as int64, can be negative).
       - id: num_fields
         type: listpack::lp_entry
         valid:
           expr: _.is_int and _.int_value >= 0
+        -rdbspec-message: 'expected the number of fields of the entry (an integer >= 0), found {_}'
         if: (flags.int_value & 2) == 0
         doc: Number of field/value pairs (only when SAMEFIELDS is clear).
       - id: items
@@ -319,6 +330,7 @@ types:
           expr: >-
             _.is_int and
             _.int_value == ((flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)
+        -rdbspec-message: 'expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found {_}'
         doc: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
     instances:
       is_deleted:

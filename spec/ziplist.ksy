@@ -12,11 +12,13 @@ seq:
     type: u4
     valid:
       expr: _ >= 11 and _ == _io.size
+    -rdbspec-message: 'expected the blob size {_io.size} (at least 11), found {_}'
     doc: Total size of the ziplist in bytes; must equal the blob size.
   - id: zltail
     type: u4
     valid:
       expr: _ <= _io.size - 1
+    -rdbspec-message: 'expected an offset inside the {_io.size}-byte ziplist, found {_}'
     doc: Offset of the last entry (or of the end byte when the ziplist is empty).
   - id: zllen
     type: u2
@@ -56,6 +58,7 @@ types:
         type: u1
         valid:
           expr: _ != 0xff
+        -rdbspec-message: 'expected the size of the previous entry (0xff is not one), found {_:#04x}'
         doc: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
       - id: prevlen_u32
         type: u4
@@ -67,6 +70,7 @@ types:
           expr: >-
             _ < 0x80 or _ == 0x80 or _ == 0xc0 or _ == 0xd0 or _ == 0xe0 or
             (_ >= 0xf0 and _ <= 0xfe)
+        -rdbspec-message: 'expected a ziplist encoding byte, found {_:#04x}'
         doc: |
           Encoding: 00pppppp 6-bit string, 01pppppp 14-bit string, 0x80 32-bit string,
           0xC0 int16, 0xD0 int32, 0xE0 int64, 0xF0 int24, 0xFE int8, 0xF1..0xFD 4-bit immediate.

@@ -51,6 +51,7 @@ types:
         type: zm_len
         valid:
           expr: not _.is_end
+        -rdbspec-message: 'expected the length of the value, found the end marker 0xff'
         if: not field_len.is_end
         doc: Length of the value.
       - id: free

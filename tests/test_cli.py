@@ -141,7 +141,16 @@ def test_unknown_rdb_version_is_rejected(tmp_path: Path, version: bytes) -> None
     """The grammar accepts REDIS0001..REDIS0013 (and VALKEY080..081); anything else is corrupt."""
     path = write(tmp_path, "version.rdb", b"REDIS" + version + GROUPS.read_bytes()[9:])
     line = assert_clean_failure(run("dump", str(path)), "corrupt", path)
-    assert ("REDIS" + version.decode()) in line and "byte 0" in line
+    assert f"an RDB version this reader does not know (starts with 'REDIS{version.decode()}')" in line
+    assert "byte 0" in line
+
+
+def test_text_file_is_not_an_rdb_file(tmp_path: Path) -> None:
+    """A failed spec check reads as words: what was expected, and what the file holds."""
+    path = write(tmp_path, "notes.txt", b"hello world\n" * 4)
+    line = assert_clean_failure(run("dump", str(path)), "corrupt", path)
+    assert line == (f"rdbspec: {path}: not an RDB file (starts with 'hello wor'): expected REDIS0001..REDIS0013 "
+                    "or VALKEY080..VALKEY081 at byte 0 (rdb:rdb.magic)")
 
 
 def test_newest_known_version_reads_an_older_body(tmp_path: Path) -> None:
@@ -179,7 +188,7 @@ def test_unknown_type_byte(tmp_path: Path) -> None:
     data[first.offset] = 100
     path = write(tmp_path, "type.rdb", with_checksum(data))
     line = assert_clean_failure(run("dump", str(path)), "corrupt", path)
-    assert f"byte {first.offset}" in line and "100" in line
+    assert f"byte {first.offset}" in line and "found 100" in line
 
 
 def _listpack_start(data: bytes, record: rdbspec.KeyRecord) -> int:

@@ -107,6 +107,24 @@ def test_an_object_used_as_a_number_is_an_error(tmp_path: Path, op: str) -> None
     assert "slip.py" in render_all(builder, builder.build())
 
 
+@pytest.mark.parametrize(
+    "valid",
+    [
+        "    valid:\n      expr: _ < 5\n",  # no words for it
+        "    valid:\n      expr: _ < 5\n    -rdbspec-message: 'expected below 5, found {b}'\n",  # not in the check
+        "    valid:\n      expr: _ < 5\n    -rdbspec-message: 'expected below 5, found {10 / _}'\n",  # may raise
+        "    valid:\n      expr: _ < 5\n    -rdbspec-message: 'expected {below 5'\n",
+    ],
+)
+def test_a_check_needs_words_that_cannot_fail(tmp_path: Path, valid: str) -> None:
+    write_spec(tmp_path, "bad", "meta:\n  id: bad\nseq:\n  - id: a\n    type: u1\n" + valid
+               + "  - id: b\n    type: u1\n")
+    builder = Builder(load_tree(tmp_path))
+    with pytest.raises(SpecError) as err:
+        render_all(builder, builder.build())
+    assert err.value.file == "bad.ksy" and err.value.yaml_path == "/seq/0/-rdbspec-message"
+
+
 MINI = """
 meta:
   id: mini
@@ -278,6 +296,7 @@ types:
         type: u1
         valid:
           expr: _ < 0xf0
+        -rdbspec-message: 'expected a tag below 0xf0, found {_:#04x}'
       - id: small
         type: u1
         if: tag >= 0x80 and tag < 0xc0
@@ -291,6 +310,7 @@ types:
         size: check_size
         valid:
           expr: _[0] == tag and (check_size < 2 or _[1] == 0)
+        -rdbspec-message: 'expected the tag {tag} (then 0 after a wide value), found {_}'
     instances:
       text_len:
         value: 'tag > 0xc0 ? tag - 0xc0 : 0'
@@ -326,10 +346,11 @@ def test_proven_code_reads_the_same_values_and_errors(tagged) -> None:
     with pytest.raises(errors.ParseError) as err:  # the check's second byte must be 0
         tagged.Tagged.from_bytes(data[:-1] + b"\x01")
     assert err.value.offset == len(data) - 2 and err.value.spec_path == "tagged:entry.check"
-    assert "b'\\xc0\\x01' is invalid" in err.value.reason
+    assert err.value.reason == "expected the tag 192 (then 0 after a wide value), found b'\\xc0\\x01'"
     with pytest.raises(errors.ParseError) as err:
         tagged.Tagged.from_bytes(bytes([0xF5, 0xF5]))
     assert err.value.offset == 0 and err.value.spec_path == "tagged:entry.tag"
+    assert err.value.reason == "expected a tag below 0xf0, found 0xf5"
     with pytest.raises(errors.TruncatedError) as err:
         tagged.Tagged.from_bytes(bytes([0xC5, 1, 2]))
     assert err.value.offset == 1 and err.value.spec_path == "tagged:entry.text"

@@ -129,11 +129,13 @@ def load_fixture(name: str, golden_dir: Path = GOLDEN_DIR) -> Fixture:
     if has_error:
         if (
             not isinstance(error, dict)
-            or set(error) != {"offset", "path"}
+            or not {"offset", "path"} <= set(error) <= {"offset", "path", "message"}
             or not isinstance(error["offset"], int)
             or not isinstance(error["path"], str)
+            or not isinstance(error.get("message", ""), str)
         ):
-            raise FixtureError(f"{yaml_path}: `error` must be {{offset: int, path: str}}, got {error!r}")
+            raise FixtureError(f"{yaml_path}: `error` must be {{offset: int, path: str, message: str}} "
+                               f"(message optional), got {error!r}")
     params = {k: _param_value(v) for k, v in params.items()}
     return Fixture(name, data, meta["doc"], root, params, meta.get("expected"), error)
 
@@ -505,6 +507,8 @@ def run_ours(fx: Fixture, info: SpecInfo | None = None) -> list[str]:
             problems.append(f"ParseError offset {exc.offset}, expected {fx.error['offset']}")
         if fx.error["path"] not in str(exc.spec_path):
             problems.append(f"ParseError spec_path {exc.spec_path!r} does not contain {fx.error['path']!r}")
+        if fx.error.get("message", "") not in exc.reason:
+            problems.append(f"ParseError message {exc.reason!r} does not contain {fx.error['message']!r}")
         if problems:
             problems.append(f"(message: {exc})")
         return problems
