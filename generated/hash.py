@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
+from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u8le = struct.Struct("<Q").unpack_from
@@ -640,9 +640,7 @@ class ValkeyHash2Entry:
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
         if expire_ms < -1:
-            raise invalid(
-                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms)
-            )
+            warn(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms))
         self.expire_ms = expire_ms
         return self, pos
 
@@ -662,8 +660,4 @@ class ValkeyHash2Entry:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
-        if expire_ms < -1:
-            raise invalid(
-                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms)
-            )
         return pos

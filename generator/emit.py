@@ -795,8 +795,8 @@ class TypeEmitter:
     # -- valid -----------------------------------------------------------------------------
 
     def validate(self, a: Attribute, local: str, start: str) -> None:
-        if a.valid is None:
-            return
+        if a.valid is None or (self.mode == SKIP and "-rdbspec-warn" in a.raw):
+            return  # stepping over a value warns of nothing: reading it does
         rules = a.valid if isinstance(a.valid, dict) else {"eq": a.valid}
         outer = self.loop_item
         self.loop_item = local
@@ -825,10 +825,12 @@ class TypeEmitter:
                 raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
         # the bytes of a field read in place are sliced out only to be shown
         self.loop_item = f"bytes(buf[{local}_pos:pos])" if a.id in self.byte_indexed else local
+        # -rdbspec-warn: the server loads what fails this check, so it is told and reading goes on
+        report = "warn" if "-rdbspec-warn" in a.raw else "raise invalid"
         for condition, default in checks:
             self.block(f"if {condition}:")
             message = self.message(a, rules, a.raw.get("-rdbspec-message", default))
-            self.emit(f"raise invalid(io, {start}, {self.path(a)}, {message})")
+            self.emit(f"{report}(io, {start}, {self.path(a)}, {message})")
             self.end_block()
         self.loop_item = outer
 

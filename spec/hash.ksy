@@ -146,4 +146,5 @@ types:
         type: s8
         valid:
           min: -1
+        -rdbspec-warn: valkey src/rdb.c rdbLoadObject (loads any value; only -1 means no expiry)
         doc: Absolute expiry in unix ms, or -1 for none.

@@ -354,3 +354,47 @@ def test_proven_code_reads_the_same_values_and_errors(tagged) -> None:
     with pytest.raises(errors.TruncatedError) as err:
         tagged.Tagged.from_bytes(bytes([0xC5, 1, 2]))
     assert err.value.offset == 1 and err.value.spec_path == "tagged:entry.text"
+
+
+WARNED = """
+meta:
+  id: warned
+seq:
+  - id: count
+    type: u1
+    valid:
+      max: 5
+    -rdbspec-warn: a server function that loads any count
+  - id: items
+    type: u1
+    repeat: expr
+    repeat-expr: count
+"""
+
+
+@pytest.fixture(scope="module")
+def warned(tmp_path_factory: pytest.TempPathFactory):
+    yield from _compiled(tmp_path_factory, "warned", WARNED)
+
+
+def test_a_warning_check_tells_the_sink_and_reads_on(warned) -> None:
+    """`-rdbspec-warn`: a check the server does not make on load goes to the sink in force, with
+    the offset and spec path, and the fields after it are read; with no sink it is an error, as
+    in the official compiler's output."""
+    data = bytes([6, 1, 2, 3, 4, 5, 6])
+    errors = runtime(warned)
+    told: list[tuple[str, int | None, str]] = []
+    with errors.collecting(lambda *warning: told.append(warning)):
+        root = warned.Warned.from_bytes(data)
+    assert root.items == [1, 2, 3, 4, 5, 6]
+    assert told == [("expected at most 5, found 6", 0, "warned:warned.count")]
+    with pytest.raises(errors.ParseError) as err:
+        warned.Warned.from_bytes(data)
+    assert err.value.reason == "expected at most 5, found 6" and err.value.offset == 0
+
+
+def test_a_warning_needs_a_check_and_the_server_function(tmp_path: Path) -> None:
+    write_spec(tmp_path, "bad", "meta:\n  id: bad\nseq:\n  - id: a\n    type: u1\n    -rdbspec-warn: x\n")
+    with pytest.raises(SpecError) as err:
+        Builder(load_tree(tmp_path)).build()
+    assert err.value.yaml_path == "/seq/0/-rdbspec-warn"
