@@ -634,13 +634,15 @@ class ValkeyHash2Entry:
         # value: Field value.
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
-        # expire_ms: Absolute expiry in unix ms, or -1 for none.
+        # expire_ms: Absolute expiry in unix ms, or -1 for none; below -1 the server refuses the file
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
         if expire_ms < -1:
-            warn(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms))
+            raise invalid(
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms)
+            )
         self.expire_ms = expire_ms
         return self, pos
 
@@ -655,9 +657,13 @@ class ValkeyHash2Entry:
         # value: Field value.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         value = None
-        # expire_ms: Absolute expiry in unix ms, or -1 for none.
+        # expire_ms: Absolute expiry in unix ms, or -1 for none; below -1 the server refuses the file
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
         expire_ms = unpack_s8le(buf, pos)[0]
         pos += 8
+        if expire_ms < -1:
+            raise invalid(
+                io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms)
+            )
         return pos

@@ -146,5 +146,6 @@ types:
         type: s8
         valid:
           min: -1
-        -rdbspec-warn: valkey src/rdb.c rdbLoadObject (loads any value; only -1 means no expiry)
-        doc: Absolute expiry in unix ms, or -1 for none.
+        doc: |
+          Absolute expiry in unix ms, or -1 for none; below -1 the server refuses the file
+          (valkey src/rdb.c rdbLoadObject: itemexpiry < EXPIRY_NONE).
