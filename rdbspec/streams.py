@@ -7,13 +7,14 @@ time. `columns()` gathers them all for callers that need random access by ID (XR
 Group and PEL checks run when the value is built; entry checks (node counts, ascending IDs,
 the stream length) run as the nodes are decoded, so they report where the walk reaches them.
 
-What the server refuses on load is an `IntegrityError` (redis src/rdb.c rdbLoadObject: a
-duplicated group name, consumer or group PEL entry, a consumer PEL entry missing from its group
-PEL). What it loads is a warning, told to the sink in force when the value was decoded
-(`rdbspec_generated.collecting`): a node whose flags disagree with its declared counts, IDs out
-of order, a stored length that differs from the live entries (the server keeps the stored one,
-so XLEN answers it), an entry pending for two consumers (the server gives it to the last one),
-a group PEL entry no consumer owns (refused only with `sanitize-dump-payload yes`).
+What the server refuses on load is an `IntegrityError` (redis src/rdb.c rdbLoadObject: two
+nodes with one master ID, a duplicated group name, consumer or group PEL entry, a consumer PEL
+entry missing from its group PEL or already pending for a consumer). What it loads is a warning,
+told to the sink in force when the value was decoded (`rdbspec_generated.collecting`): a node
+whose flags disagree with its declared counts, IDs out of order, a stored length that differs
+from the live entries (the server keeps the stored one, so XLEN answers it), a group PEL entry
+no consumer owns (refused only with `sanitize-dump-payload yes`). Nodes are kept in master ID
+order, as the server's radix tree holds them.
 """
 
 from __future__ import annotations
@@ -198,7 +199,12 @@ class Stream:
             entries_added=v.entries_added.value if v.entries_added is not None else None,
         )
         stream.warn = current_sink()
-        stream.nodes = [StreamNode.from_spec(n) for n in v.nodes]
+        # the server keeps nodes in a radix tree keyed by master ID, so in ID order, whatever the
+        # file order, and refuses a master ID twice ("Listpack re-added with existing key")
+        stream.nodes = sorted((StreamNode.from_spec(n) for n in v.nodes), key=lambda n: n.master_id)
+        for before, after in zip(stream.nodes, stream.nodes[1:]):
+            if before.master_id == after.master_id:
+                raise IntegrityError(f"two stream nodes have the master ID {format_id(after.master_id)}")
         for g in v.groups:
             stream.groups.append(_group(g, text, stream.warn))
         if v.idmp is not None:
@@ -302,21 +308,16 @@ def _group(g, text, warn: WarningSink | None) -> ConsumerGroup:
             raise IntegrityError(f"group {name!r}: duplicate consumer {cname!r}")
         seen_names.add(cname)
         ids: list[StreamId] = []
-        owned: set[StreamId] = set()
         for raw in c.pel:
             entry_id = (raw.ms, raw.seq)
             owner = pending.get(entry_id)
             if owner is None:
                 raise IntegrityError(f"group {name!r} consumer {cname!r}: pending entry "
                                      f"{format_id(entry_id)} is not in the group PEL")
-            if entry_id in owned:
+            if owner.consumer is not None:  # "Stream consumer PEL entry already has a consumer assigned"
                 raise IntegrityError(f"group {name!r} consumer {cname!r}: entry {format_id(entry_id)} "
-                                     f"is pending twice")
-            if owner.consumer is not None:
-                _warn(warn, f"group {name!r}: entry {format_id(entry_id)} is pending for {owner.consumer!r} "
-                            f"and {cname!r} (the server gives it to {cname!r})", None)
+                                     f"is already pending for {owner.consumer!r}")
             owner.consumer = cname
-            owned.add(entry_id)
             ids.append(entry_id)
         consumers.append(Consumer(cname, c.seen_time, c.active_time, ids))
     for entry in pending.values():
