@@ -442,9 +442,9 @@ def _recount(node: tuple[bytes, bytes], live: int, deleted: int) -> tuple[bytes,
 
 
 @pytest.mark.parametrize(("case", "nodes", "length", "reason"), [
-    ("backwards", [rdb_bytes.stream_node(_entries((5, 0), (6, 0))), rdb_bytes.stream_node(_entries((3, 0)))], 3,
+    ("backwards", [rdb_bytes.stream_node(_entries((5, 0), (6, 0), (3, 0)))], 3,
      "stream entry 3-0 is not after 6-0"),
-    ("count", [_recount(rdb_bytes.stream_node(_entries((1, 0), (2, 0))), 1, 1)], 1,
+    ("count", [_recount(rdb_bytes.stream_node(_entries((1, 0), (2, 0))), 1, 1)], 2,
      "stream node 1-0 declares 1 live and 1 deleted entries but flags 2 and 0"),
     ("length", [rdb_bytes.stream_node(_entries((1, 0), (2, 0)))], 5,
      "stream length 5 but 2 live entries (the server answers 5)"),
