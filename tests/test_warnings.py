@@ -229,3 +229,13 @@ def test_an_empty_key_is_skipped_with_a_warning(rdb_type: int, tmp_path: Path) -
         records = list(dump.keys())
         assert [(r.key, r.value, r.skipped_by_server) for r in records] == [(b"a", b"1", False), (b"e", [], True)]
     assert [str(w) for w in dump.warnings] == [warning]
+
+
+def test_a_snapshot_set_collects_its_shards_warnings(tmp_path: Path) -> None:
+    """A Dragonfly DFS set opens as one dump: an empty list in a shard file warns on the set."""
+    (tmp_path / "snap-summary.dfs").write_bytes(rdb_bytes.header_aux(None, shard_count=1) + rdb_bytes.epilog())
+    (tmp_path / "snap-0000.dfs").write_bytes(rdb_bytes.header_aux(0) + rdb_bytes.entry(18, b"e", NONE, db=0)
+                                             + rdb_bytes.epilog())
+    with rdbspec.open(tmp_path / "snap-summary.dfs") as dump:
+        assert [r.skipped_by_server for r in dump.keys()] == [True]
+    assert [w.reason for w in dump.warnings] == ["empty list key: the server skips it on load"]
