@@ -8,7 +8,7 @@ Group and PEL checks run when the value is built; entry checks (node counts, asc
 the stream length) run as the nodes are decoded, so they report where the walk reaches them.
 
 What the server refuses on load is an `IntegrityError` (redis src/rdb.c rdbLoadObject: two
-nodes with one master ID, a duplicated group name, consumer or group PEL entry, a consumer PEL
+nodes with one master ID, a length but no nodes, a duplicated group name, consumer or group PEL entry, a consumer PEL
 entry missing from its group PEL or already pending for a consumer). What it loads is a warning,
 told to the sink in force when the value was decoded (`rdbspec_generated.collecting`): a node
 whose flags disagree with its declared counts, IDs out of order, a stored length that differs
@@ -205,6 +205,8 @@ class Stream:
         for before, after in zip(stream.nodes, stream.nodes[1:]):
             if before.master_id == after.master_id:
                 raise IntegrityError(f"two stream nodes have the master ID {format_id(after.master_id)}")
+        if stream.length and not stream.nodes:  # "Stream length inconsistent with rax entries"
+            raise IntegrityError(f"stream length {stream.length} but no nodes")
         for g in v.groups:
             stream.groups.append(_group(g, text, stream.warn))
         if v.idmp is not None:

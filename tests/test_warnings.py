@@ -180,14 +180,24 @@ def test_an_entry_pending_for_a_consumer_twice_is_refused(consumers: list, reaso
     assert reason in proc.stderr.decode()
 
 
-def test_two_nodes_with_one_master_id_are_refused(tmp_path: Path) -> None:
-    """"Listpack re-added with existing key" (redis src/rdb.c rdbLoadObject)."""
+NO_NODES = (rdb_bytes.rdb_len(0) + b"".join(rdb_bytes.rdb_len(n) for n in (5, 9, 0, 1, 0, 0, 0, 9))
+            + rdb_bytes.rdb_len(0))  # no nodes; length 5, last 9-0, first 1-0, max deleted 0-0, added 9; no groups
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    # "Listpack re-added with existing key"
+    (stream([node((1, 0)), node((1, 0))], 2), "two stream nodes have the master ID 1-0"),
+    # "Stream length inconsistent with rax entries" (7.0.15; the other length mismatches load)
+    (record(STREAM_19, b"s", NO_NODES), "stream length 5 but no nodes"),
+])
+def test_a_stream_the_server_refuses_is_an_error(value: bytes, reason: str, tmp_path: Path) -> None:
+    """redis src/rdb.c rdbLoadObject refuses these with the default config: an error, exit 5."""
     path = tmp_path / "dump.rdb"
-    path.write_bytes(rdb10(stream([node((1, 0)), node((1, 0))], 2)))
+    path.write_bytes(rdb10(value))
     assert loads(path) is None
     proc = run("dump", str(path))
     assert proc.returncode == EXIT_CODES["integrity"]
-    assert "two stream nodes have the master ID 1-0" in proc.stderr.decode()
+    assert reason in proc.stderr.decode()
 
 
 # -- empty keys --------------------------------------------------------------------------------
