@@ -13,7 +13,10 @@ import lzf as _lzf
 
 
 class RdbError(Exception):
-    """Base of every error rdbspec raises for bad input."""
+    """Base of every error rdbspec raises for bad input. `key` is the key whose record was being
+    read, where the reader knows it (rdbspec sets it)."""
+
+    key: bytes | None = None
 
 
 class ParseError(RdbError):

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rdbspec_generated import Io, ParseError, RdbError, collecting
+from rdbspec_generated import Io, RdbError, collecting
 from rdbspec_generated.rdb import Rdb
+from rdbspec_generated.rdb_string import RdbString
 
 from . import values
 from .checksum import crc64
-from .errors import DECODING_FAILURES, ChecksumError, IntegrityError, RdbWarning
+from .errors import ChecksumError, IntegrityError, InternalError, RdbWarning
 from .source import Source, open_source
 from .streams import Stream
 
@@ -84,10 +85,11 @@ class KeyRecord:
                 self._decoded = decoded
             except IntegrityError as err:
                 raise IntegrityError(err.reason, self.offset, self.key) from None
-            except ParseError:
+            except RdbError as err:
+                err.key = self.key
                 raise
-            except DECODING_FAILURES as err:
-                raise ParseError(f"cannot decode the value ({err})", self.offset, "rdb:key_value.value") from None
+            except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
+                raise InternalError(err, self.offset, self.key) from err
         return self._decoded
 
     @property
@@ -119,7 +121,9 @@ class Dump:
         self.slot_imports: list[tuple[bytes, list[tuple[int, int]]]] = []
         self.checksum_status: str = "not read"
         self.end_offset: int | None = None
-        self.last_key: bytes | None = None  # the key most recently read, for error messages
+        self.last_key: bytes | None = None  # the key most recently read
+        # the record being read (its file offset, and its key once known), for error messages
+        self.current: tuple[int | None, bytes | None] = (0, None)
         self.warnings: list[RdbWarning] = []  # checks the server does not make on load, failed
         self._warned: set[RdbWarning] = set()
         self._rdb = self._guard(lambda: Rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
@@ -144,13 +148,32 @@ class Dump:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _guard(self, read, offset: int):
+    def _guard(self, read, offset: int, record: bool = False):
+        """Runs a read of the generated parser. Bad input raises an RdbError, which gets the key
+        of the record read at `offset` (with `record`); any other exception is a bug of ours."""
         try:
             return read()
-        except RdbError:
+        except OSError:
             raise
-        except DECODING_FAILURES as err:
-            raise ParseError(f"corrupt record ({err.__class__.__name__}: {err})", offset, "rdb:record") from None
+        except RdbError as err:
+            if record and err.key is None:
+                err.key = self._key_at(offset)
+            raise
+        except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with where it was
+            raise InternalError(err, offset, self._key_at(offset) if record else None) from err
+
+    def _key_at(self, offset: int) -> bytes | None:
+        """The key of the key/value record at file offset `offset`, to name it in an error met
+        further in that record; None if no key/value record starts there (value types are the
+        opcodes below 200: spec rdb::record) or its key does not read either."""
+        buf = self.source.buffer
+        if offset >= len(buf) or buf[offset] >= 200:
+            return None
+        try:
+            key, _ = RdbString._read(Io(buf, 0, len(buf)), offset + 1, None, None)
+        except RdbError:
+            return None
+        return values.text(key)
 
     def _next_record(self) -> tuple[Any, int, int] | None:
         if self._pending:
@@ -177,7 +200,8 @@ class Dump:
 
     def _read_record(self) -> tuple[Any, int, int] | None:
         start = self._offset
-        item = self._guard(lambda: next(self._expanded, None), start)
+        self.current = (start, None)
+        item = self._guard(lambda: next(self._expanded, None), start, record=True)
         self._offset = self._rdb._stream_pos
         return item
 
@@ -248,6 +272,7 @@ class Dump:
             if kind == KEY_VALUE:
                 body = record.body
                 self.last_key = values.text(body.key)
+                self.current = (start, self.last_key)
                 yield KeyRecord(db, self.last_key, record.opcode, body.value_kind, expire_at_ms,
                                 idle, freq, start, end - start, body, _warn=self.warn)
                 expire_at_ms = idle = freq = None

@@ -1,7 +1,8 @@
 """The `rdbspec` command line: dump, info, keys.
 
 Bad input ends with one line on stderr (the problem, the byte offset, the key being read)
-and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines.
+and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines. Any other
+exception is a bug: exit 70 and one line asking for a report (the traceback with `--debug`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,22 @@ import os
 import re
 import sys
 import time
+import traceback
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TextIO
 
 from . import api
-from .errors import EXIT_CODES, RdbError, exit_code, print_warnings
+from .errors import (
+    EXIT_CODES,
+    IntegrityError,
+    InternalError,
+    RdbError,
+    as_internal,
+    exit_code,
+    internal_error_line,
+    print_warnings,
+)
 from .jsonl import dumps, s, write_record
 from .spark.pipeline import register as register_pipeline
 from .stream_commands import register as register_stream_commands
@@ -141,6 +152,8 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rdbspec", description="Read Redis, Valkey and Dragonfly RDB dumps.")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (a bug in rdbspec, exit 70)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -170,8 +183,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "standalone", None) is not None:
-        return args.standalone(args)
+    try:
+        if getattr(args, "standalone", None) is not None:
+            return args.standalone(args)
+        return run_dump_command(args)
+    except Exception as err:  # noqa: BLE001 - anything that is not about the input is a bug of ours
+        if args.debug:
+            traceback.print_exception(err)
+        print(internal_error_line(err, getattr(args, "file", None)), file=sys.stderr)
+        return exit_code(err)
+
+
+def run_dump_command(args: argparse.Namespace) -> int:
+    """`dump`, `info`, `keys`: bad input ends with one line and its exit code."""
     dump = None
     out = sys.stdout
     try:
@@ -188,9 +212,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CODES["ok"]
     except (RdbError, OSError) as err:
         print_warnings(dump.warnings if dump is not None else ())
-        where = f" (after key {dumps(s(dump.last_key))})" if dump is not None and dump.last_key is not None else ""
+        key = getattr(err, "key", None)  # IntegrityError names its key in its message
+        where = f" (key {dumps(s(key))})" if key is not None and not isinstance(err, IntegrityError) else ""
         print(f"rdbspec: {args.file}: {err}{where}", file=sys.stderr)
         return exit_code(err)
+    except InternalError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a bug outside the decoding: named with the record being read
+        raise as_internal(err, dump.current if dump is not None else None) from err
     finally:
         if out is not sys.stdout:
             out.close()

@@ -51,6 +51,8 @@ from typing import Any
 from rdbspec_generated import Io, ParseError, RdbError, TruncatedError
 from rdbspec_generated.rdb import Record
 
+from .errors import InternalError
+
 # record kinds (spec rdb::record_kind)
 ZSTD_BLOB, LZ4_BLOB, TAGGED_CHUNK, EOF, KEY_VALUE = 201, 202, 224, 255, 256
 BLOB_KINDS = {ZSTD_BLOB: "zstd", LZ4_BLOB: "lz4"}
@@ -134,11 +136,7 @@ class RecordExpander:
         io = Io(data, 0, len(data), 0, origin)
         pos, out = 0, []
         while pos < len(data):
-            try:
-                record, after = Record._read(io, pos, self.rdb, self.rdb)
-            except (TypeError, ValueError, IndexError, KeyError, OverflowError, AttributeError) as err:
-                raise ParseError(f"corrupt record in {what} ({err.__class__.__name__}: {err})", origin,
-                                 "rdb:record", pos) from None
+            record, after = Record._read(io, pos, self.rdb, self.rdb)
             if record.kind == EOF:
                 raise ParseError(f"EOF opcode inside {what}", origin, "rdb:record.opcode", pos)
             out.append((record, pos, after))
@@ -382,6 +380,9 @@ def open_dfs(path: str | os.PathLike, verify_checksum: bool = True):
                     statuses.add(shard.checksum_status)
                 except RdbError as err:
                     err.args = (f"{shard_path}: {err.args[0] if err.args else err}",) + tuple(err.args[1:])
+                    raise
+                except InternalError as err:
+                    err.file = str(shard_path)
                     raise
             self.checksum_status = statuses.pop() if len(statuses) == 1 else ", ".join(sorted(statuses))
 

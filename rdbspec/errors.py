@@ -1,21 +1,22 @@
-"""Errors and the CLI's exit codes. Every problem with the input is an `RdbError`."""
+"""Errors and the CLI's exit codes.
+
+Every problem with the input is an `RdbError`, raised by a check that names what is wrong (a spec
+`valid`, a bound, an integrity rule). Any other exception while reading is a bug of rdbspec,
+never "corrupt input": the library wraps it in an `InternalError` that says where the read was
+(file offset, key), and the CLI ends it with exit 70 and one line asking for a report; the
+traceback is printed only with `rdbspec --debug`.
+"""
 
 from __future__ import annotations
 
-import struct
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rdbspec_generated import ParseError, RdbError, TruncatedError
 
-__all__ = ["ChecksumError", "IntegrityError", "ParseError", "RdbError", "RdbWarning", "TruncatedError",
-           "EXIT_CODES", "DECODING_FAILURES"]
-
-# Python errors that generated code can only raise on input it cannot make sense of
-# (an expression over a field that a corrupt byte made absent, a wrong-typed value...)
-DECODING_FAILURES = (TypeError, ValueError, IndexError, KeyError, OverflowError, struct.error,
-                     RecursionError, UnicodeDecodeError, AttributeError)
+__all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "RdbWarning",
+           "TruncatedError", "EXIT_CODES", "as_internal", "exit_code", "internal_error_line", "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -64,6 +65,40 @@ def print_warnings(warnings: Iterable[RdbWarning]) -> None:
         print(f"rdbspec: warning: {warning}", file=sys.stderr)
 
 
+class InternalError(Exception):
+    """An unexpected exception (TypeError, KeyError...) while reading a dump: a bug in rdbspec,
+    not a property of the input. `cause` is the original exception (also `__cause__`, so a
+    traceback shows where it was raised); `offset` and `key` say what was being read, `file`
+    which file, where that is not the one the caller opened (a shard of a Dragonfly set)."""
+
+    def __init__(self, cause: BaseException, offset: int | None, key: bytes | None = None):
+        self.cause = cause
+        self.offset = offset
+        self.key = key
+        self.file: str | None = None
+        super().__init__(f"internal error{self.where}: {type(cause).__name__}: {cause}")
+
+    @property
+    def where(self) -> str:
+        return ("" if self.offset is None else f" at byte {self.offset}") + (
+            "" if self.key is None else f" (key {self.key!r})")
+
+
+def as_internal(error: BaseException, current: tuple[int | None, bytes | None] | None = None) -> InternalError:
+    """`error` as an InternalError; one raised outside the decoding (by a consumer of the
+    records) is named with `current`, the record being read (`api.Dump.current`)."""
+    return error if isinstance(error, InternalError) else InternalError(error, *(current or (None, None)))
+
+
+def internal_error_line(error: BaseException, file: str | None = None) -> str:
+    """The one stderr line for a bug: what was being read, the exception, and the request."""
+    error = as_internal(error)
+    file = error.file or file
+    reading = f" reading {file}" if file else ""
+    return (f"rdbspec: internal error{reading}{error.where}: {type(error.cause).__name__}: {error.cause}; "
+            "this is a bug in rdbspec, please report it (rdbspec --debug ... prints the traceback)")
+
+
 # Documented in the README; stable for scripts.
 EXIT_CODES = {
     "ok": 0,
@@ -72,6 +107,7 @@ EXIT_CODES = {
     "checksum": 4,       # ChecksumError
     "integrity": 5,      # IntegrityError: stream PELs or counts the server would reject
     "io": 6,             # the file cannot be opened or read
+    "internal": 70,      # any other exception: a bug in rdbspec (BSD sysexits EX_SOFTWARE)
 }
 
 
@@ -82,4 +118,6 @@ def exit_code(error: BaseException) -> int:
         return EXIT_CODES["integrity"]
     if isinstance(error, RdbError):
         return EXIT_CODES["corrupt"]
-    return EXIT_CODES["io"]
+    if isinstance(error, OSError):
+        return EXIT_CODES["io"]
+    return EXIT_CODES["internal"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from rdbspec_generated import WarningSink, collecting, current_sink
 
-from .errors import DECODING_FAILURES, IntegrityError, ParseError, RdbError
+from .errors import IntegrityError, InternalError, RdbError
 
 MASK64 = (1 << 64) - 1
 StreamId = tuple[int, int]
@@ -266,11 +266,12 @@ def _read_node(node: StreamNode, origin: tuple[int, bytes] | None, warn: Warning
     try:
         with collecting(warn or _ignore):
             return node.read()
-    except RdbError:
+    except RdbError as err:
+        if origin is not None:
+            err.key = origin[1]
         raise
-    except DECODING_FAILURES as err:
-        raise ParseError(f"cannot decode stream node {format_id(node.master_id)} ({err})",
-                         origin[0] if origin else None, "stream:stream_node.listpack") from None
+    except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
+        raise InternalError(err, *(origin or (None, None))) from err
 
 
 def _node_entries(node: Any) -> NodeEntries:

@@ -8,10 +8,12 @@ absolute unix ms beside them; streams a `Stream`; modules a `ModuleValue`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import IntegrityError
 from .streams import Stream
 
 # value_kind numbers of the spec's `rdb::value_type` enum (Valkey HASH_2 and old Dragonfly
@@ -40,18 +42,49 @@ def container(blob):
     return blob.plain if blob.plain is not None else blob.lzf
 
 
+# What C's strtod reads: the longest prefix that is a decimal or hexadecimal float, inf or nan
+_STRTOD = re.compile(rb"[ \t\n\v\f\r]*([+-]?(?:(0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
+                     rb"(?:[pP][+-]?[0-9]+)?)|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                     rb"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN]))")
+
+
+def strtod(text: bytes) -> float | None:
+    """The number C's strtod (or sscanf "%lg") reads at the start of `text` (up to a NUL);
+    None when there is none. Beyond the double range: +-inf, as strtod."""
+    match = _STRTOD.match(text.split(b"\0", 1)[0])
+    if match is None:
+        return None
+    number = match.group(1).decode("ascii")
+    if match.group(2) is None:
+        return float(number)  # decimal, inf or nan
+    try:
+        return float.fromhex(number)
+    except OverflowError:
+        return math.copysign(math.inf, -1.0 if number.startswith("-") else 1.0)
+
+
 def score(v: int | bytes) -> float:
-    return float(v) if isinstance(v, int) else float(v.decode("ascii"))
+    """A container's score entry as the server reads it (redis src/t_zset.c zzlStrtod: strtod
+    of its first 127 bytes): text that is not a number reads as 0, as there."""
+    if isinstance(v, int):
+        return float(v)
+    number = strtod(v[:127])
+    return 0.0 if number is None else number
 
 
 def legacy_double(d) -> float:
+    """A type-3 score (redis src/rdb.c rdbLoadDoubleValue): a marker, or text that sscanf
+    "%lg" must read a number from; the server refuses the file otherwise."""
     if d.is_nan:
         return math.nan
     if d.is_pos_inf:
         return math.inf
     if d.is_neg_inf:
         return -math.inf
-    return float(d.text)
+    number = strtod(d.text.encode("ascii", "replace"))  # the spec reads the text as ASCII
+    if number is None:
+        raise IntegrityError(f"the score {d.text!r} is not a number (redis src/rdb.c rdbLoadDoubleValue)")
+    return number
 
 
 def pairs(items: list) -> list[tuple[bytes, bytes]]:
@@ -144,7 +177,12 @@ DF_MEMBER_EXPIRY_BASE_S = 1675209600
 
 
 def df_member_expiry_ms(ttl) -> int | None:
-    seconds = int(text(ttl))
+    """The TTL must be an int64 in decimal, as absl::SimpleAtoi reads it; Dragonfly refuses the
+    file otherwise (dragonfly src/server/rdb_load.cc OpaqueObjLoader::CreateSet, CreateHMap)."""
+    raw = text(ttl)
+    if not re.fullmatch(rb"\s*[+-]?[0-9]+\s*", raw) or not -(1 << 63) <= int(raw) < 1 << 63:
+        raise IntegrityError(f"the member TTL {raw!r} is not a 64-bit number")
+    seconds = int(raw)
     return None if seconds == -1 else (DF_MEMBER_EXPIRY_BASE_S + seconds) * 1000
 
 

@@ -298,3 +298,27 @@ class _Unstoppable:
 
     def stop(self) -> None:
         pass
+
+
+def test_pipeline_ends_a_bug_in_a_task_with_exit_70(tmp_path, spark, monkeypatch, capsys):
+    """A task that meets a bug of ours fails with `source.InternalReadError` (its line is tested
+    in test_internal_errors.py); the pipeline prints that one line and exits 70."""
+    import argparse
+
+    from pyspark.sql.functions import udf
+
+    from rdbspec.spark import pipeline, source
+
+    line = ("rdbspec: internal error reading x.rdb at byte 9: TypeError: injected bug; this is a bug in "
+            "rdbspec, please report it (rdbspec --debug ... prints the traceback)")
+
+    def task(_):  # a bug put into a real Spark task
+        raise source.InternalReadError(line)
+
+    parser = argparse.ArgumentParser()
+    pipeline.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["pipeline", "x.rdb", "--out", str(tmp_path / "out"), "--tables", "keys"])
+    monkeypatch.setattr(pipeline, "build_session", lambda master="local[*]": _Unstoppable(spark))
+    monkeypatch.setattr(pipeline, "reader", lambda session, table, a: spark.range(1).select(udf(task)("id")))
+    assert pipeline.run(args, io.StringIO()) == 70
+    assert capsys.readouterr().err.splitlines() == [line]

@@ -16,7 +16,10 @@ import os
 import sys
 from typing import Any, TextIO
 
+from ..errors import EXIT_CODES
 from .source import TABLES
+
+INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
 
 DEFAULT_TABLES = ("files", "keys", "streams", "stream_entries", "stream_groups", "stream_pending",
                   "stream_consumers", "aux")
@@ -171,6 +174,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 0
     except Exception as err:  # a Spark job failure: one line, not a JVM stack trace
         message = str(err).strip().splitlines()
+        bug = next((line for line in message if INTERNAL in line), None)
+        if bug is not None:  # a bug of ours in a task (source.InternalReadError): its own line and code
+            print(bug[bug.index(INTERNAL):], file=sys.stderr)
+            return EXIT_CODES["internal"]
         detail = next((line for line in reversed(message) if "CorruptFileError" in line), None)
         print(f"rdbspec pipeline: {detail or (message[0] if message else err.__class__.__name__)}",
               file=sys.stderr)

@@ -438,10 +438,15 @@ class CorruptFileError(Exception):
     """A dump that cannot be read, named with its path and the byte offset of the problem."""
 
 
+class InternalReadError(Exception):
+    """A bug of rdbspec met while reading a dump (not a corrupt file: never skipped); the
+    message is the CLI's one line (`errors.internal_error_line`), which the pipeline prints."""
+
+
 def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | None = None) -> Iterator[Any]:
     """The RecordBatches of `opts.table` for one split of a file (the body of one partition)."""
     from .. import api
-    from ..errors import RdbError
+    from ..errors import RdbError, as_internal, internal_error_line
 
     out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
     table = opts.table
@@ -486,6 +491,9 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
             out.add(file=path, db=None, version=header.version if header else None,
                     dialect=header.dialect if header else None, keys=records,
                     checksum=dump.checksum_status if dump is not None else None, error=message)
+    except Exception as err:  # noqa: BLE001 - a bug of ours, not a corrupt file
+        current = dump.current if dump is not None else None
+        raise InternalReadError(internal_error_line(as_internal(err, current), path)) from err
     finally:
         if dump is not None:
             dump.close()
