@@ -368,6 +368,7 @@ def open_dfs(path: str | os.PathLike, verify_checksum: bool = True):
                 try:
                     # kept open until the set is closed: values are decoded lazily from the map
                     shard = Dump(open_source(shard_path), self.verify_checksum)
+                    shard.warnings, shard._warned = self.warnings, self._warned  # one list for the set
                     self._shard_dumps.append(shard)
                     sid = _aux_value(shard.aux, b"snapshot-id")
                     if snapshot_id is not None and sid is not None and sid != snapshot_id:

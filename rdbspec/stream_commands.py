@@ -34,7 +34,7 @@ from typing import Any
 
 from . import api
 from .command_line import AnyCaseSubParsers, error_line
-from .errors import RdbError, exit_code
+from .errors import RdbError, exit_code, print_warnings
 from .streams import (
     MASK64,
     Consumer,
@@ -215,7 +215,7 @@ def _masters(stream: Stream) -> list[int]:
 
 def _node_columns(stream: Stream, index: int) -> EntryColumns:
     """One node's entries, decoded and checked on their own."""
-    return next(walk_nodes([stream.nodes[index]], stream.origin))[1].columns
+    return next(walk_nodes([stream.nodes[index]], stream.origin, warn=stream.warn))[1].columns
 
 
 def _live(stream: Stream, nodes: range, rev: bool) -> Iterator[tuple[int, EntryColumns]]:
@@ -849,11 +849,14 @@ def run(args: argparse.Namespace) -> int:
             lookup = dump_lookup(dump, args.db, _keys_of(argv), now_ms)
             reply = execute(dump_context(dump, lookup, now_ms, args.as_version), argv)
     except CommandError as err:
+        print_warnings(dump.warnings if dump is not None else ())
         print(f"(error) {err.message}", file=sys.stderr)
         return 1
     except (RdbError, OSError) as err:
+        print_warnings(dump.warnings if dump is not None else ())
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
+    print_warnings(dump.warnings)
     text = render_json(reply) + "\n" if args.json else render_text(reply)
     return _write(text, args.output)
 
