@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
+from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
 
 
 class Function:
@@ -110,17 +110,11 @@ class FunctionPreGa:
         # engine: Engine name (e.g. LUA).
         engine, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.engine = engine
-        # has_desc: 1 when a description follows, else 0.
-        has_desc_pos = pos
+        # has_desc: 1 when a description follows, else 0. The server reads a description after any
         has_desc, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        has_desc_value = has_desc.value
-        if not (has_desc_value <= 1):
-            raise invalid(
-                io, has_desc_pos, "function:function_pre_ga.has_desc", "expected 0 or 1, found " + repr(has_desc_value)
-            )
         self.has_desc = has_desc
         # desc: The description.
-        if has_desc_value == 1:
+        if has_desc.value != 0:
             desc, pos = rdb_string.RdbString._read(io, pos, self, root)
         else:
             desc = None

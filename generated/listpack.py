@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
+from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
 
 unpack_s2le = struct.Struct("<h").unpack_from
 unpack_s4le = struct.Struct("<i").unpack_from
@@ -328,7 +328,7 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
         )
         and ((backlen_size < 5) or (buf[backlen_pos + 4] >= 128))
     ):
-        raise invalid(
+        warn(
             io,
             backlen_pos,
             "listpack:lp_entry.backlen",

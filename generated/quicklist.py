@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
+from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
 
 
 class Quicklist:

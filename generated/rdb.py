@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import dragonfly, function, hash, module, quicklist, rdb_string, stream, zset
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
+from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
 
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_s8le = struct.Struct("<q").unpack_from

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import listpack, rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
+from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u2le = struct.Struct("<H").unpack_from
@@ -1147,7 +1147,7 @@ class StreamMaster:
         terminator_pos = pos
         terminator, pos = read_lp_entry(io, buf, end, pos, self, root)
         if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
-            raise invalid(
+            warn(
                 io,
                 terminator_pos,
                 "stream:stream_master.terminator",
@@ -1209,13 +1209,6 @@ class StreamMaster:
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
         terminator, pos = read_lp_entry(io, buf, end, pos, None, root)
-        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
-            raise invalid(
-                io,
-                terminator_pos,
-                "stream:stream_master.terminator",
-                "expected 0 closing the master entry, found " + repr(terminator),
-            )
         return pos
 
 
@@ -1352,7 +1345,7 @@ class StreamEntry:
             except (TypeError, ValueError, IndexError):
                 lp_count_ok = False
             if not lp_count_ok:
-                raise invalid(
+                warn(
                     io,
                     lp_count_pos,
                     "stream:stream_entry.lp_count",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated  # noqa: F401
+from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
 
 unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from

@@ -336,9 +336,22 @@ class TypeEmitter:
 
     def expr(self, node: ex.Node) -> str:
         try:
+            self.check_operands(node)
             return ex.translate(node, self.ctx())
         except ex.ExpressionError as err:
             raise SpecError(self.t.spec.name, self.t.yaml_path, str(err)) from None
+
+    def check_operands(self, node: ex.Node) -> None:
+        """An object of a user type used as a number (`container == 1` for `container.value == 1`)
+        is never equal, less or more than it: a generator error, not a branch never taken."""
+        for n in ex.nodes_in(node):
+            operands = (n.left, n.right) if isinstance(n, ex.Binary) and n.op not in ("and", "or") else \
+                (n.operand,) if isinstance(n, ex.Unary) and n.op != "not" else ()
+            for operand in operands:
+                target = self.static_type(operand)
+                if target is not None:
+                    raise ex.ExpressionError(f"operator {n.op} applied to a {target.id} object, not a number "
+                                             f"(read one of its fields or instances)")
 
     def emit(self, text: str) -> None:
         """Adds a statement, after the instance computations its expressions needed."""
@@ -782,8 +795,8 @@ class TypeEmitter:
     # -- valid -----------------------------------------------------------------------------
 
     def validate(self, a: Attribute, local: str, start: str) -> None:
-        if a.valid is None:
-            return
+        if a.valid is None or (self.mode == SKIP and "-rdbspec-warn" in a.raw):
+            return  # stepping over a value warns of nothing: reading it does
         rules = a.valid if isinstance(a.valid, dict) else {"eq": a.valid}
         outer = self.loop_item
         self.loop_item = local
@@ -812,10 +825,12 @@ class TypeEmitter:
                 raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
         # the bytes of a field read in place are sliced out only to be shown
         self.loop_item = f"bytes(buf[{local}_pos:pos])" if a.id in self.byte_indexed else local
+        # -rdbspec-warn: the server loads what fails this check, so it is told and reading goes on
+        report = "warn" if "-rdbspec-warn" in a.raw else "raise invalid"
         for condition, default in checks:
             self.block(f"if {condition}:")
             message = self.message(a, rules, a.raw.get("-rdbspec-message", default))
-            self.emit(f"raise invalid(io, {start}, {self.path(a)}, {message})")
+            self.emit(f"{report}(io, {start}, {self.path(a)}, {message})")
             self.end_block()
         self.loop_item = outer
 

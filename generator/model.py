@@ -17,7 +17,7 @@ _PRIMITIVE = re.compile(r"^([us][1248]|f[48])(le|be)?$")
 _SUPPORTED_ATTR_KEYS = {"id", "doc", "doc-ref", "type", "size", "size-eos", "process", "repeat",
                         "repeat-expr", "repeat-until", "if", "contents", "valid", "enum", "encoding",
                         "terminator", "consume", "include", "value", "pos", "-rdbspec-columns",
-                        "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message"}
+                        "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message", "-rdbspec-warn"}
 _SUPPORTED_TYPE_KEYS = {"meta", "doc", "doc-ref", "params", "seq", "instances", "types", "enums",
                         "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream"}
 _SUPPORTED_META_KEYS = {"id", "title", "endian", "imports", "file-extension", "license",
@@ -236,6 +236,10 @@ class Builder:
             raise _error(spec, f"{path}/repeat", f"unsupported repeat {a.repeat!r}")
         a.enum = raw.get("enum")
         a.valid = raw.get("valid")
+        if "-rdbspec-warn" in raw and (a.valid is None or not isinstance(raw["-rdbspec-warn"], str)
+                                       or not raw["-rdbspec-warn"].strip()):
+            raise _error(spec, f"{path}/-rdbspec-warn", "-rdbspec-warn goes beside a `valid` and names the server "
+                                                       "function that loads what fails it")
         if "contents" in raw:
             a.contents = _contents(spec, f"{path}/contents", raw["contents"])
         if "terminator" in raw:

@@ -7,18 +7,18 @@ record); values are decoded only when `KeyRecord.value` is read.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rdbspec_generated import Io, RdbError
+from rdbspec_generated import Io, RdbError, collecting
 from rdbspec_generated.rdb import Rdb
 from rdbspec_generated.rdb_string import RdbString
 
 from . import dragonfly, values
 from .checksum import crc64
-from .errors import ChecksumError, IntegrityError, InternalError
+from .errors import ChecksumError, IntegrityError, InternalError, RdbWarning
 from .source import Source, open_source
 from .streams import Stream
 
@@ -58,6 +58,7 @@ class KeyRecord:
     size: int
     _body: Any = field(repr=False, default=None)
     _decoded: values.Decoded | None = field(repr=False, default=None)
+    _warn: Callable[[RdbWarning], None] | None = field(repr=False, default=None)
 
     @property
     def type_name(self) -> str:
@@ -67,12 +68,22 @@ class KeyRecord:
     def encoding(self) -> str:
         return values.ENCODINGS.get(self.value_kind, "unknown")
 
+    def _sink(self, reason: str, offset: int | None, where: str) -> None:
+        """Where the checks that the server does not make on load report, for this key."""
+        if self._warn is not None:
+            self._warn(RdbWarning(reason, self.offset if offset is None else offset, self.key, where))
+
     def _decode(self) -> values.Decoded:
         if self._decoded is None:
             try:
-                self._decoded = values.decode(self.value_kind, self._body.value, self.rdb_type)
-                if isinstance(self._decoded.value, Stream):
-                    self._decoded.value.origin = (self.offset, self.key)
+                with collecting(self._sink):
+                    decoded = values.decode(self.value_kind, self._body.value, self.rdb_type)
+                if isinstance(decoded.value, Stream):
+                    decoded.value.origin = (self.offset, self.key)
+                elif values.skipped_when_empty(self.value_kind, decoded.value):
+                    self._sink(f"empty {self.type_name} key: the server skips it on load", None,
+                               values.EMPTY_KEY_RULE)
+                self._decoded = decoded
             except IntegrityError as err:
                 raise IntegrityError(err.reason, self.offset, self.key) from None
             except RdbError as err:
@@ -85,6 +96,12 @@ class KeyRecord:
     @property
     def value(self) -> Any:
         return self._decode().value
+
+    @property
+    def skipped_by_server(self) -> bool:
+        """An empty list, set, sorted set or hash: the server skips it on load (with a warning
+        here); `rdbspec dump` leaves it out. Decodes the value."""
+        return values.skipped_when_empty(self.value_kind, self.value)
 
     @property
     def field_expire_at_ms(self) -> list[tuple[bytes, int]] | None:
@@ -108,6 +125,8 @@ class Dump:
         self.last_key: bytes | None = None  # the key most recently read
         # the record being read (its file offset, and its key once known), for error messages
         self.current: tuple[int | None, bytes | None] = (0, None)
+        self.warnings: list[RdbWarning] = []  # checks the server does not make on load, failed
+        self._warned: set[RdbWarning] = set()
         self._rdb = self._guard(lambda: Rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
         self._records = self._rdb.iter_records()
         self._expanded = self._record_source()
@@ -207,6 +226,12 @@ class Dump:
 
     # -- records ---------------------------------------------------------------------------
 
+    def warn(self, warning: RdbWarning) -> None:
+        """Records a warning once (a stream walked twice meets its warnings twice)."""
+        if warning not in self._warned:
+            self._warned.add(warning)
+            self.warnings.append(warning)
+
     def _note(self, record) -> None:
         """Keeps what a non-key record says about the dump."""
         body, kind = record.body, record.kind
@@ -248,7 +273,7 @@ class Dump:
                 self.last_key = values.text(body.key)
                 self.current = (start, self.last_key)
                 yield KeyRecord(db, self.last_key, record.opcode, body.value_kind, expire_at_ms,
-                                idle, freq, start, end - start, body)
+                                idle, freq, start, end - start, body, _warn=self.warn)
                 expire_at_ms = idle = freq = None
             elif kind == SELECT_DB:
                 db = record.body.db_number.value
@@ -334,6 +359,7 @@ class DfsDump(Dump):
             try:
                 # kept open until the set is closed: values are decoded lazily from the map
                 shard = Dump(open_source(shard_path), self.verify_checksum)
+                shard.warnings, shard._warned = self.warnings, self._warned  # one list for the set
                 self._shard_dumps.append(shard)
                 sid = dragonfly.aux_value(shard.aux, b"snapshot-id")
                 if snapshot_id is not None and sid is not None and sid != snapshot_id:

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from . import api
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
-from .errors import EXIT_CODES, InternalError, RdbError, as_internal, exit_code, internal_error_line
+from .errors import EXIT_CODES, InternalError, RdbError, as_internal, exit_code, internal_error_line, print_warnings
 from .jsonl import dumps, s, write_record
 from .spark.pipeline import register as register_pipeline
 from .stream_commands.cli import register as register_stream_commands
@@ -65,7 +65,8 @@ def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecor
 
 def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     for record in _selected(dump, args):
-        write_record(out, record, args.include_deleted)
+        if not record.skipped_by_server:  # an empty container: a warning says so
+            write_record(out, record, args.include_deleted)
 
 
 def element_count(record: api.KeyRecord) -> int:
@@ -90,10 +91,20 @@ def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
             out.write(dumps(dict(zip(header, row))) + "\n")
 
 
+def check(record: api.KeyRecord) -> None:
+    """Decodes a key's value (a stream's every node) so the checks the server makes on load run:
+    what it refuses raises, what it loads is counted in `dump.warnings`."""
+    value = record.value
+    if isinstance(value, Stream):
+        for _ in value.node_entries():
+            pass
+
+
 def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     per_db: dict[int, Counter] = defaultdict(Counter)
     per_type: Counter = Counter()
     for record in _selected(dump, args):
+        check(record)
         per_db[record.db]["keys"] += 1
         per_db[record.db]["expires"] += record.expire_at_ms is not None
         per_type[record.type_name] += 1
@@ -110,6 +121,7 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
                        for m in dump.module_aux],
         "slot_info": dump.slot_info,
         "checksum": dump.checksum_status,
+        "warnings": len(dump.warnings),
         **getattr(dump, "extra_info", {}),  # producer-specific facts (Dragonfly DFS: shard_count, shards)
     }
     if args.json:
@@ -125,6 +137,7 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         out.write(f"  {name}: {count}\n")
     if info["functions"]:
         out.write(f"  functions: {len(info['functions'])} libraries\n")
+    out.write(f"  warnings: {info['warnings']}\n")
     for key, value in getattr(dump, "extra_info", {}).items():
         out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")
 
@@ -187,12 +200,14 @@ def run_dump_command(args: argparse.Namespace) -> int:
         with api.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
             args.run(dump, args, out)
         out.flush()
+        print_warnings(dump.warnings)
         return EXIT_CODES["ok"]
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not an error; keep Python from complaining at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CODES["ok"]
     except (RdbError, OSError) as err:
+        print_warnings(dump.warnings if dump is not None else ())
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
     except InternalError:

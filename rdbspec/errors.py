@@ -9,10 +9,14 @@ traceback is printed only with `rdbspec --debug`.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from rdbspec_generated import ParseError, RdbError, TruncatedError
 
-__all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "TruncatedError",
-           "EXIT_CODES", "as_internal", "exit_code", "internal_error_line"]
+__all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "RdbWarning",
+           "TruncatedError", "EXIT_CODES", "as_internal", "exit_code", "internal_error_line", "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -36,6 +40,29 @@ class IntegrityError(RdbError):
         self.reason = message
         self.offset = offset
         self.key = key
+
+
+@dataclass(frozen=True)
+class RdbWarning:
+    """A check that the server does not make on load (or makes only with `sanitize-dump-payload
+    yes`) failed: the server loads the file, so rdbspec reads on and says so. `where` names
+    the spec path or the server function behind the check."""
+
+    reason: str
+    offset: int | None
+    key: bytes | None
+    where: str
+
+    def __str__(self) -> str:
+        at = "" if self.offset is None else f" at byte {self.offset}"
+        key = "" if self.key is None else f" (key {self.key!r}{at})" if at else f" (key {self.key!r})"
+        return f"{self.reason}{key or at} [{self.where}]"
+
+
+def print_warnings(warnings: Iterable[RdbWarning]) -> None:
+    """The CLI's warning lines on stderr: one per warning, `rdbspec: warning: ...`."""
+    for warning in warnings:
+        print(f"rdbspec: warning: {warning}", file=sys.stderr)
 
 
 class InternalError(Exception):

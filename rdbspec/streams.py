@@ -5,7 +5,16 @@ A node's listpack is decoded when its entries are asked for, and not kept: walki
 million-entry stream holds one node's columns (ms, seq, deleted, fields as parallel lists) at a
 time. `columns()` gathers them all for callers that need random access by ID (XRANGE...).
 Group and PEL checks run when the value is built; entry checks (node counts, ascending IDs,
-the stream length) run as the nodes are decoded, so they fail where the walk reaches them.
+the stream length) run as the nodes are decoded, so they report where the walk reaches them.
+
+What the server refuses on load is an `IntegrityError` (redis src/rdb.c rdbLoadObject: two
+nodes with one master ID, a length but no nodes, a duplicated group name, consumer or group PEL entry, a consumer PEL
+entry missing from its group PEL or already pending for a consumer). What it loads is a warning,
+told to the sink in force when the value was decoded (`rdbspec_generated.collecting`): a node
+whose flags disagree with its declared counts, IDs out of order, a stored length that differs
+from the live entries (the server keeps the stored one, so XLEN answers it), a group PEL entry
+no consumer owns (refused only with `sanitize-dump-payload yes`). Nodes are kept in master ID
+order, as the server's radix tree holds them.
 """
 
 from __future__ import annotations
@@ -15,6 +24,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from rdbspec_generated import WarningSink, collecting, current_sink
+
 from .errors import IntegrityError, InternalError, RdbError
 from .primitives import text
 
@@ -23,6 +34,7 @@ StreamId = tuple[int, int]
 FLAG_DELETED = 1
 FLAG_SAMEFIELDS = 2
 UNKNOWN_ENTRIES_READ = MASK64  # SCG_INVALID_ENTRIES_READ (-1) saved as a uint64
+LOADS_UNCHECKED = "redis src/rdb.c rdbLoadObject"  # where the warnings' checks are not made
 
 
 def format_id(stream_id: StreamId) -> str:
@@ -151,11 +163,12 @@ class Stream:
     groups: list[ConsumerGroup] = field(default_factory=list)
     idmp: Idmp | None = None
     origin: tuple[int, bytes] | None = None  # (record offset, key), named by errors
+    warn: WarningSink | None = field(default=None, repr=False, compare=False)  # told what the server loads
     _columns: EntryColumns | None = field(default=None, repr=False, compare=False)
 
     def node_entries(self) -> Iterator[tuple[StreamNode, NodeEntries]]:
         """Decodes the nodes one at a time, with the checks of `walk_nodes`."""
-        return walk_nodes(self.nodes, self.origin, self.length)
+        return walk_nodes(self.nodes, self.origin, self.length, self.warn)
 
     def entries(self, include_deleted: bool = False) -> Iterator[StreamEntry]:
         for _, got in self.node_entries():
@@ -184,9 +197,17 @@ class Stream:
             max_deleted_entry_id=sid(v.max_deleted_entry_id) if v.max_deleted_entry_id is not None else None,
             entries_added=v.entries_added.value if v.entries_added is not None else None,
         )
-        stream.nodes = [StreamNode.from_spec(n) for n in v.nodes]
+        stream.warn = current_sink()
+        # the server keeps nodes in a radix tree keyed by master ID, so in ID order, whatever the
+        # file order, and refuses a master ID twice ("Listpack re-added with existing key")
+        stream.nodes = sorted((StreamNode.from_spec(n) for n in v.nodes), key=lambda n: n.master_id)
+        for before, after in zip(stream.nodes, stream.nodes[1:]):
+            if before.master_id == after.master_id:
+                raise IntegrityError(f"two stream nodes have the master ID {format_id(after.master_id)}")
+        if stream.length and not stream.nodes:  # "Stream length inconsistent with rax entries"
+            raise IntegrityError(f"stream length {stream.length} but no nodes")
         for g in v.groups:
-            stream.groups.append(_group(g))
+            stream.groups.append(_group(g, stream.warn))
         if v.idmp is not None:
             stream.idmp = Idmp(
                 v.idmp.duration.value, v.idmp.max_entries.value,
@@ -204,44 +225,52 @@ class Stream:
             names.add(group.name)
 
 
-def walk_nodes(nodes: Iterable[StreamNode], origin: tuple[int, bytes] | None,
-               length: int | None = None) -> Iterator[tuple[StreamNode, NodeEntries]]:
+def walk_nodes(nodes: Iterable[StreamNode], origin: tuple[int, bytes] | None, length: int | None = None,
+               warn: WarningSink | None = None) -> Iterator[tuple[StreamNode, NodeEntries]]:
     """Decodes `nodes` one at a time, checking each node's declared counts against its flags
     and that IDs ascend; with `length` (all of a stream's nodes), that the live entries number
-    `length` (redis src/rdb.c rdbLoadObject, t_stream.c; notes §6.4). `origin` (record offset,
-    key) locates the errors."""
+    `length` (notes §6.4). The server checks none of these on load (redis src/rdb.c
+    rdbLoadObject; t_stream.c streamValidateListpackIntegrity reads count + deleted entries,
+    which the spec's grammar does too): each is a warning, told to `warn` (none: not told).
+    `origin` (record offset, key) locates errors and warnings."""
     previous: StreamId | None = None
     live = 0
     for node in nodes:
-        got = _read_node(node, origin)
+        got = _read_node(node, origin, warn)
         cols = got.columns
         flagged = sum(cols.deleted)
         if flagged != got.deleted or len(cols) - flagged != got.count:
-            raise _integrity(f"stream node {format_id(node.master_id)} declares {got.count} live and "
-                             f"{got.deleted} deleted entries but flags {len(cols) - flagged} and {flagged}", origin)
+            _warn(warn, f"stream node {format_id(node.master_id)} declares {got.count} live and "
+                        f"{got.deleted} deleted entries but flags {len(cols) - flagged} and {flagged}", origin)
         for current in zip(cols.ms, cols.seq):
             if previous is not None and current <= previous:
-                raise _integrity(f"stream entry {format_id(current)} is not after {format_id(previous)}", origin)
+                _warn(warn, f"stream entry {format_id(current)} is not after {format_id(previous)}", origin)
             previous = current
         live += len(cols) - flagged
         yield node, got
     if length is not None and live != length:
-        raise _integrity(f"stream length {length} but {live} live entries", origin)
+        _warn(warn, f"stream length {length} but {live} live entries (the server answers {length})", origin)
 
 
-def _read_node(node: StreamNode, origin: tuple[int, bytes] | None) -> NodeEntries:
+def _warn(warn: WarningSink | None, reason: str, origin: tuple[int, bytes] | None) -> None:
+    if warn is not None:
+        warn(reason, origin[0] if origin else None, LOADS_UNCHECKED)
+
+
+def _ignore(reason: str, offset: int | None, where: str) -> None:
+    """The sink of a walk nobody listens to: the server loads what it is told of."""
+
+
+def _read_node(node: StreamNode, origin: tuple[int, bytes] | None, warn: WarningSink | None) -> NodeEntries:
     try:
-        return node.read()
+        with collecting(warn or _ignore):
+            return node.read()
     except RdbError as err:
         if origin is not None:
             err.key = origin[1]
         raise
     except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
         raise InternalError(err, *(origin or (None, None))) from err
-
-
-def _integrity(reason: str, origin: tuple[int, bytes] | None) -> IntegrityError:
-    return IntegrityError(reason, *origin) if origin else IntegrityError(reason)
 
 
 def _node_entries(node: Any) -> NodeEntries:
@@ -265,7 +294,7 @@ def _node_entries(node: Any) -> NodeEntries:
     return NodeEntries(lp.master.count, lp.master.deleted, out)
 
 
-def _group(g) -> ConsumerGroup:
+def _group(g, warn: WarningSink | None) -> ConsumerGroup:
     name = text(g.name)
     pending: dict[StreamId, PendingEntry] = {}
     for row in g.pel:
@@ -287,12 +316,16 @@ def _group(g) -> ConsumerGroup:
             if owner is None:
                 raise IntegrityError(f"group {name!r} consumer {cname!r}: pending entry "
                                      f"{format_id(entry_id)} is not in the group PEL")
-            if owner.consumer is not None:
+            if owner.consumer is not None:  # "Stream consumer PEL entry already has a consumer assigned"
                 raise IntegrityError(f"group {name!r} consumer {cname!r}: entry {format_id(entry_id)} "
                                      f"is already pending for {owner.consumer!r}")
             owner.consumer = cname
             ids.append(entry_id)
         consumers.append(Consumer(cname, c.seen_time, c.active_time, ids))
+    for entry in pending.values():
+        if entry.consumer is None:
+            _warn(warn, f"group {name!r}: entry {format_id(entry.id)} is pending for no consumer "
+                        f"(refused only with sanitize-dump-payload yes)", None)
     entries_read = g.entries_read.value if g.entries_read is not None else None
     if entries_read == UNKNOWN_ENTRIES_READ:
         entries_read = None

@@ -261,5 +261,20 @@ ENCODINGS = {0: "string", 1: "linkedlist", 2: "hashtable", 3: "skiplist", 4: "ha
              36: "topk", 37: "cuckoo", DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hashtable"}
 
 
+# Lists, sets, sorted sets and hashes that hold nothing: the server skips such a key on load,
+# logging "rdbLoadObject skipping empty key" (redis src/rdb.c rdbLoadObject `goto emptykey`,
+# rdbLoadRioWithLoadingCtx; Redis >= 6.2). An empty intset or zipmap is refused instead
+# (intset.c intsetValidateIntegrity, zipmap.c zipmapValidateIntegrity: "Zipmap integrity check
+# failed"); rdbspec reads an empty zipmap as an empty hash, without either.
+EMPTY_KEY_RULE = "redis src/rdb.c rdbLoadObject (emptykey)"
+_SKIPPED_WHEN_EMPTY = {"list", "set", "zset", "hash"}
+ZIPMAP = 9
+
+
+def skipped_when_empty(value_kind: int, value: Any) -> bool:
+    return (value_kind != ZIPMAP and TYPE_NAMES.get(value_kind) in _SKIPPED_WHEN_EMPTY
+            and isinstance(value, list) and not value)
+
+
 def decode(value_kind: int, value, type_code: int) -> Decoded:
     return DECODERS[value_kind](value, type_code)

@@ -28,13 +28,12 @@ types:
         doc: Engine name (e.g. LUA).
       - id: has_desc
         type: rdb_string::rdb_len
-        valid:
-          expr: _.value <= 1
-        -rdbspec-message: 'expected 0 or 1, found {_.value}'
-        doc: 1 when a description follows, else 0.
+        doc: |
+          1 when a description follows, else 0. The server reads a description after any
+          non-zero value (redis src/rdb.c rdbFunctionLoad), and so does this grammar.
       - id: desc
         type: rdb_string
-        if: has_desc.value == 1
+        if: has_desc.value != 0
         doc: The description.
       - id: code
         type: rdb_string

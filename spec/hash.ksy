@@ -151,4 +151,5 @@ types:
           min: -1
         doc: |
           Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-          entryGetExpiry, EXPIRY_NONE = -1 for a field without TTL).
+          entryGetExpiry, EXPIRY_NONE = -1 for a field without TTL); below -1 the server refuses
+          the file (valkey src/rdb.c rdbLoadObject: itemexpiry < EXPIRY_NONE).

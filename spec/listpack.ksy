@@ -100,6 +100,7 @@ types:
             (backlen_size < 4 or _[3] >= 128) and
             (backlen_size < 5 or _[4] >= 128)
         -rdbspec-message: 'expected the entry size {entry_len} in {backlen_size} bytes, found {_}'
+        -rdbspec-warn: redis src/listpack.c lpValidateNext (checked only with sanitize-dump-payload yes)
         doc: |
           Size of encoding+data, stored after the data in 1..5 bytes: the first byte holds the
           most significant 7 bits (bit 7 clear), every later byte has bit 7 set.

@@ -286,6 +286,7 @@ types:
         valid:
           expr: _.is_int and _.int_value == 0
         -rdbspec-message: 'expected 0 closing the master entry, found {_}'
+        -rdbspec-warn: redis src/t_stream.c streamValidateListpackIntegrity (checked only with sanitize-dump-payload yes)
         doc: Master terminator (lp-count of the master entry), always 0.
   stream_entry:
     doc: |
@@ -332,6 +333,7 @@ types:
             _.is_int and
             _.int_value == ((flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)
         -rdbspec-message: 'expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found {_}'
+        -rdbspec-warn: redis src/t_stream.c streamValidateListpackIntegrity (checked only with sanitize-dump-payload yes)
         doc: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
     instances:
       is_deleted:

@@ -75,6 +75,38 @@ def test_unsupported_constructs_name_file_and_path(tmp_path: Path, body: str, wh
     assert err.value.yaml_path.startswith(where)
 
 
+OBJECT_AS_NUMBER = """
+meta:
+  id: slip
+seq:
+  - id: container
+    type: len
+  - id: plain
+    type: u1
+    if: {operand} {op} 1
+types:
+  len:
+    seq:
+      - id: value
+        type: u1
+"""
+
+
+@pytest.mark.parametrize("op", ["==", "<", "+"])
+def test_an_object_used_as_a_number_is_an_error(tmp_path: Path, op: str) -> None:
+    """`container == 1` where `container` is an object is never true: the quicklist PLAIN node
+    slip of issue 12 (in the library), refused here before it can reach the generated code."""
+    write_spec(tmp_path, "slip", OBJECT_AS_NUMBER.format(operand="container", op=op))
+    builder = Builder(load_tree(tmp_path))
+    with pytest.raises(SpecError) as err:
+        render_all(builder, builder.build())
+    assert err.value.file == "slip.ksy"
+    assert f"operator {op} applied to a len object" in str(err.value)
+    write_spec(tmp_path, "slip", OBJECT_AS_NUMBER.format(operand="container.value", op=op))
+    builder = Builder(load_tree(tmp_path))
+    assert "slip.py" in render_all(builder, builder.build())
+
+
 @pytest.mark.parametrize(
     "valid",
     [
@@ -322,3 +354,47 @@ def test_proven_code_reads_the_same_values_and_errors(tagged) -> None:
     with pytest.raises(errors.TruncatedError) as err:
         tagged.Tagged.from_bytes(bytes([0xC5, 1, 2]))
     assert err.value.offset == 1 and err.value.spec_path == "tagged:entry.text"
+
+
+WARNED = """
+meta:
+  id: warned
+seq:
+  - id: count
+    type: u1
+    valid:
+      max: 5
+    -rdbspec-warn: a server function that loads any count
+  - id: items
+    type: u1
+    repeat: expr
+    repeat-expr: count
+"""
+
+
+@pytest.fixture(scope="module")
+def warned(tmp_path_factory: pytest.TempPathFactory):
+    yield from _compiled(tmp_path_factory, "warned", WARNED)
+
+
+def test_a_warning_check_tells_the_sink_and_reads_on(warned) -> None:
+    """`-rdbspec-warn`: a check the server does not make on load goes to the sink in force, with
+    the offset and spec path, and the fields after it are read; with no sink it is an error, as
+    in the official compiler's output."""
+    data = bytes([6, 1, 2, 3, 4, 5, 6])
+    errors = runtime(warned)
+    told: list[tuple[str, int | None, str]] = []
+    with errors.collecting(lambda *warning: told.append(warning)):
+        root = warned.Warned.from_bytes(data)
+    assert root.items == [1, 2, 3, 4, 5, 6]
+    assert told == [("expected at most 5, found 6", 0, "warned:warned.count")]
+    with pytest.raises(errors.ParseError) as err:
+        warned.Warned.from_bytes(data)
+    assert err.value.reason == "expected at most 5, found 6" and err.value.offset == 0
+
+
+def test_a_warning_needs_a_check_and_the_server_function(tmp_path: Path) -> None:
+    write_spec(tmp_path, "bad", "meta:\n  id: bad\nseq:\n  - id: a\n    type: u1\n    -rdbspec-warn: x\n")
+    with pytest.raises(SpecError) as err:
+        Builder(load_tree(tmp_path)).build()
+    assert err.value.yaml_path == "/seq/0/-rdbspec-warn"

@@ -116,3 +116,21 @@ def test_a_valkey_dump_unlike_the_server_is_reported(redis_server_factory, tmp_p
     assert "tamper:string" in diffs[2] and "string value" in diffs[2]
     assert "tamper:hash" in diffs[0] and "field b'f' expire_at_ms 4102444800078" in diffs[0]
     assert "tamper:stream" in diffs[1] and "stream entry" in diffs[1]
+
+
+@pytest.mark.parametrize("kind", ["debian", "valkey"])  # Redis 6.2 has no PLAIN nodes
+def test_plain_quicklist_nodes(kind: str, redis_server_factory, tmp_path: Path) -> None:
+    """Redis 7 stores an element at or over the packed threshold in a PLAIN quicklist node of its
+    own (redis src/quicklist.c isLargeElement; rdb.c rdbSaveObject writes the node's container,
+    1, then the element as a string, LZF-compressed when that saves space). A low threshold (a
+    DEBUG subcommand) puts them between packed nodes."""
+    server = redis_server_factory(binary_for(kind))
+    client = server.client()
+    client.execute_command("DEBUG", "QUICKLIST-PACKED-THRESHOLD", "100")
+    client.rpush("mixed", b"a", b"x" * 150, b"b", bytes(range(256)) * 2)
+    client.rpush("plain", b"z" * 200)
+    want = {key: client.lrange(key, 0, -1) for key in (b"mixed", b"plain")}
+    path = server.save(copy_to=tmp_path / "dump.rdb")
+    with rdbspec.open(path) as dump:
+        got = {r.key: (r.rdb_type, r.value) for r in dump.keys()}
+    assert got == {key: (18, items) for key, items in want.items()}

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from .. import api
 from ..command_line import AnyCaseSubParsers, error_line
-from ..errors import RdbError, exit_code
+from ..errors import RdbError, exit_code, print_warnings
 from .commands import CommandError, dump_context, dump_lookup, execute
 from .reply import render_json, render_text
 from .rules import Version
@@ -77,11 +77,14 @@ def run(args: argparse.Namespace) -> int:
             lookup = dump_lookup(dump, args.db, _keys_of(argv), now_ms)
             reply = execute(dump_context(dump, lookup, now_ms, args.as_version), argv)
     except CommandError as err:
+        print_warnings(dump.warnings if dump is not None else ())
         print(f"(error) {err.message}", file=sys.stderr)
         return 1
     except (RdbError, OSError) as err:
+        print_warnings(dump.warnings if dump is not None else ())
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
+    print_warnings(dump.warnings)
     text = render_json(reply) + "\n" if args.json else render_text(reply)
     return _write(text, args.output)
 

@@ -25,7 +25,7 @@ def _masters(stream: Stream) -> list[int]:
 
 def _node_columns(stream: Stream, index: int) -> EntryColumns:
     """One node's entries, decoded and checked on their own."""
-    return next(walk_nodes([stream.nodes[index]], stream.origin))[1].columns
+    return next(walk_nodes([stream.nodes[index]], stream.origin, warn=stream.warn))[1].columns
 
 
 def _live(stream: Stream, nodes: range, rev: bool) -> Iterator[tuple[int, EntryColumns]]:
