@@ -19,6 +19,7 @@ from rdbspec_generated.rdb_string import RdbString
 from . import dragonfly, values
 from .checksum import crc64
 from .errors import ChecksumError, IntegrityError, InternalError, RdbWarning
+from .primitives import text
 from .source import Source, open_source
 from .streams import Stream
 
@@ -174,7 +175,7 @@ class Dump:
             key, _ = RdbString._read(Io(buf, 0, len(buf)), offset + 1, None, None)
         except RdbError:
             return None
-        return values.text(key)
+        return text(key)
 
     def _next_record(self) -> tuple[Any, int, int] | None:
         if self._pending:
@@ -236,12 +237,12 @@ class Dump:
         """Keeps what a non-key record says about the dump."""
         body, kind = record.body, record.kind
         if kind == AUX:
-            self.aux.append((values.text(body.key), values.text(body.value)))
+            self.aux.append((text(body.key), text(body.value)))
         elif kind == FUNCTION2:
-            self.functions.append(FunctionLibrary(values.text(body.library_code)))
+            self.functions.append(FunctionLibrary(text(body.library_code)))
         elif kind == FUNCTION_PRE_GA:
-            self.functions.append(FunctionLibrary(values.text(body.code), values.text(body.name),
-                                                  values.text(body.engine)))
+            self.functions.append(FunctionLibrary(text(body.code), text(body.name),
+                                                  text(body.engine)))
         elif kind == MODULE_AUX:
             name, version = values.module_name(body.module_id.value)
             module = values.ModuleValue(name, version, body.module_id.value, values.module_ops(body.ops),
@@ -250,7 +251,7 @@ class Dump:
         elif kind == SLOT_INFO:
             self.slot_info.append((body.slot_id.value, body.slot_size.value, body.expires_slot_size.value))
         elif kind == SLOT_IMPORT:
-            self.slot_imports.append((values.text(body.job_name),
+            self.slot_imports.append((text(body.job_name),
                                       [(r.start_slot.value, r.end_slot.value) for r in body.ranges]))
 
     def keys(self, stop: int | None = None) -> Iterator[KeyRecord]:
@@ -270,7 +271,7 @@ class Dump:
             kind = record.kind
             if kind == KEY_VALUE:
                 body = record.body
-                self.last_key = values.text(body.key)
+                self.last_key = text(body.key)
                 self.current = (start, self.last_key)
                 yield KeyRecord(db, self.last_key, record.opcode, body.value_kind, expire_at_ms,
                                 idle, freq, start, end - start, body, _warn=self.warn)

@@ -20,8 +20,9 @@ from rdbspec_generated import dragonfly as gen_dragonfly
 from rdbspec_generated.rdb_string import RdbString
 
 import rdbspec
-from rdbspec import cli, dragonfly, values
+from rdbspec import cli, dragonfly
 from rdbspec.jsonl import record_json
+from rdbspec.primitives import text
 from rdbspec.streams import Stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
@@ -210,9 +211,9 @@ def test_single_rdb_strings_are_lzf_or_int_encoded(fixtures, key, forms):
     strings = _SAVED_STRINGS[key](bytes.fromhex(want["value_hex"]))
     assert ["lzf" if s.is_lzf else "int" if s.is_int else "raw" for s in strings] == forms
     if key.startswith("cf:"):
-        assert [values.text(s) for s in strings] == [bytes.fromhex(f["hex"]) for f in want["value"]["filters"]]
+        assert [text(s) for s in strings] == [bytes.fromhex(f["hex"]) for f in want["value"]["filters"]]
     elif key.startswith("bf:"):
-        assert [values.text(s) for s in strings] == [bytes.fromhex(f["bits"]["hex"]) for f in want["value"]["filters"]]
+        assert [text(s) for s in strings] == [bytes.fromhex(f["bits"]["hex"]) for f in want["value"]["filters"]]
 
 
 def test_single_rdb_counters_stay_raw(fixtures):
