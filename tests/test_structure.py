@@ -30,6 +30,9 @@ LAYERS: list[tuple[str, set[str]]] = [
                       "rdbspec.spark.pipeline"}),
 ]
 LAYER_OF = {module: rank for rank, (_, modules) in enumerate(LAYERS) for module in modules}
+# The stream commands' modules, each importing only the ones before it.
+STREAM_COMMANDS = [f"rdbspec.stream_commands.{m}" for m in ("rules", "ranges", "groups", "xinfo", "commands", "reply",
+                                                             "cli")]
 
 
 def module_name(path: Path) -> str:
@@ -102,6 +105,12 @@ def test_imports_go_down(path: Path) -> None:
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_import_inside_a_function(path: Path) -> None:
     assert imports_of(path)[1] == [], "import rdbspec modules at module level; a loop is solved by moving code down"
+
+
+def test_stream_command_modules_import_earlier_ones() -> None:
+    for index, module in enumerate(STREAM_COMMANDS):
+        later = sorted(GRAPH[module] & set(STREAM_COMMANDS[index:]))
+        assert later == [], f"{module} imports a stream command module that comes after it"
 
 
 def test_no_import_cycle() -> None:
