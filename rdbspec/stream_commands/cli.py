@@ -57,7 +57,7 @@ def _argv(args: argparse.Namespace) -> list[bytes]:
 
 
 def _keys_of(argv: Sequence[bytes]) -> list[bytes]:
-    """The keys a command line reads (XREAD: after STREAMS, as cmd_xread finds it)."""
+    """The keys a command line reads (XREAD: after STREAMS, as commands.cmd_xread finds it)."""
     if argv[0] == b"XREAD":
         i = 1
         while i < len(argv) and argv[i].lower() == b"count":
