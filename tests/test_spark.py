@@ -418,3 +418,17 @@ def test_pipeline_corrupt_file_is_one_line(troubled_inputs, tmp_path):
     assert code == 3
     assert len(err) == 1 and err[0].startswith(f"rdbspec pipeline: {troubled_inputs}/"), err
     assert " at byte " in err[0] and out == ""
+
+
+def test_pipeline_debug_adds_the_traceback(spark, troubled_inputs, tmp_path, monkeypatch, capsys):
+    from rdbspec.spark import pipeline
+
+    monkeypatch.setattr(pipeline.launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    cut = str(troubled_inputs / "cut.rdb")
+    assert _pipeline(cut, "--out", str(tmp_path), "--tables", "files", "--no-summary") == 3
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"rdbspec pipeline: {cut}: TruncatedError at byte 30000")
+    assert _pipeline(cut, "--out", str(tmp_path), "--tables", "files", "--no-summary", "--debug") == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):") and "CorruptFileError" in err
+    assert err.splitlines()[-1] == line
