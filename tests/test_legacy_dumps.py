@@ -23,7 +23,7 @@ import servers  # noqa: E402
 from expected import capture, compare  # noqa: E402
 from golden import parse_hex  # noqa: E402
 from populate import populate  # noqa: E402
-from rdbtools_values import rdbtools_values  # noqa: E402
+from rdbtools_values import assert_rdbtools_agrees  # noqa: E402
 from servers import SERVER_KINDS, binary_for  # noqa: E402
 
 redis_server_factory = servers.redis_server_factory
@@ -44,26 +44,6 @@ def rdbspec_dump(path: Path, tmp_path: Path) -> list[dict[str, Any]]:
     out = tmp_path / "dump.jsonl"
     assert cli.main(["dump", str(path), "-o", str(out)]) == 0
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-
-
-def _library_values(path: Path) -> dict[tuple[int, bytes], tuple[str, Any]]:
-    with rdbspec.open(path) as dump:
-        return {(r.db, r.key): (r.type_name, r.value) for r in dump.keys()}
-
-
-def assert_rdbtools_agrees(path: Path) -> int:
-    """Every string, list, set, sorted set and hash reads as rdbtools reads it; returns how many."""
-    theirs = rdbtools_values(path)
-    mine = _library_values(path)
-    assert theirs and set(theirs) <= set(mine)
-    for key, (kind, value) in theirs.items():
-        my_kind, my_value = mine[key]
-        assert my_kind == kind, key
-        if kind in ("set", "zset"):
-            assert sorted(my_value) == sorted(value), key
-        else:
-            assert my_value == value, key
-    return len(theirs)
 
 
 @pytest.mark.parametrize("kind", SERVER_KINDS)
