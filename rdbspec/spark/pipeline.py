@@ -16,8 +16,9 @@ import builtins
 import os
 import re
 import sys
+import tempfile
 import traceback
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from .. import errors
 from ..errors import EXIT_CODES, exit_code
@@ -227,36 +228,66 @@ def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, optio
     out.write(f"wrote {', '.join(tables)} to {args.out} ({args.format})\n")
 
 
+def _start_spark(master: str, debug: bool, jvm_log: IO[bytes]) -> Any:
+    """The session. Unless `debug`, the JVM it starts writes its stderr to `jvm_log`, not to the
+    console: its own notes, and what the Python workers print (the JVM copies their stderr),
+    e.g. the tracebacks of workers cut off when a failed job is cancelled."""
+    if debug:
+        return launch.session(master, verbose=True)
+    sys.stderr.flush()
+    console = os.dup(2)
+    os.dup2(jvm_log.fileno(), 2)  # the JVM inherits this descriptor when it is started
+    try:
+        return launch.session(master)
+    finally:
+        os.dup2(console, 2)
+        os.close(console)
+
+
+def _forward_warnings(jvm_log: IO[bytes]) -> None:
+    """The data source's own lines ("rdbspec: skipping the rest of a corrupt file...") to stderr."""
+    jvm_log.seek(0)
+    for line in jvm_log.read().decode("utf-8", "replace").splitlines():
+        if line.startswith("rdbspec: "):
+            print(line, file=sys.stderr)
+
+
+def _pipeline(args: argparse.Namespace, out: TextIO, debug: bool, jvm_log: IO[bytes]) -> None:
+    try:
+        tables = _tables(args.tables)
+    except ValueError as err:
+        raise PipelineError(str(err), EXIT_CODES["usage"]) from None
+    options = read_options(args)
+    _check_inputs(args, options)
+    try:
+        spark = _start_spark(args.master, debug, jvm_log)
+    except launch.JavaMissingError as err:
+        raise PipelineError(str(err), EXIT_CODES["unavailable"]) from None
+    try:
+        _write_tables(spark, tables, args, options, out)
+    except Exception as err:  # a Spark job failure: one line, not a JVM stack trace
+        if debug:
+            traceback.print_exc()
+        raise job_failure(err) from None
+    finally:
+        spark.stop()
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """The ``pipeline`` command: returns the exit code. Every failure ends with one line on
     stderr and the exit code of `errors.EXIT_CODES`; ``--debug`` adds the traceback."""
-    out = out or sys.stdout
     debug = getattr(args, "debug", False)
-    spark = None
-    try:
+    failure = None
+    with tempfile.TemporaryFile() as jvm_log:
         try:
-            tables = _tables(args.tables)
-        except ValueError as err:
-            raise PipelineError(str(err), EXIT_CODES["usage"]) from None
-        options = read_options(args)
-        _check_inputs(args, options)
-        try:
-            spark = launch.session(args.master, verbose=debug)
-        except launch.JavaMissingError as err:
-            raise PipelineError(str(err), EXIT_CODES["unavailable"]) from None
-        try:
-            _write_tables(spark, tables, args, options, out)
-        except Exception as err:  # a Spark job failure: one line, not a JVM stack trace
-            if debug:
-                traceback.print_exc()
-            raise job_failure(err) from None
+            _pipeline(args, out or sys.stdout, debug, jvm_log)
+        except PipelineError as err:
+            failure = err
+        _forward_warnings(jvm_log)
+    if failure is None:
         return EXIT_CODES["ok"]
-    except PipelineError as failure:
-        print(failure.line, file=sys.stderr)
-        return failure.code
-    finally:
-        if spark is not None:
-            spark.stop()
+    print(failure.line, file=sys.stderr)
+    return failure.code
 
 
 def main(argv: list[str] | None = None) -> int:
