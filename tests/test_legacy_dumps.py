@@ -97,7 +97,7 @@ def test_a_dump_without_keys_reads_to_the_end(kind: str, redis_server_factory, t
     with rdbspec.open(path) as dump:
         assert list(dump.keys()) == []
         assert dump.checksum_status == "ok" and dump.end_offset == path.stat().st_size - 8
-        assert dict(dump.aux)[b"redis-ver"]
+        assert {name for name, _ in dump.aux} & {b"redis-ver", b"valkey-ver"}
     assert rdbspec_dump(path, tmp_path) == []
 
 

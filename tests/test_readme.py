@@ -88,6 +88,8 @@ def test_synopsis_commands_and_options_exist() -> None:
     main_help = _run([sys.executable, "-m", "rdbspec", "--help"], REPO).stdout
     for words in lines:
         assert words[1] in main_help, words
+        if words[1].startswith("-"):  # an option of rdbspec itself (--version)
+            continue
         sub_help = _run([sys.executable, "-m", "rdbspec", words[1], "--help"], REPO).stdout
         options = {o for w in words for o in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", w)}
         missing = [o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}\b", sub_help)]
