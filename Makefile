@@ -1,18 +1,27 @@
-# rdbspec — every target installs what it needs itself (a .venv with pip, npm packages into
-# tests/conformance, Debian's redis-server when root and missing).
+# rdbspec — every target installs what it needs itself. `run` needs Python 3.10+ and Java 17+
+# only (a .venv with rdbspec and its spark extra); the test targets add the dev extra, npm
+# packages into tests/conformance and Debian's redis-server (when root and missing).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
+PEERS := ../shared/corpus/peers
 NODE_STAMP := tests/conformance/node_modules/.installed
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup run test regenerate check-generated lint conformance pytest bench redis-server
+.PHONY: setup run test test-peers regenerate check-generated lint conformance pytest bench redis-server
 
-$(STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || \
+	  { echo "Python 3.10+ is needed (PYTHON=$(PYTHON) is $$($(PYTHON) --version 2>&1))"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[spark]'
+	touch $@
+
+$(STAMP): $(RUN_STAMP)
 	$(PY) -m pip install -q -e '.[dev,spark]'
 	touch $@
 
@@ -28,8 +37,8 @@ redis-server:
 
 setup: $(STAMP) $(NODE_STAMP) redis-server
 
-# The main job on the bundled sample dump, through Spark local mode.
-run: setup
+# The main job on the bundled sample dumps, through Spark local mode (checks Java 17+ first).
+run: $(RUN_STAMP)
 	$(PY) -m rdbspec pipeline examples/ --out out/examples --master 'local[*]'
 
 regenerate: $(STAMP)
@@ -52,6 +61,12 @@ pytest: setup
 	$(PY) -m pytest -q
 
 test: setup check-generated lint conformance pytest
+
+# The dumps other projects publish, never copied into the repository: read from ../shared.
+test-peers: $(STAMP)
+	@test -d $(PEERS) || { echo "make test-peers: $(PEERS) is absent (the peers' published dumps are kept \
+	outside the repository; put that directory beside the clone to run these tests)"; exit 1; }
+	$(PY) -m pytest -q -m peers tests/test_peers.py
 
 bench: setup
 	$(PY) -m bench

@@ -213,7 +213,7 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
     if any(r.status != "skipped" for r in spark):
         parts += ["", "## Spark: stream_entries", "",
                   "Each run is a whole process: the session is built as `rdbspec pipeline` does "
-                  "(`build_session(master)`), then `spark.read.format(\"rdb\").option(\"table\", "
+                  "(`rdbspec.spark.launch.session(master)`), then `spark.read.format(\"rdb\").option(\"table\", "
                   "\"stream_entries\").option(\"splitSize\", S).load(file)` is forced with "
                   "`select(count(*), sum(length(id)))`. On the RDB 10 dump of the run's size only. "
                   "Unsplit = splitSize 1 TiB (larger than the file), split = 8 MiB (1 MiB on a dump under "

@@ -2,7 +2,7 @@
 
     python -m bench.spark_workload FILE --master 'local[2]' --split-size 8388608
 
-Builds the session as ``rdbspec pipeline`` does (``rdbspec.spark.pipeline.build_session``), reads
+Builds the session as ``rdbspec pipeline`` does (``rdbspec.spark.launch.session``), reads
 ``spark.read.format("rdb").option("table", "stream_entries").option("splitSize", S).load(FILE)``
 and forces every row through an aggregate over a real column (``count(*)`` and
 ``sum(length(id))``: the reader builds whole Arrow batches anyway, and the sum makes Spark read
@@ -25,7 +25,7 @@ def run(path: str, master: str, split_size: str) -> dict[str, object]:
     t0 = time.perf_counter()
     from pyspark.sql import functions as F  # noqa: N812
 
-    from rdbspec.spark.pipeline import build_session
+    from rdbspec.spark.launch import session as build_session
 
     spark = build_session(master, "rdbspec-bench")
     t1 = time.perf_counter()

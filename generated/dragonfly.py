@@ -640,9 +640,71 @@ class DfSbf2Filter:
 
 
 class DfChunkList:
-    """A run of chunks that together hold `remaining` bytes; each node holds one chunk and,
-    while bytes remain, the rest of the list (SBF2 filters from SaveSBFObject, cuckoo tables
-    from SaveCuckooFilterObject). Each chunk is written with SaveString, so it is an RDB
+    """A run of chunks that together hold `total` bytes (SBF2 filters from SaveSBFObject, cuckoo
+    tables from SaveCuckooFilterObject), read one after the other until none remain: each
+    chunk is told the bytes still to be read by the one before it (a loop, not a chain of
+    nested lists, so a filter of many chunks does not nest as deep).
+
+    Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
+
+    __slots__ = (
+        "_parent",
+        "_root",
+        "_io",
+        "total",
+        "chunks",
+    )
+
+    @classmethod
+    def from_bytes(cls, data, total) -> DfChunkList:
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None, total)[0]
+        return obj
+
+    @classmethod
+    def _read(cls, io: Io, pos: int, parent, root, total) -> tuple[DfChunkList, int]:
+        self = cls.__new__(cls)
+        self._parent = parent
+        self._root = root = root if root is not None else self
+        self._io = io
+        self.total = total
+        buf = io.buf
+        end = io.end
+        # chunks: The chunks, in order.
+        chunks = []
+        chunks_index = 0
+        while True:
+            chunks_item, pos = DfChunk._read(
+                io, pos, self, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest)
+            )
+            chunks.append(chunks_item)
+            if chunks_item.rest == 0:
+                break
+            chunks_index += 1
+        self.chunks = chunks
+        return self, pos
+
+    @classmethod
+    def _skip(cls, io: Io, pos: int, parent, root, total) -> int:
+        """Steps over one df_chunk_list without building it; returns the position after it."""
+        buf = io.buf
+        end = io.end
+        # chunks: The chunks, in order.
+        chunks = []
+        chunks_index = 0
+        while True:
+            chunks_item, pos = DfChunk._read(
+                io, pos, None, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest)
+            )
+            chunks.append(chunks_item)
+            if chunks_item.rest == 0:
+                break
+            chunks_index += 1
+        return pos
+
+
+class DfChunk:
+    """One chunk of a `df_chunk_list`. Each chunk is written with SaveString, so it is an RDB
     string: plain, integer-encoded (a chunk of at most 11 bytes that is a canonical decimal
     number) or LZF-compressed (SINGLE_ENTRY compression, chunks over 20 bytes); it counts
     for the bytes it decodes to.
@@ -655,18 +717,18 @@ class DfChunkList:
         "_io",
         "remaining",
         "data",
-        "next",
         "_m_data_len",
+        "_m_rest",
     )
 
     @classmethod
-    def from_bytes(cls, data, remaining) -> DfChunkList:
+    def from_bytes(cls, data, remaining) -> DfChunk:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, remaining)[0]
         return obj
 
     @classmethod
-    def _read(cls, io: Io, pos: int, parent, root, remaining) -> tuple[DfChunkList, int]:
+    def _read(cls, io: Io, pos: int, parent, root, remaining) -> tuple[DfChunk, int]:
         self = cls.__new__(cls)
         self._parent = parent
         self._root = root = root if root is not None else self
@@ -687,21 +749,15 @@ class DfChunkList:
             raise invalid(
                 io,
                 data_pos,
-                "dragonfly:df_chunk_list.data",
+                "dragonfly:df_chunk.data",
                 "expected a chunk of 1 to " + repr(remaining) + " bytes, found " + repr(data_len),
             )
         self.data = data
-        # next: The following chunks.
-        if remaining > data_len:
-            next, pos = DfChunkList._read(io, pos, self, root, (remaining - data_len))
-        else:
-            next = None
-        self.next = next
         return self, pos
 
     @classmethod
     def _skip(cls, io: Io, pos: int, parent, root, remaining) -> int:
-        """Steps over one df_chunk_list without building it; returns the position after it."""
+        """Steps over one df_chunk without building it; returns the position after it."""
         buf = io.buf
         end = io.end
         # data: The chunk, non-empty and at most the bytes remaining once decoded.
@@ -716,15 +772,9 @@ class DfChunkList:
             raise invalid(
                 io,
                 data_pos,
-                "dragonfly:df_chunk_list.data",
+                "dragonfly:df_chunk.data",
                 "expected a chunk of 1 to " + repr(remaining) + " bytes, found " + repr(data_len),
             )
-        # next: The following chunks.
-        if remaining > data_len:
-            pos = DfChunkList._skip(io, pos, None, root, (remaining - data_len))
-            next = None
-        else:
-            next = None
         return pos
 
     @property
@@ -741,6 +791,23 @@ class DfChunkList:
         )
         self._m_data_len = data_len
         return data_len
+
+    @property
+    def rest(self):
+        """Bytes still to be read after this chunk (0 after the last one)."""
+        try:
+            return self._m_rest
+        except AttributeError:
+            pass
+        data_len = (
+            self.data.ulen.value
+            if self.data.is_lzf
+            else (len(str(self.data.int_value)) if self.data.is_int else self.data.len.value)
+        )
+        self._m_data_len = data_len
+        rest = self.remaining - data_len
+        self._m_rest = rest
+        return rest
 
 
 class DfCms:

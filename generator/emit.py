@@ -534,6 +534,9 @@ class TypeEmitter:
             self.block("while True:")
         outer = (self.loop_item, self.loop_index)
         self.loop_index = f"{local}_index"
+        # the elements read so far are the field, as in the official compiler's output (which
+        # appends to it in place): an element's expressions may read earlier ones
+        self.known[-1].add(local)
         start = f"{local}_start"
         if a.repeat != "expr" and self.element_min_size(a) == 0:
             self.emit(f"{start} = pos")

@@ -167,14 +167,10 @@ def df_member_expiry_ms(ttl) -> int | None:
     return None if seconds == -1 else (DF_MEMBER_EXPIRY_BASE_S + seconds) * 1000
 
 
-def df_chunks(chunks) -> bytes:
+def df_chunks(chunk_list) -> bytes:
     """The bytes of a `dragonfly::df_chunk_list` (absent when the total size is 0): each chunk
     is an `rdb_string` (plain, integer-encoded or LZF), decoded and joined."""
-    parts = []
-    while chunks is not None:
-        parts.append(text(chunks.data))
-        chunks = chunks.next
-    return b"".join(parts)
+    return b"".join(text(chunk.data) for chunk in chunk_list.chunks)
 
 
 def _df_set(v) -> Decoded:

@@ -147,9 +147,24 @@ types:
         doc: The filter bits, in chunks.
   df_chunk_list:
     doc: |
-      A run of chunks that together hold `remaining` bytes; each node holds one chunk and,
-      while bytes remain, the rest of the list (SBF2 filters from SaveSBFObject, cuckoo tables
-      from SaveCuckooFilterObject). Each chunk is written with SaveString, so it is an RDB
+      A run of chunks that together hold `total` bytes (SBF2 filters from SaveSBFObject, cuckoo
+      tables from SaveCuckooFilterObject), read one after the other until none remain: each
+      chunk is told the bytes still to be read by the one before it (a loop, not a chain of
+      nested lists, so a filter of many chunks does not nest as deep).
+    doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject
+    params:
+      - id: total
+        type: u8
+        doc: Bytes the chunks hold together, once decoded (the size written before them).
+    seq:
+      - id: chunks
+        type: 'df_chunk(_index == 0 ? total : chunks[_index - 1].rest)'
+        repeat: until
+        repeat-until: _.rest == 0
+        doc: The chunks, in order.
+  df_chunk:
+    doc: |
+      One chunk of a `df_chunk_list`. Each chunk is written with SaveString, so it is an RDB
       string: plain, integer-encoded (a chunk of at most 11 bytes that is a canonical decimal
       number) or LZF-compressed (SINGLE_ENTRY compression, chunks over 20 bytes); it counts
       for the bytes it decodes to.
@@ -165,10 +180,6 @@ types:
           expr: data_len > 0 and data_len <= remaining
         -rdbspec-message: 'expected a chunk of 1 to {remaining} bytes, found {data_len}'
         doc: The chunk, non-empty and at most the bytes remaining once decoded.
-      - id: next
-        type: df_chunk_list(remaining - data_len)
-        if: remaining > data_len
-        doc: The following chunks.
     instances:
       data_len:
         value: >-
@@ -176,6 +187,9 @@ types:
           data.is_int ? data.int_value.to_s.length :
           data.len.value
         doc: Size of the chunk once decoded (the LZF output size, or the integer's decimal text length).
+      rest:
+        value: remaining - data_len
+        doc: Bytes still to be read after this chunk (0 after the last one).
   df_cms:
     doc: CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters (WriteRaw, no length).
     doc-ref: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCMSObject

@@ -190,11 +190,11 @@ def test_single_rdb_value_decodes_to_what_was_written(fixtures, index):
 
 # The strings SaveString wrote inside each value, as the generated parser reads them.
 _SAVED_STRINGS = {
-    "bf:sparse": lambda v: [f.chunks.data for f in gen_dragonfly.DfSbf2.from_bytes(v).filters],
-    "bf:digits": lambda v: [f.chunks.data for f in gen_dragonfly.DfSbf2.from_bytes(v).filters],
+    "bf:sparse": lambda v: [c.data for f in gen_dragonfly.DfSbf2.from_bytes(v).filters for c in f.chunks.chunks],
+    "bf:digits": lambda v: [c.data for f in gen_dragonfly.DfSbf2.from_bytes(v).filters for c in f.chunks.chunks],
     "bf:classic": lambda v: [f.blob for f in gen_dragonfly.DfSbf.from_bytes(v).filters],
-    "cf:sparse": lambda v: [f.chunks.data for f in gen_dragonfly.DfCuckoo.from_bytes(v).filters],
-    "cf:digits": lambda v: [f.chunks.data for f in gen_dragonfly.DfCuckoo.from_bytes(v).filters],
+    "cf:sparse": lambda v: [c.data for f in gen_dragonfly.DfCuckoo.from_bytes(v).filters for c in f.chunks.chunks],
+    "cf:digits": lambda v: [c.data for f in gen_dragonfly.DfCuckoo.from_bytes(v).filters for c in f.chunks.chunks],
     "json:big": lambda v: [RdbString.from_bytes(v)],
     "topk:urls": lambda v: [h.item for h in gen_dragonfly.DfTopk.from_bytes(v).heap],
 }
@@ -225,6 +225,40 @@ def test_single_rdb_counters_stay_raw(fixtures):
     topk = gen_dragonfly.DfTopk.from_bytes(by_key["topk:urls"])
     assert topk.counter_bytes.value == 16 and list(topk.counters) == [5, 0, 3, 1]
     assert by_key["topk:urls"].endswith(struct.pack("<4I", 5, 0, 3, 1))
+
+
+# -- filters in many chunks: read by a loop, however many chunks there are ------------------
+
+_MANY_BITS = bytes((i * 37) % 256 for i in range(5000))
+
+
+def _sbf2_in_one_byte_chunks(bits: bytes, empty_chunk: int | None = None) -> tuple[bytes, int]:
+    """A dump with one SBF2 whose filter is written one byte per SaveString chunk (Dragonfly
+    splits at kFilterChunkSize; the layout is the same with small chunks), chunk `empty_chunk`
+    made empty; returns the dump and the file offset of that chunk."""
+    head = build.rdb_len(0) + build.f64(2.0) + build.f64(0.01) + build.rdb_len(0) + build.rdb_len(1)
+    head += build.rdb_len(100) + build.rdb_len(1) + build.rdb_len(7) + build.rdb_len(len(bits))
+    chunks = [build.rdb_str(bits[i:i + 1]) for i in range(len(bits))]
+    if empty_chunk is not None:
+        chunks[empty_chunk] = build.rdb_str(b"")
+    prefix = build.MAGIC + build.entry(build.T_SBF2, b"bf:many", b"", db=0) + head
+    data = prefix + b"".join(chunks) + build.epilog()
+    return data, len(prefix) + sum(map(len, chunks[:empty_chunk or 0]))
+
+
+def test_filter_in_5000_chunks_decodes():
+    data, _ = _sbf2_in_one_byte_chunks(_MANY_BITS)
+    (record,) = list(rdbspec.parse(data).keys())
+    assert record.value["filters"] == [{"hash_count": 7, "bits": _MANY_BITS}]
+
+
+def test_empty_chunk_4000_of_5000_is_named():
+    data, offset = _sbf2_in_one_byte_chunks(_MANY_BITS, empty_chunk=4000)
+    with pytest.raises(rdbspec.ParseError) as err:
+        rdbspec.parse(data).read_all()
+    assert err.value.offset == offset
+    assert "expected a chunk of 1 to 1000 bytes, found 0" in str(err.value)
+    assert err.value.spec_path == "dragonfly:df_chunk.data"
 
 
 # -- errors ----------------------------------------------------------------------------------

@@ -398,3 +398,46 @@ def test_a_warning_needs_a_check_and_the_server_function(tmp_path: Path) -> None
     with pytest.raises(SpecError) as err:
         Builder(load_tree(tmp_path)).build()
     assert err.value.yaml_path == "/seq/0/-rdbspec-warn"
+
+
+SUMMED = """
+meta:
+  id: summed
+seq:
+  - id: sums
+    type: sums
+    -rdbspec-lazy: true
+  - id: trailer
+    type: u1
+types:
+  sums:
+    seq:
+      - id: steps
+        type: 'step(_index == 0 ? 0 : steps[_index - 1].sum)'
+        repeat: until
+        repeat-until: _.sum >= 10
+  step:
+    params:
+      - id: before
+        type: u1
+    seq:
+      - id: add
+        type: u1
+    instances:
+      sum:
+        value: before + add
+"""
+
+
+@pytest.fixture(scope="module")
+def summed(tmp_path_factory: pytest.TempPathFactory):
+    yield from _compiled(tmp_path_factory, "summed", SUMMED)
+
+
+def test_a_repeated_element_reads_the_ones_before_it(summed) -> None:
+    """An element's arguments may read the elements already read (`steps[_index - 1]`), as in
+    the official compiler's output, which appends to the field as it goes: when the field is
+    built (object mode) and when it is stepped over (the lazy field's skip reader)."""
+    root = summed.Summed.from_bytes(bytes([3, 4, 5, 0xEE]))
+    assert root.trailer == 0xEE  # the skip reader found where the steps end
+    assert [step.sum for step in root.sums.steps] == [3, 7, 12]

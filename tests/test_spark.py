@@ -19,6 +19,8 @@ pytest.importorskip("pyarrow")
 import rdbspec  # noqa: E402
 from rdbspec.spark.source import SCHEMAS, TABLES  # noqa: E402
 from rdbspec.splits import plan  # noqa: E402
+from rdbspec.stream_commands.groups import group_lag  # noqa: E402
+from rdbspec.stream_commands.rules import stream_version  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
@@ -33,10 +35,9 @@ DUMPS = sorted(REAL.glob("*/*.rdb"))
 @pytest.fixture(scope="module")
 def spark():
     """One local[2] session for every test here, built the way the pipeline builds its own."""
-    from rdbspec.spark.pipeline import build_session
+    from rdbspec.spark.launch import session as start
 
-    session = build_session("local[2]", "rdbspec-tests")
-    session.sparkContext.setLogLevel("ERROR")
+    session = start("local[2]", "rdbspec-tests")
     yield session
     session.stop()
 
@@ -134,7 +135,7 @@ def test_stream_group_tables_match_library(spark, corpus):
     groups, pending, consumers = set(), set(), set()
     for f, k, s in _library_streams(files):
         for g in s.groups:
-            lag = s.entries_added - g.entries_read if None not in (s.entries_added, g.entries_read) else None
+            lag = group_lag(s, g, stream_version(s))  # what XINFO GROUPS answers
             groups.add((f, k.key, g.name, f"{g.last_delivered_id[0]}-{g.last_delivered_id[1]}",
                         g.entries_read, lag, len(g.pending), len(g.consumers)))
             for p in g.pending:
@@ -280,7 +281,7 @@ def test_pipeline_command(tmp_path, spark, monkeypatch):
     assert args.standalone is pipeline.run and args.run_pipeline is pipeline.run
     out = io.StringIO()
     # run() gets the session and stops it at the end: keep the module's shared one running
-    monkeypatch.setattr(pipeline, "build_session", lambda master="local[*]": _Unstoppable(spark))
+    monkeypatch.setattr(pipeline.launch, "session", lambda master, verbose=False: _Unstoppable(spark))
     assert pipeline.run(args, out) == 0
     text = out.getvalue()
     assert "files: 1" in text and "keys: 47" in text and "stream" in text
@@ -317,8 +318,117 @@ def test_pipeline_ends_a_bug_in_a_task_with_exit_70(tmp_path, spark, monkeypatch
 
     parser = argparse.ArgumentParser()
     pipeline.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["pipeline", "x.rdb", "--out", str(tmp_path / "out"), "--tables", "keys"])
-    monkeypatch.setattr(pipeline, "build_session", lambda master="local[*]": _Unstoppable(spark))
-    monkeypatch.setattr(pipeline, "reader", lambda session, table, a: spark.range(1).select(udf(task)("id")))
+    sample = str(Path(__file__).parent.parent / "examples" / "sample.rdb")
+    args = parser.parse_args(["pipeline", sample, "--out", str(tmp_path / "out"), "--tables", "keys"])
+    monkeypatch.setattr(pipeline.launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(pipeline, "reader", lambda session, table, options, inputs: spark.range(1).select(
+        udf(task)("id")))
     assert pipeline.run(args, io.StringIO()) == 70
     assert capsys.readouterr().err.splitlines() == [line]
+
+
+# -- the pipeline's failures: one line, the documented exit code --------------------------------
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def _pipeline(*argv: str) -> int:
+    from rdbspec import cli
+
+    return cli.main(["pipeline", *argv])
+
+
+def test_pipeline_empty_or_missing_input_is_one_line_exit_6(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    for missing in (tmp_path / "empty", tmp_path / "nothing-here"):
+        assert _pipeline(str(missing), "--out", str(tmp_path / "out")) == 6
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"rdbspec pipeline: {'no dump file in' if missing.name == 'empty' else 'no such file:'} "
+                       f"{missing}" + (" (directories are searched for *.rdb)" if missing.name == "empty" else "")]
+
+
+def test_pipeline_without_java_says_what_to_install(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    assert _pipeline(str(EXAMPLES / "sample.rdb"), "--out", str(tmp_path / "out")) == 69
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("rdbspec pipeline: Java 17+ is needed for Spark: install openjdk-17-jre-headless (apt)")
+
+
+def test_pipeline_job_failure_exit_codes():
+    from rdbspec.spark.pipeline import job_failure
+
+    trace = ("py4j...\n  File x\nrdbspec.spark.source.CorruptFileError: /d/a: b.rdb: ChecksumError at byte 9: "
+             "checksum mismatch\n\tat org.apache.spark...")
+    failure = job_failure(RuntimeError(trace))
+    assert (str(failure), failure.code) == ("/d/a: b.rdb: ChecksumError at byte 9: checksum mismatch", 4)
+    assert job_failure(RuntimeError("... CorruptFileError: /d/c.rdb: IntegrityError: length 3, 2 live")).code == 5
+    assert job_failure(RuntimeError("... CorruptFileError: /d/c.rdb: FileNotFoundError: gone")).code == 6
+    failure = job_failure(RuntimeError("\nTypeError: oops\n at ..."))
+    assert (str(failure), failure.code) == ("internal error, please report: TypeError: oops", 70)
+
+
+def test_directories_are_read_recursively(spark, tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "_temporary").mkdir()
+    shutil.copy(EXAMPLES / "sample.rdb", tmp_path / "a" / "b" / "one.rdb")
+    shutil.copy(EXAMPLES / "streams.rdb", tmp_path / "a" / "two.rdb")
+    shutil.copy(EXAMPLES / "streams.rdb", tmp_path / "_temporary" / "skipped.rdb")
+    files = {r["file"]: r["keys"] for r in _load(spark, "files", tmp_path).collect()}
+    assert files == {str(tmp_path / "a" / "b" / "one.rdb"): 47, str(tmp_path / "a" / "two.rdb"): 2}
+
+
+@pytest.fixture(scope="module")
+def troubled_inputs(tmp_path_factory) -> Path:
+    """A nested stream dump whose groups' lag the server answers nil, a cut dump, a text file."""
+    d = tmp_path_factory.mktemp("troubled")
+    (d / "nested").mkdir()
+    shutil.copy(EXAMPLES / "streams.rdb", d / "nested" / "streams.rdb")
+    data = (EXAMPLES / "sample.rdb").read_bytes()
+    (d / "cut.rdb").write_bytes(data[:30000])
+    (d / "text.rdb").write_text("hello world, not a dump\n")
+    return d
+
+
+def _pipeline_process(*argv: str) -> tuple[int, str, list[str]]:
+    """`rdbspec pipeline` as a user runs it: its own process, so what its JVM prints is seen too."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "rdbspec", "pipeline", *argv], capture_output=True, text=True,
+                          check=False)
+    return done.returncode, done.stdout, done.stderr.splitlines()
+
+
+def test_pipeline_ignoring_corrupt_files_warns_once_per_file(troubled_inputs, tmp_path):
+    code, out, err = _pipeline_process(str(troubled_inputs), "--out", str(tmp_path), "--ignore-corrupt-files",
+                                       "--tables", "files,streams,stream_groups")
+    assert code == 0
+    assert sorted(line.split(": ")[2] for line in err) == [str(troubled_inputs / "cut.rdb"),
+                                                           str(troubled_inputs / "text.rdb")]
+    assert all(line.startswith("rdbspec: skipping the rest of a corrupt file: ") for line in err)
+    assert "None" not in out
+    assert f"  {troubled_inputs / 'text.rdb'}: header unreadable, 0 keys, ERROR " in out
+    # XINFO GROUPS answers lag nil for the groups of s:grp (entries deleted after their position)
+    assert "          61      6       23      nil  s:grp (db 0, streams.rdb)" in out.splitlines()
+
+
+def test_pipeline_corrupt_file_is_one_line(troubled_inputs, tmp_path):
+    code, out, err = _pipeline_process(str(troubled_inputs), "--out", str(tmp_path), "--tables", "keys")
+    assert code == 3
+    assert len(err) == 1 and err[0].startswith(f"rdbspec pipeline: {troubled_inputs}/"), err
+    assert " at byte " in err[0] and out == ""
+
+
+def test_pipeline_debug_adds_the_traceback(spark, troubled_inputs, tmp_path, monkeypatch, capsys):
+    from rdbspec.spark import pipeline
+
+    monkeypatch.setattr(pipeline.launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    cut = str(troubled_inputs / "cut.rdb")
+    assert _pipeline(cut, "--out", str(tmp_path), "--tables", "files", "--no-summary") == 3
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"rdbspec pipeline: {cut}: TruncatedError at byte 30000")
+    assert _pipeline(cut, "--out", str(tmp_path), "--tables", "files", "--no-summary", "--debug") == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):") and "CorruptFileError" in err
+    assert err.splitlines()[-1] == line

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                    "rdbspec.stream_commands", "rdbspec.stream_commands.rules", "rdbspec.stream_commands.ranges",
                    "rdbspec.stream_commands.groups", "rdbspec.stream_commands.xinfo",
                    "rdbspec.stream_commands.commands", "rdbspec.stream_commands.reply",
-                   "rdbspec.spark", "rdbspec.spark.source"}),
+                   "rdbspec.spark", "rdbspec.spark.source", "rdbspec.spark.launch"}),
     ("command line", {"rdbspec.command_line", "rdbspec.cli", "rdbspec.__main__", "rdbspec.stream_commands.cli",
                       "rdbspec.spark.pipeline"}),
 ]

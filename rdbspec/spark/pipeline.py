@@ -12,13 +12,18 @@ runs it on its own.
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
+import re
 import sys
-from typing import Any, TextIO
+import tempfile
+import traceback
+from typing import IO, Any, TextIO
 
-from ..errors import EXIT_CODES
-from .source import TABLES
-from .source import register as register_source
+from .. import errors
+from ..errors import EXIT_CODES, exit_code
+from . import launch
+from .source import TABLES, ReadOptions, resolve_paths
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
 
@@ -44,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split-size", default="64m",
                    help="files over this size are split into byte ranges read by separate tasks (default: 64m)")
     p.add_argument("--no-summary", action="store_true", help="do not print the summary")
+    # SUPPRESS: a global --debug given before the subcommand is not reset by this default
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="on failure, print the Python traceback and Spark's logs")
 
 
 DESCRIPTION = ("Reads dumps with the rdb data source on a local (or given) Spark master, writes each table "
@@ -76,35 +84,25 @@ def _tables(requested: list[str] | None) -> list[str]:
     return out
 
 
-def build_session(master: str = "local[*]", app_name: str = "rdbspec") -> Any:
-    """A SparkSession for the pipeline, with the ``rdb`` format registered."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master(master).appName(app_name)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "8")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("WARN")
-    register_source(spark)
-    return spark
-
-
-def reader(spark: Any, table: str, args: argparse.Namespace) -> Any:
-    r = spark.read.format("rdb").option("table", table)
+def read_options(args: argparse.Namespace) -> dict[str, str]:
+    """The ``rdb`` reader options the command line asks for."""
+    options = {
+        "includeDeleted": str(bool(getattr(args, "include_deleted", False))).lower(),
+        "ignoreCorruptFiles": str(bool(getattr(args, "ignore_corrupt_files", False))).lower(),
+        "splitSize": getattr(args, "split_size", "64m"),
+    }
     if getattr(args, "db", None):
-        r = r.option("db", ",".join(args.db))
+        options["db"] = ",".join(args.db)
     if getattr(args, "types", None):
-        r = r.option("types", args.types)
+        options["types"] = args.types
     if getattr(args, "key_pattern", None):
-        r = r.option("keyPattern", args.key_pattern)
-    r = r.option("includeDeleted", str(bool(getattr(args, "include_deleted", False))).lower())
-    r = r.option("ignoreCorruptFiles", str(bool(getattr(args, "ignore_corrupt_files", False))).lower())
-    r = r.option("splitSize", getattr(args, "split_size", "64m"))
-    return r.load(list(args.inputs))
+        options["keyPattern"] = args.key_pattern
+    return options
+
+
+def reader(spark: Any, table: str, options: dict[str, str], inputs: list[str]) -> Any:
+    """The DataFrame of one table of the inputs."""
+    return spark.read.format("rdb").options(**options).option("table", table).load(inputs)
 
 
 def _text(data: bytes | str | None) -> str:
@@ -129,7 +127,8 @@ def summarize(spark: Any, frames: dict[str, Any], out: TextIO, max_streams: int 
         out.write(f"files: {len(files)} ({len(files) - len(bad)} read whole, {len(bad)} corrupt)\n")
         for f in files:
             status = f"ERROR {f['error']}" if f["error"] else f"checksum {f['checksum']}"
-            out.write(f"  {f['file']}: RDB {f['version']} {f['dialect']}, {f['keys']} keys, {status}\n")
+            header = "header unreadable" if f["version"] is None else f"RDB {f['version']} {f['dialect']}"
+            out.write(f"  {f['file']}: {header}, {f['keys']} keys, {status}\n")
     if "keys" in frames:
         rows = frames["keys"].groupBy("type").count().orderBy(F.desc("count"), "type").collect()
         total = sum(r["count"] for r in rows)
@@ -140,10 +139,12 @@ def summarize(spark: Any, frames: dict[str, Any], out: TextIO, max_streams: int 
         streams = frames["streams"]
         if "stream_groups" in frames:
             g = (frames["stream_groups"].groupBy("file", "db", "key")
-                 .agg(F.sum("pel_count").alias("pending"), F.max("lag").alias("max_lag")))
+                 .agg(F.sum("pel_count").alias("pending"), F.max("lag").alias("max_lag"),
+                      F.max(F.col("lag").isNull()).alias("nil_lag")))
             streams = streams.join(g, ["file", "db", "key"], "left")
         else:
-            streams = streams.withColumn("pending", F.lit(None)).withColumn("max_lag", F.lit(None))
+            streams = (streams.withColumn("pending", F.lit(None)).withColumn("max_lag", F.lit(None))
+                       .withColumn("nil_lag", F.lit(None)))
         count = streams.count()
         out.write(f"streams: {count}" + (f" (the {max_streams} longest)" if count > max_streams else "") + "\n")
         rows = streams.orderBy(F.desc("length"), "file", "db", "key").limit(max_streams).collect()
@@ -151,42 +152,142 @@ def summarize(spark: Any, frames: dict[str, Any], out: TextIO, max_streams: int 
             out.write(f"  {'length':>10} {'groups':>6} {'pending':>8} {'max lag':>8}  key (db, file)\n")
         for r in rows:
             pending = r["pending"] if r["pending"] is not None else 0
-            lag = r["max_lag"] if r["max_lag"] is not None else "-"
+            lag = _max_lag(r["groups"], r["nil_lag"], r["max_lag"])
             out.write(f"  {r['length']:>10} {r['groups']:>6} {pending:>8} {lag!s:>8}  "
                       f"{_text(r['key'])} (db {r['db']}, {os.path.basename(r['file'])})\n")
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """The ``pipeline`` command: returns the exit code."""
-    out = out or sys.stdout
+def _max_lag(groups: int, any_nil: bool | None, largest: int | None) -> str:
+    """The largest XINFO GROUPS lag of a stream: nil when the server answers nil for a group
+    (its lag is unknown, so is the largest), "-" without groups (or the stream_groups table)."""
+    if not groups or any_nil is None:
+        return "-"
+    return "nil" if any_nil else str(largest)
+
+
+class PipelineError(Exception):
+    """A failure of the command: its one line for stderr (`line`) and the exit code."""
+
+    def __init__(self, message: str, code: int, line: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.line = line or f"rdbspec pipeline: {message}"
+
+
+def _error_class_code(name: str) -> int | None:
+    """The exit code of an exception class named in a Spark error's text (ChecksumError...)."""
+    cls = getattr(errors, name, None) or getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        return exit_code(cls.__new__(cls))
+    return None
+
+
+def job_failure(err: BaseException) -> PipelineError:
+    """The one line and exit code of a failed Spark job: a `CorruptFileError` names the file,
+    the error and its byte offset; a bug of ours met in a task (`source.InternalReadError`)
+    brings its own line; anything else is a bug too."""
+    lines = str(err).splitlines()
+    bug = next((line for line in lines if INTERNAL in line), None)
+    if bug is not None:
+        bug = bug[bug.index(INTERNAL):]
+        return PipelineError(bug, EXIT_CODES["internal"], line=bug)
+    for line in reversed(lines):
+        found = re.search(r"CorruptFileError: (.*?): (\w+)(?: at byte \d+)?: ", line)
+        if found:
+            code = _error_class_code(found.group(2))
+            return PipelineError(line[found.start(1):].strip(), EXIT_CODES["corrupt"] if code is None else code)
+    first = next((line.strip() for line in lines if line.strip()), err.__class__.__name__)
+    return PipelineError(f"internal error, please report: {first}", EXIT_CODES["internal"])
+
+
+def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> None:
+    """What can be checked before Spark starts: options, the inputs, the output directory."""
+    try:
+        ReadOptions.parse(options)
+    except ValueError as err:
+        raise PipelineError(str(err), EXIT_CODES["usage"]) from None
+    try:
+        resolve_paths(list(args.inputs))
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as err:
+        raise PipelineError(str(err), EXIT_CODES["io"]) from None
+
+
+def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, options: dict[str, str],
+                  out: TextIO) -> None:
+    written: dict[str, Any] = {}
+    for i, table in enumerate(tables):
+        path = os.path.join(args.out, table)
+        # a corrupt file is reported once, by the read of the first table
+        quiet = {"warnCorruptFiles": str(i == 0).lower()}
+        reader(spark, table, {**options, **quiet}, list(args.inputs)).write.mode("overwrite") \
+            .format(args.format).save(path)
+        written[table] = spark.read.format(args.format).load(path)
+    if not args.no_summary:
+        summarize(spark, written, out)
+    out.write(f"wrote {', '.join(tables)} to {args.out} ({args.format})\n")
+
+
+def _start_spark(master: str, debug: bool, jvm_log: IO[bytes]) -> Any:
+    """The session. Unless `debug`, the JVM it starts writes its stderr to `jvm_log`, not to the
+    console: its own notes, and what the Python workers print (the JVM copies their stderr),
+    e.g. the tracebacks of workers cut off when a failed job is cancelled."""
+    if debug:
+        return launch.session(master, verbose=True)
+    sys.stderr.flush()
+    console = os.dup(2)
+    os.dup2(jvm_log.fileno(), 2)  # the JVM inherits this descriptor when it is started
+    try:
+        return launch.session(master)
+    finally:
+        os.dup2(console, 2)
+        os.close(console)
+
+
+def _forward_warnings(jvm_log: IO[bytes]) -> None:
+    """The data source's own lines ("rdbspec: skipping the rest of a corrupt file...") to stderr."""
+    jvm_log.seek(0)
+    for line in jvm_log.read().decode("utf-8", "replace").splitlines():
+        if line.startswith("rdbspec: "):
+            print(line, file=sys.stderr)
+
+
+def _pipeline(args: argparse.Namespace, out: TextIO, debug: bool, jvm_log: IO[bytes]) -> None:
     try:
         tables = _tables(args.tables)
     except ValueError as err:
-        print(f"rdbspec pipeline: {err}", file=sys.stderr)
-        return 2
-    spark = build_session(args.master)
+        raise PipelineError(str(err), EXIT_CODES["usage"]) from None
+    options = read_options(args)
+    _check_inputs(args, options)
     try:
-        written: dict[str, Any] = {}
-        for table in tables:
-            path = os.path.join(args.out, table)
-            reader(spark, table, args).write.mode("overwrite").format(args.format).save(path)
-            written[table] = spark.read.format(args.format).load(path)
-        if not args.no_summary:
-            summarize(spark, written, out)
-        out.write(f"wrote {', '.join(tables)} to {args.out} ({args.format})\n")
-        return 0
+        spark = _start_spark(args.master, debug, jvm_log)
+    except launch.JavaMissingError as err:
+        raise PipelineError(str(err), EXIT_CODES["unavailable"]) from None
+    try:
+        _write_tables(spark, tables, args, options, out)
     except Exception as err:  # a Spark job failure: one line, not a JVM stack trace
-        message = str(err).strip().splitlines()
-        bug = next((line for line in message if INTERNAL in line), None)
-        if bug is not None:  # a bug of ours in a task (source.InternalReadError): its own line and code
-            print(bug[bug.index(INTERNAL):], file=sys.stderr)
-            return EXIT_CODES["internal"]
-        detail = next((line for line in reversed(message) if "CorruptFileError" in line), None)
-        print(f"rdbspec pipeline: {detail or (message[0] if message else err.__class__.__name__)}",
-              file=sys.stderr)
-        return 3
+        if debug:
+            traceback.print_exc()
+        raise job_failure(err) from None
     finally:
         spark.stop()
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """The ``pipeline`` command: returns the exit code. Every failure ends with one line on
+    stderr and the exit code of `errors.EXIT_CODES`; ``--debug`` adds the traceback."""
+    debug = getattr(args, "debug", False)
+    failure = None
+    with tempfile.TemporaryFile() as jvm_log:
+        try:
+            _pipeline(args, out or sys.stdout, debug, jvm_log)
+        except PipelineError as err:
+            failure = err
+        _forward_warnings(jvm_log)
+    if failure is None:
+        return EXIT_CODES["ok"]
+    print(failure.line, file=sys.stderr)
+    return failure.code
 
 
 def main(argv: list[str] | None = None) -> int:

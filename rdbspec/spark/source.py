@@ -4,12 +4,14 @@
     register(spark)
     df = spark.read.format("rdb").option("table", "stream_entries").load("dumps/")
 
-Paths may be a file, a glob, a directory (its files, not recursive; names
-starting with ``.`` or ``_`` are skipped) or a comma-separated list of those; several paths
-may also be passed as a list to ``load``. In a directory only names matching
-``pathGlobFilter`` (default ``*.rdb``) are read; files named explicitly or by a glob
-always are. Paths are resolved on the driver with the local file system, so they must be
-visible at the same place to every executor (local mode, a shared mount...).
+Paths may be a file, a glob, a directory (its files and those of its subdirectories, as
+Spark's ``recursiveFileLookup`` reads them; names starting with ``.`` or ``_`` are skipped)
+or a comma-separated list of those; several paths may also be passed as a list to ``load``.
+In a directory only names matching ``pathGlobFilter`` (default ``*.rdb``) are read; files
+named explicitly or by a glob always are. A path that names nothing, or inputs that hold no
+dump, fail the query before any task runs. Paths are resolved on the driver with the local
+file system, so they must be visible at the same place to every executor (local mode, a
+shared mount...).
 
 A Dragonfly DFS set (a ``<name>-summary.dfs`` file, one of its ``<name>-NNNN.dfs`` shards,
 or a directory holding a set) is read as its summary and shard files, each file alone: one
@@ -41,10 +43,10 @@ path as resolved) and ``db`` (the database number; null where it does not apply)
     fields array<struct<field binary, value binary>>, deleted. Deleted entries (still in
     the listpacks) only with ``includeDeleted``.
 ``stream_groups``
-    key, group, last_delivered_id, entries_read, lag, pel_count, consumers. ``lag`` is
-    ``entries_added - entries_read`` when both are known (RDB 10+ streams; the server may
-    have stored entries_read as unknown), else null. It does not try to reproduce the
-    server's own fallbacks for streams with deletions after the group's position.
+    key, group, last_delivered_id, entries_read, lag, pel_count, consumers. ``lag`` is what
+    XINFO GROUPS answers for the server generation that writes the stream's type
+    (``stream_commands.group_lag``): null where the server says nil, e.g. when entries were
+    deleted after the group's position or entries_read is unknown.
 ``stream_pending``
     key, group, id, consumer (null if no consumer claims it), delivery_time_ms, delivery_count.
 ``stream_consumers``
@@ -63,7 +65,9 @@ zset, hash, stream, module...);
 ``includeDeleted`` (default false); ``ignoreCorruptFiles`` (default false: a corrupt file
 fails the query with an error naming the file and the byte offset; true: the rest of that
 file is skipped, rows read before the problem are kept, as Spark's own option does, and a
-line is written to the worker's stderr and to the ``files`` table); ``verifyChecksum``
+line is written to the worker's stderr and to the ``files`` table); ``warnCorruptFiles``
+(default true: write that line; a reader of several tables of the same files, as the
+pipeline, keeps it for the first); ``verifyChecksum``
 (default true; with splits, the task of a file's last split verifies it); ``batchSize``
 (default 4096); ``splitSize`` (bytes, or with a ``k``/``m``/``g`` suffix; default ``64m``).
 With ``ignoreCorruptFiles`` and splits, a problem ends the split it is in (as Spark's own
@@ -99,6 +103,8 @@ from .. import api, dragonfly
 from ..dragonfly import SUMMARY_NAME
 from ..errors import RdbError, as_internal, internal_error_line
 from ..splits import Split, plan, read_nodes
+from ..stream_commands.groups import group_lag
+from ..stream_commands.rules import stream_version
 from ..streams import Stream
 
 FORMAT = "rdb"
@@ -214,10 +220,19 @@ def _split(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
 
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))  # as Spark's file index: _SUCCESS, .crc, _temporary...
+
+
 def _listdir(directory: str, name_glob: str) -> list[str]:
-    """The files of a directory matching `name_glob`, and the summary of any DFS set in it."""
-    return sorted(os.path.join(directory, n) for n in os.listdir(directory)
-                  if not n.startswith((".", "_")) and (fnmatch.fnmatchcase(n, name_glob) or SUMMARY_NAME.match(n)))
+    """The files under a directory (recursively) matching `name_glob`, and the summary of any
+    DFS set among them."""
+    found: list[str] = []
+    for parent, dirs, names in os.walk(directory):
+        dirs[:] = [d for d in dirs if not _hidden(d)]
+        found += (os.path.join(parent, n) for n in names
+                  if not _hidden(n) and (fnmatch.fnmatchcase(n, name_glob) or SUMMARY_NAME.match(n)))
+    return sorted(found)
 
 
 def _set_files(path: str) -> list[str]:
@@ -231,7 +246,8 @@ def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
     """Files named by paths that may be files, globs, directories or comma-separated lists,
     in the order given (globs and directories sorted), without duplicates. In a directory,
     only the files whose name matches `dir_filter` are taken, and DFS sets. A DFS file gives
-    its whole set, checked for missing and extra shard files."""
+    its whole set, checked for missing and extra shard files. Raises FileNotFoundError for a
+    path that names nothing and for inputs that hold no file."""
     out: list[str] = []
     for spec in specs:
         for part in _split(spec):
@@ -257,6 +273,8 @@ def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
                 for f in (f for m_file in m_files for f in _set_files(m_file)):
                     if os.path.isfile(f) and f not in out:
                         out.append(f)
+    if not out:
+        raise FileNotFoundError(f"no dump file in {', '.join(specs)} (directories are searched for {dir_filter})")
     return out
 
 
@@ -281,6 +299,7 @@ class ReadOptions:
     types: frozenset[str] | None = None
     include_deleted: bool = False
     ignore_corrupt_files: bool = False
+    warn_corrupt_files: bool = True
     verify_checksum: bool = True
     batch_size: int = 4096
     split_size: int = 64 << 20
@@ -300,6 +319,7 @@ class ReadOptions:
             types=frozenset(t.lower() for t in types) if types else None,
             include_deleted=_bool(options, "includeDeleted", False),
             ignore_corrupt_files=_bool(options, "ignoreCorruptFiles", False),
+            warn_corrupt_files=_bool(options, "warnCorruptFiles", True),
             verify_checksum=_bool(options, "verifyChecksum", True),
             batch_size=max(1, int(_get(options, "batchSize") or 4096)),
             split_size=_size(_get(options, "splitSize") or "64m"),
@@ -383,12 +403,9 @@ def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stre
         yield from _entry_rows(out, file, db, key, stream.node_entries(), include_deleted)
     elif table == "stream_groups":
         for g in stream.groups:
-            lag = None
-            if stream.entries_added is not None and g.entries_read is not None:
-                lag = stream.entries_added - g.entries_read
             out.add(**base, group=g.name, last_delivered_id=_sid(g.last_delivered_id),
-                    entries_read=g.entries_read, lag=lag, pel_count=len(g.pending),
-                    consumers=len(g.consumers))
+                    entries_read=g.entries_read, lag=group_lag(stream, g, stream_version(stream)),
+                    pel_count=len(g.pending), consumers=len(g.consumers))
     elif table == "stream_pending":
         for g in stream.groups:
             for p in g.pending:
@@ -480,7 +497,8 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
         message = _describe(path, err, dump)
         if not opts.ignore_corrupt_files:
             raise CorruptFileError(message) from None
-        (warn or _stderr)(f"rdbspec: skipping the rest of a corrupt file: {message}")
+        if opts.warn_corrupt_files:
+            (warn or _stderr)(f"rdbspec: skipping the rest of a corrupt file: {message}")
         if table == "files":
             header = dump.header if dump is not None else None
             out.add(file=path, db=None, version=header.version if header else None,
@@ -556,5 +574,14 @@ class RdbDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Registers the ``rdb`` format with a SparkSession."""
-    spark.dataSource.register(RdbDataSource)
+    """Registers the ``rdb`` format with a SparkSession. Its workers run this Python (which
+    has rdbspec) unless ``PYSPARK_PYTHON`` names another: without it, Spark would start
+    whatever ``python3`` is on the PATH."""
+    context = spark.sparkContext
+    session_python = context.pythonExec  # read by PySpark when it wraps the source class
+    if "PYSPARK_PYTHON" not in os.environ:
+        context.pythonExec = sys.executable
+    try:
+        spark.dataSource.register(RdbDataSource)
+    finally:
+        context.pythonExec = session_python

@@ -1,0 +1,82 @@
+"""Starting Spark for rdbspec: a checked Java, Python workers that can import rdbspec, quiet logs.
+
+    import rdbspec.spark
+    spark = rdbspec.spark.session()          # local[*], format "rdb" registered
+
+Spark runs its Python workers with ``PYSPARK_PYTHON`` (default: whatever ``python3`` is on the
+PATH), which in a virtual environment is not the Python that has rdbspec installed. `session`
+sets it to this interpreter unless it is set already; `register` (in `source`) does the same for
+the ``rdb`` format of a session made elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .source import register
+
+JAVA_MIN = 17  # PySpark 4 runs on Java 17 and 21
+# Spark's JVM logs (startup notes, a failed task's stack trace) go nowhere unless asked for:
+# failures reach the caller as the exception of the action that ran the job.
+QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
+
+
+class JavaMissingError(RuntimeError):
+    """No Java 17+ to start Spark with."""
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
+def java_version(java: str) -> int | None:
+    """The feature version (8, 11, 17, 21...) `java -version` reports, None if it does not run."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if not found:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major  # "1.8.0_402" is Java 8
+
+
+def require_java() -> None:
+    """Raises `JavaMissingError` (one line saying what to install) unless Java 17+ is there."""
+    java = _java()
+    version = java_version(java) if java else None
+    if version is None or version < JAVA_MIN:
+        found = "none found (JAVA_HOME or java on the PATH)" if java is None else f"{java} is Java {version}"
+        raise JavaMissingError(f"Java {JAVA_MIN}+ is needed for Spark: install openjdk-17-jre-headless (apt) "
+                               f"or any JDK {JAVA_MIN}+ and put it on the PATH or in JAVA_HOME ({found})")
+
+
+def session(master: str = "local[*]", app_name: str = "rdbspec", verbose: bool = False) -> Any:
+    """A SparkSession with the ``rdb`` format registered, its Python workers running this Python.
+    Spark's JVM logs stay off stderr unless `verbose`. Raises `JavaMissingError` before
+    starting anything when Java 17+ is missing."""
+    require_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    if not verbose:
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J}")
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
