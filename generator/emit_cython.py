@@ -226,12 +226,18 @@ class CythonTypeEmitter(TypeEmitter):
 
     @staticmethod
     def with_view(lines: list[str]) -> list[str]:
-        """A property that reads bytes takes its view of the buffer once it has the buffer."""
+        """A property that reads bytes holds the buffer from when it has it to its return."""
         if not uses_pointer(lines):
             return lines
-        at = next(i for i, line in enumerate(lines) if line.strip() == "end = io.end")
-        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
-        return lines[:at + 1] + [f"{indent}_view = buf", f"{indent}_p = address(_view, end)"] + lines[at + 1:]
+        at = next(i for i, line in enumerate(lines) if line.strip() == "end = io.end") + 1
+        indent = lines[at - 1][: len(lines[at - 1]) - len(lines[at - 1].lstrip())]
+        return lines[:at] + hold_buffer(lines[at:], indent)
+
+
+def hold_buffer(lines: list[str], indent: str) -> list[str]:
+    """`lines` run with `_p` pointing into `buf`, whose buffer they hold until they end."""
+    return [f"{indent}_p = acquire(buf, &_view, end)", f"{indent}try:"] + ["    " + line for line in lines] \
+        + [f"{indent}finally:", f"{indent}    PyBuffer_Release(&_view)"]
 
 
 class NativeModuleRenderer(render.ModuleRenderer):
@@ -275,6 +281,7 @@ def render_native(builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     """Every file of generated/native/, keyed by its path relative to it."""
     env = render._environment()
     env.tests["pointer"] = uses_pointer
+    env.filters["hold_buffer"] = hold_buffer
     env.filters["cparams"] = lambda t: "".join(f", {local_name(p.id)}" for p in t.params)
     skipped = render.skipped_types(roots)
     files = {}

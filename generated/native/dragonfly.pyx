@@ -72,7 +72,6 @@ class DfHashWithExpiry:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
@@ -85,6 +84,7 @@ class DfHashWithExpiry:
             entries_item, pos = DfHashEntry._read(io, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
+
         return self, pos
 
     @classmethod
@@ -94,7 +94,6 @@ class DfHashWithExpiry:
 
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # entries: The fields.
@@ -106,6 +105,7 @@ class DfHashWithExpiry:
             pos = DfHashEntry._skip(io, pos, None, root)
             entries_item = None
             entries.append(entries_item)
+
         return pos
 
 
@@ -132,7 +132,6 @@ class DfHashEntry:
         self._io = io
         buf = io.buf
         end = io.end
-
         # field: Field name.
         field, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.field = field
@@ -142,6 +141,7 @@ class DfHashEntry:
         # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
         ttl, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.ttl = ttl
+
         return self, pos
 
     @classmethod
@@ -151,7 +151,6 @@ class DfHashEntry:
 
         buf = io.buf
         end = io.end
-
         # field: Field name.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         field = None
@@ -161,6 +160,7 @@ class DfHashEntry:
         # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         ttl = None
+
         return pos
 
 
@@ -187,7 +187,6 @@ class DfSetWithExpiry:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_members = num_members
@@ -200,6 +199,7 @@ class DfSetWithExpiry:
             entries_item, pos = DfSetEntry._read(io, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
+
         return self, pos
 
     @classmethod
@@ -209,7 +209,6 @@ class DfSetWithExpiry:
 
         buf = io.buf
         end = io.end
-
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # entries: The members.
@@ -221,6 +220,7 @@ class DfSetWithExpiry:
             pos = DfSetEntry._skip(io, pos, None, root)
             entries_item = None
             entries.append(entries_item)
+
         return pos
 
 
@@ -247,13 +247,13 @@ class DfSetEntry:
         self._io = io
         buf = io.buf
         end = io.end
-
         # member: The member.
         member, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.member = member
         # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
         ttl, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.ttl = ttl
+
         return self, pos
 
     @classmethod
@@ -263,13 +263,13 @@ class DfSetEntry:
 
         buf = io.buf
         end = io.end
-
         # member: The member.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         member = None
         # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         ttl = None
+
         return pos
 
 
@@ -290,7 +290,7 @@ class DfSbf:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -299,45 +299,47 @@ class DfSbf:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # options: Options, always 0.
+            options, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.options = options
+            # grow_factor: Growth factor.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
+            grow_factor = rd_f8le(_p, pos)
+            pos += 8
+            self.grow_factor = grow_factor
+            # fp_prob: False-positive probability.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
+            fp_prob = rd_f8le(_p, pos)
+            pos += 8
+            self.fp_prob = fp_prob
+            # prev_size: Previous size.
+            prev_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.prev_size = prev_size
+            # current_size: Current size.
+            current_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.current_size = current_size
+            # max_capacity: Maximum capacity.
+            max_capacity, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.max_capacity = max_capacity
+            # num_filters: Number of filters.
+            num_filters, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.num_filters = num_filters
+            # filters: The filters.
+            filters_count = num_filters.value
+            if filters_count < 0 or filters_count > (end - pos) // 2:
+                raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+            filters = []
+            for filters_index in range(filters_count):
+                filters_item, pos = DfSbfFilter._read(io, pos, self, root)
+                filters.append(filters_item)
+            self.filters = filters
+        finally:
+            PyBuffer_Release(&_view)
 
-        # options: Options, always 0.
-        options, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.options = options
-        # grow_factor: Growth factor.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
-        grow_factor = rd_f8le(_p, pos)
-        pos += 8
-        self.grow_factor = grow_factor
-        # fp_prob: False-positive probability.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
-        fp_prob = rd_f8le(_p, pos)
-        pos += 8
-        self.fp_prob = fp_prob
-        # prev_size: Previous size.
-        prev_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.prev_size = prev_size
-        # current_size: Current size.
-        current_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.current_size = current_size
-        # max_capacity: Maximum capacity.
-        max_capacity, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.max_capacity = max_capacity
-        # num_filters: Number of filters.
-        num_filters, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_filters = num_filters
-        # filters: The filters.
-        filters_count = num_filters.value
-        if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-        filters = []
-        for filters_index in range(filters_count):
-            filters_item, pos = DfSbfFilter._read(io, pos, self, root)
-            filters.append(filters_item)
-        self.filters = filters
         return self, pos
 
     @classmethod
@@ -347,7 +349,6 @@ class DfSbf:
 
         buf = io.buf
         end = io.end
-
         # options: Options, always 0.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         options = None
@@ -381,6 +382,7 @@ class DfSbf:
             pos = DfSbfFilter._skip(io, pos, None, root)
             filters_item = None
             filters.append(filters_item)
+
         return pos
 
 
@@ -407,13 +409,13 @@ class DfSbfFilter:
         self._io = io
         buf = io.buf
         end = io.end
-
         # hash_cnt: Number of hash functions.
         hash_cnt, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.hash_cnt = hash_cnt
         # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
         blob, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.blob = blob
+
         return self, pos
 
     @classmethod
@@ -423,13 +425,13 @@ class DfSbfFilter:
 
         buf = io.buf
         end = io.end
-
         # hash_cnt: Number of hash functions.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         hash_cnt = None
         # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         blob = None
+
         return pos
 
 
@@ -449,7 +451,7 @@ class DfSbf2:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -458,45 +460,47 @@ class DfSbf2:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # options: Options, always 0.
+            options, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.options = options
+            # grow_factor: Growth factor.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
+            grow_factor = rd_f8le(_p, pos)
+            pos += 8
+            self.grow_factor = grow_factor
+            # fp_prob: False-positive probability.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
+            fp_prob = rd_f8le(_p, pos)
+            pos += 8
+            self.fp_prob = fp_prob
+            # prev_size: Previous size.
+            prev_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.prev_size = prev_size
+            # current_size: Current size.
+            current_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.current_size = current_size
+            # max_capacity: Maximum capacity.
+            max_capacity, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.max_capacity = max_capacity
+            # num_filters: Number of filters.
+            num_filters, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.num_filters = num_filters
+            # filters: The filters.
+            filters_count = num_filters.value
+            if filters_count < 0 or filters_count > (end - pos) // 2:
+                raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+            filters = []
+            for filters_index in range(filters_count):
+                filters_item, pos = DfSbf2Filter._read(io, pos, self, root)
+                filters.append(filters_item)
+            self.filters = filters
+        finally:
+            PyBuffer_Release(&_view)
 
-        # options: Options, always 0.
-        options, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.options = options
-        # grow_factor: Growth factor.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
-        grow_factor = rd_f8le(_p, pos)
-        pos += 8
-        self.grow_factor = grow_factor
-        # fp_prob: False-positive probability.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
-        fp_prob = rd_f8le(_p, pos)
-        pos += 8
-        self.fp_prob = fp_prob
-        # prev_size: Previous size.
-        prev_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.prev_size = prev_size
-        # current_size: Current size.
-        current_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.current_size = current_size
-        # max_capacity: Maximum capacity.
-        max_capacity, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.max_capacity = max_capacity
-        # num_filters: Number of filters.
-        num_filters, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_filters = num_filters
-        # filters: The filters.
-        filters_count = num_filters.value
-        if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-        filters = []
-        for filters_index in range(filters_count):
-            filters_item, pos = DfSbf2Filter._read(io, pos, self, root)
-            filters.append(filters_item)
-        self.filters = filters
         return self, pos
 
     @classmethod
@@ -506,7 +510,6 @@ class DfSbf2:
 
         buf = io.buf
         end = io.end
-
         # options: Options, always 0.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         options = None
@@ -540,6 +543,7 @@ class DfSbf2:
             pos = DfSbf2Filter._skip(io, pos, None, root)
             filters_item = None
             filters.append(filters_item)
+
         return pos
 
 
@@ -566,7 +570,6 @@ class DfSbf2Filter:
         self._io = io
         buf = io.buf
         end = io.end
-
         # hash_cnt: Number of hash functions.
         hash_cnt, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.hash_cnt = hash_cnt
@@ -580,6 +583,7 @@ class DfSbf2Filter:
         else:
             chunks = None
         self.chunks = chunks
+
         return self, pos
 
     @classmethod
@@ -589,7 +593,6 @@ class DfSbf2Filter:
 
         buf = io.buf
         end = io.end
-
         # hash_cnt: Number of hash functions.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         hash_cnt = None
@@ -602,6 +605,7 @@ class DfSbf2Filter:
             chunks = None
         else:
             chunks = None
+
         return pos
 
 
@@ -632,7 +636,6 @@ class DfChunkList:
         self.total = total
         buf = io.buf
         end = io.end
-
         # chunks: The chunks, in order.
         chunks = []
         chunks_index = 0
@@ -643,6 +646,7 @@ class DfChunkList:
                 break
             chunks_index += 1
         self.chunks = chunks
+
         return self, pos
 
     @classmethod
@@ -652,7 +656,6 @@ class DfChunkList:
 
         buf = io.buf
         end = io.end
-
         # chunks: The chunks, in order.
         chunks = []
         chunks_index = 0
@@ -662,6 +665,7 @@ class DfChunkList:
             if (chunks_item.rest == 0):
                 break
             chunks_index += 1
+
         return pos
 
 
@@ -692,7 +696,6 @@ class DfChunk:
         self.remaining = remaining
         buf = io.buf
         end = io.end
-
         # data: The chunk, non-empty and at most the bytes remaining once decoded.
         data_pos = pos
         data, pos = rdb_string.RdbString._read(io, pos, self, root)
@@ -705,6 +708,7 @@ class DfChunk:
         if not data_ok:
             raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
         self.data = data
+
         return self, pos
 
     @classmethod
@@ -714,7 +718,6 @@ class DfChunk:
 
         buf = io.buf
         end = io.end
-
         # data: The chunk, non-empty and at most the bytes remaining once decoded.
         data_pos = pos
         data, pos = rdb_string.RdbString._read(io, pos, None, root)
@@ -725,6 +728,7 @@ class DfChunk:
             data_ok = False
         if not data_ok:
             raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
+
         return pos
 
     @property
@@ -768,7 +772,7 @@ class DfCms:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -777,30 +781,32 @@ class DfCms:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # width: Sketch width.
+            width, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.width = width
+            # depth: Sketch depth.
+            depth, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.depth = depth
+            # total_count: Total count.
+            total_count, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.total_count = total_count
+            # counters: The counters, row by row.
+            counters_count = (width.value * depth.value)
+            if counters_count < 0 or counters_count > (end - pos) // 8:
+                raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+            counters = ScalarColumns(buf)
+            for counters_index in range(counters_count):
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
+                counters_item = rd_s8le(_p, pos)
+                pos += 8
+                counters.append(counters_item)
+            self.counters = counters
+        finally:
+            PyBuffer_Release(&_view)
 
-        # width: Sketch width.
-        width, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.width = width
-        # depth: Sketch depth.
-        depth, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.depth = depth
-        # total_count: Total count.
-        total_count, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.total_count = total_count
-        # counters: The counters, row by row.
-        counters_count = (width.value * depth.value)
-        if counters_count < 0 or counters_count > (end - pos) // 8:
-            raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-        counters = ScalarColumns(buf)
-        for counters_index in range(counters_count):
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
-            counters_item = rd_s8le(_p, pos)
-            pos += 8
-            counters.append(counters_item)
-        self.counters = counters
         return self, pos
 
     @classmethod
@@ -810,7 +816,6 @@ class DfCms:
 
         buf = io.buf
         end = io.end
-
         # width: Sketch width.
         width, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # depth: Sketch depth.
@@ -829,6 +834,7 @@ class DfCms:
             counters_item = None
             pos += 8
             counters.append(counters_item)
+
         return pos
 
 
@@ -849,7 +855,7 @@ class DfTopk:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -858,58 +864,60 @@ class DfTopk:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # options: Options, always 0.
+            options, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.options = options
+            # k: Number of top items.
+            k, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.k = k
+            # width: Sketch width.
+            width, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.width = width
+            # depth: Sketch depth.
+            depth, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.depth = depth
+            # decay: Decay factor.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
+            decay = rd_f8le(_p, pos)
+            pos += 8
+            self.decay = decay
+            # heap_size: Number of heap items.
+            heap_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.heap_size = heap_size
+            # heap: The heap items.
+            heap_count = heap_size.value
+            if heap_count < 0 or heap_count > (end - pos) // 2:
+                raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
+            heap = []
+            for heap_index in range(heap_count):
+                heap_item, pos = DfTopkItem._read(io, pos, self, root)
+                heap.append(heap_item)
+            self.heap = heap
+            # counter_bytes: Size of the counter array in bytes.
+            counter_bytes_pos = pos
+            counter_bytes, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            counter_bytes_value = counter_bytes.value
+            if not ((counter_bytes_value % 4) == 0):
+                raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
+            self.counter_bytes = counter_bytes
+            # counters: The counters.
+            counters_count = (counter_bytes_value // 4)
+            if counters_count < 0 or counters_count > (end - pos) // 4:
+                raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+            counters = ScalarColumns(buf)
+            for counters_index in range(counters_count):
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
+                counters_item = rd_u4le(_p, pos)
+                pos += 4
+                counters.append(counters_item)
+            self.counters = counters
+        finally:
+            PyBuffer_Release(&_view)
 
-        # options: Options, always 0.
-        options, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.options = options
-        # k: Number of top items.
-        k, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.k = k
-        # width: Sketch width.
-        width, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.width = width
-        # depth: Sketch depth.
-        depth, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.depth = depth
-        # decay: Decay factor.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
-        decay = rd_f8le(_p, pos)
-        pos += 8
-        self.decay = decay
-        # heap_size: Number of heap items.
-        heap_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.heap_size = heap_size
-        # heap: The heap items.
-        heap_count = heap_size.value
-        if heap_count < 0 or heap_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
-        heap = []
-        for heap_index in range(heap_count):
-            heap_item, pos = DfTopkItem._read(io, pos, self, root)
-            heap.append(heap_item)
-        self.heap = heap
-        # counter_bytes: Size of the counter array in bytes.
-        counter_bytes_pos = pos
-        counter_bytes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        counter_bytes_value = counter_bytes.value
-        if not ((counter_bytes_value % 4) == 0):
-            raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
-        self.counter_bytes = counter_bytes
-        # counters: The counters.
-        counters_count = (counter_bytes_value // 4)
-        if counters_count < 0 or counters_count > (end - pos) // 4:
-            raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-        counters = ScalarColumns(buf)
-        for counters_index in range(counters_count):
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
-            counters_item = rd_u4le(_p, pos)
-            pos += 4
-            counters.append(counters_item)
-        self.counters = counters
         return self, pos
 
     @classmethod
@@ -919,7 +927,6 @@ class DfTopk:
 
         buf = io.buf
         end = io.end
-
         # options: Options, always 0.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         options = None
@@ -965,6 +972,7 @@ class DfTopk:
             counters_item = None
             pos += 4
             counters.append(counters_item)
+
         return pos
 
 
@@ -991,13 +999,13 @@ class DfTopkItem:
         self._io = io
         buf = io.buf
         end = io.end
-
         # item: The item.
         item, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.item = item
         # count: Its count.
         count_, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.count = count_
+
         return self, pos
 
     @classmethod
@@ -1007,13 +1015,13 @@ class DfTopkItem:
 
         buf = io.buf
         end = io.end
-
         # item: The item.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         item = None
         # count: Its count.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         count_ = None
+
         return pos
 
 
@@ -1040,7 +1048,6 @@ class DfCuckoo:
         self._io = io
         buf = io.buf
         end = io.end
-
         # slots_per_bucket: Slots per bucket.
         slots_per_bucket, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.slots_per_bucket = slots_per_bucket
@@ -1071,6 +1078,7 @@ class DfCuckoo:
             filters_item, pos = DfCuckooFilter._read(io, pos, self, root)
             filters.append(filters_item)
         self.filters = filters
+
         return self, pos
 
     @classmethod
@@ -1080,7 +1088,6 @@ class DfCuckoo:
 
         buf = io.buf
         end = io.end
-
         # slots_per_bucket: Slots per bucket.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         slots_per_bucket = None
@@ -1110,6 +1117,7 @@ class DfCuckoo:
             pos = DfCuckooFilter._skip(io, pos, None, root)
             filters_item = None
             filters.append(filters_item)
+
         return pos
 
 
@@ -1136,7 +1144,6 @@ class DfCuckooFilter:
         self._io = io
         buf = io.buf
         end = io.end
-
         # size: Size of the table in bytes.
         size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.size = size
@@ -1147,6 +1154,7 @@ class DfCuckooFilter:
         else:
             chunks = None
         self.chunks = chunks
+
         return self, pos
 
     @classmethod
@@ -1156,7 +1164,6 @@ class DfCuckooFilter:
 
         buf = io.buf
         end = io.end
-
         # size: Size of the table in bytes.
         size, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # chunks: The table bytes, in chunks.
@@ -1166,6 +1173,7 @@ class DfCuckooFilter:
             chunks = None
         else:
             chunks = None
+
         return pos
 
 
@@ -1185,7 +1193,7 @@ class DfMask:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -1194,24 +1202,26 @@ class DfMask:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
-
-        # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
-        flags = rd_u4le(_p, pos)
-        pos += 4
-        self.flags = flags
-        # mc_flags: Memcached flags.
-        if ((flags & 2) != 0):
+        _p = acquire(buf, &_view, end)
+        try:
+            # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
             if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:df_mask.mc_flags")
-            mc_flags = rd_u4le(_p, pos)
+                raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
+            flags = rd_u4le(_p, pos)
             pos += 4
-        else:
-            mc_flags = None
-        self.mc_flags = mc_flags
+            self.flags = flags
+            # mc_flags: Memcached flags.
+            if ((flags & 2) != 0):
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "dragonfly:df_mask.mc_flags")
+                mc_flags = rd_u4le(_p, pos)
+                pos += 4
+            else:
+                mc_flags = None
+            self.mc_flags = mc_flags
+        finally:
+            PyBuffer_Release(&_view)
+
         return self, pos
 
 
@@ -1231,7 +1241,7 @@ class JournalOffset:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -1240,15 +1250,17 @@ class JournalOffset:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # offset: Journal offset (u64 LE).
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "dragonfly:journal_offset.offset")
+            offset = rd_u8le(_p, pos)
+            pos += 8
+            self.offset = offset
+        finally:
+            PyBuffer_Release(&_view)
 
-        # offset: Journal offset (u64 LE).
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:journal_offset.offset")
-        offset = rd_u8le(_p, pos)
-        pos += 8
-        self.offset = offset
         return self, pos
 
 
@@ -1275,13 +1287,13 @@ class JournalBlob:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_entries: Number of journal entries.
         num_entries, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_entries = num_entries
         # journal: The serialized journal entries (notes §9.5).
         journal, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.journal = journal
+
         return self, pos
 
 
@@ -1308,7 +1320,6 @@ class FullsyncEnd:
         self._io = io
         buf = io.buf
         end = io.end
-
         # padding: Eight zero bytes.
         padding_size = 8
         if pos + padding_size > end:
@@ -1316,6 +1327,7 @@ class FullsyncEnd:
         pos += padding_size
         padding = buf[pos - padding_size:pos]
         self.padding = padding
+
         return self, pos
 
 
@@ -1342,7 +1354,6 @@ class ShardDocIndex:
         self._io = io
         buf = io.buf
         end = io.end
-
         # shard_id: Shard id.
         shard_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.shard_id = shard_id
@@ -1361,6 +1372,7 @@ class ShardDocIndex:
             docs_item, pos = ShardDoc._read(io, pos, self, root)
             docs.append(docs_item)
         self.docs = docs
+
         return self, pos
 
 
@@ -1387,13 +1399,13 @@ class ShardDoc:
         self._io = io
         buf = io.buf
         end = io.end
-
         # key: The key.
         key, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.key = key
         # doc_id: The document id.
         doc_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.doc_id = doc_id
+
         return self, pos
 
 
@@ -1420,7 +1432,6 @@ class VectorIndex:
         self._io = io
         buf = io.buf
         end = io.end
-
         # index_key: Index key.
         index_key, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.index_key = index_key
@@ -1439,6 +1450,7 @@ class VectorIndex:
             nodes_item, pos = HnswNode._read(io, pos, self, root)
             nodes.append(nodes_item)
         self.nodes = nodes
+
         return self, pos
 
 
@@ -1458,7 +1470,7 @@ class HnswNode:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -1467,36 +1479,38 @@ class HnswNode:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # internal_id: Internal id.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
+            internal_id = rd_u4le(_p, pos)
+            pos += 4
+            self.internal_id = internal_id
+            # global_id: Global id.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "dragonfly:hnsw_node.global_id")
+            global_id = rd_u8le(_p, pos)
+            pos += 8
+            self.global_id = global_id
+            # level: Top level of the node.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "dragonfly:hnsw_node.level")
+            level = rd_u4le(_p, pos)
+            pos += 4
+            self.level = level
+            # levels: Links for levels 0..level.
+            levels_count = (level + 1)
+            if levels_count < 0 or levels_count > (end - pos) // 4:
+                raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
+            levels = []
+            for levels_index in range(levels_count):
+                levels_item, pos = HnswLinks._read(io, pos, self, root)
+                levels.append(levels_item)
+            self.levels = levels
+        finally:
+            PyBuffer_Release(&_view)
 
-        # internal_id: Internal id.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
-        internal_id = rd_u4le(_p, pos)
-        pos += 4
-        self.internal_id = internal_id
-        # global_id: Global id.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:hnsw_node.global_id")
-        global_id = rd_u8le(_p, pos)
-        pos += 8
-        self.global_id = global_id
-        # level: Top level of the node.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:hnsw_node.level")
-        level = rd_u4le(_p, pos)
-        pos += 4
-        self.level = level
-        # levels: Links for levels 0..level.
-        levels_count = (level + 1)
-        if levels_count < 0 or levels_count > (end - pos) // 4:
-            raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
-        levels = []
-        for levels_index in range(levels_count):
-            levels_item, pos = HnswLinks._read(io, pos, self, root)
-            levels.append(levels_item)
-        self.levels = levels
         return self, pos
 
 
@@ -1516,7 +1530,7 @@ class HnswLinks:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -1525,27 +1539,29 @@ class HnswLinks:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
-
-        # num_links: Number of links.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
-        num_links = rd_u4le(_p, pos)
-        pos += 4
-        self.num_links = num_links
-        # links: Linked internal ids.
-        links_count = num_links
-        if links_count < 0 or links_count > (end - pos) // 4:
-            raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
-        links = ScalarColumns(buf)
-        for links_index in range(links_count):
+        _p = acquire(buf, &_view, end)
+        try:
+            # num_links: Number of links.
             if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
-            links_item = rd_u4le(_p, pos)
+                raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
+            num_links = rd_u4le(_p, pos)
             pos += 4
-            links.append(links_item)
-        self.links = links
+            self.num_links = num_links
+            # links: Linked internal ids.
+            links_count = num_links
+            if links_count < 0 or links_count > (end - pos) // 4:
+                raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
+            links = ScalarColumns(buf)
+            for links_index in range(links_count):
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
+                links_item = rd_u4le(_p, pos)
+                pos += 4
+                links.append(links_item)
+            self.links = links
+        finally:
+            PyBuffer_Release(&_view)
+
         return self, pos
 
 
@@ -1573,7 +1589,6 @@ class CompressedBlob:
         self._io = io
         buf = io.buf
         end = io.end
-
         # csize: Compressed size.
         csize, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.csize = csize
@@ -1584,6 +1599,7 @@ class CompressedBlob:
         pos += data_size
         data = buf[pos - data_size:pos]
         self.data = data
+
         return self, pos
 
 
@@ -1603,7 +1619,7 @@ class TaggedChunk:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -1612,29 +1628,31 @@ class TaggedChunk:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # stream_id: Chunk stream id (non-zero).
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
+            stream_id = rd_u4le(_p, pos)
+            pos += 4
+            if stream_id < 1:
+                raise invalid(io, pos - 4, "dragonfly:tagged_chunk.stream_id", 'expected at least 1, found ' + repr(stream_id))
+            self.stream_id = stream_id
+            # payload_len: Payload length (non-zero).
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
+            payload_len = rd_u4le(_p, pos)
+            pos += 4
+            if payload_len < 1:
+                raise invalid(io, pos - 4, "dragonfly:tagged_chunk.payload_len", 'expected at least 1, found ' + repr(payload_len))
+            self.payload_len = payload_len
+            # payload: The chunk payload.
+            if pos + payload_len > end:
+                raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
+            pos += payload_len
+            payload = buf[pos - payload_len:pos]
+            self.payload = payload
+        finally:
+            PyBuffer_Release(&_view)
 
-        # stream_id: Chunk stream id (non-zero).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
-        stream_id = rd_u4le(_p, pos)
-        pos += 4
-        if stream_id < 1:
-            raise invalid(io, pos - 4, "dragonfly:tagged_chunk.stream_id", 'expected at least 1, found ' + repr(stream_id))
-        self.stream_id = stream_id
-        # payload_len: Payload length (non-zero).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
-        payload_len = rd_u4le(_p, pos)
-        pos += 4
-        if payload_len < 1:
-            raise invalid(io, pos - 4, "dragonfly:tagged_chunk.payload_len", 'expected at least 1, found ' + repr(payload_len))
-        self.payload_len = payload_len
-        # payload: The chunk payload.
-        if pos + payload_len > end:
-            raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
-        pos += payload_len
-        payload = buf[pos - payload_len:pos]
-        self.payload = payload
         return self, pos

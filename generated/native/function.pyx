@@ -69,10 +69,10 @@ class Function2:
         self._io = io
         buf = io.buf
         end = io.end
-
         # library_code: The library code, e.g. "#!lua name=mylib ...".
         library_code, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.library_code = library_code
+
         return self, pos
 
 
@@ -100,7 +100,6 @@ class FunctionPreGa:
         self._io = io
         buf = io.buf
         end = io.end
-
         # name: Function name.
         name, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.name = name
@@ -119,4 +118,5 @@ class FunctionPreGa:
         # code: The function code.
         code, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.code = code
+
         return self, pos

@@ -70,7 +70,6 @@ class HashTable:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
@@ -83,6 +82,7 @@ class HashTable:
             entries_item, pos = HashPair._read(io, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
+
         return self, pos
 
     @classmethod
@@ -92,7 +92,6 @@ class HashTable:
 
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # entries: The field/value pairs.
@@ -104,6 +103,7 @@ class HashTable:
             pos = HashPair._skip(io, pos, None, root)
             entries_item = None
             entries.append(entries_item)
+
         return pos
 
 
@@ -130,13 +130,13 @@ class HashPair:
         self._io = io
         buf = io.buf
         end = io.end
-
         # field: Field name.
         field, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.field = field
         # value: Field value.
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
+
         return self, pos
 
     @classmethod
@@ -146,13 +146,13 @@ class HashPair:
 
         buf = io.buf
         end = io.end
-
         # field: Field name.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         field = None
         # value: Field value.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         value = None
+
         return pos
 
 
@@ -180,7 +180,6 @@ class HashMetadataPreGa:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
@@ -193,6 +192,7 @@ class HashMetadataPreGa:
             entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
+
         return self, pos
 
     @classmethod
@@ -202,7 +202,6 @@ class HashMetadataPreGa:
 
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # entries: The fields with their absolute TTLs.
@@ -214,6 +213,7 @@ class HashMetadataPreGa:
             pos = HashTtlEntryPreGa._skip(io, pos, None, root)
             entries_item = None
             entries.append(entries_item)
+
         return pos
 
 
@@ -240,7 +240,6 @@ class HashTtlEntryPreGa:
         self._io = io
         buf = io.buf
         end = io.end
-
         # ttl: Absolute expiry time in unix ms, or 0 for none.
         ttl, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.ttl = ttl
@@ -250,6 +249,7 @@ class HashTtlEntryPreGa:
         # value: Field value.
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
+
         return self, pos
 
     @classmethod
@@ -259,7 +259,6 @@ class HashTtlEntryPreGa:
 
         buf = io.buf
         end = io.end
-
         # ttl: Absolute expiry time in unix ms, or 0 for none.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         ttl = None
@@ -269,6 +268,7 @@ class HashTtlEntryPreGa:
         # value: Field value.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         value = None
+
         return pos
 
 
@@ -296,10 +296,10 @@ class HashListpackExPreGa:
         self._io = io
         buf = io.buf
         end = io.end
-
         # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
         listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
         self.listpack = listpack
+
         return self, pos
 
     @classmethod
@@ -309,10 +309,10 @@ class HashListpackExPreGa:
 
         buf = io.buf
         end = io.end
-
         # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
         pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
         listpack = None
+
         return pos
 
 
@@ -333,7 +333,7 @@ class HashMetadata:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -342,57 +342,61 @@ class HashMetadata:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+            min_expire = rd_u8le(_p, pos)
+            pos += 8
+            self.min_expire = min_expire
+            # num_fields: Number of fields.
+            num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.num_fields = num_fields
+            # entries: The fields with their relative TTLs.
+            entries_count = num_fields.value
+            if entries_count < 0 or entries_count > (end - pos) // 3:
+                raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            entries = []
+            for entries_index in range(entries_count):
+                entries_item, pos = HashTtlEntry._read(io, pos, self, root, min_expire)
+                entries.append(entries_item)
+            self.entries = entries
+        finally:
+            PyBuffer_Release(&_view)
 
-        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-        min_expire = rd_u8le(_p, pos)
-        pos += 8
-        self.min_expire = min_expire
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The fields with their relative TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = HashTtlEntry._read(io, pos, self, root, min_expire)
-            entries.append(entries_item)
-        self.entries = entries
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_metadata without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+            min_expire = rd_u8le(_p, pos)
+            pos += 8
+            # num_fields: Number of fields.
+            num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
+            # entries: The fields with their relative TTLs.
+            entries_count = num_fields.value
+            if entries_count < 0 or entries_count > (end - pos) // 3:
+                raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            entries = []
+            for entries_index in range(entries_count):
+                pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
+                entries_item = None
+                entries.append(entries_item)
+        finally:
+            PyBuffer_Release(&_view)
 
-        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-        min_expire = rd_u8le(_p, pos)
-        pos += 8
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The fields with their relative TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
-            entries_item = None
-            entries.append(entries_item)
         return pos
 
 
@@ -420,7 +424,6 @@ class HashTtlEntry:
         self.min_expire = min_expire
         buf = io.buf
         end = io.end
-
         # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
         ttl, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.ttl = ttl
@@ -430,6 +433,7 @@ class HashTtlEntry:
         # value: Field value.
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
+
         return self, pos
 
     @classmethod
@@ -439,7 +443,6 @@ class HashTtlEntry:
 
         buf = io.buf
         end = io.end
-
         # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         ttl = None
@@ -449,6 +452,7 @@ class HashTtlEntry:
         # value: Field value.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         value = None
+
         return pos
 
     @property
@@ -474,7 +478,7 @@ class HashListpackEx:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -483,18 +487,20 @@ class HashListpackEx:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
+            min_expire = rd_u8le(_p, pos)
+            pos += 8
+            self.min_expire = min_expire
+            # listpack: Listpack of field, value, ttl triples.
+            listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+            self.listpack = listpack
+        finally:
+            PyBuffer_Release(&_view)
 
-        # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
-        min_expire = rd_u8le(_p, pos)
-        pos += 8
-        self.min_expire = min_expire
-        # listpack: Listpack of field, value, ttl triples.
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        self.listpack = listpack
         return self, pos
 
     @classmethod
@@ -504,7 +510,6 @@ class HashListpackEx:
 
         buf = io.buf
         end = io.end
-
         # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
@@ -513,6 +518,7 @@ class HashListpackEx:
         # listpack: Listpack of field, value, ttl triples.
         pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
         listpack = None
+
         return pos
 
 
@@ -543,7 +549,6 @@ class ValkeyHash2:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
@@ -556,6 +561,7 @@ class ValkeyHash2:
             entries_item, pos = ValkeyHash2Entry._read(io, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
+
         return self, pos
 
     @classmethod
@@ -565,7 +571,6 @@ class ValkeyHash2:
 
         buf = io.buf
         end = io.end
-
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # entries: The fields with their expiry.
@@ -577,6 +582,7 @@ class ValkeyHash2:
             pos = ValkeyHash2Entry._skip(io, pos, None, root)
             entries_item = None
             entries.append(entries_item)
+
         return pos
 
 
@@ -596,7 +602,7 @@ class ValkeyHash2Entry:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -605,48 +611,52 @@ class ValkeyHash2Entry:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # field: Field name.
+            field, pos = rdb_string.RdbString._read(io, pos, self, root)
+            self.field = field
+            # value: Field value.
+            value, pos = rdb_string.RdbString._read(io, pos, self, root)
+            self.value = value
+            # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+            expire_ms = rd_s8le(_p, pos)
+            pos += 8
+            if expire_ms < -1:
+                raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
+            self.expire_ms = expire_ms
+        finally:
+            PyBuffer_Release(&_view)
 
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-        expire_ms = rd_s8le(_p, pos)
-        pos += 8
-        if expire_ms < -1:
-            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
-        self.expire_ms = expire_ms
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one valkey_hash_2_entry without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # field: Field name.
+            pos = rdb_string.RdbString._skip(io, pos, None, root)
+            field = None
+            # value: Field value.
+            pos = rdb_string.RdbString._skip(io, pos, None, root)
+            value = None
+            # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+            expire_ms = rd_s8le(_p, pos)
+            pos += 8
+            if expire_ms < -1:
+                raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
+        finally:
+            PyBuffer_Release(&_view)
 
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
-        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-        expire_ms = rd_s8le(_p, pos)
-        pos += 8
-        if expire_ms < -1:
-            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
         return pos

@@ -36,7 +36,7 @@ class Intset:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -45,102 +45,106 @@ class Intset:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "intset:intset.encoding")
+            encoding = rd_u4le(_p, pos)
+            pos += 4
+            if encoding not in (2, 4, 8,):
+                raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
+            self.encoding = encoding
+            # length: Number of members; an empty intset is corrupt.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "intset:intset.length")
+            length = rd_u4le(_p, pos)
+            pos += 4
+            if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+                raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
+            self.length = length
+            # members: The members, sorted ascending.
+            members_count = length
+            if members_count < 0 or members_count > end - pos + 1:
+                raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+            members = ScalarColumns(buf)
+            for members_index in range(members_count):
+                members_item_on = encoding
+                if members_item_on == 2:
+                    if pos + 2 > end:
+                        raise truncated(io, pos, 2, "intset:intset.members")
+                    members_item = rd_s2le(_p, pos)
+                    pos += 2
+                elif members_item_on == 4:
+                    if pos + 4 > end:
+                        raise truncated(io, pos, 4, "intset:intset.members")
+                    members_item = rd_s4le(_p, pos)
+                    pos += 4
+                elif members_item_on == 8:
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "intset:intset.members")
+                    members_item = rd_s8le(_p, pos)
+                    pos += 8
+                else:
+                    members_item = None
+                members.append(members_item)
+            self.members = members
+        finally:
+            PyBuffer_Release(&_view)
 
-        # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.encoding")
-        encoding = rd_u4le(_p, pos)
-        pos += 4
-        if encoding not in (2, 4, 8,):
-            raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
-        self.encoding = encoding
-        # length: Number of members; an empty intset is corrupt.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.length")
-        length = rd_u4le(_p, pos)
-        pos += 4
-        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
-            raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
-        self.length = length
-        # members: The members, sorted ascending.
-        members_count = length
-        if members_count < 0 or members_count > end - pos + 1:
-            raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-        members = ScalarColumns(buf)
-        for members_index in range(members_count):
-            members_item_on = encoding
-            if members_item_on == 2:
-                if pos + 2 > end:
-                    raise truncated(io, pos, 2, "intset:intset.members")
-                members_item = rd_s2le(_p, pos)
-                pos += 2
-            elif members_item_on == 4:
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "intset:intset.members")
-                members_item = rd_s4le(_p, pos)
-                pos += 4
-            elif members_item_on == 8:
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "intset:intset.members")
-                members_item = rd_s8le(_p, pos)
-                pos += 8
-            else:
-                members_item = None
-            members.append(members_item)
-        self.members = members
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one intset without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "intset:intset.encoding")
+            encoding = rd_u4le(_p, pos)
+            pos += 4
+            if encoding not in (2, 4, 8,):
+                raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
+            # length: Number of members; an empty intset is corrupt.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "intset:intset.length")
+            length = rd_u4le(_p, pos)
+            pos += 4
+            if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+                raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
+            # members: The members, sorted ascending.
+            members_count = length
+            if members_count < 0 or members_count > end - pos + 1:
+                raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+            members = []
+            for members_index in range(members_count):
+                members_item_on = encoding
+                if members_item_on == 2:
+                    if pos + 2 > end:
+                        raise truncated(io, pos, 2, "intset:intset.members")
+                    members_item = None
+                    pos += 2
+                elif members_item_on == 4:
+                    if pos + 4 > end:
+                        raise truncated(io, pos, 4, "intset:intset.members")
+                    members_item = None
+                    pos += 4
+                elif members_item_on == 8:
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "intset:intset.members")
+                    members_item = None
+                    pos += 8
+                else:
+                    members_item = None
+                members.append(members_item)
+        finally:
+            PyBuffer_Release(&_view)
 
-        # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.encoding")
-        encoding = rd_u4le(_p, pos)
-        pos += 4
-        if encoding not in (2, 4, 8,):
-            raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
-        # length: Number of members; an empty intset is corrupt.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.length")
-        length = rd_u4le(_p, pos)
-        pos += 4
-        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
-            raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
-        # members: The members, sorted ascending.
-        members_count = length
-        if members_count < 0 or members_count > end - pos + 1:
-            raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-        members = []
-        for members_index in range(members_count):
-            members_item_on = encoding
-            if members_item_on == 2:
-                if pos + 2 > end:
-                    raise truncated(io, pos, 2, "intset:intset.members")
-                members_item = None
-                pos += 2
-            elif members_item_on == 4:
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "intset:intset.members")
-                members_item = None
-                pos += 4
-            elif members_item_on == 8:
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "intset:intset.members")
-                members_item = None
-                pos += 8
-            else:
-                members_item = None
-            members.append(members_item)
         return pos

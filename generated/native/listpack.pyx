@@ -37,7 +37,7 @@ class Listpack:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -46,80 +46,84 @@ class Listpack:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # total_bytes: Total size of the listpack in bytes; must equal the blob size.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
+            total_bytes = rd_u4le(_p, pos)
+            pos += 4
+            if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+                raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+            self.total_bytes = total_bytes
+            # num_elements: Number of entries, or 65535 when unknown (count by scanning).
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "listpack:listpack.num_elements")
+            num_elements = rd_u2le(_p, pos)
+            pos += 2
+            self.num_elements = num_elements
+            # body: The entries, without the header and the EOF byte.
+            body_size = (total_bytes - 7)
+            if body_size < 0 or pos + body_size > end:
+                raise truncated(io, pos, body_size, "listpack:listpack.body")
+            body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
+            pos += body_size
+            body = LpBody._read(body_io, body_io.start, self, root)[0]
+            self.body = body
+            # terminator: LP_EOF, always 0xFF.
+            if pos >= end:
+                raise truncated(io, pos, 1, "listpack:listpack.terminator")
+            terminator = _p[pos]
+            pos += 1
+            if terminator != 255:
+                raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
+            self.terminator = terminator
+            # entries: The entries of the listpack (each one a scalar, see `lp_entry`).
+            self.entries = body.entries
+        finally:
+            PyBuffer_Release(&_view)
 
-        # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        self.total_bytes = total_bytes
-        # num_elements: Number of entries, or 65535 when unknown (count by scanning).
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:listpack.num_elements")
-        num_elements = rd_u2le(_p, pos)
-        pos += 2
-        self.num_elements = num_elements
-        # body: The entries, without the header and the EOF byte.
-        body_size = (total_bytes - 7)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "listpack:listpack.body")
-        body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
-        pos += body_size
-        body = LpBody._read(body_io, body_io.start, self, root)[0]
-        self.body = body
-        # terminator: LP_EOF, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
-        self.terminator = terminator
-        # entries: The entries of the listpack (each one a scalar, see `lp_entry`).
-        self.entries = body.entries
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one listpack without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # total_bytes: Total size of the listpack in bytes; must equal the blob size.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
+            total_bytes = rd_u4le(_p, pos)
+            pos += 4
+            if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+                raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+            # num_elements: Number of entries, or 65535 when unknown (count by scanning).
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "listpack:listpack.num_elements")
+            num_elements = None
+            pos += 2
+            # body: The entries, without the header and the EOF byte.
+            body_size = (total_bytes - 7)
+            if body_size < 0 or pos + body_size > end:
+                raise truncated(io, pos, body_size, "listpack:listpack.body")
+            pos += body_size
+            body = None
+            # terminator: LP_EOF, always 0xFF.
+            if pos >= end:
+                raise truncated(io, pos, 1, "listpack:listpack.terminator")
+            terminator = _p[pos]
+            pos += 1
+            if terminator != 255:
+                raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
+        finally:
+            PyBuffer_Release(&_view)
 
-        # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        # num_elements: Number of entries, or 65535 when unknown (count by scanning).
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:listpack.num_elements")
-        num_elements = None
-        pos += 2
-        # body: The entries, without the header and the EOF byte.
-        body_size = (total_bytes - 7)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "listpack:listpack.body")
-        pos += body_size
-        body = None
-        # terminator: LP_EOF, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
         return pos
 
 
@@ -139,7 +143,7 @@ class LpBody:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -148,33 +152,37 @@ class LpBody:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # entries: Listpack entries, in order.
+            entries = ScalarColumns(buf)
+            while pos < end:
+                c_push_lp_entry(io, buf, _p, end, &pos, self, root, entries)
+            self.entries = entries
+        finally:
+            PyBuffer_Release(&_view)
 
-        # entries: Listpack entries, in order.
-        entries = ScalarColumns(buf)
-        while pos < end:
-            c_push_lp_entry(io, buf, _p, end, &pos, self, root, entries)
-        self.entries = entries
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one lp_body without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # entries: Listpack entries, in order.
+            entries = []
+            while pos < end:
+                entries_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+                entries.append(entries_item)
+        finally:
+            PyBuffer_Release(&_view)
 
-        # entries: Listpack entries, in order.
-        entries = []
-        while pos < end:
-            entries_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-            entries.append(entries_item)
         return pos
 
 
@@ -284,9 +292,13 @@ def read_lp_entry(io, buf, end, pos, parent, root):
     Reads at `pos` in `io` (whose `buf` and `end` are passed too, as this runs per element);
     returns the value (int_value or str_value) and the position after it.
     """
-    cdef const unsigned char[::1] _view = buf
+    cdef Py_buffer _view
     cdef Py_ssize_t at = pos
-    value = c_read_lp_entry(io, buf, address(_view, end), end, &at, parent, root)
+    cdef const unsigned char* _p = acquire(buf, &_view, end)
+    try:
+        value = c_read_lp_entry(io, buf, _p, end, &at, parent, root)
+    finally:
+        PyBuffer_Release(&_view)
     return value, at
 
 

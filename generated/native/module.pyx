@@ -71,7 +71,6 @@ class ModuleValue:
         self._io = io
         buf = io.buf
         end = io.end
-
         # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.module_id = module_id
@@ -85,6 +84,7 @@ class ModuleValue:
                 break
             ops_index += 1
         self.ops = ops
+
         return self, pos
 
     @classmethod
@@ -94,7 +94,6 @@ class ModuleValue:
 
         buf = io.buf
         end = io.end
-
         # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         module_id = None
@@ -107,6 +106,7 @@ class ModuleValue:
             if (ops_item.opcode.value == 0):
                 break
             ops_index += 1
+
         return pos
 
 
@@ -134,13 +134,13 @@ class ModulePreGa:
         self._io = io
         buf = io.buf
         end = io.end
-
         # module_id: The module type id; always rejected.
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         if not False:
             raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
         self.module_id = module_id
+
         return self, pos
 
     @classmethod
@@ -150,12 +150,12 @@ class ModulePreGa:
 
         buf = io.buf
         end = io.end
-
         # module_id: The module type id; always rejected.
         module_id_pos = pos
         module_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
         if not False:
             raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
+
         return pos
 
 
@@ -183,7 +183,6 @@ class ModuleAux:
         self._io = io
         buf = io.buf
         end = io.end
-
         # module_id: The module type id.
         module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.module_id = module_id
@@ -206,6 +205,7 @@ class ModuleAux:
                 break
             ops_index += 1
         self.ops = ops
+
         return self, pos
 
 
@@ -226,7 +226,7 @@ class ModuleOp:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -235,40 +235,42 @@ class ModuleOp:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
+            opcode_pos = pos
+            opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            opcode_value = opcode.value
+            if not ((not opcode.is_encoded) and (opcode_value <= 5)):
+                raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
+            self.opcode = opcode
+            # uint_value, float_value, double_value, string_value: at most one of them is present
+            uint_value = float_value = double_value = string_value = None
+            if ((opcode_value == 1) or (opcode_value == 2)):
+                # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
+                uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            elif (opcode_value == 3):
+                # float_value: FLOAT value, binary32 LE.
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "module:module_op.float_value")
+                float_value = rd_f4le(_p, pos)
+                pos += 4
+            elif (opcode_value == 4):
+                # double_value: DOUBLE value, binary64 LE.
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "module:module_op.double_value")
+                double_value = rd_f8le(_p, pos)
+                pos += 8
+            elif (opcode_value == 5):
+                # string_value: STRING value.
+                string_value, pos = rdb_string.RdbString._read(io, pos, self, root)
+            self.uint_value = uint_value
+            self.float_value = float_value
+            self.double_value = double_value
+            self.string_value = string_value
+        finally:
+            PyBuffer_Release(&_view)
 
-        # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
-        opcode_pos = pos
-        opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        opcode_value = opcode.value
-        if not ((not opcode.is_encoded) and (opcode_value <= 5)):
-            raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
-        self.opcode = opcode
-        # uint_value, float_value, double_value, string_value: at most one of them is present
-        uint_value = float_value = double_value = string_value = None
-        if ((opcode_value == 1) or (opcode_value == 2)):
-            # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-            uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        elif (opcode_value == 3):
-            # float_value: FLOAT value, binary32 LE.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "module:module_op.float_value")
-            float_value = rd_f4le(_p, pos)
-            pos += 4
-        elif (opcode_value == 4):
-            # double_value: DOUBLE value, binary64 LE.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "module:module_op.double_value")
-            double_value = rd_f8le(_p, pos)
-            pos += 8
-        elif (opcode_value == 5):
-            # string_value: STRING value.
-            string_value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.uint_value = uint_value
-        self.float_value = float_value
-        self.double_value = double_value
-        self.string_value = string_value
         return self, pos
 
     @classmethod
@@ -278,7 +280,6 @@ class ModuleOp:
 
         buf = io.buf
         end = io.end
-
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
         opcode, pos = rdb_string.RdbLen._read(io, pos, None, root)
@@ -307,6 +308,7 @@ class ModuleOp:
             # string_value: STRING value.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             string_value = None
+
         return pos
 
 
@@ -334,7 +336,6 @@ class KeyMeta:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_classes: Number of metadata classes.
         num_classes, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_classes = num_classes
@@ -347,6 +348,7 @@ class KeyMeta:
             classes_item, pos = KeyMetaClass._read(io, pos, self, root)
             classes.append(classes_item)
         self.classes = classes
+
         return self, pos
 
 
@@ -366,7 +368,7 @@ class KeyMetaClass:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -375,29 +377,31 @@ class KeyMetaClass:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "module:key_meta_class.class_spec")
+            class_spec = rd_u4le(_p, pos)
+            pos += 4
+            self.class_spec = class_spec
+            # ops: The module-opcode stream written by the class's rdb_save callback.
+            ops = []
+            ops_index = 0
+            while True:
+                ops_item, pos = ModuleOp._read(io, pos, self, root)
+                ops.append(ops_item)
+                if (ops_item.opcode.value == 0):
+                    break
+                ops_index += 1
+            self.ops = ops
+            # flags: Flag bits of the class.
+            self.flags = (class_spec & 7)
+            # version: Class version (0..31).
+            self.version = ((class_spec >> 3) & 31)
+        finally:
+            PyBuffer_Release(&_view)
 
-        # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "module:key_meta_class.class_spec")
-        class_spec = rd_u4le(_p, pos)
-        pos += 4
-        self.class_spec = class_spec
-        # ops: The module-opcode stream written by the class's rdb_save callback.
-        ops = []
-        ops_index = 0
-        while True:
-            ops_item, pos = ModuleOp._read(io, pos, self, root)
-            ops.append(ops_item)
-            if (ops_item.opcode.value == 0):
-                break
-            ops_index += 1
-        self.ops = ops
-        # flags: Flag bits of the class.
-        self.flags = (class_spec & 7)
-        # version: Class version (0..31).
-        self.version = ((class_spec >> 3) & 31)
         return self, pos
 
     @property

@@ -43,7 +43,6 @@ class Quicklist:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_nodes: Number of quicklist nodes.
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_nodes = num_nodes
@@ -56,6 +55,7 @@ class Quicklist:
             nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
             nodes.append(nodes_item)
         self.nodes = nodes
+
         return self, pos
 
     @classmethod
@@ -65,7 +65,6 @@ class Quicklist:
 
         buf = io.buf
         end = io.end
-
         # num_nodes: Number of quicklist nodes.
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # nodes: The nodes, each a ziplist (possibly LZF-compressed).
@@ -77,6 +76,7 @@ class Quicklist:
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
             nodes_item = None
             nodes.append(nodes_item)
+
         return pos
 
 
@@ -104,7 +104,6 @@ class Quicklist2:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_nodes: Number of quicklist nodes.
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_nodes = num_nodes
@@ -117,6 +116,7 @@ class Quicklist2:
             nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
             nodes.append(nodes_item)
         self.nodes = nodes
+
         return self, pos
 
     @classmethod
@@ -126,7 +126,6 @@ class Quicklist2:
 
         buf = io.buf
         end = io.end
-
         # num_nodes: Number of quicklist nodes.
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # nodes: The nodes.
@@ -138,6 +137,7 @@ class Quicklist2:
             pos = Quicklist2Node._skip(io, pos, None, root)
             nodes_item = None
             nodes.append(nodes_item)
+
         return pos
 
 
@@ -164,7 +164,6 @@ class Quicklist2Node:
         self._io = io
         buf = io.buf
         end = io.end
-
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, self, root)
@@ -182,6 +181,7 @@ class Quicklist2Node:
             packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
         self.plain = plain
         self.packed = packed
+
         return self, pos
 
     @classmethod
@@ -191,7 +191,6 @@ class Quicklist2Node:
 
         buf = io.buf
         end = io.end
-
         # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, None, root)
@@ -208,4 +207,5 @@ class Quicklist2Node:
             # packed: A PACKED node's listpack (possibly LZF-compressed).
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
             packed = None
+
         return pos

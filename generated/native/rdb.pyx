@@ -50,7 +50,6 @@ class Rdb:
         self._io = io
         buf = io.buf
         end = io.end
-
         # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
         magic_pos = pos
         magic_size = 9
@@ -65,6 +64,7 @@ class Rdb:
         if not magic_ok:
             raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081')
         self.magic = magic
+
         self._stream_pos = pos
         return self, pos
 
@@ -141,7 +141,7 @@ class Record:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -150,77 +150,79 @@ class Record:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
-
-        # opcode: The opcode or value type byte. Unknown codes are invalid.
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb:record.opcode")
-        opcode = _p[pos]
-        pos += 1
+        _p = acquire(buf, &_view, end)
         try:
-            opcode_ok = (((opcode >= 243) or ((opcode <= 22) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
-        except (TypeError, ValueError, IndexError):
-            opcode_ok = False
-        if not opcode_ok:
-            raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
-        self.opcode = opcode
-        # body: The payload; absent for EOF.
-        kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
-        self._m_kind = kind
-        if (kind != 255):
-            body_on = kind
-            if body_on == 254:
-                body, pos = SelectDb._read(io, pos, self, root)
-            elif body_on == 253:
-                body, pos = ExpireTime._read(io, pos, self, root)
-            elif body_on == 252:
-                body, pos = ExpireTimeMs._read(io, pos, self, root)
-            elif body_on == 251:
-                body, pos = ResizeDb._read(io, pos, self, root)
-            elif body_on == 250:
-                body, pos = Aux._read(io, pos, self, root)
-            elif body_on == 249:
-                body, pos = Freq._read(io, pos, self, root)
-            elif body_on == 248:
-                body, pos = Idle._read(io, pos, self, root)
-            elif body_on == 247:
-                body, pos = module.ModuleAux._read(io, pos, self, root)
-            elif body_on == 246:
-                body, pos = function.FunctionPreGa._read(io, pos, self, root)
-            elif body_on == 245:
-                body, pos = function.Function2._read(io, pos, self, root)
-            elif body_on == 244:
-                body, pos = SlotInfo._read(io, pos, self, root)
-            elif body_on == 243:
-                body, pos = module.KeyMeta._read(io, pos, self, root)
-            elif body_on == 499:
-                body, pos = SlotImport._read(io, pos, self, root)
-            elif body_on == 224:
-                body, pos = dragonfly.TaggedChunk._read(io, pos, self, root)
-            elif body_on == 223:
-                body, pos = dragonfly.ShardDocIndex._read(io, pos, self, root)
-            elif body_on == 222:
-                body, pos = dragonfly.VectorIndex._read(io, pos, self, root)
-            elif body_on == 220:
-                body, pos = dragonfly.DfMask._read(io, pos, self, root)
-            elif body_on == 211:
-                body, pos = dragonfly.JournalOffset._read(io, pos, self, root)
-            elif body_on == 210:
-                body, pos = dragonfly.JournalBlob._read(io, pos, self, root)
-            elif body_on == 202:
-                body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
-            elif body_on == 201:
-                body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
-            elif body_on == 200:
-                body, pos = dragonfly.FullsyncEnd._read(io, pos, self, root)
-            elif body_on == 256:
-                body, pos = KeyValue._read(io, pos, self, root, opcode, root.is_valkey, root.version)
+            # opcode: The opcode or value type byte. Unknown codes are invalid.
+            if pos >= end:
+                raise truncated(io, pos, 1, "rdb:record.opcode")
+            opcode = _p[pos]
+            pos += 1
+            try:
+                opcode_ok = (((opcode >= 243) or ((opcode <= 22) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
+            except (TypeError, ValueError, IndexError):
+                opcode_ok = False
+            if not opcode_ok:
+                raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
+            self.opcode = opcode
+            # body: The payload; absent for EOF.
+            kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
+            self._m_kind = kind
+            if (kind != 255):
+                body_on = kind
+                if body_on == 254:
+                    body, pos = SelectDb._read(io, pos, self, root)
+                elif body_on == 253:
+                    body, pos = ExpireTime._read(io, pos, self, root)
+                elif body_on == 252:
+                    body, pos = ExpireTimeMs._read(io, pos, self, root)
+                elif body_on == 251:
+                    body, pos = ResizeDb._read(io, pos, self, root)
+                elif body_on == 250:
+                    body, pos = Aux._read(io, pos, self, root)
+                elif body_on == 249:
+                    body, pos = Freq._read(io, pos, self, root)
+                elif body_on == 248:
+                    body, pos = Idle._read(io, pos, self, root)
+                elif body_on == 247:
+                    body, pos = module.ModuleAux._read(io, pos, self, root)
+                elif body_on == 246:
+                    body, pos = function.FunctionPreGa._read(io, pos, self, root)
+                elif body_on == 245:
+                    body, pos = function.Function2._read(io, pos, self, root)
+                elif body_on == 244:
+                    body, pos = SlotInfo._read(io, pos, self, root)
+                elif body_on == 243:
+                    body, pos = module.KeyMeta._read(io, pos, self, root)
+                elif body_on == 499:
+                    body, pos = SlotImport._read(io, pos, self, root)
+                elif body_on == 224:
+                    body, pos = dragonfly.TaggedChunk._read(io, pos, self, root)
+                elif body_on == 223:
+                    body, pos = dragonfly.ShardDocIndex._read(io, pos, self, root)
+                elif body_on == 222:
+                    body, pos = dragonfly.VectorIndex._read(io, pos, self, root)
+                elif body_on == 220:
+                    body, pos = dragonfly.DfMask._read(io, pos, self, root)
+                elif body_on == 211:
+                    body, pos = dragonfly.JournalOffset._read(io, pos, self, root)
+                elif body_on == 210:
+                    body, pos = dragonfly.JournalBlob._read(io, pos, self, root)
+                elif body_on == 202:
+                    body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
+                elif body_on == 201:
+                    body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
+                elif body_on == 200:
+                    body, pos = dragonfly.FullsyncEnd._read(io, pos, self, root)
+                elif body_on == 256:
+                    body, pos = KeyValue._read(io, pos, self, root, opcode, root.is_valkey, root.version)
+                else:
+                    body = None
             else:
                 body = None
-        else:
-            body = None
-        self.body = body
+            self.body = body
+        finally:
+            PyBuffer_Release(&_view)
+
         return self, pos
 
     @property
@@ -258,10 +260,10 @@ class SelectDb:
         self._io = io
         buf = io.buf
         end = io.end
-
         # db_number: Database number.
         db_number, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.db_number = db_number
+
         return self, pos
 
 
@@ -288,13 +290,13 @@ class ResizeDb:
         self._io = io
         buf = io.buf
         end = io.end
-
         # db_size: Number of keys.
         db_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.db_size = db_size
         # expires_size: Number of keys with an expiry.
         expires_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.expires_size = expires_size
+
         return self, pos
 
 
@@ -323,13 +325,13 @@ class Aux:
         self._io = io
         buf = io.buf
         end = io.end
-
         # key: Field name.
         key, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.key = key
         # value: Field value.
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
+
         return self, pos
 
 
@@ -349,7 +351,7 @@ class ExpireTime:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -358,15 +360,17 @@ class ExpireTime:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # seconds: Unix time in seconds (host order, LE in practice).
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "rdb:expire_time.seconds")
+            seconds = rd_s4le(_p, pos)
+            pos += 4
+            self.seconds = seconds
+        finally:
+            PyBuffer_Release(&_view)
 
-        # seconds: Unix time in seconds (host order, LE in practice).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "rdb:expire_time.seconds")
-        seconds = rd_s4le(_p, pos)
-        pos += 4
-        self.seconds = seconds
         return self, pos
 
 
@@ -386,7 +390,7 @@ class ExpireTimeMs:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -395,15 +399,17 @@ class ExpireTimeMs:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # ms: Unix time in ms, little-endian (host order before RDB 9).
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
+            ms = rd_s8le(_p, pos)
+            pos += 8
+            self.ms = ms
+        finally:
+            PyBuffer_Release(&_view)
 
-        # ms: Unix time in ms, little-endian (host order before RDB 9).
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
-        ms = rd_s8le(_p, pos)
-        pos += 8
-        self.ms = ms
         return self, pos
 
 
@@ -423,7 +429,7 @@ class Freq:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -432,15 +438,17 @@ class Freq:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # lfu_freq: LFU counter (0..255).
+            if pos >= end:
+                raise truncated(io, pos, 1, "rdb:freq.lfu_freq")
+            lfu_freq = _p[pos]
+            pos += 1
+            self.lfu_freq = lfu_freq
+        finally:
+            PyBuffer_Release(&_view)
 
-        # lfu_freq: LFU counter (0..255).
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb:freq.lfu_freq")
-        lfu_freq = _p[pos]
-        pos += 1
-        self.lfu_freq = lfu_freq
         return self, pos
 
 
@@ -467,10 +475,10 @@ class Idle:
         self._io = io
         buf = io.buf
         end = io.end
-
         # seconds: Idle time in seconds.
         seconds, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.seconds = seconds
+
         return self, pos
 
 
@@ -497,7 +505,6 @@ class SlotInfo:
         self._io = io
         buf = io.buf
         end = io.end
-
         # slot_id: Cluster slot.
         slot_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.slot_id = slot_id
@@ -507,6 +514,7 @@ class SlotInfo:
         # expires_slot_size: Number of keys with an expiry in the slot.
         expires_slot_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.expires_slot_size = expires_slot_size
+
         return self, pos
 
 
@@ -533,7 +541,6 @@ class SlotImport:
         self._io = io
         buf = io.buf
         end = io.end
-
         # job_name: Job name (40 bytes when written).
         job_name, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.job_name = job_name
@@ -549,6 +556,7 @@ class SlotImport:
             ranges_item, pos = SlotRange._read(io, pos, self, root)
             ranges.append(ranges_item)
         self.ranges = ranges
+
         return self, pos
 
 
@@ -575,13 +583,13 @@ class SlotRange:
         self._io = io
         buf = io.buf
         end = io.end
-
         # start_slot: First slot.
         start_slot, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.start_slot = start_slot
         # end_slot: Last slot.
         end_slot, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.end_slot = end_slot
+
         return self, pos
 
 
@@ -612,7 +620,6 @@ class KeyValue:
         self.rdb_version = rdb_version
         buf = io.buf
         end = io.end
-
         # key: The key.
         key, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.key = key
@@ -731,6 +738,7 @@ class KeyValue:
             value = None
         else:
             value = None
+
         return self, pos
 
     @property
@@ -853,7 +861,6 @@ class StringList:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_items: Number of elements.
         num_items, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_items = num_items
@@ -866,6 +873,7 @@ class StringList:
             items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
             items.append(items_item)
         self.items = items
+
         return self, pos
 
     @classmethod
@@ -875,7 +883,6 @@ class StringList:
 
         buf = io.buf
         end = io.end
-
         # num_items: Number of elements.
         num_items, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # items: The elements.
@@ -887,4 +894,5 @@ class StringList:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             items_item = None
             items.append(items_item)
+
         return pos

@@ -78,7 +78,6 @@ class StreamValue:
         self.type_code = type_code
         buf = io.buf
         end = io.end
-
         # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_nodes = num_nodes
@@ -127,6 +126,7 @@ class StreamValue:
         else:
             idmp = None
         self.idmp = idmp
+
         return self, pos
 
     @classmethod
@@ -136,7 +136,6 @@ class StreamValue:
 
         buf = io.buf
         end = io.end
-
         # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # nodes: The listpack nodes, in ascending master ID order.
@@ -183,6 +182,7 @@ class StreamValue:
             idmp = None
         else:
             idmp = None
+
         return pos
 
 
@@ -210,7 +210,6 @@ class StreamNode:
         self._io = io
         buf = io.buf
         end = io.end
-
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, self, root)
@@ -230,6 +229,7 @@ class StreamNode:
         # listpack: The node listpack.
         pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
         listpack = None
+
         return self, pos
 
     @classmethod
@@ -239,7 +239,6 @@ class StreamNode:
 
         buf = io.buf
         end = io.end
-
         # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
         node_key_len_pos = pos
         node_key_len, pos = rdb_string.RdbLen._read(io, pos, None, root)
@@ -254,6 +253,7 @@ class StreamNode:
         # listpack: The node listpack.
         pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
         listpack = None
+
         return pos
 
     @property
@@ -293,13 +293,13 @@ class StreamId:
         self._io = io
         buf = io.buf
         end = io.end
-
         # ms: Milliseconds part.
         ms, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.ms = ms
         # seq: Sequence part.
         seq, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.seq = seq
+
         return self, pos
 
     @classmethod
@@ -309,13 +309,13 @@ class StreamId:
 
         buf = io.buf
         end = io.end
-
         # ms: Milliseconds part.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         ms = None
         # seq: Sequence part.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         seq = None
+
         return pos
 
 
@@ -335,7 +335,7 @@ class StreamIdRaw:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -344,21 +344,23 @@ class StreamIdRaw:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # ms: Milliseconds part.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
+            ms = rd_u8be(_p, pos)
+            pos += 8
+            self.ms = ms
+            # seq: Sequence part.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
+            seq = rd_u8be(_p, pos)
+            pos += 8
+            self.seq = seq
+        finally:
+            PyBuffer_Release(&_view)
 
-        # ms: Milliseconds part.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
-        ms = rd_u8be(_p, pos)
-        pos += 8
-        self.ms = ms
-        # seq: Sequence part.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
-        seq = rd_u8be(_p, pos)
-        pos += 8
-        self.seq = seq
         return self, pos
 
     @classmethod
@@ -368,7 +370,6 @@ class StreamIdRaw:
 
         buf = io.buf
         end = io.end
-
         # ms: Milliseconds part.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
@@ -379,6 +380,7 @@ class StreamIdRaw:
             raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
         seq = None
         pos += 8
+
         return pos
 
 
@@ -406,7 +408,6 @@ class StreamGroup:
         self.type_code = type_code
         buf = io.buf
         end = io.end
-
         # name: Group name.
         name, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.name = name
@@ -443,6 +444,7 @@ class StreamGroup:
             consumers_item, pos = StreamConsumer._read(io, pos, self, root, type_code)
             consumers.append(consumers_item)
         self.consumers = consumers
+
         return self, pos
 
     @classmethod
@@ -452,7 +454,6 @@ class StreamGroup:
 
         buf = io.buf
         end = io.end
-
         # name: Group name.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         name = None
@@ -487,6 +488,7 @@ class StreamGroup:
             pos = StreamConsumer._skip(io, pos, None, root, type_code)
             consumers_item = None
             consumers.append(consumers_item)
+
         return pos
 
 
@@ -506,7 +508,7 @@ class StreamPelEntry:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -515,21 +517,23 @@ class StreamPelEntry:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # id: The pending entry ID (16 raw big-endian bytes).
+            id, pos = StreamIdRaw._read(io, pos, self, root)
+            self.id = id
+            # delivery_time: Last delivery time, unix ms (little-endian).
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
+            delivery_time = rd_s8le(_p, pos)
+            pos += 8
+            self.delivery_time = delivery_time
+            # delivery_count: Number of deliveries.
+            delivery_count, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.delivery_count = delivery_count
+        finally:
+            PyBuffer_Release(&_view)
 
-        # id: The pending entry ID (16 raw big-endian bytes).
-        id, pos = StreamIdRaw._read(io, pos, self, root)
-        self.id = id
-        # delivery_time: Last delivery time, unix ms (little-endian).
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
-        delivery_time = rd_s8le(_p, pos)
-        pos += 8
-        self.delivery_time = delivery_time
-        # delivery_count: Number of deliveries.
-        delivery_count, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.delivery_count = delivery_count
         return self, pos
 
     @classmethod
@@ -539,7 +543,6 @@ class StreamPelEntry:
 
         buf = io.buf
         end = io.end
-
         # id: The pending entry ID (16 raw big-endian bytes).
         pos = StreamIdRaw._skip(io, pos, None, root)
         id = None
@@ -551,6 +554,7 @@ class StreamPelEntry:
         # delivery_count: Number of deliveries.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         delivery_count = None
+
         return pos
 
 
@@ -570,7 +574,7 @@ class StreamConsumer:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -580,39 +584,41 @@ class StreamConsumer:
         self.type_code = type_code
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
-
-        # name: Consumer name.
-        name, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.name = name
-        # seen_time: Last seen time, unix ms (little-endian).
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
-        seen_time = rd_s8le(_p, pos)
-        pos += 8
-        self.seen_time = seen_time
-        # active_time: Last active time, unix ms (type >= 21).
-        if (type_code >= 21):
+        _p = acquire(buf, &_view, end)
+        try:
+            # name: Consumer name.
+            name, pos = rdb_string.RdbString._read(io, pos, self, root)
+            self.name = name
+            # seen_time: Last seen time, unix ms (little-endian).
             if pos + 8 > end:
-                raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
-            active_time = rd_s8le(_p, pos)
+                raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
+            seen_time = rd_s8le(_p, pos)
             pos += 8
-        else:
-            active_time = None
-        self.active_time = active_time
-        # pel_size: Number of entries in the consumer PEL.
-        pel_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.pel_size = pel_size
-        # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
-        pel_count = pel_size.value
-        if pel_count < 0 or pel_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-        pel = []
-        for pel_index in range(pel_count):
-            pel_item, pos = StreamIdRaw._read(io, pos, self, root)
-            pel.append(pel_item)
-        self.pel = pel
+            self.seen_time = seen_time
+            # active_time: Last active time, unix ms (type >= 21).
+            if (type_code >= 21):
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
+                active_time = rd_s8le(_p, pos)
+                pos += 8
+            else:
+                active_time = None
+            self.active_time = active_time
+            # pel_size: Number of entries in the consumer PEL.
+            pel_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
+            self.pel_size = pel_size
+            # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
+            pel_count = pel_size.value
+            if pel_count < 0 or pel_count > (end - pos) // 16:
+                raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+            pel = []
+            for pel_index in range(pel_count):
+                pel_item, pos = StreamIdRaw._read(io, pos, self, root)
+                pel.append(pel_item)
+            self.pel = pel
+        finally:
+            PyBuffer_Release(&_view)
+
         return self, pos
 
     @classmethod
@@ -622,7 +628,6 @@ class StreamConsumer:
 
         buf = io.buf
         end = io.end
-
         # name: Consumer name.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         name = None
@@ -650,6 +655,7 @@ class StreamConsumer:
             pos = StreamIdRaw._skip(io, pos, None, root)
             pel_item = None
             pel.append(pel_item)
+
         return pos
 
 
@@ -676,7 +682,6 @@ class StreamIdmp:
         self._io = io
         buf = io.buf
         end = io.end
-
         # duration: IDMP duration in seconds (loader requires 1..86400).
         duration, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.duration = duration
@@ -701,6 +706,7 @@ class StreamIdmp:
         # iids_duplicates: Number of duplicates detected.
         iids_duplicates, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.iids_duplicates = iids_duplicates
+
         return self, pos
 
     @classmethod
@@ -710,7 +716,6 @@ class StreamIdmp:
 
         buf = io.buf
         end = io.end
-
         # duration: IDMP duration in seconds (loader requires 1..86400).
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         duration = None
@@ -734,6 +739,7 @@ class StreamIdmp:
         # iids_duplicates: Number of duplicates detected.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         iids_duplicates = None
+
         return pos
 
 
@@ -760,7 +766,6 @@ class StreamIdmpProducer:
         self._io = io
         buf = io.buf
         end = io.end
-
         # pid: Producer ID.
         pid, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.pid = pid
@@ -776,6 +781,7 @@ class StreamIdmpProducer:
             iids_item, pos = StreamIdmpIid._read(io, pos, self, root)
             iids.append(iids_item)
         self.iids = iids
+
         return self, pos
 
     @classmethod
@@ -785,7 +791,6 @@ class StreamIdmpProducer:
 
         buf = io.buf
         end = io.end
-
         # pid: Producer ID.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         pid = None
@@ -800,6 +805,7 @@ class StreamIdmpProducer:
             pos = StreamIdmpIid._skip(io, pos, None, root)
             iids_item = None
             iids.append(iids_item)
+
         return pos
 
 
@@ -826,13 +832,13 @@ class StreamIdmpIid:
         self._io = io
         buf = io.buf
         end = io.end
-
         # iid: The idempotency ID.
         iid, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.iid = iid
         # id: The stream entry ID it was mapped to.
         id, pos = StreamId._read(io, pos, self, root)
         self.id = id
+
         return self, pos
 
     @classmethod
@@ -842,13 +848,13 @@ class StreamIdmpIid:
 
         buf = io.buf
         end = io.end
-
         # iid: The idempotency ID.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         iid = None
         # id: The stream entry ID it was mapped to.
         pos = StreamId._skip(io, pos, None, root)
         id = None
+
         return pos
 
 
@@ -869,7 +875,7 @@ class StreamListpack:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -878,82 +884,86 @@ class StreamListpack:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # total_bytes: Total size of the listpack; must equal the blob size.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
+            total_bytes = rd_u4le(_p, pos)
+            pos += 4
+            if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+                raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+            self.total_bytes = total_bytes
+            # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
+            num_elements = rd_u2le(_p, pos)
+            pos += 2
+            self.num_elements = num_elements
+            # master: The master entry.
+            master, pos = StreamMaster._read(io, pos, self, root)
+            self.master = master
+            # entries: The entries of the node, live and deleted (count + deleted of them).
+            entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
+            if entries_count < 0 or entries_count > (end - pos) // 4:
+                raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
+            self.entries = entries
+            # terminator: LP_EOF; nothing may follow it.
+            if pos >= end:
+                raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
+            terminator = _p[pos]
+            pos += 1
+            if not ((terminator == 255) and (pos >= io.end)):
+                raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
+            self.terminator = terminator
+        finally:
+            PyBuffer_Release(&_view)
 
-        # total_bytes: Total size of the listpack; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        self.total_bytes = total_bytes
-        # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
-        num_elements = rd_u2le(_p, pos)
-        pos += 2
-        self.num_elements = num_elements
-        # master: The master entry.
-        master, pos = StreamMaster._read(io, pos, self, root)
-        self.master = master
-        # entries: The entries of the node, live and deleted (count + deleted of them).
-        entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
-        if entries_count < 0 or entries_count > (end - pos) // 4:
-            raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
-        self.entries = entries
-        # terminator: LP_EOF; nothing may follow it.
-        if pos >= end:
-            raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if not ((terminator == 255) and (pos >= io.end)):
-            raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
-        self.terminator = terminator
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_listpack without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # total_bytes: Total size of the listpack; must equal the blob size.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
+            total_bytes = rd_u4le(_p, pos)
+            pos += 4
+            if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+                raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+            # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
+            num_elements = None
+            pos += 2
+            # master: The master entry.
+            master, pos = StreamMaster._read(io, pos, None, root)
+            # entries: The entries of the node, live and deleted (count + deleted of them).
+            entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
+            if entries_count < 0 or entries_count > (end - pos) // 4:
+                raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            for _ in range(entries_count):
+                pos = StreamEntry._skip(io, pos, None, root)
+            entries = None
+            # terminator: LP_EOF; nothing may follow it.
+            if pos >= end:
+                raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
+            terminator = _p[pos]
+            pos += 1
+            if not ((terminator == 255) and (pos >= io.end)):
+                raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
+        finally:
+            PyBuffer_Release(&_view)
 
-        # total_bytes: Total size of the listpack; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
-        num_elements = None
-        pos += 2
-        # master: The master entry.
-        master, pos = StreamMaster._read(io, pos, None, root)
-        # entries: The entries of the node, live and deleted (count + deleted of them).
-        entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
-        if entries_count < 0 or entries_count > (end - pos) // 4:
-            raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        for _ in range(entries_count):
-            pos = StreamEntry._skip(io, pos, None, root)
-        entries = None
-        # terminator: LP_EOF; nothing may follow it.
-        if pos >= end:
-            raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if not ((terminator == 255) and (pos >= io.end)):
-            raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
         return pos
 
 
@@ -973,7 +983,7 @@ class StreamMaster:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -982,83 +992,87 @@ class StreamMaster:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # count: Live entries in this node.
+            count__pos = pos
+            count_ = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+            if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+                raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
+            self.count = count_
+            # deleted: Entries flagged deleted in this node.
+            deleted_pos = pos
+            deleted = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+            if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+                raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
+            self.deleted = deleted
+            # num_fields: Number of master fields.
+            num_fields_pos = pos
+            num_fields = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+            num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
+            if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
+                raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
+            self.num_fields = num_fields
+            # fields: The master field names.
+            fields_count = num_fields_int_value
+            if fields_count < 0 or fields_count > end - pos:
+                raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+            fields = ScalarColumns(buf)
+            for fields_index in range(fields_count):
+                c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
+            self.fields = fields
+            # terminator: Master terminator (lp-count of the master entry), always 0.
+            terminator_pos = pos
+            terminator = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+            if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
+                warn(io, terminator_pos, "stream:stream_master.terminator", 'expected 0 closing the master entry, found ' + repr(terminator))
+            self.terminator = terminator
+        finally:
+            PyBuffer_Release(&_view)
 
-        # count: Live entries in this node.
-        count__pos = pos
-        count_ = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
-            raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
-        self.count = count_
-        # deleted: Entries flagged deleted in this node.
-        deleted_pos = pos
-        deleted = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
-            raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
-        self.deleted = deleted
-        # num_fields: Number of master fields.
-        num_fields_pos = pos
-        num_fields = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-            raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
-        self.num_fields = num_fields
-        # fields: The master field names.
-        fields_count = num_fields_int_value
-        if fields_count < 0 or fields_count > end - pos:
-            raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
-        fields = ScalarColumns(buf)
-        for fields_index in range(fields_count):
-            c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
-        self.fields = fields
-        # terminator: Master terminator (lp-count of the master entry), always 0.
-        terminator_pos = pos
-        terminator = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
-            warn(io, terminator_pos, "stream:stream_master.terminator", 'expected 0 closing the master entry, found ' + repr(terminator))
-        self.terminator = terminator
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_master without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # count: Live entries in this node.
+            count__pos = pos
+            count_ = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+            if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+                raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
+            # deleted: Entries flagged deleted in this node.
+            deleted_pos = pos
+            deleted = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+            if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+                raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
+            # num_fields: Number of master fields.
+            num_fields_pos = pos
+            num_fields = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+            num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
+            if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
+                raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
+            # fields: The master field names.
+            fields_count = num_fields_int_value
+            if fields_count < 0 or fields_count > end - pos:
+                raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+            fields = []
+            for fields_index in range(fields_count):
+                fields_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+                fields.append(fields_item)
+            # terminator: Master terminator (lp-count of the master entry), always 0.
+            terminator_pos = pos
+            terminator = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+        finally:
+            PyBuffer_Release(&_view)
 
-        # count: Live entries in this node.
-        count__pos = pos
-        count_ = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
-            raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
-        # deleted: Entries flagged deleted in this node.
-        deleted_pos = pos
-        deleted = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
-            raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
-        # num_fields: Number of master fields.
-        num_fields_pos = pos
-        num_fields = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-            raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
-        # fields: The master field names.
-        fields_count = num_fields_int_value
-        if fields_count < 0 or fields_count > end - pos:
-            raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
-        fields = []
-        for fields_index in range(fields_count):
-            fields_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-            fields.append(fields_item)
-        # terminator: Master terminator (lp-count of the master entry), always 0.
-        terminator_pos = pos
-        terminator = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
         return pos
 
 
@@ -1087,7 +1101,7 @@ class StreamEntry:
     def _read_rows(cls, count, io, Py_ssize_t pos, parent, root):
         """Reads `count` rows (or up to the end of the stream when None) into columns."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
@@ -1099,62 +1113,63 @@ class StreamEntry:
         num_fields_column = cols.num_fields
         items_column = cols.items
         lp_count_column = cols.lp_count
-        _view = buf
-        _p = address(_view, end)
-
-        # without a count, rows run to the end of the stream; each takes at least one byte
-        for _ in range(count if count is not None else end - pos):
-            if count is None and pos >= end:
-                break
-            # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
-            flags_pos = pos
-            c_push_lp_entry(io, buf, _p, end, &pos, None, root, flags_column)
-            flags = flags_column.last()
-            if not isinstance(flags, int):
-                raise invalid(io, flags_pos, "stream:stream_entry.flags", 'expected the entry flags (an integer), found ' + repr(flags))
-            # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
-            ms_diff_pos = pos
-            c_push_lp_entry(io, buf, _p, end, &pos, None, root, ms_diff_column)
-            ms_diff = ms_diff_column.last()
-            if not isinstance(ms_diff, int):
-                raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", 'expected the ms part of the entry ID, relative to the master ID (an integer), found ' + repr(ms_diff))
-            # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
-            seq_diff_pos = pos
-            c_push_lp_entry(io, buf, _p, end, &pos, None, root, seq_diff_column)
-            seq_diff = seq_diff_column.last()
-            if not isinstance(seq_diff, int):
-                raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", 'expected the seq part of the entry ID, relative to the master ID (an integer), found ' + repr(seq_diff))
-            # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
-            flags_int_value = (flags if isinstance(flags, int) else None)
-            if ((flags_int_value & 2) == 0):
-                num_fields_pos = pos
-                c_push_lp_entry(io, buf, _p, end, &pos, None, root, num_fields_column)
-                num_fields = num_fields_column.last()
+        _p = acquire(buf, &_view, end)
+        try:
+            # without a count, rows run to the end of the stream; each takes at least one byte
+            for _ in range(count if count is not None else end - pos):
+                if count is None and pos >= end:
+                    break
+                # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
+                flags_pos = pos
+                c_push_lp_entry(io, buf, _p, end, &pos, None, root, flags_column)
+                flags = flags_column.last()
+                if not isinstance(flags, int):
+                    raise invalid(io, flags_pos, "stream:stream_entry.flags", 'expected the entry flags (an integer), found ' + repr(flags))
+                # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
+                ms_diff_pos = pos
+                c_push_lp_entry(io, buf, _p, end, &pos, None, root, ms_diff_column)
+                ms_diff = ms_diff_column.last()
+                if not isinstance(ms_diff, int):
+                    raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", 'expected the ms part of the entry ID, relative to the master ID (an integer), found ' + repr(ms_diff))
+                # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
+                seq_diff_pos = pos
+                c_push_lp_entry(io, buf, _p, end, &pos, None, root, seq_diff_column)
+                seq_diff = seq_diff_column.last()
+                if not isinstance(seq_diff, int):
+                    raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", 'expected the seq part of the entry ID, relative to the master ID (an integer), found ' + repr(seq_diff))
+                # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
+                flags_int_value = (flags if isinstance(flags, int) else None)
+                if ((flags_int_value & 2) == 0):
+                    num_fields_pos = pos
+                    c_push_lp_entry(io, buf, _p, end, &pos, None, root, num_fields_column)
+                    num_fields = num_fields_column.last()
+                    num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
+                    if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
+                        raise invalid(io, num_fields_pos, "stream:stream_entry.num_fields", 'expected the number of fields of the entry (an integer >= 0), found ' + repr(num_fields))
+                else:
+                    num_fields = None
+                    num_fields_column.append(None)
+                # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
                 num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-                if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-                    raise invalid(io, num_fields_pos, "stream:stream_entry.num_fields", 'expected the number of fields of the entry (an integer >= 0), found ' + repr(num_fields))
-            else:
-                num_fields = None
-                num_fields_column.append(None)
-            # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
-            num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-            items_count = ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if ((flags_int_value & 2) != 0) else (2 * num_fields_int_value))
-            if items_count < 0 or items_count > end - pos:
-                raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
-            items_values = items_column.values
-            for items_index in range(items_count):
-                c_push_lp_entry(io, buf, _p, end, &pos, None, root, items_values)
-            items_column.close_row()
-            # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
-            lp_count_pos = pos
-            c_push_lp_entry(io, buf, _p, end, &pos, None, root, lp_count_column)
-            lp_count = lp_count_column.last()
-            try:
-                lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == (((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
-            except (TypeError, ValueError, IndexError):
-                lp_count_ok = False
-            if not lp_count_ok:
-                warn(io, lp_count_pos, "stream:stream_entry.lp_count", 'expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found ' + repr(lp_count))
+                items_count = ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if ((flags_int_value & 2) != 0) else (2 * num_fields_int_value))
+                if items_count < 0 or items_count > end - pos:
+                    raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+                items_values = items_column.values
+                for items_index in range(items_count):
+                    c_push_lp_entry(io, buf, _p, end, &pos, None, root, items_values)
+                items_column.close_row()
+                # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
+                lp_count_pos = pos
+                c_push_lp_entry(io, buf, _p, end, &pos, None, root, lp_count_column)
+                lp_count = lp_count_column.last()
+                try:
+                    lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == (((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
+                except (TypeError, ValueError, IndexError):
+                    lp_count_ok = False
+                if not lp_count_ok:
+                    warn(io, lp_count_pos, "stream:stream_entry.lp_count", 'expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found ' + repr(lp_count))
+        finally:
+            PyBuffer_Release(&_view)
         return cols, pos
 
     @property

@@ -36,7 +36,7 @@ class Ziplist:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -45,95 +45,99 @@ class Ziplist:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
+            zlbytes = rd_u4le(_p, pos)
+            pos += 4
+            if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+                raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
+            self.zlbytes = zlbytes
+            # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
+            zltail = rd_u4le(_p, pos)
+            pos += 4
+            if not (zltail <= ((io.end - io.start) - 1)):
+                raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
+            self.zltail = zltail
+            # zllen: Number of entries, or 65535 when unknown.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
+            zllen = rd_u2le(_p, pos)
+            pos += 2
+            self.zllen = zllen
+            # body: The entries, without the 10-byte header and the end byte.
+            body_size = (zlbytes - 11)
+            if body_size < 0 or pos + body_size > end:
+                raise truncated(io, pos, body_size, "ziplist:ziplist.body")
+            body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
+            pos += body_size
+            body = ZlBody._read(body_io, body_io.start, self, root)[0]
+            self.body = body
+            # terminator: ZIP_END, always 0xFF.
+            if pos >= end:
+                raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
+            terminator = _p[pos]
+            pos += 1
+            if terminator != 255:
+                raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
+            self.terminator = terminator
+            # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
+            self.entries = body.entries
+        finally:
+            PyBuffer_Release(&_view)
 
-        # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
-        zlbytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
-        self.zlbytes = zlbytes
-        # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
-        zltail = rd_u4le(_p, pos)
-        pos += 4
-        if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
-        self.zltail = zltail
-        # zllen: Number of entries, or 65535 when unknown.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-        zllen = rd_u2le(_p, pos)
-        pos += 2
-        self.zllen = zllen
-        # body: The entries, without the 10-byte header and the end byte.
-        body_size = (zlbytes - 11)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-        body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
-        pos += body_size
-        body = ZlBody._read(body_io, body_io.start, self, root)[0]
-        self.body = body
-        # terminator: ZIP_END, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
-        self.terminator = terminator
-        # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
-        self.entries = body.entries
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one ziplist without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
+            zlbytes = rd_u4le(_p, pos)
+            pos += 4
+            if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+                raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
+            # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
+            zltail = rd_u4le(_p, pos)
+            pos += 4
+            if not (zltail <= ((io.end - io.start) - 1)):
+                raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
+            # zllen: Number of entries, or 65535 when unknown.
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
+            zllen = None
+            pos += 2
+            # body: The entries, without the 10-byte header and the end byte.
+            body_size = (zlbytes - 11)
+            if body_size < 0 or pos + body_size > end:
+                raise truncated(io, pos, body_size, "ziplist:ziplist.body")
+            pos += body_size
+            body = None
+            # terminator: ZIP_END, always 0xFF.
+            if pos >= end:
+                raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
+            terminator = _p[pos]
+            pos += 1
+            if terminator != 255:
+                raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
+        finally:
+            PyBuffer_Release(&_view)
 
-        # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
-        zlbytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
-        # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
-        zltail = rd_u4le(_p, pos)
-        pos += 4
-        if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
-        # zllen: Number of entries, or 65535 when unknown.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-        zllen = None
-        pos += 2
-        # body: The entries, without the 10-byte header and the end byte.
-        body_size = (zlbytes - 11)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-        pos += body_size
-        body = None
-        # terminator: ZIP_END, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
         return pos
 
 
@@ -153,7 +157,7 @@ class ZlBody:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -162,33 +166,37 @@ class ZlBody:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # entries: Ziplist entries, in order.
+            entries = ScalarColumns(buf)
+            while pos < end:
+                c_push_zl_entry(io, buf, _p, end, &pos, self, root, entries)
+            self.entries = entries
+        finally:
+            PyBuffer_Release(&_view)
 
-        # entries: Ziplist entries, in order.
-        entries = ScalarColumns(buf)
-        while pos < end:
-            c_push_zl_entry(io, buf, _p, end, &pos, self, root, entries)
-        self.entries = entries
         return self, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zl_body without building it; returns the position after it."""
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # entries: Ziplist entries, in order.
+            entries = []
+            while pos < end:
+                entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
+                entries.append(entries_item)
+        finally:
+            PyBuffer_Release(&_view)
 
-        # entries: Ziplist entries, in order.
-        entries = []
-        while pos < end:
-            entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
-            entries.append(entries_item)
         return pos
 
 
@@ -300,9 +308,13 @@ def read_zl_entry(io, buf, end, pos, parent, root):
     Reads at `pos` in `io` (whose `buf` and `end` are passed too, as this runs per element);
     returns the value (int_value or str_value) and the position after it.
     """
-    cdef const unsigned char[::1] _view = buf
+    cdef Py_buffer _view
     cdef Py_ssize_t at = pos
-    value = c_read_zl_entry(io, buf, address(_view, end), end, &at, parent, root)
+    cdef const unsigned char* _p = acquire(buf, &_view, end)
+    try:
+        value = c_read_zl_entry(io, buf, _p, end, &at, parent, root)
+    finally:
+        PyBuffer_Release(&_view)
     return value, at
 
 

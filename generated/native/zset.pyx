@@ -70,7 +70,6 @@ class ZsetLegacy:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_members = num_members
@@ -83,6 +82,7 @@ class ZsetLegacy:
             entries_item, pos = ZsetEntry._read(io, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
+
         return self, pos
 
     @classmethod
@@ -92,7 +92,6 @@ class ZsetLegacy:
 
         buf = io.buf
         end = io.end
-
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # entries: The members with their scores.
@@ -104,6 +103,7 @@ class ZsetLegacy:
             pos = ZsetEntry._skip(io, pos, None, root)
             entries_item = None
             entries.append(entries_item)
+
         return pos
 
 
@@ -130,13 +130,13 @@ class ZsetEntry:
         self._io = io
         buf = io.buf
         end = io.end
-
         # member: The member.
         member, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.member = member
         # score: The score as text (or NaN/inf markers).
         score, pos = rdb_string.RdbDouble._read(io, pos, self, root)
         self.score = score
+
         return self, pos
 
     @classmethod
@@ -146,13 +146,13 @@ class ZsetEntry:
 
         buf = io.buf
         end = io.end
-
         # member: The member.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         member = None
         # score: The score as text (or NaN/inf markers).
         pos = rdb_string.RdbDouble._skip(io, pos, None, root)
         score = None
+
         return pos
 
 
@@ -179,7 +179,6 @@ class Zset2:
         self._io = io
         buf = io.buf
         end = io.end
-
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_members = num_members
@@ -192,6 +191,7 @@ class Zset2:
             entries_item, pos = Zset2Entry._read(io, pos, self, root)
             entries.append(entries_item)
         self.entries = entries
+
         return self, pos
 
     @classmethod
@@ -201,7 +201,6 @@ class Zset2:
 
         buf = io.buf
         end = io.end
-
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # entries: The members with their scores.
@@ -213,6 +212,7 @@ class Zset2:
             pos = Zset2Entry._skip(io, pos, None, root)
             entries_item = None
             entries.append(entries_item)
+
         return pos
 
 
@@ -232,7 +232,7 @@ class Zset2Entry:
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
-        cdef const unsigned char[::1] _view
+        cdef Py_buffer _view
         cdef const unsigned char* _p
 
         self = cls.__new__(cls)
@@ -241,18 +241,20 @@ class Zset2Entry:
         self._io = io
         buf = io.buf
         end = io.end
-        _view = buf
-        _p = address(_view, end)
+        _p = acquire(buf, &_view, end)
+        try:
+            # member: The member.
+            member, pos = rdb_string.RdbString._read(io, pos, self, root)
+            self.member = member
+            # score: The score, IEEE-754 binary64 little-endian.
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "zset:zset_2_entry.score")
+            score = rd_f8le(_p, pos)
+            pos += 8
+            self.score = score
+        finally:
+            PyBuffer_Release(&_view)
 
-        # member: The member.
-        member, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.member = member
-        # score: The score, IEEE-754 binary64 little-endian.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "zset:zset_2_entry.score")
-        score = rd_f8le(_p, pos)
-        pos += 8
-        self.score = score
         return self, pos
 
     @classmethod
@@ -262,7 +264,6 @@ class Zset2Entry:
 
         buf = io.buf
         end = io.end
-
         # member: The member.
         pos = rdb_string.RdbString._skip(io, pos, None, root)
         member = None
@@ -271,4 +272,5 @@ class Zset2Entry:
             raise truncated(io, pos, 8, "zset:zset_2_entry.score")
         score = None
         pos += 8
+
         return pos
