@@ -17,16 +17,21 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Dragonfly:
+cdef class Dragonfly:
     """Dragonfly extensions (notes §4.3, §2.2, §9). The root type is empty. Compressed blobs
     (0xC9/0xCA) and tagged chunks (0xE0) are exposed as raw envelopes; decompression and
     chunk reassembly belong to application code.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -38,7 +43,7 @@ class Dragonfly:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Dragonfly self = Dragonfly.__new__(Dragonfly)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -48,13 +53,18 @@ class Dragonfly:
         return self, pos
 
 
-class DfHashWithExpiry:
+cdef class DfHashWithExpiry:
     """HASH_WITH_EXPIRY (type 31) - `len n`, then n × (field, value, ttl string); the ttl string
     holds seconds since 2023-02-01 00:00:00 UTC (1675209600), or -1 for none.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -66,7 +76,7 @@ class DfHashWithExpiry:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfHashWithExpiry self = DfHashWithExpiry.__new__(DfHashWithExpiry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -109,12 +119,18 @@ class DfHashWithExpiry:
         return pos
 
 
-class DfHashEntry:
+cdef class DfHashEntry:
     """One field of a Dragonfly HASH_WITH_EXPIRY.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "field", "value", "ttl", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field
+    cdef public object value
+    cdef public object ttl
+    __slots__ = ("_parent", "_root", "_io", "field", "value", "ttl", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -126,7 +142,7 @@ class DfHashEntry:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfHashEntry self = DfHashEntry.__new__(DfHashEntry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -164,12 +180,17 @@ class DfHashEntry:
         return pos
 
 
-class DfSetWithExpiry:
+cdef class DfSetWithExpiry:
     """SET_WITH_EXPIRY (type 32) - `len n`, then n × (member, ttl string) as in type 31.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_members
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -181,7 +202,7 @@ class DfSetWithExpiry:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfSetWithExpiry self = DfSetWithExpiry.__new__(DfSetWithExpiry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -224,12 +245,17 @@ class DfSetWithExpiry:
         return pos
 
 
-class DfSetEntry:
+cdef class DfSetEntry:
     """One member of a Dragonfly SET_WITH_EXPIRY.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "member", "ttl", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object member
+    cdef public object ttl
+    __slots__ = ("_parent", "_root", "_io", "member", "ttl", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -241,7 +267,7 @@ class DfSetEntry:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfSetEntry self = DfSetEntry.__new__(DfSetEntry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -273,13 +299,24 @@ class DfSetEntry:
         return pos
 
 
-class DfSbf:
+cdef class DfSbf:
     """SBF (type 33, scalable bloom filter) - options, grow factor, fp probability, sizes,
     then per filter `len hash_cnt` and the filter bits as one string (SaveString).
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object options
+    cdef public object grow_factor
+    cdef public object fp_prob
+    cdef public object prev_size
+    cdef public object current_size
+    cdef public object max_capacity
+    cdef public object num_filters
+    cdef public object filters
+    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -293,7 +330,7 @@ class DfSbf:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef DfSbf self = DfSbf.__new__(DfSbf)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -386,12 +423,17 @@ class DfSbf:
         return pos
 
 
-class DfSbfFilter:
+cdef class DfSbfFilter:
     """One bloom filter of a type-33 SBF.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "blob", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object hash_cnt
+    cdef public object blob
+    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "blob", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -403,7 +445,7 @@ class DfSbfFilter:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfSbfFilter self = DfSbfFilter.__new__(DfSbfFilter)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -435,12 +477,23 @@ class DfSbfFilter:
         return pos
 
 
-class DfSbf2:
+cdef class DfSbf2:
     """SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and SaveString chunks.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object options
+    cdef public object grow_factor
+    cdef public object fp_prob
+    cdef public object prev_size
+    cdef public object current_size
+    cdef public object max_capacity
+    cdef public object num_filters
+    cdef public object filters
+    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -454,7 +507,7 @@ class DfSbf2:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef DfSbf2 self = DfSbf2.__new__(DfSbf2)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -547,12 +600,18 @@ class DfSbf2:
         return pos
 
 
-class DfSbf2Filter:
+cdef class DfSbf2Filter:
     """One chunked bloom filter of a type-34 SBF2.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "total_size", "chunks", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object hash_cnt
+    cdef public object total_size
+    cdef public object chunks
+    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "total_size", "chunks", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -564,7 +623,7 @@ class DfSbf2Filter:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfSbf2Filter self = DfSbf2Filter.__new__(DfSbf2Filter)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -609,7 +668,7 @@ class DfSbf2Filter:
         return pos
 
 
-class DfChunkList:
+cdef class DfChunkList:
     """A run of chunks that together hold `total` bytes (SBF2 filters from SaveSBFObject, cuckoo
     tables from SaveCuckooFilterObject), read one after the other until none remain: each
     chunk is told the bytes still to be read by the one before it (a loop, not a chain of
@@ -617,7 +676,12 @@ class DfChunkList:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "total", "chunks", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object total
+    cdef public object chunks
+    __slots__ = ("_parent", "_root", "_io", "total", "chunks", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, total):
@@ -629,7 +693,7 @@ class DfChunkList:
     def _read(cls, io, Py_ssize_t pos, parent, root, total):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfChunkList self = DfChunkList.__new__(DfChunkList)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -669,7 +733,7 @@ class DfChunkList:
         return pos
 
 
-class DfChunk:
+cdef class DfChunk:
     """One chunk of a `df_chunk_list`. Each chunk is written with SaveString, so it is an RDB
     string: plain, integer-encoded (a chunk of at most 11 bytes that is a canonical decimal
     number) or LZF-compressed (SINGLE_ENTRY compression, chunks over 20 bytes); it counts
@@ -677,7 +741,18 @@ class DfChunk:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "remaining", "data", "_m_data_len", "_m_rest", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object remaining
+    cdef public object data
+    cdef public object _m_data_len
+    cdef public object _m_rest
+    __slots__ = ("_parent", "_root", "_io", "remaining", "data", "_m_data_len", "_m_rest", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_data_len = _UNSET
+        self._m_rest = _UNSET
 
     @classmethod
     def from_bytes(cls, data, remaining):
@@ -689,7 +764,7 @@ class DfChunk:
     def _read(cls, io, Py_ssize_t pos, parent, root, remaining):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfChunk self = DfChunk.__new__(DfChunk)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -734,10 +809,8 @@ class DfChunk:
     @property
     def data_len(self):
         """Size of the chunk once decoded (the LZF output size, or the integer's decimal text length)."""
-        try:
+        if self._m_data_len is not _UNSET:
             return self._m_data_len
-        except AttributeError:
-            pass
         data_len = (self.data.ulen.value if self.data.is_lzf else (len(str(self.data.int_value)) if self.data.is_int else self.data.len.value))
         self._m_data_len = data_len
         return data_len
@@ -745,10 +818,8 @@ class DfChunk:
     @property
     def rest(self):
         """Bytes still to be read after this chunk (0 after the last one)."""
-        try:
+        if self._m_rest is not _UNSET:
             return self._m_rest
-        except AttributeError:
-            pass
         data_len = (self.data.ulen.value if self.data.is_lzf else (len(str(self.data.int_value)) if self.data.is_int else self.data.len.value))
         self._m_data_len = data_len
         rest = (self.remaining - data_len)
@@ -756,12 +827,19 @@ class DfChunk:
         return rest
 
 
-class DfCms:
+cdef class DfCms:
     """CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters (WriteRaw, no length).
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCMSObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "width", "depth", "total_count", "counters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object width
+    cdef public object depth
+    cdef public object total_count
+    cdef public object counters
+    __slots__ = ("_parent", "_root", "_io", "width", "depth", "total_count", "counters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -775,7 +853,7 @@ class DfCms:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef DfCms self = DfCms.__new__(DfCms)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -838,13 +916,25 @@ class DfCms:
         return pos
 
 
-class DfTopk:
+cdef class DfTopk:
     """TOPK (type 36) - options, k, width, depth, decay, the heap (items are SaveString strings),
     then `len` of the counter bytes and the raw u32 LE counters (WriteRaw).
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "options", "k", "width", "depth", "decay", "heap_size", "heap", "counter_bytes", "counters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object options
+    cdef public object k
+    cdef public object width
+    cdef public object depth
+    cdef public object decay
+    cdef public object heap_size
+    cdef public object heap
+    cdef public object counter_bytes
+    cdef public object counters
+    __slots__ = ("_parent", "_root", "_io", "options", "k", "width", "depth", "decay", "heap_size", "heap", "counter_bytes", "counters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -858,7 +948,7 @@ class DfTopk:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef DfTopk self = DfTopk.__new__(DfTopk)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -976,12 +1066,17 @@ class DfTopk:
         return pos
 
 
-class DfTopkItem:
+cdef class DfTopkItem:
     """One heap item of a TOPK.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "item", "count", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object item
+    cdef public object count
+    __slots__ = ("_parent", "_root", "_io", "item", "count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -993,7 +1088,7 @@ class DfTopkItem:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfTopkItem self = DfTopkItem.__new__(DfTopkItem)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1025,12 +1120,23 @@ class DfTopkItem:
         return pos
 
 
-class DfCuckoo:
+cdef class DfCuckoo:
     """CUCKOO (type 37) - filter parameters, then per filter `len size` and SaveString chunks.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "slots_per_bucket", "max_iter", "expansion", "num_buckets", "num_items", "num_deletes", "num_filters", "filters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object slots_per_bucket
+    cdef public object max_iter
+    cdef public object expansion
+    cdef public object num_buckets
+    cdef public object num_items
+    cdef public object num_deletes
+    cdef public object num_filters
+    cdef public object filters
+    __slots__ = ("_parent", "_root", "_io", "slots_per_bucket", "max_iter", "expansion", "num_buckets", "num_items", "num_deletes", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1042,7 +1148,7 @@ class DfCuckoo:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfCuckoo self = DfCuckoo.__new__(DfCuckoo)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1121,12 +1227,17 @@ class DfCuckoo:
         return pos
 
 
-class DfCuckooFilter:
+cdef class DfCuckooFilter:
     """One cuckoo filter's table, in chunks.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "size", "chunks", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object size
+    cdef public object chunks
+    __slots__ = ("_parent", "_root", "_io", "size", "chunks", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1138,7 +1249,7 @@ class DfCuckooFilter:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef DfCuckooFilter self = DfCuckooFilter.__new__(DfCuckooFilter)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1177,12 +1288,17 @@ class DfCuckooFilter:
         return pos
 
 
-class DfMask:
+cdef class DfMask:
     """DF_MASK opcode (220) payload - u32 LE flags (bit0 STICKY, bit1 MC_FLAGS), then the memcached flags if bit1 is set.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "flags", "mc_flags", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object flags
+    cdef public object mc_flags
+    __slots__ = ("_parent", "_root", "_io", "flags", "mc_flags", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1196,7 +1312,7 @@ class DfMask:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef DfMask self = DfMask.__new__(DfMask)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1225,12 +1341,16 @@ class DfMask:
         return self, pos
 
 
-class JournalOffset:
+cdef class JournalOffset:
     """JOURNAL_OFFSET opcode (211) payload.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSaver::SendJournalOffset"""
 
-    __slots__ = ("_parent", "_root", "_io", "offset", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object offset
+    __slots__ = ("_parent", "_root", "_io", "offset", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1244,7 +1364,7 @@ class JournalOffset:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef JournalOffset self = JournalOffset.__new__(JournalOffset)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1264,12 +1384,17 @@ class JournalOffset:
         return self, pos
 
 
-class JournalBlob:
+cdef class JournalBlob:
     """JOURNAL_BLOB opcode (210, replication only) payload.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleJournalBlob"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_entries", "journal", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_entries
+    cdef public object journal
+    __slots__ = ("_parent", "_root", "_io", "num_entries", "journal", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1281,7 +1406,7 @@ class JournalBlob:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef JournalBlob self = JournalBlob.__new__(JournalBlob)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1297,12 +1422,16 @@ class JournalBlob:
         return self, pos
 
 
-class FullsyncEnd:
+cdef class FullsyncEnd:
     """FULLSYNC_END opcode (200) payload - 8 zero bytes.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSaver::SendFullSyncCut"""
 
-    __slots__ = ("_parent", "_root", "_io", "padding", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object padding
+    __slots__ = ("_parent", "_root", "_io", "padding", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1314,7 +1443,7 @@ class FullsyncEnd:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef FullsyncEnd self = FullsyncEnd.__new__(FullsyncEnd)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1331,12 +1460,19 @@ class FullsyncEnd:
         return self, pos
 
 
-class ShardDocIndex:
+cdef class ShardDocIndex:
     """SHARD_DOC_INDEX opcode (223) payload - shard id, index name, and key → doc id pairs.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
-    __slots__ = ("_parent", "_root", "_io", "shard_id", "index_name", "count", "docs", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object shard_id
+    cdef public object index_name
+    cdef public object count
+    cdef public object docs
+    __slots__ = ("_parent", "_root", "_io", "shard_id", "index_name", "count", "docs", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1348,7 +1484,7 @@ class ShardDocIndex:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ShardDocIndex self = ShardDocIndex.__new__(ShardDocIndex)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1376,12 +1512,17 @@ class ShardDocIndex:
         return self, pos
 
 
-class ShardDoc:
+cdef class ShardDoc:
     """One key → doc id mapping of SHARD_DOC_INDEX.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
-    __slots__ = ("_parent", "_root", "_io", "key", "doc_id", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object key
+    cdef public object doc_id
+    __slots__ = ("_parent", "_root", "_io", "key", "doc_id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1393,7 +1534,7 @@ class ShardDoc:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ShardDoc self = ShardDoc.__new__(ShardDoc)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1409,12 +1550,19 @@ class ShardDoc:
         return self, pos
 
 
-class VectorIndex:
+cdef class VectorIndex:
     """VECTOR_INDEX opcode (222) payload - index key, entry point, and HNSW node records (raw LE).
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "index_key", "enterpoint", "num_nodes", "nodes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object index_key
+    cdef public object enterpoint
+    cdef public object num_nodes
+    cdef public object nodes
+    __slots__ = ("_parent", "_root", "_io", "index_key", "enterpoint", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1426,7 +1574,7 @@ class VectorIndex:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef VectorIndex self = VectorIndex.__new__(VectorIndex)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1454,12 +1602,19 @@ class VectorIndex:
         return self, pos
 
 
-class HnswNode:
+cdef class HnswNode:
     """One HNSW node record.
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "internal_id", "global_id", "level", "levels", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object internal_id
+    cdef public object global_id
+    cdef public object level
+    cdef public object levels
+    __slots__ = ("_parent", "_root", "_io", "internal_id", "global_id", "level", "levels", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1473,7 +1628,7 @@ class HnswNode:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef HnswNode self = HnswNode.__new__(HnswNode)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1514,12 +1669,17 @@ class HnswNode:
         return self, pos
 
 
-class HnswLinks:
+cdef class HnswLinks:
     """The links of one HNSW level.
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_links", "links", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_links
+    cdef public object links
+    __slots__ = ("_parent", "_root", "_io", "num_links", "links", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1533,7 +1693,7 @@ class HnswLinks:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef HnswLinks self = HnswLinks.__new__(HnswLinks)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1565,13 +1725,18 @@ class HnswLinks:
         return self, pos
 
 
-class CompressedBlob:
+cdef class CompressedBlob:
     """COMPRESSED_ZSTD_BLOB_START (0xC9) / COMPRESSED_LZ4_BLOB_START (0xCA) payload: `len csize`
     and one zstd or LZ4 frame whose content is a sequence of records. Kept raw.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::CompressBlob"""
 
-    __slots__ = ("_parent", "_root", "_io", "csize", "data", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object csize
+    cdef public object data
+    __slots__ = ("_parent", "_root", "_io", "csize", "data", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1583,7 +1748,7 @@ class CompressedBlob:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef CompressedBlob self = CompressedBlob.__new__(CompressedBlob)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1603,12 +1768,18 @@ class CompressedBlob:
         return self, pos
 
 
-class TaggedChunk:
+cdef class TaggedChunk:
     """TAGGED_CHUNK (0xE0) envelope - u32 LE stream id, u32 LE payload length, payload (part of a split entry).
 
     Written by: dragonfly src/server/rdb_save.cc MemBufController::PushTagHeader"""
 
-    __slots__ = ("_parent", "_root", "_io", "stream_id", "payload_len", "payload", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object stream_id
+    cdef public object payload_len
+    cdef public object payload
+    __slots__ = ("_parent", "_root", "_io", "stream_id", "payload_len", "payload", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1622,7 +1793,7 @@ class TaggedChunk:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef TaggedChunk self = TaggedChunk.__new__(TaggedChunk)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

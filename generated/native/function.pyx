@@ -17,14 +17,19 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Function:
+cdef class Function:
     """Function library records (notes §2.2). The root type is empty.
 
     Written by: redis src/rdb.c rdbSaveFunctions"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -36,7 +41,7 @@ class Function:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Function self = Function.__new__(Function)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -46,12 +51,16 @@ class Function:
         return self, pos
 
 
-class Function2:
+cdef class Function2:
     """FUNCTION2 opcode (245, Redis 7.0-rc3+) payload - the full library source with its shebang.
 
     Written by: redis src/rdb.c rdbFunctionLoad"""
 
-    __slots__ = ("_parent", "_root", "_io", "library_code", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object library_code
+    __slots__ = ("_parent", "_root", "_io", "library_code", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -63,7 +72,7 @@ class Function2:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Function2 self = Function2.__new__(Function2)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -76,13 +85,21 @@ class Function2:
         return self, pos
 
 
-class FunctionPreGa:
+cdef class FunctionPreGa:
     """FUNCTION opcode (246, Redis 7.0-rc1/rc2 only) payload - name, engine, `len has_desc`,
     [description], code. Current servers reject it.
 
     Written by: redis 7.0-rc1 src/rdb.c rdbSaveFunctions"""
 
-    __slots__ = ("_parent", "_root", "_io", "name", "engine", "has_desc", "desc", "code", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object name
+    cdef public object engine
+    cdef public object has_desc
+    cdef public object desc
+    cdef public object code
+    __slots__ = ("_parent", "_root", "_io", "name", "engine", "has_desc", "desc", "code", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -94,7 +111,7 @@ class FunctionPreGa:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef FunctionPreGa self = FunctionPreGa.__new__(FunctionPreGa)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

@@ -17,15 +17,20 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Hash:
+cdef class Hash:
     """Hash values that are not a bare container blob (notes §4.1, §4.2). The root type is empty.
     Listpack hashes (16) and ziplist hashes (13) are `rdb_string::rdb_blob` values in the record switch.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -37,7 +42,7 @@ class Hash:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Hash self = Hash.__new__(Hash)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -47,12 +52,17 @@ class Hash:
         return self, pos
 
 
-class HashTable:
+cdef class HashTable:
     """HASH (type 4) - `len n`, then n field/value string pairs.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -64,7 +74,7 @@ class HashTable:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef HashTable self = HashTable.__new__(HashTable)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -107,12 +117,17 @@ class HashTable:
         return pos
 
 
-class HashPair:
+cdef class HashPair:
     """One hash field and its value.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "field", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -124,7 +139,7 @@ class HashPair:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef HashPair self = HashPair.__new__(HashPair)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -156,13 +171,18 @@ class HashPair:
         return pos
 
 
-class HashMetadataPreGa:
+cdef class HashMetadataPreGa:
     """HASH_METADATA_PRE_GA (Redis type 22, 7.4-rc only) - `len n`, then n ×
     (`len ttl` absolute unix ms (0 = none), field, value).
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -174,7 +194,7 @@ class HashMetadataPreGa:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef HashMetadataPreGa self = HashMetadataPreGa.__new__(HashMetadataPreGa)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -217,12 +237,18 @@ class HashMetadataPreGa:
         return pos
 
 
-class HashTtlEntryPreGa:
+cdef class HashTtlEntryPreGa:
     """One field of a pre-GA HFE hash.
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "ttl", "field", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ttl
+    cdef public object field
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "ttl", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -234,7 +260,7 @@ class HashTtlEntryPreGa:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef HashTtlEntryPreGa self = HashTtlEntryPreGa.__new__(HashTtlEntryPreGa)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -272,13 +298,17 @@ class HashTtlEntryPreGa:
         return pos
 
 
-class HashListpackExPreGa:
+cdef class HashListpackExPreGa:
     """HASH_LISTPACK_EX_PRE_GA (Redis type 23, 7.4-rc only) - a listpack of
     (field, value, ttl_abs_ms) triples, without the minExpire prefix.
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "listpack", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object listpack
+    __slots__ = ("_parent", "_root", "_io", "listpack", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -290,7 +320,7 @@ class HashListpackExPreGa:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef HashListpackExPreGa self = HashListpackExPreGa.__new__(HashListpackExPreGa)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -316,13 +346,19 @@ class HashListpackExPreGa:
         return pos
 
 
-class HashMetadata:
+cdef class HashMetadata:
     """HASH_METADATA (Redis type 24, 7.4 GA) - u64 LE minExpire, `len n`, then n ×
     (`len ttl`, field, value) where ttl 0 = none and otherwise expireAt = ttl + minExpire - 1.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object min_expire
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -336,7 +372,7 @@ class HashMetadata:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef HashMetadata self = HashMetadata.__new__(HashMetadata)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -400,12 +436,19 @@ class HashMetadata:
         return pos
 
 
-class HashTtlEntry:
+cdef class HashTtlEntry:
     """One field of a type-24 hash.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "ttl", "field", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object min_expire
+    cdef public object ttl
+    cdef public object field
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "ttl", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, min_expire):
@@ -417,7 +460,7 @@ class HashTtlEntry:
     def _read(cls, io, Py_ssize_t pos, parent, root, min_expire):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef HashTtlEntry self = HashTtlEntry.__new__(HashTtlEntry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -461,13 +504,18 @@ class HashTtlEntry:
         return ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
 
 
-class HashListpackEx:
+cdef class HashListpackEx:
     """HASH_LISTPACK_EX (Redis type 25, 7.4 GA) - u64 LE minExpire (0 when no field has a TTL),
     then a listpack of (field, value, ttl) triples, ttl = absolute unix ms or 0.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "listpack", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object min_expire
+    cdef public object listpack
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "listpack", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -481,7 +529,7 @@ class HashListpackEx:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef HashListpackEx self = HashListpackEx.__new__(HashListpackEx)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -522,7 +570,7 @@ class HashListpackEx:
         return pos
 
 
-class ValkeyHash2:
+cdef class ValkeyHash2:
     """Valkey RDB_TYPE_HASH_2 (type 22 on VALKEY magic, Valkey 9.0+) - `len n`, then n ×
     (field, value, i64 LE expire_ms) with -1 = no expiry. Written for a hashtable-encoded hash
     while one of its fields has a TTL (valkey src/rdb.c rdbSaveObjectType,
@@ -531,7 +579,12 @@ class ValkeyHash2:
 
     Written by: valkey src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -543,7 +596,7 @@ class ValkeyHash2:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ValkeyHash2 self = ValkeyHash2.__new__(ValkeyHash2)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -586,12 +639,18 @@ class ValkeyHash2:
         return pos
 
 
-class ValkeyHash2Entry:
+cdef class ValkeyHash2Entry:
     """One field of a Valkey HASH_2.
 
     Written by: valkey src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "field", "value", "expire_ms", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field
+    cdef public object value
+    cdef public object expire_ms
+    __slots__ = ("_parent", "_root", "_io", "field", "value", "expire_ms", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -605,7 +664,7 @@ class ValkeyHash2Entry:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef ValkeyHash2Entry self = ValkeyHash2Entry.__new__(ValkeyHash2Entry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

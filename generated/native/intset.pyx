@@ -16,16 +16,24 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Intset:
+cdef class Intset:
     """An intset (notes §5.3): u32 LE encoding (bytes per member: 2, 4 or 8), u32 LE length,
     then `length` little-endian signed members in ascending order. The size must be exactly
     8 + length * encoding and the set must not be empty.
 
     Written by: redis src/intset.c intsetValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "encoding", "length", "members", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object encoding
+    cdef public object length
+    cdef public object members
+    __slots__ = ("_parent", "_root", "_io", "encoding", "length", "members", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -39,7 +47,7 @@ class Intset:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef Intset self = Intset.__new__(Intset)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

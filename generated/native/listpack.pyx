@@ -16,9 +16,11 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Listpack:
+cdef class Listpack:
     """A listpack (notes §5.1): u32 LE total_bytes (the whole blob, header and EOF byte included),
     u16 LE num_elements (65535 = unknown), the entries, and the EOF byte 0xFF.
     The entries are parsed from a substream that ends right before the EOF byte, so an 0xFF
@@ -26,7 +28,15 @@ class Listpack:
 
     Written by: redis src/listpack.c lpValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "body", "terminator", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object total_bytes
+    cdef public object num_elements
+    cdef public object body
+    cdef public object terminator
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "body", "terminator", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -40,7 +50,7 @@ class Listpack:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef Listpack self = Listpack.__new__(Listpack)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -127,12 +137,16 @@ class Listpack:
         return pos
 
 
-class LpBody:
+cdef class LpBody:
     """The entry area of a listpack (between the 6-byte header and the EOF byte).
 
     Written by: redis src/listpack.c lpValidateNext"""
 
-    __slots__ = ("_parent", "_root", "_io", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -146,7 +160,7 @@ class LpBody:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef LpBody self = LpBody.__new__(LpBody)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

@@ -17,16 +17,21 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Module:
+cdef class Module:
     """Module-serialized data (notes §5.7, §2.3): a module id (a 64-bit RDB length holding 9 name
     characters and the encoding version) followed by a module-opcode stream ended by opcode 0.
     The root type is empty.
 
     Written by: redis src/module.c moduleTypeEncodeId"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -38,7 +43,7 @@ class Module:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Module self = Module.__new__(Module)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -48,12 +53,17 @@ class Module:
         return self, pos
 
 
-class ModuleValue:
+cdef class ModuleValue:
     """MODULE_2 (type 7) - `len module_id`, then the module-opcode stream up to and including EOF (0).
 
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "module_id", "ops", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object module_id
+    cdef public object ops
+    __slots__ = ("_parent", "_root", "_io", "module_id", "ops", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -65,7 +75,7 @@ class ModuleValue:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ModuleValue self = ModuleValue.__new__(ModuleValue)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -110,13 +120,17 @@ class ModuleValue:
         return pos
 
 
-class ModulePreGa:
+cdef class ModulePreGa:
     """MODULE_PRE_GA (type 6, Redis 4.0-rc): the payload has no opcode framing, so it cannot be
     delimited. Redis rejects it ("Pre-release module format not supported"); so does this spec.
 
     Written by: redis src/rdb.c rdbLoadObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "module_id", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object module_id
+    __slots__ = ("_parent", "_root", "_io", "module_id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -128,7 +142,7 @@ class ModulePreGa:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ModulePreGa self = ModulePreGa.__new__(ModulePreGa)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -159,13 +173,20 @@ class ModulePreGa:
         return pos
 
 
-class ModuleAux:
+cdef class ModuleAux:
     """MODULE_AUX opcode (247) payload - `len module_id`, `len 2` (UINT opcode), `len when`
     (1 BEFORE_RDB, 2 AFTER_RDB), then the module-opcode stream ended by EOF (0).
 
     Written by: redis src/module.c rdbSaveSingleModuleAux"""
 
-    __slots__ = ("_parent", "_root", "_io", "module_id", "when_opcode", "when", "ops", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object module_id
+    cdef public object when_opcode
+    cdef public object when
+    cdef public object ops
+    __slots__ = ("_parent", "_root", "_io", "module_id", "when_opcode", "when", "ops", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -177,7 +198,7 @@ class ModuleAux:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ModuleAux self = ModuleAux.__new__(ModuleAux)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -209,13 +230,21 @@ class ModuleAux:
         return self, pos
 
 
-class ModuleOp:
+cdef class ModuleOp:
     """One element of a module-opcode stream: `len opcode`, then 1 SINT / 2 UINT `len value`,
     3 FLOAT (f4 LE), 4 DOUBLE (f8 LE), 5 STRING (RDB string), or 0 EOF (nothing).
 
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "opcode", "uint_value", "float_value", "double_value", "string_value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object opcode
+    cdef public object uint_value
+    cdef public object float_value
+    cdef public object double_value
+    cdef public object string_value
+    __slots__ = ("_parent", "_root", "_io", "opcode", "uint_value", "float_value", "double_value", "string_value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -229,7 +258,7 @@ class ModuleOp:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef ModuleOp self = ModuleOp.__new__(ModuleOp)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -312,13 +341,18 @@ class ModuleOp:
         return pos
 
 
-class KeyMeta:
+cdef class KeyMeta:
     """KEY_META opcode (243 on REDIS magic, Redis 8.6+) payload - `len num_classes`, then per class
     a u32 class spec and a module-opcode stream ended by EOF (notes §2.3).
 
     Written by: redis src/keymeta.c rdbSaveKeyMetadata"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_classes", "classes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_classes
+    cdef public object classes
+    __slots__ = ("_parent", "_root", "_io", "num_classes", "classes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -330,7 +364,7 @@ class KeyMeta:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef KeyMeta self = KeyMeta.__new__(KeyMeta)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -352,12 +386,23 @@ class KeyMeta:
         return self, pos
 
 
-class KeyMetaClass:
+cdef class KeyMetaClass:
     """One KEY_META class.
 
     Written by: redis src/keymeta.c rdbSaveKeyMetadata"""
 
-    __slots__ = ("_parent", "_root", "_io", "class_spec", "ops", "flags", "version", "_m_name", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object class_spec
+    cdef public object ops
+    cdef public object flags
+    cdef public object version
+    cdef public object _m_name
+    __slots__ = ("_parent", "_root", "_io", "class_spec", "ops", "flags", "version", "_m_name", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_name = _UNSET
 
     @classmethod
     def from_bytes(cls, data):
@@ -371,7 +416,7 @@ class KeyMetaClass:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef KeyMetaClass self = KeyMetaClass.__new__(KeyMetaClass)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -407,10 +452,8 @@ class KeyMetaClass:
     @property
     def name(self):
         """The 4-character class name (keyMetaClassDecode; charset ends in "_-")."""
-        try:
+        if self._m_name is not _UNSET:
             return self._m_name
-        except AttributeError:
-            pass
         name = ((('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 26) & 63):(((self.class_spec >> 26) & 63) + 1)] + 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 20) & 63):(((self.class_spec >> 20) & 63) + 1)]) + 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 14) & 63):(((self.class_spec >> 14) & 63) + 1)]) + 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 8) & 63):(((self.class_spec >> 8) & 63) + 1)])
         self._m_name = name
         return name

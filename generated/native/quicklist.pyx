@@ -17,15 +17,22 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Quicklist:
+cdef class Quicklist:
     """LIST_QUICKLIST (type 14, notes §5.5): `len node_count`, then one ziplist blob per node.
     The root type is the type-14 value; `quicklist_2` is type 18.
 
     Written by: redis src/rdb.c rdbLoadObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_nodes
+    cdef public object nodes
+    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -37,7 +44,7 @@ class Quicklist:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Quicklist self = Quicklist.__new__(Quicklist)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -80,13 +87,18 @@ class Quicklist:
         return pos
 
 
-class Quicklist2:
+cdef class Quicklist2:
     """LIST_QUICKLIST_2 (type 18, notes §5.5): `len node_count`, then per node a container kind
     (1 PLAIN: a single raw element; 2 PACKED: a listpack) and a string.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_nodes
+    cdef public object nodes
+    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -98,7 +110,7 @@ class Quicklist2:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Quicklist2 self = Quicklist2.__new__(Quicklist2)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -141,12 +153,18 @@ class Quicklist2:
         return pos
 
 
-class Quicklist2Node:
+cdef class Quicklist2Node:
     """One type-18 quicklist node.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "container", "plain", "packed", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object container
+    cdef public object plain
+    cdef public object packed
+    __slots__ = ("_parent", "_root", "_io", "container", "plain", "packed", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -158,7 +176,7 @@ class Quicklist2Node:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Quicklist2Node self = Quicklist2Node.__new__(Quicklist2Node)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

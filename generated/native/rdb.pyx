@@ -18,9 +18,11 @@ from ._columns cimport RaggedColumns, ScalarColumns
 unpack_u8le = struct.Struct('<Q').unpack_from
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Rdb:
+cdef class Rdb:
     """An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
     a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
@@ -31,7 +33,20 @@ class Rdb:
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
-    __slots__ = ("_parent", "_root", "_io", "magic", "records", "checksum", "_m_is_valkey", "_m_version", "_stream_pos", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object magic
+    cdef public object records
+    cdef public object checksum
+    cdef public object _m_is_valkey
+    cdef public object _m_version
+    cdef public object _stream_pos
+    __slots__ = ("_parent", "_root", "_io", "magic", "records", "checksum", "_m_is_valkey", "_m_version", "_stream_pos", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_is_valkey = _UNSET
+        self._m_version = _UNSET
 
     @classmethod
     def from_bytes(cls, data):
@@ -44,7 +59,7 @@ class Rdb:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Rdb self = Rdb.__new__(Rdb)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -101,10 +116,8 @@ class Rdb:
     @property
     def is_valkey(self):
         """True for the VALKEY magic (Valkey numbering of types and opcodes)."""
-        try:
+        if self._m_is_valkey is not _UNSET:
             return self._m_is_valkey
-        except AttributeError:
-            pass
         is_valkey = (self.magic[0:6] == 'VALKEY')
         self._m_is_valkey = is_valkey
         return is_valkey
@@ -112,10 +125,8 @@ class Rdb:
     @property
     def version(self):
         """The RDB version from the magic."""
-        try:
+        if self._m_version is not _UNSET:
             return self._m_version
-        except AttributeError:
-            pass
         is_valkey = (self.magic[0:6] == 'VALKEY')
         self._m_is_valkey = is_valkey
         version = int((self.magic[6:9] if is_valkey else self.magic[5:9]))
@@ -123,14 +134,23 @@ class Rdb:
         return version
 
 
-class Record:
+cdef class Record:
     """One top-level record: an opcode byte, then its payload. Bytes that are not opcodes are
     value types, followed by a key and a value (`key_value`). Per-key prefixes (EXPIRETIME_MS,
     IDLE, FREQ, KEY_META, DF_MASK) are separate records that apply to the next key.
 
     Written by: redis src/rdb.c rdbLoadRioWithLoadingCtx"""
 
-    __slots__ = ("_parent", "_root", "_io", "opcode", "body", "_m_kind", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object opcode
+    cdef public object body
+    cdef public object _m_kind
+    __slots__ = ("_parent", "_root", "_io", "opcode", "body", "_m_kind", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_kind = _UNSET
 
     @classmethod
     def from_bytes(cls, data):
@@ -144,7 +164,7 @@ class Record:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef Record self = Record.__new__(Record)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -228,21 +248,23 @@ class Record:
     @property
     def kind(self):
         """What the record is (Valkey's 243 is SLOT_IMPORT, every value type byte is `key_value`)."""
-        try:
+        if self._m_kind is not _UNSET:
             return self._m_kind
-        except AttributeError:
-            pass
         kind = (499 if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else 256))
         self._m_kind = kind
         return kind
 
 
-class SelectDb:
+cdef class SelectDb:
     """SELECTDB (254) - switch to a database.
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    __slots__ = ("_parent", "_root", "_io", "db_number", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object db_number
+    __slots__ = ("_parent", "_root", "_io", "db_number", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -254,7 +276,7 @@ class SelectDb:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef SelectDb self = SelectDb.__new__(SelectDb)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -267,12 +289,17 @@ class SelectDb:
         return self, pos
 
 
-class ResizeDb:
+cdef class ResizeDb:
     """RESIZEDB (251) - hash table sizing hints for the current database.
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    __slots__ = ("_parent", "_root", "_io", "db_size", "expires_size", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object db_size
+    cdef public object expires_size
+    __slots__ = ("_parent", "_root", "_io", "db_size", "expires_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -284,7 +311,7 @@ class ResizeDb:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ResizeDb self = ResizeDb.__new__(ResizeDb)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -300,14 +327,19 @@ class ResizeDb:
         return self, pos
 
 
-class Aux:
+cdef class Aux:
     """AUX (250) - a key/value metadata field (redis-ver, ctime, valkey-ver, df-ver, slot-info, lua, ...).
     Valkey 9 writes valkey-ver, redis-bits, ctime, used-mem and aof-base, and no redis-ver
     (valkey src/rdb.c rdbSaveInfoAuxFields).
 
     Written by: redis src/rdb.c rdbSaveAuxField"""
 
-    __slots__ = ("_parent", "_root", "_io", "key", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object key
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "key", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -319,7 +351,7 @@ class Aux:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Aux self = Aux.__new__(Aux)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -335,12 +367,16 @@ class Aux:
         return self, pos
 
 
-class ExpireTime:
+cdef class ExpireTime:
     """EXPIRETIME (253, legacy) - expiry of the next key in seconds.
 
     Written by: redis src/rdb.c rdbLoadTime"""
 
-    __slots__ = ("_parent", "_root", "_io", "seconds", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object seconds
+    __slots__ = ("_parent", "_root", "_io", "seconds", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -354,7 +390,7 @@ class ExpireTime:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef ExpireTime self = ExpireTime.__new__(ExpireTime)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -374,12 +410,16 @@ class ExpireTime:
         return self, pos
 
 
-class ExpireTimeMs:
+cdef class ExpireTimeMs:
     """EXPIRETIME_MS (252) - expiry of the next key in milliseconds.
 
     Written by: redis src/rdb.c rdbSaveMillisecondTime"""
 
-    __slots__ = ("_parent", "_root", "_io", "ms", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ms
+    __slots__ = ("_parent", "_root", "_io", "ms", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -393,7 +433,7 @@ class ExpireTimeMs:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef ExpireTimeMs self = ExpireTimeMs.__new__(ExpireTimeMs)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -413,12 +453,16 @@ class ExpireTimeMs:
         return self, pos
 
 
-class Freq:
+cdef class Freq:
     """FREQ (249) - LFU counter of the next key.
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    __slots__ = ("_parent", "_root", "_io", "lfu_freq", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object lfu_freq
+    __slots__ = ("_parent", "_root", "_io", "lfu_freq", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -432,7 +476,7 @@ class Freq:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef Freq self = Freq.__new__(Freq)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -452,12 +496,16 @@ class Freq:
         return self, pos
 
 
-class Idle:
+cdef class Idle:
     """IDLE (248) - LRU idle time of the next key.
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    __slots__ = ("_parent", "_root", "_io", "seconds", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object seconds
+    __slots__ = ("_parent", "_root", "_io", "seconds", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -469,7 +517,7 @@ class Idle:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Idle self = Idle.__new__(Idle)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -482,12 +530,18 @@ class Idle:
         return self, pos
 
 
-class SlotInfo:
+cdef class SlotInfo:
     """SLOT_INFO (244, Redis 7.4+ cluster mode) - sizes of the slot whose keys follow.
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    __slots__ = ("_parent", "_root", "_io", "slot_id", "slot_size", "expires_slot_size", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object slot_id
+    cdef public object slot_size
+    cdef public object expires_slot_size
+    __slots__ = ("_parent", "_root", "_io", "slot_id", "slot_size", "expires_slot_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -499,7 +553,7 @@ class SlotInfo:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef SlotInfo self = SlotInfo.__new__(SlotInfo)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -518,12 +572,18 @@ class SlotInfo:
         return self, pos
 
 
-class SlotImport:
+cdef class SlotImport:
     """SLOT_IMPORT (243 on VALKEY magic, Valkey 9.0+) - a slot migration job and its slot ranges.
 
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
-    __slots__ = ("_parent", "_root", "_io", "job_name", "num_ranges", "ranges", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object job_name
+    cdef public object num_ranges
+    cdef public object ranges
+    __slots__ = ("_parent", "_root", "_io", "job_name", "num_ranges", "ranges", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -535,7 +595,7 @@ class SlotImport:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef SlotImport self = SlotImport.__new__(SlotImport)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -560,12 +620,17 @@ class SlotImport:
         return self, pos
 
 
-class SlotRange:
+cdef class SlotRange:
     """One inclusive slot range of SLOT_IMPORT.
 
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
-    __slots__ = ("_parent", "_root", "_io", "start_slot", "end_slot", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object start_slot
+    cdef public object end_slot
+    __slots__ = ("_parent", "_root", "_io", "start_slot", "end_slot", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -577,7 +642,7 @@ class SlotRange:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef SlotRange self = SlotRange.__new__(SlotRange)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -593,13 +658,21 @@ class SlotRange:
         return self, pos
 
 
-class KeyValue:
+cdef class KeyValue:
     """A key and its value. `type_code` is the record's type byte; the value layout is selected by
     `value_kind`, which maps the byte to the dialect given by the magic.
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "is_valkey", "rdb_version", "key", "_lazy_value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object is_valkey
+    cdef public object rdb_version
+    cdef public object key
+    cdef public object _lazy_value
+    __slots__ = ("_parent", "_root", "_io", "type_code", "is_valkey", "rdb_version", "key", "_lazy_value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code, is_valkey, rdb_version):
@@ -611,7 +684,7 @@ class KeyValue:
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code, is_valkey, rdb_version):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef KeyValue self = KeyValue.__new__(KeyValue)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -838,12 +911,17 @@ class KeyValue:
         return (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
 
 
-class StringList:
+cdef class StringList:
     """LIST (type 1) and SET (type 2) - `len n`, then n strings.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_items", "items", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_items
+    cdef public object items
+    __slots__ = ("_parent", "_root", "_io", "num_items", "items", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -855,7 +933,7 @@ class StringList:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StringList self = StringList.__new__(StringList)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

@@ -17,9 +17,11 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class RdbString:
+cdef class RdbString:
     """An RDB string (notes §3.2): a length (§3.1), then either the raw bytes, an integer
     stored as INT8/INT16/INT32 (little-endian, decoded by the server to its decimal text),
     or an LZF-compressed run (clen, ulen, data). Kaitai cannot unify bytes and ints, so the
@@ -28,7 +30,18 @@ class RdbString:
 
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "len", "raw", "int_value", "clen", "ulen", "lzf", "is_int", "is_lzf", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object len
+    cdef public object raw
+    cdef public object int_value
+    cdef public object clen
+    cdef public object ulen
+    cdef public object lzf
+    cdef public object is_int
+    cdef public object is_lzf
+    __slots__ = ("_parent", "_root", "_io", "len", "raw", "int_value", "clen", "ulen", "lzf", "is_int", "is_lzf", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -42,7 +55,7 @@ class RdbString:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef RdbString self = RdbString.__new__(RdbString)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -173,7 +186,7 @@ class RdbString:
         return pos
 
 
-class RdbLen:
+cdef class RdbLen:
     """RDB length encoding (notes §3.1). The two top bits of the first byte select the form:
     00 = 6-bit length, 01 = 14-bit big-endian length, 0x80 = 32-bit big-endian length,
     0x81 = 64-bit big-endian length, 11 = "encoded" marker whose low 6 bits name a string
@@ -181,7 +194,16 @@ class RdbLen:
 
     Written by: redis src/rdb.c rdbSaveLen"""
 
-    __slots__ = ("_parent", "_root", "_io", "b0", "b1", "len32", "len64", "is_encoded", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object b0
+    cdef public object b1
+    cdef public object len32
+    cdef public object len64
+    cdef public object is_encoded
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "b0", "b1", "len32", "len64", "is_encoded", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -195,7 +217,7 @@ class RdbLen:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef RdbLen self = RdbLen.__new__(RdbLen)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -289,7 +311,7 @@ class RdbLen:
         return pos
 
 
-class RdbBlob:
+cdef class RdbBlob:
     """An RDB string whose bytes are a serialized container (listpack, ziplist, intset, zipmap
     or stream node listpack). The blob may be LZF-compressed (notes §3.2: any string can be);
     either way its (decompressed) bytes are given to the parser selected by `kind` as a
@@ -297,7 +319,18 @@ class RdbBlob:
 
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "kind", "len", "plain", "clen", "ulen", "lzf", "is_lzf", "payload", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object kind
+    cdef public object len
+    cdef public object plain
+    cdef public object clen
+    cdef public object ulen
+    cdef public object lzf
+    cdef public object is_lzf
+    cdef public object payload
+    __slots__ = ("_parent", "_root", "_io", "kind", "len", "plain", "clen", "ulen", "lzf", "is_lzf", "payload", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, kind):
@@ -309,7 +342,7 @@ class RdbBlob:
     def _read(cls, io, Py_ssize_t pos, parent, root, kind):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef RdbBlob self = RdbBlob.__new__(RdbBlob)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -418,13 +451,21 @@ class RdbBlob:
         return pos
 
 
-class RdbDouble:
+cdef class RdbDouble:
     """Legacy string-encoded double (type 3 ZSET scores, notes §3.4): one length byte L,
     then L ASCII bytes. L = 253 is NaN, 254 is +inf, 255 is -inf (no bytes follow).
 
     Written by: redis src/rdb.c rdbSaveDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "len", "text", "is_nan", "is_pos_inf", "is_neg_inf", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object len
+    cdef public object text
+    cdef public object is_nan
+    cdef public object is_pos_inf
+    cdef public object is_neg_inf
+    __slots__ = ("_parent", "_root", "_io", "len", "text", "is_nan", "is_pos_inf", "is_neg_inf", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -438,7 +479,7 @@ class RdbDouble:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef RdbDouble self = RdbDouble.__new__(RdbDouble)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

@@ -19,16 +19,21 @@ from .listpack cimport c_read_lp_entry
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Stream:
+cdef class Stream:
     """Stream values (notes §6). The root type is empty; `stream_value(type_code)` is the value
     of a STREAM_LISTPACKS* key and `stream_listpack` is one node listpack (parsed through
     `rdb_string::rdb_blob` with kind `stream_listpack`).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -40,7 +45,7 @@ class Stream:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Stream self = Stream.__new__(Stream)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -50,7 +55,7 @@ class Stream:
         return self, pos
 
 
-class StreamValue:
+cdef class StreamValue:
     """A stream value (notes §6.1): the node listpacks keyed by master ID, the stream metadata
     (length, last id; first id, max deleted id and entries_added since type 19), the consumer
     groups, and the IDMP tail of type 26. Metadata IDs are pairs of RDB lengths; node keys and
@@ -59,7 +64,21 @@ class StreamValue:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object num_nodes
+    cdef public object nodes
+    cdef public object length
+    cdef public object last_id
+    cdef public object first_id
+    cdef public object max_deleted_entry_id
+    cdef public object entries_added
+    cdef public object num_groups
+    cdef public object groups
+    cdef public object idmp
+    __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -71,7 +90,7 @@ class StreamValue:
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StreamValue self = StreamValue.__new__(StreamValue)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -186,13 +205,19 @@ class StreamValue:
         return pos
 
 
-class StreamNode:
+cdef class StreamNode:
     """One radix-tree node: the 16-byte master ID key (an RDB string of exactly 16 bytes)
     and the node listpack blob (possibly LZF-compressed).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "node_key_len", "node_key", "_lazy_listpack", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object node_key_len
+    cdef public object node_key
+    cdef public object _lazy_listpack
+    __slots__ = ("_parent", "_root", "_io", "node_key_len", "node_key", "_lazy_listpack", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -204,7 +229,7 @@ class StreamNode:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StreamNode self = StreamNode.__new__(StreamNode)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -270,12 +295,17 @@ class StreamNode:
         return listpack
 
 
-class StreamId:
+cdef class StreamId:
     """A stream ID stored as two RDB lengths (metadata IDs).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ms
+    cdef public object seq
+    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -287,7 +317,7 @@ class StreamId:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StreamId self = StreamId.__new__(StreamId)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -319,12 +349,17 @@ class StreamId:
         return pos
 
 
-class StreamIdRaw:
+cdef class StreamIdRaw:
     """A stream ID stored as 16 raw bytes, big-endian ms then big-endian seq (node keys and PEL IDs).
 
     Written by: redis src/t_stream.c streamEncodeID"""
 
-    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ms
+    cdef public object seq
+    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -338,7 +373,7 @@ class StreamIdRaw:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef StreamIdRaw self = StreamIdRaw.__new__(StreamIdRaw)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -384,12 +419,23 @@ class StreamIdRaw:
         return pos
 
 
-class StreamGroup:
+cdef class StreamGroup:
     """A consumer group (notes §6.1).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel_size", "pel", "num_consumers", "consumers", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object name
+    cdef public object last_id
+    cdef public object entries_read
+    cdef public object pel_size
+    cdef public object pel
+    cdef public object num_consumers
+    cdef public object consumers
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel_size", "pel", "num_consumers", "consumers", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -401,7 +447,7 @@ class StreamGroup:
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StreamGroup self = StreamGroup.__new__(StreamGroup)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -492,12 +538,18 @@ class StreamGroup:
         return pos
 
 
-class StreamPelEntry:
+cdef class StreamPelEntry:
     """One row of a group's global PEL (no per-record length).
 
     Written by: redis src/rdb.c rdbSaveStreamPEL"""
 
-    __slots__ = ("_parent", "_root", "_io", "id", "delivery_time", "delivery_count", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object id
+    cdef public object delivery_time
+    cdef public object delivery_count
+    __slots__ = ("_parent", "_root", "_io", "id", "delivery_time", "delivery_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -511,7 +563,7 @@ class StreamPelEntry:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef StreamPelEntry self = StreamPelEntry.__new__(StreamPelEntry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -558,12 +610,21 @@ class StreamPelEntry:
         return pos
 
 
-class StreamConsumer:
+cdef class StreamConsumer:
     """A consumer of a group, with its own PEL of bare IDs.
 
     Written by: redis src/rdb.c rdbSaveStreamConsumers"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel_size", "pel", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object name
+    cdef public object seen_time
+    cdef public object active_time
+    cdef public object pel_size
+    cdef public object pel
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel_size", "pel", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -577,7 +638,7 @@ class StreamConsumer:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef StreamConsumer self = StreamConsumer.__new__(StreamConsumer)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -659,12 +720,21 @@ class StreamConsumer:
         return pos
 
 
-class StreamIdmp:
+cdef class StreamIdmp:
     """IDMP tail of a type-26 stream (Redis 8.6).
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    __slots__ = ("_parent", "_root", "_io", "duration", "max_entries", "num_producers", "producers", "iids_added", "iids_duplicates", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object duration
+    cdef public object max_entries
+    cdef public object num_producers
+    cdef public object producers
+    cdef public object iids_added
+    cdef public object iids_duplicates
+    __slots__ = ("_parent", "_root", "_io", "duration", "max_entries", "num_producers", "producers", "iids_added", "iids_duplicates", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -676,7 +746,7 @@ class StreamIdmp:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StreamIdmp self = StreamIdmp.__new__(StreamIdmp)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -743,12 +813,18 @@ class StreamIdmp:
         return pos
 
 
-class StreamIdmpProducer:
+cdef class StreamIdmpProducer:
     """One IDMP producer with its idempotency IDs.
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    __slots__ = ("_parent", "_root", "_io", "pid", "count", "iids", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object pid
+    cdef public object count
+    cdef public object iids
+    __slots__ = ("_parent", "_root", "_io", "pid", "count", "iids", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -760,7 +836,7 @@ class StreamIdmpProducer:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StreamIdmpProducer self = StreamIdmpProducer.__new__(StreamIdmpProducer)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -809,12 +885,17 @@ class StreamIdmpProducer:
         return pos
 
 
-class StreamIdmpIid:
+cdef class StreamIdmpIid:
     """One idempotency ID and the stream ID it produced.
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    __slots__ = ("_parent", "_root", "_io", "iid", "id", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object iid
+    cdef public object id
+    __slots__ = ("_parent", "_root", "_io", "iid", "id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -826,7 +907,7 @@ class StreamIdmpIid:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef StreamIdmpIid self = StreamIdmpIid.__new__(StreamIdmpIid)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -858,13 +939,21 @@ class StreamIdmpIid:
         return pos
 
 
-class StreamListpack:
+cdef class StreamListpack:
     """A stream node listpack (notes §6.2): the listpack header, the master entry, count+deleted
     entries, and the EOF byte. All elements are ordinary listpack entries.
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "master", "entries", "terminator", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object total_bytes
+    cdef public object num_elements
+    cdef public object master
+    cdef public object entries
+    cdef public object terminator
+    __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "master", "entries", "terminator", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -878,7 +967,7 @@ class StreamListpack:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef StreamListpack self = StreamListpack.__new__(StreamListpack)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -967,12 +1056,20 @@ class StreamListpack:
         return pos
 
 
-class StreamMaster:
+cdef class StreamMaster:
     """The master entry of a node listpack.
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    __slots__ = ("_parent", "_root", "_io", "count", "deleted", "num_fields", "fields", "terminator", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object count
+    cdef public object deleted
+    cdef public object num_fields
+    cdef public object fields
+    cdef public object terminator
+    __slots__ = ("_parent", "_root", "_io", "count", "deleted", "num_fields", "fields", "terminator", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -986,7 +1083,7 @@ class StreamMaster:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef StreamMaster self = StreamMaster.__new__(StreamMaster)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -1076,14 +1173,23 @@ class StreamMaster:
         return pos
 
 
-class StreamEntry:
+cdef class StreamEntry:
     """One stream entry of a node listpack. `items` is the flat list of values (SAMEFIELDS: one
     value per master field) or fields and values interleaved (otherwise).
     ID = master ID + (ms_diff, seq_diff) with wrapping uint64 arithmetic.
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    __slots__ = ("_parent", "_root", "_io", "flags", "ms_diff", "seq_diff", "num_fields", "items", "lp_count", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object flags
+    cdef public object ms_diff
+    cdef public object seq_diff
+    cdef public object num_fields
+    cdef public object items
+    cdef public object lp_count
+    __slots__ = ("_parent", "_root", "_io", "flags", "ms_diff", "seq_diff", "num_fields", "items", "lp_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):

@@ -16,16 +16,27 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Ziplist:
+cdef class Ziplist:
     """A ziplist (notes §5.2): u32 LE zlbytes (== blob size), u32 LE zltail (offset of the last
     entry), u16 LE zllen (65535 = unknown), the entries, and the end byte 0xFF.
     Used by types 10, 12, 13 and by type-14 quicklist nodes.
 
     Written by: redis src/ziplist.c ziplistValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "zlbytes", "zltail", "zllen", "body", "terminator", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object zlbytes
+    cdef public object zltail
+    cdef public object zllen
+    cdef public object body
+    cdef public object terminator
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "zlbytes", "zltail", "zllen", "body", "terminator", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -39,7 +50,7 @@ class Ziplist:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef Ziplist self = Ziplist.__new__(Ziplist)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -141,12 +152,16 @@ class Ziplist:
         return pos
 
 
-class ZlBody:
+cdef class ZlBody:
     """The entry area of a ziplist (between the header and the end byte).
 
     Written by: redis src/ziplist.c zipEntrySafe"""
 
-    __slots__ = ("_parent", "_root", "_io", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -160,7 +175,7 @@ class ZlBody:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef ZlBody self = ZlBody.__new__(ZlBody)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

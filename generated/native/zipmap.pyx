@@ -16,9 +16,11 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Zipmap:
+cdef class Zipmap:
     """A zipmap (notes §5.4): u8 zmlen (entry count, 254 = unknown), then entries
     { len field_len, field, len value_len, u8 free, value, free bytes of padding }, then 0xFF.
     A zipmap length is 1 byte if < 254, or 254 followed by a u32 LE; 255 marks the end.
@@ -26,7 +28,12 @@ class Zipmap:
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "zmlen", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object zmlen
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "zmlen", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -40,7 +47,7 @@ class Zipmap:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef Zipmap self = Zipmap.__new__(Zipmap)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -94,12 +101,19 @@ class Zipmap:
         return pos
 
 
-class ZmLen:
+cdef class ZmLen:
     """Zipmap length field.
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "b0", "len32", "is_end", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object b0
+    cdef public object len32
+    cdef public object is_end
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "b0", "len32", "is_end", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -113,7 +127,7 @@ class ZmLen:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef ZmLen self = ZmLen.__new__(ZmLen)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -175,12 +189,21 @@ class ZmLen:
         return pos
 
 
-class ZmEntry:
+cdef class ZmEntry:
     """One zipmap field/value pair, or the end marker.
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "field_len", "field", "value_len", "free", "value", "padding", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field_len
+    cdef public object field
+    cdef public object value_len
+    cdef public object free
+    cdef public object value
+    cdef public object padding
+    __slots__ = ("_parent", "_root", "_io", "field_len", "field", "value_len", "free", "value", "padding", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -194,7 +217,7 @@ class ZmEntry:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef ZmEntry self = ZmEntry.__new__(ZmEntry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io

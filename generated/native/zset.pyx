@@ -17,15 +17,20 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Zset:
+cdef class Zset:
     """Sorted-set values that are not a container blob (notes §4.1). The root type is empty.
     Listpack (17) and ziplist (12) sorted sets are `rdb_string::rdb_blob` values in the record switch.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -37,7 +42,7 @@ class Zset:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Zset self = Zset.__new__(Zset)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -47,12 +52,17 @@ class Zset:
         return self, pos
 
 
-class ZsetLegacy:
+cdef class ZsetLegacy:
     """ZSET (type 3, legacy) - `len n`, then n × (member, string-encoded double).
 
     Written by: redis src/rdb.c rdbLoadDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_members
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -64,7 +74,7 @@ class ZsetLegacy:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ZsetLegacy self = ZsetLegacy.__new__(ZsetLegacy)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -107,12 +117,17 @@ class ZsetLegacy:
         return pos
 
 
-class ZsetEntry:
+cdef class ZsetEntry:
     """One type-3 member and its string score.
 
     Written by: redis src/rdb.c rdbLoadDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "member", "score", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object member
+    cdef public object score
+    __slots__ = ("_parent", "_root", "_io", "member", "score", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -124,7 +139,7 @@ class ZsetEntry:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef ZsetEntry self = ZsetEntry.__new__(ZsetEntry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -156,12 +171,17 @@ class ZsetEntry:
         return pos
 
 
-class Zset2:
+cdef class Zset2:
     """ZSET_2 (type 5) - `len n`, then n × (member, 8-byte LE binary double). No order is assumed.
 
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_members
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -173,7 +193,7 @@ class Zset2:
     def _read(cls, io, Py_ssize_t pos, parent, root):
         cdef Py_ssize_t end
 
-        self = cls.__new__(cls)
+        cdef Zset2 self = Zset2.__new__(Zset2)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
@@ -216,12 +236,17 @@ class Zset2:
         return pos
 
 
-class Zset2Entry:
+cdef class Zset2Entry:
     """One type-5 member and its binary score.
 
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "member", "score", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object member
+    cdef public object score
+    __slots__ = ("_parent", "_root", "_io", "member", "score", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -235,7 +260,7 @@ class Zset2Entry:
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
-        self = cls.__new__(cls)
+        cdef Zset2Entry self = Zset2Entry.__new__(Zset2Entry)
         self._parent = parent
         self._root = root = root if root is not None else self
         self._io = io
