@@ -15,7 +15,7 @@ import re
 
 from . import expressions as ex
 from . import render
-from .emit import OBJECT, ROWS, SCALAR, TypeEmitter, attribute_expressions, local_name
+from .emit import OBJECT, ROWS, SCALAR, TypeEmitter, attribute_expressions, local_name, uses_parent
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
@@ -108,11 +108,20 @@ class CythonTypeEmitter(TypeEmitter):
         return "(<long long>_p" + text[len("buf"):] + ")"  # shifted in 64 bits, as Python would
 
     def read_user(self, a: Attribute, ref: UserRef, local: str, io: str, pos: str) -> None:
-        if not (ref.target.scalar and io == "io" and pos == "pos" and self.pointer):
+        if not (io == "io" and pos == "pos" and self.pointer):
             super().read_user(a, ref, local, io, pos)
             return
         args = "".join(f", {self.expr(arg)}" for arg in ref.args)
         parent = "self" if self.mode == OBJECT else "None"
+        if not ref.target.scalar:  # the type's cdef reader, called with the position's address
+            if self.skipping(a) and not uses_parent(ref.target):
+                self.emit(f"pos = {self.c_function(ref.target, 'skip')}(io, pos, None, root{args})")
+                self.emit(f"{local} = None")
+            elif ref.target.used_as_columns:
+                super().read_user(a, ref, local, io, pos)
+            else:
+                self.emit(f"{local} = {self.c_function(ref.target, 'read')}(io, &pos, {parent}, root{args})")
+            return
         if self.row_field(a) and not a.repeat and span_field(ref.target) is not None:
             # a row's scalar goes into its column as it is read; the value is made only for
             # the checks and expressions that read it
@@ -148,11 +157,17 @@ class CythonTypeEmitter(TypeEmitter):
 
     def scalar_function(self, target: TypeSpec, kind: str = "read") -> str:
         """The cdef reader of a scalar type (`c_read_<id>` returns the value, `c_push_<id>`
-        appends it to a ScalarColumns); one of another module is cimported from its .pxd."""
+        appends it to a ScalarColumns)."""
+        return self.c_function(target, kind)
+
+    def c_function(self, target: TypeSpec, kind: str) -> str:
+        """A type's cdef function (`c_read_<id>`, `c_skip_<id>`, `c_push_<id>`); one of another
+        module is cimported from its .pxd, under the module's name."""
         name = f"c_{kind}_{target.id}"
-        if target.module != self.t.module:
-            self.cimports.add((target.module, name))
-        return name
+        if target.module == self.t.module:
+            return name
+        self.cimports.add((target.module, name))
+        return f"{target.module}__{name}"
 
     def store(self, a: Attribute, local: str) -> None:
         if a.id not in self.pushed:
@@ -247,9 +262,11 @@ class NativeModuleRenderer(render.ModuleRenderer):
     def __init__(self, builder, root: TypeSpec, skipped: set[int]):
         super().__init__(builder, root, skipped)
         self.cimports: set[tuple[str, str]] = set()
+        self.views: list[render.TypeView] = []
 
     def type_view(self, t: TypeSpec) -> render.TypeView:
         view = super().type_view(t)
+        self.views.append(view)
         view.span = span_field(t) if t.scalar else None
         if view.span is not None:  # c_push_<id>: the same reader, its value pushed into columns
             push = self.emitter(self.builder, t, SCALAR)
@@ -273,24 +290,19 @@ class NativeModuleRenderer(render.ModuleRenderer):
         return {"cimports": sorted(self.cimports)}
 
 
-def scalar_types(root: TypeSpec) -> list[TypeSpec]:
-    return [t for t in root.walk() if t.scalar]
-
-
 def render_native(builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     """Every file of generated/native/, keyed by its path relative to it."""
     env = render._environment()
     env.tests["pointer"] = uses_pointer
     env.filters["hold_buffer"] = hold_buffer
-    env.filters["cparams"] = lambda t: "".join(f", {local_name(p.id)}" for p in t.params)
+    env.filters["dedent"] = lambda lines: [line[4:] if line.startswith("    ") else line for line in lines]
+    env.tests["positional"] = lambda lines: any(re.search(r"\bpos\b", line) for line in lines)
     skipped = render.skipped_types(roots)
     files = {}
     for name, root in roots.items():
-        files[f"{name}.pyx"] = NativeModuleRenderer(builder, root, skipped).render(env)
-        scalars = scalar_types(root)
-        if scalars:
-            files[f"{name}.pxd"] = env.get_template("native/module.pxd.j2").render(
-                types=scalars, pushed={t.id for t in scalars if span_field(t) is not None})
+        renderer = NativeModuleRenderer(builder, root, skipped)
+        files[f"{name}.pyx"] = renderer.render(env)
+        files[f"{name}.pxd"] = env.get_template("native/module.pxd.j2").render(types=renderer.views)
     for piece in ("_readers.pxd", "_columns.pxd", "_columns.pyx"):
         files[piece] = env.get_template(f"native/{piece}").render()
     files["__init__.py"] = env.get_template("native/package.py.j2").render(modules=sorted(roots))

@@ -9,11 +9,12 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
@@ -39,16 +40,24 @@ cdef class Function:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
+        obj = c_read_function(io, &pos, parent, root)
+        return obj, pos
 
-        cdef Function self = Function.__new__(Function)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
 
-        return self, pos
+cdef object c_read_function(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one function at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Function self = Function.__new__(Function)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
 
 
 cdef class Function2:
@@ -70,19 +79,27 @@ cdef class Function2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
+        obj = c_read_function2(io, &pos, parent, root)
+        return obj, pos
 
-        cdef Function2 self = Function2.__new__(Function2)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # library_code: The library code, e.g. "#!lua name=mylib ...".
-        library_code, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.library_code = library_code
 
-        return self, pos
+cdef object c_read_function2(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one function2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Function2 self = Function2.__new__(Function2)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # library_code: The library code, e.g. "#!lua name=mylib ...".
+    library_code = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.library_code = library_code
+
+    _at[0] = pos
+    return self
 
 
 cdef class FunctionPreGa:
@@ -109,31 +126,39 @@ cdef class FunctionPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
+        obj = c_read_function_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
-        cdef FunctionPreGa self = FunctionPreGa.__new__(FunctionPreGa)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # name: Function name.
-        name, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.name = name
-        # engine: Engine name (e.g. LUA).
-        engine, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.engine = engine
-        # has_desc: 1 when a description follows, else 0. The server reads a description after any
-        has_desc, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.has_desc = has_desc
-        # desc: The description.
-        if (has_desc.value != 0):
-            desc, pos = rdb_string.RdbString._read(io, pos, self, root)
-        else:
-            desc = None
-        self.desc = desc
-        # code: The function code.
-        code, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.code = code
 
-        return self, pos
+cdef object c_read_function_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one function_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef FunctionPreGa self = FunctionPreGa.__new__(FunctionPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # name: Function name.
+    name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.name = name
+    # engine: Engine name (e.g. LUA).
+    engine = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.engine = engine
+    # has_desc: 1 when a description follows, else 0. The server reads a description after any
+    has_desc = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.has_desc = has_desc
+    # desc: The description.
+    if (has_desc.value != 0):
+        desc = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    else:
+        desc = None
+    self.desc = desc
+    # code: The function code.
+    code = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.code = code
+
+    _at[0] = pos
+    return self

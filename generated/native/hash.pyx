@@ -9,11 +9,16 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
+from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
@@ -40,16 +45,24 @@ cdef class Hash:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
+        obj = c_read_hash(io, &pos, parent, root)
+        return obj, pos
 
-        cdef Hash self = Hash.__new__(Hash)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
 
-        return self, pos
+cdef object c_read_hash(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Hash self = Hash.__new__(Hash)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
 
 
 cdef class HashTable:
@@ -72,49 +85,62 @@ cdef class HashTable:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        cdef HashTable self = HashTable.__new__(HashTable)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The field/value pairs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = HashPair._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_hash_table(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_table without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_hash_table(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The field/value pairs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = HashPair._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
 
-        return pos
+cdef object c_read_hash_table(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_table at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashTable self = HashTable.__new__(HashTable)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The field/value pairs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_hash_pair(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_table(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_table at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The field/value pairs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_hash_pair(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
 
 
 cdef class HashPair:
@@ -137,38 +163,51 @@ cdef class HashPair:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        cdef HashPair self = HashPair.__new__(HashPair)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-
-        return self, pos
+        obj = c_read_hash_pair(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_pair without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_hash_pair(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
 
-        return pos
+cdef object c_read_hash_pair(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_pair at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashPair self = HashPair.__new__(HashPair)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_pair(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_pair at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    value = None
+
+    return pos
 
 
 cdef class HashMetadataPreGa:
@@ -192,49 +231,62 @@ cdef class HashMetadataPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        cdef HashMetadataPreGa self = HashMetadataPreGa.__new__(HashMetadataPreGa)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The fields with their absolute TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_hash_metadata_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_metadata_pre_ga without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_hash_metadata_pre_ga(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The fields with their absolute TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = HashTtlEntryPreGa._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
 
-        return pos
+cdef object c_read_hash_metadata_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_metadata_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashMetadataPreGa self = HashMetadataPreGa.__new__(HashMetadataPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The fields with their absolute TTLs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_hash_ttl_entry_pre_ga(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_metadata_pre_ga at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The fields with their absolute TTLs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_hash_ttl_entry_pre_ga(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
 
 
 cdef class HashTtlEntryPreGa:
@@ -258,44 +310,57 @@ cdef class HashTtlEntryPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        cdef HashTtlEntryPreGa self = HashTtlEntryPreGa.__new__(HashTtlEntryPreGa)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # ttl: Absolute expiry time in unix ms, or 0 for none.
-        ttl, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.ttl = ttl
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-
-        return self, pos
+        obj = c_read_hash_ttl_entry_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_ttl_entry_pre_ga without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_hash_ttl_entry_pre_ga(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # ttl: Absolute expiry time in unix ms, or 0 for none.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        ttl = None
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
 
-        return pos
+cdef object c_read_hash_ttl_entry_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_ttl_entry_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashTtlEntryPreGa self = HashTtlEntryPreGa.__new__(HashTtlEntryPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # ttl: Absolute expiry time in unix ms, or 0 for none.
+    ttl = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.ttl = ttl
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_ttl_entry_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_ttl_entry_pre_ga at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # ttl: Absolute expiry time in unix ms, or 0 for none.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    ttl = None
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    value = None
+
+    return pos
 
 
 cdef class HashListpackExPreGa:
@@ -318,32 +383,45 @@ cdef class HashListpackExPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        cdef HashListpackExPreGa self = HashListpackExPreGa.__new__(HashListpackExPreGa)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        self.listpack = listpack
-
-        return self, pos
+        obj = c_read_hash_listpack_ex_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_listpack_ex_pre_ga without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_hash_listpack_ex_pre_ga(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-        listpack = None
 
-        return pos
+cdef object c_read_hash_listpack_ex_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_listpack_ex_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashListpackExPreGa self = HashListpackExPreGa.__new__(HashListpackExPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
+    listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
+    self.listpack = listpack
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_listpack_ex_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_listpack_ex_pre_ga at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
+    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+    listpack = None
+
+    return pos
 
 
 cdef class HashMetadata:
@@ -368,72 +446,85 @@ cdef class HashMetadata:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        cdef HashMetadata self = HashMetadata.__new__(HashMetadata)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-            min_expire = rd_u8le(_p, pos)
-            pos += 8
-            self.min_expire = min_expire
-            # num_fields: Number of fields.
-            num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.num_fields = num_fields
-            # entries: The fields with their relative TTLs.
-            entries_count = num_fields.value
-            if entries_count < 0 or entries_count > (end - pos) // 3:
-                raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-            entries = []
-            for entries_index in range(entries_count):
-                entries_item, pos = HashTtlEntry._read(io, pos, self, root, min_expire)
-                entries.append(entries_item)
-            self.entries = entries
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_hash_metadata(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_metadata without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        return c_skip_hash_metadata(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-            min_expire = rd_u8le(_p, pos)
-            pos += 8
-            # num_fields: Number of fields.
-            num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-            # entries: The fields with their relative TTLs.
-            entries_count = num_fields.value
-            if entries_count < 0 or entries_count > (end - pos) // 3:
-                raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-            entries = []
-            for entries_index in range(entries_count):
-                pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
-                entries_item = None
-                entries.append(entries_item)
-        finally:
-            PyBuffer_Release(&_view)
 
-        return pos
+cdef object c_read_hash_metadata(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_metadata at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef HashMetadata self = HashMetadata.__new__(HashMetadata)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+        min_expire = rd_u8le(_p, pos)
+        pos += 8
+        self.min_expire = min_expire
+        # num_fields: Number of fields.
+        num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.num_fields = num_fields
+        # entries: The fields with their relative TTLs.
+        entries_count = num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        entries = []
+        for entries_index in range(entries_count):
+            entries_item = c_read_hash_ttl_entry(io, &pos, self, root, min_expire)
+            entries.append(entries_item)
+        self.entries = entries
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_metadata(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_metadata at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+        min_expire = rd_u8le(_p, pos)
+        pos += 8
+        # num_fields: Number of fields.
+        num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+        # entries: The fields with their relative TTLs.
+        entries_count = num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        entries = []
+        for entries_index in range(entries_count):
+            pos = c_skip_hash_ttl_entry(io, pos, None, root, min_expire)
+            entries_item = None
+            entries.append(entries_item)
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
 
 
 cdef class HashTtlEntry:
@@ -458,50 +549,64 @@ cdef class HashTtlEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, min_expire):
-        cdef Py_ssize_t end
-
-        cdef HashTtlEntry self = HashTtlEntry.__new__(HashTtlEntry)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.min_expire = min_expire
-        buf = io.buf
-        end = io.end
-        # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-        ttl, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.ttl = ttl
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-
-        return self, pos
+        obj = c_read_hash_ttl_entry(io, &pos, parent, root, min_expire)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, min_expire):
         """Steps over one hash_ttl_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        ttl = None
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
-
-        return pos
+        return c_skip_hash_ttl_entry(io, pos, parent, root, min_expire)
 
     @property
     def expire_at(self):
         """Absolute expiry in unix ms (absent when the field has no TTL)."""
+
         return ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
+
+
+cdef object c_read_hash_ttl_entry(object io, Py_ssize_t* _at, object parent, object root, min_expire):
+    """Reads one hash_ttl_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashTtlEntry self = HashTtlEntry.__new__(HashTtlEntry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.min_expire = min_expire
+    buf = io.buf
+    end = io.end
+    # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
+    ttl = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.ttl = ttl
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_ttl_entry(object io, Py_ssize_t pos, object parent, object root, min_expire) except -1:
+    """Steps over one hash_ttl_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    ttl = None
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    value = None
+
+    return pos
 
 
 cdef class HashListpackEx:
@@ -525,49 +630,62 @@ cdef class HashListpackEx:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        cdef HashListpackEx self = HashListpackEx.__new__(HashListpackEx)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
-            min_expire = rd_u8le(_p, pos)
-            pos += 8
-            self.min_expire = min_expire
-            # listpack: Listpack of field, value, ttl triples.
-            listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-            self.listpack = listpack
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_hash_listpack_ex(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_listpack_ex without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_hash_listpack_ex(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_hash_listpack_ex(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_listpack_ex at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef HashListpackEx self = HashListpackEx.__new__(HashListpackEx)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
-        min_expire = None
+        min_expire = rd_u8le(_p, pos)
         pos += 8
+        self.min_expire = min_expire
         # listpack: Listpack of field, value, ttl triples.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-        listpack = None
+        listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
+        self.listpack = listpack
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_listpack_ex(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_listpack_ex at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
+    min_expire = None
+    pos += 8
+    # listpack: Listpack of field, value, ttl triples.
+    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+    listpack = None
+
+    return pos
 
 
 cdef class ValkeyHash2:
@@ -594,49 +712,62 @@ cdef class ValkeyHash2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        cdef ValkeyHash2 self = ValkeyHash2.__new__(ValkeyHash2)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The fields with their expiry.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 10:
-            raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = ValkeyHash2Entry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_valkey_hash_2(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one valkey_hash_2 without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_valkey_hash_2(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The fields with their expiry.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 10:
-            raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = ValkeyHash2Entry._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
 
-        return pos
+cdef object c_read_valkey_hash_2(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one valkey_hash_2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ValkeyHash2 self = ValkeyHash2.__new__(ValkeyHash2)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The fields with their expiry.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 10:
+        raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_valkey_hash_2_entry(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_valkey_hash_2(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one valkey_hash_2 at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The fields with their expiry.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 10:
+        raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_valkey_hash_2_entry(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
 
 
 cdef class ValkeyHash2Entry:
@@ -660,62 +791,75 @@ cdef class ValkeyHash2Entry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        cdef ValkeyHash2Entry self = ValkeyHash2Entry.__new__(ValkeyHash2Entry)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # field: Field name.
-            field, pos = rdb_string.RdbString._read(io, pos, self, root)
-            self.field = field
-            # value: Field value.
-            value, pos = rdb_string.RdbString._read(io, pos, self, root)
-            self.value = value
-            # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-            expire_ms = rd_s8le(_p, pos)
-            pos += 8
-            if expire_ms < -1:
-                raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
-            self.expire_ms = expire_ms
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_valkey_hash_2_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one valkey_hash_2_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        return c_skip_valkey_hash_2_entry(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # field: Field name.
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            field = None
-            # value: Field value.
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            value = None
-            # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-            expire_ms = rd_s8le(_p, pos)
-            pos += 8
-            if expire_ms < -1:
-                raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
-        finally:
-            PyBuffer_Release(&_view)
 
-        return pos
+cdef object c_read_valkey_hash_2_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one valkey_hash_2_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ValkeyHash2Entry self = ValkeyHash2Entry.__new__(ValkeyHash2Entry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # field: Field name.
+        field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        self.field = field
+        # value: Field value.
+        value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        self.value = value
+        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+        expire_ms = rd_s8le(_p, pos)
+        pos += 8
+        if expire_ms < -1:
+            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
+        self.expire_ms = expire_ms
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_valkey_hash_2_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one valkey_hash_2_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # field: Field name.
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        field = None
+        # value: Field value.
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        value = None
+        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+        expire_ms = rd_s8le(_p, pos)
+        pos += 8
+        if expire_ms < -1:
+            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
