@@ -3,10 +3,11 @@
 The Python emitter's statements are valid Cython as they stand (Cython is a typed superset of
 Python), so this emitter overrides only the places where C does better: fixed-size numbers and
 single bytes are read through the inline readers of `_readers.pxd` from a `const unsigned char*`
-view of the buffer (`_p`), the position and the end are C integers, and each `-rdbspec-scalar`
-type is a `cdef` function (`c_read_<id>`) that the per-element loops call directly, with the
-position passed by address. Every check stays where the Python output makes it, with the same
-message, offset and spec path: the C reads happen only after those checks.
+view of the buffer (`_p`), the position and the end are C integers, every type is read by a
+`cdef` function (`c_read_<id>`, `c_skip_<id>`, `c_push_<id>`) that callers call directly with
+the position's address, and repeats of scalars go into columns (`_columns.pyx`). Every check
+stays where the Python output makes it, with the same message, offset and spec path: the C
+reads happen only after those checks.
 """
 
 from __future__ import annotations
@@ -41,11 +42,16 @@ def span_field(t: TypeSpec) -> Attribute | None:
     return raw[0] if all(b.id in t.scalar for b in readers) else None
 
 
+def fits_int64(ref: Primitive) -> bool:
+    """An integer of at most 32 bits, or a signed one of 64."""
+    return ref.fmt[-1] in "bBhHiIq"
+
+
 def int_column(ref: TypeRef) -> bool:
-    """A signed or short integer (an int64 column holds it), or a switch of only those."""
+    """An integer an int64 column holds, or a switch of only those."""
     if isinstance(ref, Switch):
         return ref.default is None and bool(ref.cases) and all(int_column(r) for _, r in ref.cases)
-    return isinstance(ref, Primitive) and ref.fmt[-1] in "bBhHiIq"
+    return isinstance(ref, Primitive) and fits_int64(ref)
 
 
 def uses_pointer(lines: list[str]) -> bool:
@@ -84,8 +90,7 @@ class CythonTypeEmitter(TypeEmitter):
             super().read_type(a, ref, local)
             return
         self.emit(f"pos += {ref.size}")
-        if self.mode == SCALAR and a.cond is None and not a.repeat and local == local_name(a.id) \
-                and ref.fmt[-1] in "bBhHiIq":
+        if self.mode == SCALAR and a.cond is None and not a.repeat and local == local_name(a.id) and fits_int64(ref):
             self.cdefs[local] = "long long"
 
     def read_one(self, a: Attribute, local: str) -> None:
