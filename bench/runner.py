@@ -345,10 +345,14 @@ def _miscounts(counted: dict[str, object], ds: Dataset, keys: bool) -> list[str]
 
 
 def _backend_mismatch(c: Contender, counted: dict[str, object]) -> list[str]:
-    """A workload asked for the native backend that loaded no native module ran the Python one."""
+    """A workload asked for the native backend that loaded no native module ran the Python one; Spark's
+    Python workers must see the RDBSPEC_BACKEND the contender set."""
+    wrong = []
     if c.backend == "native" and counted.get("native_modules") == 0:
-        return ["RDBSPEC_BACKEND=native but no rdbspec_generated.native module was loaded"]
-    return []
+        wrong.append("RDBSPEC_BACKEND=native but no rdbspec_generated.native module was loaded")
+    if c.backend and "worker_backend" in counted and counted["worker_backend"] != c.backend:
+        wrong.append(f"Spark's Python workers saw RDBSPEC_BACKEND={counted['worker_backend']!r}, not {c.backend!r}")
+    return wrong
 
 
 def measure(c: Contender, ds: Dataset, runs: int, timeout: float, single_run_above: float,
