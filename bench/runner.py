@@ -190,10 +190,7 @@ def run_process(argv: list[str], timeout: float, cwd: Path = REPO, memory_limit:
 
         def kill() -> None:
             killed.set()
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(proc.pid)
 
         timer = threading.Timer(timeout, kill)
         timer.start()
@@ -220,6 +217,13 @@ def run_process(argv: list[str], timeout: float, cwd: Path = REPO, memory_limit:
             if words and words[-1].isdigit():
                 rss_kb = int(words[-1])
         return Measurement(wall, rss_kb, text, sampler.anon_kb, sampler.tree_kb)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _environment(extra: dict[str, str] | None) -> dict[str, str] | None:
@@ -256,7 +260,7 @@ def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, st
         proc = subprocess.Popen(check.argv(ds), stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
                                 cwd=REPO, env=_environment(env), start_new_session=True,
                                 preexec_fn=_limit_data(memory_limit))
-        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+        timer = threading.Timer(timeout, _kill_group, (proc.pid,))
         timer.start()
         try:
             assert proc.stdout is not None
