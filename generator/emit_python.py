@@ -392,21 +392,7 @@ class TypeEmitter:
 
     def read_type(self, a: Attribute, ref: TypeRef, local: str) -> None:
         if isinstance(ref, Primitive):
-            if self.plan.skipping(a):
-                self.bounds(a, str(ref.size))
-                self.emit(f"{local} = None")
-            elif ref.size == 1 and ref.fmt.endswith("B"):
-                self.block("if pos >= end:")
-                self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
-                self.end_block()
-                self.emit(f"{local} = buf[pos]")
-            else:
-                self.bounds(a, str(ref.size))
-                order = "" if ref.name[-2:] in ("le", "be") else ("le" if ref.fmt[0] == "<" else "be")
-                unpack = f"unpack_{ref.name}{order}"
-                self.unpackers.add(f"{unpack} = struct.Struct({ref.fmt!r}).unpack_from")
-                self.emit(f"{local} = {unpack}(buf, pos)[0]")
-            self.emit(f"pos += {ref.size}")
+            self.read_primitive(a, ref, local)
         elif isinstance(ref, Text):
             if not ref.terminated:
                 raise SpecError(self.t.spec.name, a.yaml_path, "str needs size or size-eos")
@@ -418,6 +404,24 @@ class TypeEmitter:
             self.read_terminated(a, local, "end", None)
         else:
             raise SpecError(self.t.spec.name, a.yaml_path, "raw bytes need size, size-eos or terminator")
+
+    def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
+        """A number at `pos` (bounds-checked), then `pos` after it; a skipped one is only checked."""
+        if self.plan.skipping(a):
+            self.bounds(a, str(ref.size))
+            self.emit(f"{local} = None")
+        elif ref.size == 1 and ref.fmt.endswith("B"):
+            self.block("if pos >= end:")
+            self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
+            self.end_block()
+            self.emit(f"{local} = buf[pos]")
+        else:
+            self.bounds(a, str(ref.size))
+            order = "" if ref.name[-2:] in ("le", "be") else ("le" if ref.fmt[0] == "<" else "be")
+            unpack = f"unpack_{ref.name}{order}"
+            self.unpackers.add(f"{unpack} = struct.Struct({ref.fmt!r}).unpack_from")
+            self.emit(f"{local} = {unpack}(buf, pos)[0]")
+        self.emit(f"pos += {ref.size}")
 
     def read_terminated(self, a: Attribute, local: str, limit: str, encoding: Optional[str]) -> None:
         term = a.terminator if a.terminator is not None else 0

@@ -67,6 +67,11 @@ class TypeView:
 
 
 class ModuleRenderer:
+    """One spec's Python module: each type's plan rendered by `emitter` into `template`."""
+
+    emitter = TypeEmitter
+    template = "module.py.j2"
+
     def __init__(self, builder: Builder, root: TypeSpec, skipped: set[int]):
         self.builder = builder
         self.root = root
@@ -87,17 +92,17 @@ class ModuleRenderer:
             class_name=t.class_name,
             docstring=_docstring(t.doc, t.doc_ref, f"The {t.id} structure."),
             params=params,
-            param_args="".join(f", {TypeEmitter.local(p)}" for p in params),
-            param_names="".join(f", {TypeEmitter.local(p)}" for p in params),
+            param_args="".join(f", {self.emitter.local(p)}" for p in params),
+            param_names="".join(f", {self.emitter.local(p)}" for p in params),
         )
         if t.scalar:
-            emitter = TypeEmitter(self.builder, t, SCALAR)
+            emitter = self.emitter(self.builder, t, SCALAR)
             lines = emitter.body()
             view.scalar_result = emitter.scalar_result()  # may add the instances it needs
             view.body = self.collect(emitter, lines)
             view.scalar = t.scalar
             return view
-        emitter = TypeEmitter(self.builder, t, OBJECT)
+        emitter = self.emitter(self.builder, t, OBJECT)
         view.body = self.collect(emitter, emitter.body())
         view.fields = [a.id for a in t.seq]
         lazy = [a for a in t.seq if is_lazy(a)]
@@ -107,24 +112,24 @@ class ModuleRenderer:
         cached = [inst for inst in t.instances if storage[inst.id] == "cached"]
         view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in cached]
         for a in lazy:
-            prop = TypeEmitter(self.builder, t, OBJECT)
+            prop = self.emitter(self.builder, t, OBJECT)
             body = self.collect(prop, prop.lazy_body(a))
             doc = _docstring(a.doc, a.doc_ref, a.id) + "\n\nRead from the bytes on every access; not kept."
             view.properties.append(PropertyView(a.id, doc, body, cached=False))
         if id(t) in self.skipped:
-            skip = TypeEmitter(self.builder, t, SKIP)
+            skip = self.emitter(self.builder, t, SKIP)
             view.skip_body = self.collect(skip, skip.body())
         if t.streamed:
             view.streamed = t.streamed
             view.slots.append("_stream_pos")
             view.stream_body = self.stream_body(t)
         if t.used_as_columns:
-            rows = TypeEmitter(self.builder, t, ROWS)
+            rows = self.emitter(self.builder, t, ROWS)
             rows.out.depth = 3
             view.rows_body = self.collect(rows, rows.body(), prologue=False)
             view.rows_prologue = rows.prologue()
         for inst in (i for i in t.instances if storage[i.id] != "field"):
-            prop = TypeEmitter(self.builder, t, OBJECT)
+            prop = self.emitter(self.builder, t, OBJECT)
             body = prop.property_body(inst)
             self.collect(prop, body)
             view.properties.append(PropertyView(inst.id, _docstring(inst.doc, inst.doc_ref, inst.id), body,
@@ -133,7 +138,7 @@ class ModuleRenderer:
 
     def stream_body(self, t: TypeSpec) -> list[str]:
         """The iterator over the streamed field, then the fields that follow it."""
-        emitter = TypeEmitter(self.builder, t, OBJECT)
+        emitter = self.emitter(self.builder, t, OBJECT)
         index = next(i for i, a in enumerate(t.seq) if a.id == t.streamed)
         streamed: Attribute = t.seq[index]
         lines = emitter.stream_loop(streamed)
@@ -144,7 +149,7 @@ class ModuleRenderer:
         types = [self.type_view(t) for t in self.root.walk()]
         self.imports.discard(self.root.module)
         title = self.root.raw.get("meta", {}).get("title") or self.root.id
-        return env.get_template("module.py.j2").render(
+        return env.get_template(self.template).render(
             title=title,
             spec_name=self.root.spec.name,
             imports=sorted(self.imports),
