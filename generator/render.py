@@ -15,7 +15,8 @@ from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, skipped_types
 _TEMPLATES = Path(__file__).parent / "templates"
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The jinja2 environment the templates render in (the modules', the docs', a renderer's own)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
         trim_blocks=True,
@@ -160,7 +161,7 @@ class ModuleRenderer:
 
 def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     """Every generated file, keyed by its path relative to generated/."""
-    env = _environment()
+    env = environment()
     skipped = skipped_types(roots)
     files = {f"{name}.py": ModuleRenderer(builder, root, skipped).render(env) for name, root in roots.items()}
     files["_runtime.py"] = env.get_template("runtime.py.j2").render()
@@ -170,7 +171,7 @@ def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
 
 def render_docs(roots: dict[str, TypeSpec]) -> dict[str, str]:
     """The spec reference, `docs/spec/<spec>.md`, keyed by file name."""
-    env = _environment()
+    env = environment()
     template = env.get_template("spec.md.j2")
     return {f"{name}.md": template.render(root=root, types=list(root.walk()), describe=describe)
             for name, root in roots.items()}
