@@ -222,10 +222,15 @@ class TypePlan:
 
     def read_fields(self) -> list[Attribute]:
         """The seq fields a type's reader reads: those before the streamed field (which
-        `iter_<field>` reads with the ones after it)."""
-        if not self.t.streamed:
-            return self.t.seq
-        return self.t.seq[:[a.id for a in self.t.seq].index(self.t.streamed)]
+        `iter_<field>` reads, then the ones after it)."""
+        return self.t.seq[:self.streamed_index()]
+
+    def fields_after_stream(self) -> list[Attribute]:
+        """The seq fields read when the streamed field's iterator ends."""
+        return self.t.seq[self.streamed_index() + 1:]
+
+    def streamed_index(self) -> int:
+        return [a.id for a in self.t.seq].index(self.t.streamed) if self.t.streamed else len(self.t.seq)
 
     def stored_instances(self) -> list[Attribute]:
         """Instances that an object computes after its fields and keeps like one."""

@@ -140,10 +140,8 @@ class ModuleRenderer:
     def stream_body(self, t: TypeSpec) -> list[str]:
         """The iterator over the streamed field, then the fields that follow it."""
         emitter = self.emitter(self.builder, t, OBJECT)
-        index = next(i for i, a in enumerate(t.seq) if a.id == t.streamed)
-        streamed: Attribute = t.seq[index]
-        lines = emitter.stream_loop(streamed)
-        emitter.fields(t.seq[index + 1:])
+        lines = emitter.stream_loop(t.seq[emitter.plan.streamed_index()])
+        emitter.fields(emitter.plan.fields_after_stream())
         return self.collect(emitter, lines)
 
     def render(self, env: jinja2.Environment) -> str:
