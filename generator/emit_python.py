@@ -316,15 +316,20 @@ class TypeEmitter:
             self.block(f"if pos == {start}:")
             self.emit(f"raise invalid(io, pos, {self.path(a)}, 'repeated element consumed no bytes')")
             self.end_block()
-        if a.repeat == "until":
-            self.loop_item = item
-            self.current_attr = a
-            self.block(f"if {self.expr(a.repeat_until)}:")
-            self.emit("break")
-            self.end_block()
-            self.emit(f"{local}_index += 1")
+        self.repeat_until(a, local, item)
         self.loop_item, self.loop_index = outer
         self.end_block()
+
+    def repeat_until(self, a: Attribute, local: str, item: str) -> None:
+        """After an element of a repeat-until: the loop ends when the condition holds for it."""
+        if a.repeat != "until":
+            return
+        self.loop_item = item
+        self.current_attr = a
+        self.block(f"if {self.expr(a.repeat_until)}:")
+        self.emit("break")
+        self.end_block()
+        self.emit(f"{local}_index += 1")
 
     def check_count(self, a: Attribute, count: str) -> None:
         """A declared count is checked against what remains before anything is allocated."""
@@ -689,13 +694,7 @@ class TypeEmitter:
         self.read_one(a, item)
         self.emit("self._stream_pos = pos")
         self.emit(f"yield {item}")
-        if a.repeat == "until":
-            self.loop_item = item
-            self.current_attr = a
-            self.block(f"if {self.expr(a.repeat_until)}:")
-            self.emit("break")
-            self.end_block()
-            self.emit(f"{local}_index += 1")
+        self.repeat_until(a, local, item)
         self.loop_item = self.loop_index = None
         self.end_block()
         return self.out.lines
