@@ -200,6 +200,7 @@ class TypeEmitter:
     # -- seq -------------------------------------------------------------------------------
 
     def body(self) -> list[str]:
+        """The reader's statements: its fields, then the instances an object keeps like fields."""
         self.fields(self.plan.read_fields())
         for inst in self.plan.stored_instances():
             self.comment(inst)
@@ -217,6 +218,7 @@ class TypeEmitter:
                 self.chain(step)
 
     def chain(self, step: Chain) -> None:
+        """An if/elif chain (under its bound's guard); its fields are stored after it."""
         self.hoist(list(step.attrs))
         tests = [self.expr(cond) for cond, _ in step.branches]  # instances they need are computed first
         guard = f"{self.expr(step.bound[0])} >= {step.bound[1]}" if step.bound is not None else None
