@@ -16,8 +16,9 @@ import re
 
 from . import expressions as ex
 from . import render
-from .emit import OBJECT, ROWS, SCALAR, TypeEmitter, attribute_expressions, local_name, uses_parent
+from .emit_python import TypeEmitter
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
+from .plan import OBJECT, ROWS, SCALAR, attribute_expressions, element_min_size, skipped_types
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
@@ -74,37 +75,33 @@ class CythonTypeEmitter(TypeEmitter):
         self.span: Attribute | None = None  # set when rendering c_push_<id>: see `raw_bytes`
         self.pushed: set[str] = set()  # row fields pushed into their columns already
 
-    def read_type(self, a: Attribute, ref: TypeRef, local: str) -> None:
-        if not isinstance(ref, Primitive) or self.skipping(a) or not self.pointer:
-            super().read_type(a, ref, local)
+    def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
+        if self.plan.skipping(a) or not self.pointer or not (ref.fmt.endswith("B") or reader_name(ref) in _READERS):
+            super().read_primitive(a, ref, local)
             return
         if ref.size == 1 and ref.fmt.endswith("B"):
             self.block("if pos >= end:")
             self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
             self.end_block()
             self.emit(f"{local} = _p[pos]")
-        elif reader_name(ref) in _READERS:
+        else:
             self.bounds(a, str(ref.size))
             self.emit(f"{local} = rd_{reader_name(ref)}(_p, pos)")
-        else:
-            super().read_type(a, ref, local)
-            return
         self.emit(f"pos += {ref.size}")
-        if self.mode == SCALAR and a.cond is None and not a.repeat and local == local_name(a.id) and fits_int64(ref):
+        if self.mode == SCALAR and a.cond is None and not a.repeat and local == TypeEmitter.local(a.id) \
+                and fits_int64(ref):
             self.cdefs[local] = "long long"
 
     def read_one(self, a: Attribute, local: str) -> None:
         super().read_one(a, local)
-        fixed = isinstance(a.type, Primitive) and a.size is None and not a.size_eos
-        if self.mode == SCALAR and a.contents is None and ((a.valid is not None and not fixed)
-                                                           or a.id in self.byte_indexed):
+        if self.mode == SCALAR and a.contents is None and self.plan.marks_start(a):
             self.cdefs[f"{local}_pos"] = "Py_ssize_t"  # where the field starts (see read_one)
 
     def materialize(self, attr: Attribute) -> None:
         super().materialize(attr)
-        kind = self.facts.instance_kind(self.t, attr) if self.mode == SCALAR and attr.cond is None else None
+        kind = self.plan.facts.instance_kind(self.t, attr) if self.mode == SCALAR and attr.cond is None else None
         if kind is not None and not kind.nullable and kind.base in ("int", "bool"):
-            self.cdefs[local_name(attr.id)] = "long long" if kind.base == "int" else "bint"
+            self.cdefs[TypeEmitter.local(attr.id)] = "long long" if kind.base == "int" else "bint"
 
     def subscript(self, node) -> str | None:
         text = super().subscript(node)
@@ -119,7 +116,7 @@ class CythonTypeEmitter(TypeEmitter):
         args = "".join(f", {self.expr(arg)}" for arg in ref.args)
         parent = "self" if self.mode == OBJECT else "None"
         if not ref.target.scalar:  # the type's cdef reader, called with the position's address
-            if self.skipping(a) and not uses_parent(ref.target):
+            if self.plan.steps_over(a, ref):
                 self.emit(f"pos = {self.c_function(ref.target, 'skip')}(io, pos, None, root{args})")
                 self.emit(f"{local} = None")
             elif ref.target.used_as_columns:
@@ -143,7 +140,7 @@ class CythonTypeEmitter(TypeEmitter):
             super().field(a)
             return
         # a conditional scalar of a row: pushed when present, a null row when not
-        local = local_name(a.id)
+        local = TypeEmitter.local(a.id)
         self.comment(a)
         self.hoist([a])
         self.block(f"if {self.expr(a.cond)}:")
@@ -193,11 +190,11 @@ class CythonTypeEmitter(TypeEmitter):
         """How a repeat goes into a ScalarColumns: "scalar" (elements of a scalar type, pushed by
         its c_push_<id>), "ints" (integers), None (a list, as in the Python output)."""
         if a.repeat not in ("expr", "eos") or a.columns or a.size is not None or a.size_eos \
-                or a.contents is not None or a.valid is not None or not self.pointer or self.skipping(a):
+                or a.contents is not None or a.valid is not None or not self.pointer or self.plan.skipping(a):
             return None
         ref = a.type
         # a loop to the end needs elements that take bytes (else the Python output checks each)
-        sized = a.repeat == "expr" or self.element_min_size(a) > 0
+        sized = a.repeat == "expr" or element_min_size(a) > 0
         if isinstance(ref, UserRef) and ref.target.scalar and span_field(ref.target) is not None and sized:
             return "scalar"
         return "ints" if int_column(ref) and sized else None
@@ -213,7 +210,7 @@ class CythonTypeEmitter(TypeEmitter):
             self.check_count(a, count)
         # a row's list of scalars goes straight into the RaggedColumns of the field, unless
         # some expression of the row reads it
-        ragged = self.row_field(a) and not self.uses.get(a.id)
+        ragged = self.row_field(a) and not self.plan.uses.get(a.id)
         target = f"{local}_values" if ragged else local
         self.emit(f"{target} = {a.id}_column.values" if ragged else f"{local} = ScalarColumns(buf)")
         self.block(f"for {local}_index in range({count}):" if a.repeat == "expr" else "while pos < end:")
@@ -297,12 +294,12 @@ class NativeModuleRenderer(render.ModuleRenderer):
 
 def render_native(builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     """Every file of generated/native/, keyed by its path relative to it."""
-    env = render._environment()
+    env = render.environment()
     env.tests["pointer"] = uses_pointer
     env.filters["hold_buffer"] = hold_buffer
     env.filters["dedent"] = lambda lines: [line[4:] if line.startswith("    ") else line for line in lines]
     env.tests["positional"] = lambda lines: any(re.search(r"\bpos\b", line) for line in lines)
-    skipped = render.skipped_types(roots)
+    skipped = skipped_types(roots)
     files = {}
     for name, root in roots.items():
         renderer = NativeModuleRenderer(builder, root, skipped)
