@@ -6,6 +6,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.created
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 PEERS := ../shared/corpus/peers
@@ -23,21 +24,27 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup run test test-asan test-peers regenerate check-generated lint conformance pytest bench redis-server
 
-$(RUN_STAMP): pyproject.toml
+$(VENV_STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || \
 	  { echo "Python 3.10+ is needed (PYTHON=$(PYTHON) is $$($(PYTHON) --version 2>&1))"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	touch $@
+
+# Each install compiles the native backend in place (setup.py), so the test install, which has
+# the spark extra too, stands for the run one: one compile per fresh checkout.
+$(RUN_STAMP): pyproject.toml | $(VENV_STAMP)
 	$(PY) -m pip install -q -e '.[spark]'
 	@$(PY) -m rdbspec --version
 	touch $(NATIVE_STAMP) $@
 
-$(STAMP): $(RUN_STAMP)
+$(STAMP): pyproject.toml | $(VENV_STAMP)
 	$(PY) -m pip install -q -e '.[dev,spark]'
-	touch $@
+	@$(PY) -m rdbspec --version
+	touch $(NATIVE_STAMP) $(RUN_STAMP) $@
 
-# The install above builds the native backend in place; a changed .pyx (make regenerate) builds it again.
-$(NATIVE_STAMP): setup.py $(NATIVE_SOURCES) | $(RUN_STAMP)
+# A changed .pyx (make regenerate) or setup.py builds the native backend again.
+$(NATIVE_STAMP): setup.py $(NATIVE_SOURCES) | $(VENV_STAMP)
 	$(PY) -m pip install -q --no-deps -e .
 	@$(PY) -m rdbspec --version
 	touch $@

@@ -33,6 +33,17 @@ def native_sources() -> list[Path]:
     return sorted([*(ROOT / "generated" / "native").glob("*.pyx"), *(ROOT / "rdbspec").rglob("*.pyx")])
 
 
+def include_path() -> list[str]:
+    """Where Cython finds the .pxd files a cimport names: `rdbspec_generated.native._readers` is
+    generated/native/_readers.pxd, so a folder under build/ maps the package name onto generated/."""
+    include = ROOT / "build" / "cython-include"
+    link = include / "rdbspec_generated"
+    if not link.is_symlink():
+        include.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(ROOT / "generated", target_is_directory=True)
+    return [str(include), str(ROOT)]
+
+
 def extensions() -> list:
     """The Cython extensions; none where Cython itself cannot be imported (it is a build
     requirement, so only a build without isolation can miss it)."""
@@ -46,7 +57,8 @@ def extensions() -> list:
         print(NOTICE.format(reason=f"Cython is missing: {err}"), file=sys.stderr)
         return []
     modules = [Extension(module_name(p), [str(p.relative_to(ROOT))]) for p in sources]
-    return cythonize(modules, compiler_directives={"language_level": 3}, quiet=True)
+    return cythonize(modules, compiler_directives={"language_level": 3}, include_path=include_path(), quiet=True,
+                     nthreads=os.cpu_count() or 1)
 
 
 class OptionalBuildExt(build_ext):
