@@ -23,6 +23,7 @@ SOURCES = ("pyproject.toml", "setup.py", "README.md", "rdbspec", "generated")
 def install_without_compiler(tmp_path: Path) -> tuple[Path, str]:
     """(the new venv's python, pip's verbose output)."""
     src = tmp_path / "src"
+    src.mkdir()
     for name in SOURCES:
         path = REPO / name
         if path.is_dir():
