@@ -7,6 +7,7 @@ one by one, so the result does not depend on the machine's byte order or alignme
 """
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.string cimport memcpy
 
 
@@ -92,10 +93,13 @@ cdef inline double rd_f8le(const unsigned char* p, Py_ssize_t i) noexcept nogil:
     return v
 
 
-cdef inline const unsigned char* address(const unsigned char[::1] view, Py_ssize_t end) except NULL:
-    """The first byte of a buffer whose reads stop before `end` (an Io's end within it)."""
-    if end > view.shape[0] or end < 0:
-        raise ValueError(f"reading up to {end} in a buffer of {view.shape[0]} bytes")
-    if view.shape[0] == 0:
+cdef inline const unsigned char* acquire(object buf, Py_buffer* view, Py_ssize_t end) except NULL:
+    """The first byte of `buf`, held in `view` until PyBuffer_Release; reads stop before `end`
+    (an Io's end, which must lie within the buffer)."""
+    PyObject_GetBuffer(buf, view, PyBUF_SIMPLE)
+    if end > view.len or end < 0:
+        PyBuffer_Release(view)
+        raise ValueError(f"reading up to {end} in a buffer of {view.len} bytes")
+    if view.buf == NULL:
         return <const unsigned char*>""
-    return &view[0]
+    return <const unsigned char*>view.buf
