@@ -1,28 +1,52 @@
 # rdbspec — every target installs what it needs itself. `run` needs Python 3.10+ and Java 17+
 # only (a .venv with rdbspec and its spark extra); the test targets add the dev extra, npm
-# packages into tests/conformance and Debian's redis-server (when root and missing).
+# packages into tests/conformance and Debian's redis-server (when root and missing). A C compiler
+# and the Python headers are optional: the install compiles the native backend with them
+# (setup.py) and uses the pure-Python parsers without.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.created
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 PEERS := ../shared/corpus/peers
 NODE_STAMP := tests/conformance/node_modules/.installed
+NATIVE_STAMP := $(VENV)/.installed-native
+NATIVE_SOURCES := $(wildcard generated/native/*.pyx generated/native/*.pxd) $(shell find rdbspec -name '*.pyx' -o -name '*.pxd')
+ASAN := build/asan
+# gcc's sanitizer runtimes, preloaded into the (uninstrumented) Python that loads the ASan build
+SANITIZER_LIBS = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
+ASAN_ENV = LD_PRELOAD='$(SANITIZER_LIBS)' ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(ASAN)/lib RDBSPEC_BACKEND=native \
+  RDBSPEC_TEST_BACKENDS=native
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup run test test-peers regenerate check-generated lint conformance pytest bench redis-server
+.PHONY: setup run test test-asan test-peers regenerate check-generated lint conformance pytest bench redis-server
 
-$(RUN_STAMP): pyproject.toml
+$(VENV_STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || \
 	  { echo "Python 3.10+ is needed (PYTHON=$(PYTHON) is $$($(PYTHON) --version 2>&1))"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[spark]'
 	touch $@
 
-$(STAMP): $(RUN_STAMP)
+# Each install compiles the native backend in place (setup.py), so the test install, which has
+# the spark extra too, stands for the run one: one compile per fresh checkout.
+$(RUN_STAMP): pyproject.toml | $(VENV_STAMP)
+	$(PY) -m pip install -q -e '.[spark]'
+	@$(PY) -m rdbspec --version
+	touch $(NATIVE_STAMP) $@
+
+$(STAMP): pyproject.toml | $(VENV_STAMP)
 	$(PY) -m pip install -q -e '.[dev,spark]'
+	@$(PY) -m rdbspec --version
+	touch $(NATIVE_STAMP) $(RUN_STAMP) $@
+
+# A changed .pyx (make regenerate) or setup.py builds the native backend again.
+$(NATIVE_STAMP): setup.py $(NATIVE_SOURCES) | $(VENV_STAMP)
+	$(PY) -m pip install -q --no-deps -e .
+	@$(PY) -m rdbspec --version
 	touch $@
 
 $(NODE_STAMP): tests/conformance/package.json tests/conformance/package-lock.json
@@ -35,10 +59,10 @@ redis-server:
 	  else echo "redis-server missing and not root: real-server tests will be skipped"; fi; \
 	fi
 
-setup: $(STAMP) $(NODE_STAMP) redis-server
+setup: $(STAMP) $(NATIVE_STAMP) $(NODE_STAMP) redis-server
 
 # The main job on the bundled sample dumps, through Spark local mode (checks Java 17+ first).
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) $(NATIVE_STAMP)
 	$(PY) -m rdbspec pipeline examples/ --out out/examples --master 'local[*]'
 
 regenerate: $(STAMP)
@@ -47,7 +71,7 @@ regenerate: $(STAMP)
 # generated/ and docs/spec/ must be exactly what the generator makes from spec/ + generator/.
 check-generated: $(STAMP)
 	rm -rf build/regen && $(PY) -m generator spec build/regen/generated build/regen/docs >/dev/null
-	diff -r -x __pycache__ -x "*.c" -x "*.so" build/regen/generated generated
+	diff -r -x __pycache__ -x '*.c' -x '*.so' -x '*.html' build/regen/generated generated
 	diff -r build/regen/docs docs/spec
 	@echo "generated/ is up to date"
 
@@ -60,7 +84,21 @@ conformance: $(STAMP) $(NODE_STAMP)
 pytest: setup
 	$(PY) -m pytest -q
 
-test: setup check-generated lint conformance pytest
+test: setup check-generated lint conformance pytest test-asan
+
+# The native backend built again with AddressSanitizer and UndefinedBehaviorSanitizer into
+# build/asan (never the install), then the golden fixtures (conformance's ours-native), the corpus
+# and the fuzz run through it:
+# any report aborts the run (CPython's own leaks are by design, so leak detection is off).
+test-asan: $(STAMP) $(NATIVE_STAMP)
+	rm -rf $(ASAN)
+	RDBSPEC_REQUIRE_NATIVE=1 CFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g1' \
+	  LDFLAGS='-fsanitize=address,undefined' \
+	  $(PY) setup.py -q build --force --build-base $(ASAN) --build-lib $(ASAN)/lib >/dev/null
+	$(ASAN_ENV) $(PY) -c 'import rdbspec_generated.native.rdb as m, sys; \
+	  assert m.__file__.startswith("$(abspath $(ASAN))") and b"__asan_report" in open(m.__file__, "rb").read(), m.__file__'
+	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native
+	$(ASAN_ENV) $(PY) -m pytest -q -rP -p no:cacheprovider tests/test_corpus.py tests/test_fuzz.py
 
 # The dumps other projects publish, never copied into the repository: read from ../shared.
 test-peers: $(STAMP)

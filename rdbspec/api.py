@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rdbspec_generated import Io, RdbError, collecting
-from rdbspec_generated.rdb import Rdb
-from rdbspec_generated.rdb_string import RdbString
 
-from . import dragonfly, values
+from . import backend, dragonfly, values
 from .checksum import crc64
 from .errors import ChecksumError, IntegrityError, InternalError, RdbWarning
 from .primitives import text
@@ -128,7 +126,9 @@ class Dump:
         self.current: tuple[int | None, bytes | None] = (0, None)
         self.warnings: list[RdbWarning] = []  # checks the server does not make on load, failed
         self._warned: set[RdbWarning] = set()
-        self._rdb = self._guard(lambda: Rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
+        self.backend = backend.name()  # the generated parsers that read this dump: "python" or "native"
+        rdb = backend.parser("rdb").Rdb
+        self._rdb = self._guard(lambda: rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
         self._records = self._rdb.iter_records()
         self._expanded = self._record_source()
         self.extra_info: dict[str, Any] = {}  # producer-specific facts for `rdbspec info` (DFS shards...)
@@ -172,7 +172,7 @@ class Dump:
         if offset >= len(buf) or buf[offset] >= 200:
             return None
         try:
-            key, _ = RdbString._read(Io(buf, 0, len(buf)), offset + 1, None, None)
+            key, _ = backend.parser("rdb_string").RdbString._read(Io(buf, 0, len(buf)), offset + 1, None, None)
         except RdbError:
             return None
         return text(key)

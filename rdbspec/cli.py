@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from importlib.metadata import version
 from typing import TextIO
 
-from . import api
+from . import api, backend
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
 from .errors import EXIT_CODES, InternalError, RdbError, as_internal, exit_code, internal_error_line, print_warnings
 from .jsonl import dumps, s, write_record
@@ -122,6 +122,7 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         "slot_info": dump.slot_info,
         "checksum": dump.checksum_status,
         "warnings": len(dump.warnings),
+        "backend": dump.backend,
         **getattr(dump, "extra_info", {}),  # producer-specific facts (Dragonfly DFS: shard_count, shards)
     }
     if args.json:
@@ -144,7 +145,7 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rdbspec", description="Read Redis, Valkey and Dragonfly RDB dumps.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version('rdbspec')}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('rdbspec')} ({backend.describe()})")
     parser.add_argument("--debug", action="store_true",
                         help="print the traceback of an internal error (a bug in rdbspec, exit 70)")
     sub = parser.add_subparsers(dest="command", required=True, action=AnyCaseSubParsers,
@@ -179,6 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        backend.name()
+    except backend.BackendError as err:  # RDBSPEC_BACKEND names none, or the native one is not built
+        print(f"rdbspec: {err}", file=sys.stderr)
+        unavailable = isinstance(err, backend.BackendUnavailableError)
+        return EXIT_CODES["unavailable" if unavailable else "usage"]
     try:
         if getattr(args, "standalone", None) is not None:
             return args.standalone(args)

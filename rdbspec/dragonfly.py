@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from rdbspec_generated import Io, ParseError, RdbError, TruncatedError
-from rdbspec_generated.rdb import Record
+
+from . import backend
 
 # record kinds (spec rdb::record_kind)
 ZSTD_BLOB, LZ4_BLOB, TAGGED_CHUNK, EOF, KEY_VALUE = 201, 202, 224, 255, 256
@@ -100,6 +101,7 @@ class RecordExpander:
     def __init__(self, rdb, records: Iterator):
         self.rdb = rdb
         self.records = records
+        self.read_record = backend.parser("rdb").Record._read
         self.streams: dict[int, _ChunkStream] = {}
 
     def __iter__(self) -> Iterator[Item]:
@@ -135,7 +137,7 @@ class RecordExpander:
         io = Io(data, 0, len(data), 0, origin)
         pos, out = 0, []
         while pos < len(data):
-            record, after = Record._read(io, pos, self.rdb, self.rdb)
+            record, after = self.read_record(io, pos, self.rdb, self.rdb)
             if record.kind == EOF:
                 raise ParseError(f"EOF opcode inside {what}", origin, "rdb:record.opcode", pos)
             out.append((record, pos, after))

@@ -107,7 +107,8 @@ EXIT_CODES = {
     "checksum": 4,       # ChecksumError
     "integrity": 5,      # IntegrityError: stream PELs or counts the server would reject
     "io": 6,             # the file cannot be opened or read
-    "unavailable": 69,   # a program it needs is missing (Java 17+ for Spark); BSD sysexits EX_UNAVAILABLE
+    "unavailable": 69,   # a part it needs is missing: Java 17+ for Spark, the native backend RDBSPEC_BACKEND=native
+                         # asks for; BSD sysexits EX_UNAVAILABLE
     "internal": 70,      # any other exception: a bug in rdbspec (BSD sysexits EX_SOFTWARE)
 }
 

@@ -18,10 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rdbspec_generated import Io
-from rdbspec_generated.rdb_string import RdbLen, RdbString
-from rdbspec_generated.stream import StreamNode as GeneratedStreamNode
 
-from . import api
+from . import api, backend
 from .errors import RdbError
 from .streams import NodeEntries, StreamNode, walk_nodes
 
@@ -85,12 +83,13 @@ def node_offsets(dump: api.Dump, record: api.KeyRecord) -> list[int]:
     """Where each listpack node of a stream key starts. The value opens with the node count and
     the nodes (spec `stream::stream_value`); the generated readers step over them one by one."""
     io = Io(dump.source.buffer, 0, len(dump.source.buffer))
-    pos = RdbString._skip(io, record.offset + 1, None, None)  # the type byte, then the key
-    count, pos = RdbLen._read(io, pos, None, None)
+    rdb_string, skip_node = backend.parser("rdb_string"), backend.parser("stream").StreamNode._skip
+    pos = rdb_string.RdbString._skip(io, record.offset + 1, None, None)  # the type byte, then the key
+    count, pos = rdb_string.RdbLen._read(io, pos, None, None)
     offsets = []
     for _ in range(count.value):
         offsets.append(pos)
-        pos = GeneratedStreamNode._skip(io, pos, None, None)
+        pos = skip_node(io, pos, None, None)
     return offsets
 
 
@@ -100,11 +99,12 @@ def read_nodes(dump: api.Dump, record: api.KeyRecord,
     `streams.walk_nodes` checks them."""
     offset, count = nodes
     io = Io(dump.source.buffer, 0, len(dump.source.buffer))
+    read_node = backend.parser("stream").StreamNode._read
 
     def read() -> Iterator[StreamNode]:
         pos = offset
         for _ in range(count):
-            node, pos = GeneratedStreamNode._read(io, pos, None, None)
+            node, pos = read_node(io, pos, None, None)
             yield StreamNode.from_spec(node)
 
     return walk_nodes(read(), (record.offset, record.key))

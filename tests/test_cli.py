@@ -454,7 +454,7 @@ def test_type_names_are_read_in_any_case() -> None:
 
 def test_version() -> None:
     proc = run("--version")
-    assert proc.returncode == 0 and proc.stdout.decode() == f"rdbspec {version('rdbspec')}\n"
+    assert proc.returncode == 0 and proc.stdout.decode() == f"rdbspec {version('rdbspec')} (native backend)\n"
 
 
 @pytest.mark.parametrize("command", ["dump", "info", "DUMP"])

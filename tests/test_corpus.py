@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from expected import compare  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("each_backend")  # every test once per backend (conftest.py)
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 REAL = sorted((TESTS / "corpus" / "real").glob("*/*.rdb"))
@@ -52,12 +53,13 @@ def test_real_dump_matches_expected(path: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", REAL, ids=_id)
-def test_real_dump_checksum_and_header(path: Path, tmp_path: Path) -> None:
+def test_real_dump_checksum_and_header(path: Path, tmp_path: Path, each_backend: str) -> None:
     expected = json.loads(path.with_name(path.stem + ".expected.json").read_text(encoding="utf-8"))
     code, text = run_cli(["info", "--json", str(path)], tmp_path)
     assert code == 0
     info = json.loads(text)
     assert info["checksum"] == "ok"
+    assert info["backend"] == each_backend
     assert expected["rdb"]["checksum"] == "ok"
     assert info["magic"] == expected["rdb"]["header"]
     assert info["version"] == expected["rdb"]["rdb_version"]

@@ -66,6 +66,7 @@ def test_a_bug_while_decoding_a_value_is_an_internal_error(monkeypatch: pytest.M
                    f"TypeError: injected bug; {REPORT}"]
 
 
+@pytest.mark.usefixtures("python_backend")  # the bug goes into a class of the Python parsers
 def test_a_bug_while_reading_records_is_an_internal_error(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(generated_rdb.Record, "_read", classmethod(injected_bug))
@@ -91,6 +92,7 @@ def test_a_bug_in_a_consumer_names_the_record_it_was_writing(monkeypatch: pytest
                    f"KeyError: 'injected bug'; {REPORT}"]
 
 
+@pytest.mark.usefixtures("python_backend")  # the bug goes into a class of the Python parsers
 def test_a_bug_in_a_dragonfly_shard_names_the_shard_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     dragonfly_build.build(tmp_path)

@@ -24,6 +24,7 @@ from servers import binary_for  # noqa: E402
 
 # fixtures this module uses (pytest finds module attributes)
 redis_server_factory = servers.redis_server_factory
+pytestmark = pytest.mark.usefixtures("each_backend")  # every test once per backend (conftest.py)
 
 SEEDS = (11, 20240612)
 CONFIGS: dict[str, dict[str, Any]] = {

@@ -18,7 +18,8 @@ PACKAGE = ROOT / "rdbspec"
 
 # From the bytes up. A new module goes in the lowest layer whose modules it needs.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"rdbspec.errors", "rdbspec.source", "rdbspec.checksum", "rdbspec.primitives"}),
+    ("foundation", {"rdbspec.errors", "rdbspec.source", "rdbspec.checksum", "rdbspec.primitives",
+                    "rdbspec.backend"}),
     ("value decoding", {"rdbspec.values", "rdbspec.streams", "rdbspec.dragonfly"}),
     ("the dump", {"rdbspec.api", "rdbspec"}),
     ("consumers", {"rdbspec.jsonl", "rdbspec.splits",

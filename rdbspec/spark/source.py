@@ -99,7 +99,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .. import api, dragonfly
+from .. import api, backend, dragonfly
 from ..dragonfly import SUMMARY_NAME
 from ..errors import RdbError, as_internal, internal_error_line
 from ..splits import Split, plan, read_nodes
@@ -538,11 +538,13 @@ class RdbReader(DataSourceReader):
     def __init__(self, files: list[str], opts: ReadOptions):
         self.files = files
         self.opts = opts
+        self.backend = backend.name()  # chosen on the driver; the workers run the same parsers
 
     def partitions(self) -> list[RdbPartition]:
         return [RdbPartition(split) for split in plan_splits(self.files, self.opts)]
 
     def read(self, partition: RdbPartition) -> Iterator[Any]:  # type: ignore[override]
+        backend.select(self.backend)
         yield from read_split(partition.split, self.opts)
 
 
