@@ -1,5 +1,12 @@
 """The `rdbspec dump` JSON Lines contract: one object per key, byte strings as UTF-8 text
-or {"hex": ...}, stream IDs as "ms-seq" strings."""
+or {"hex": ...}, stream IDs as "ms-seq" strings.
+
+The text is json.dumps(ensure_ascii=False, separators=(",", ":"))'s, byte for byte, written
+by orjson: floats are `Real`, which orjson hands to `_default` to be written as json.dumps
+writes them (1e-07, NaN; orjson writes 1e-7, null); what orjson refuses (an int beyond 64 bits)
+goes through json.dumps. A stream's entries are written a node at a time from its columns, by
+the compiled `rdbspec._jsonl_entries` when it was built, else through `entry_json` (same bytes).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,28 @@ import json
 import math
 import shutil
 import tempfile
-from typing import Any, TextIO
+from typing import Any, BinaryIO
+
+import orjson
 
 from .api import KeyRecord
-from .streams import Stream, StreamEntry, format_id
+from .streams import EntryColumns, EntryFields, Stream, StreamEntry, format_id
 from .values import ModuleValue
+
+try:  # compiled by setup.py from _jsonl_entries.pyx; absent without a C compiler
+    from . import _jsonl_entries
+except ImportError:
+    _jsonl_entries = None  # type: ignore[assignment]
+
+
+class Real(float):
+    """A float that `dumps` writes as json.dumps does."""
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return orjson.Fragment(json.dumps(float(obj)))
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 def s(data: bytes) -> Any:
@@ -27,7 +51,7 @@ def number(score: float) -> Any:
         return "nan"
     if math.isinf(score):
         return "inf" if score > 0 else "-inf"
-    return score
+    return Real(score)
 
 
 def entry_json(entry: StreamEntry) -> dict:
@@ -82,7 +106,8 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
         return stream_json(value, include_deleted, with_entries)
     if isinstance(value, ModuleValue):
         return {"module": value.name, "encoding_version": value.encoding_version,
-                "opcodes": [[name, s(v) if isinstance(v, bytes) else v] for name, v in value.opcodes]}
+                "opcodes": [[name, s(v) if isinstance(v, bytes) else Real(v) if isinstance(v, float) else v]
+                            for name, v in value.opcodes]}
     if isinstance(value, list):
         out = []
         for item in value:
@@ -115,28 +140,49 @@ def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: 
     return out
 
 
+def dumps_bytes(obj: Any) -> bytes:
+    try:
+        return orjson.dumps(obj, default=_default)
+    except TypeError:  # what orjson does not write (an int beyond 64 bits): json writes it
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return dumps_bytes(obj).decode()
 
 
-_ENTRIES_SLOT = '"entries":null'
+def entries_json(cols: EntryColumns, include_deleted: bool) -> bytes:
+    """A node's entries (live ones, or all with include_deleted) as `entry_json` objects
+    joined by commas."""
+    fields = cols.fields
+    if _jsonl_entries is not None and isinstance(fields, EntryFields):
+        return _jsonl_entries.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields,
+                                             fields.master_fields, fields.items, include_deleted)
+    return orjson.dumps([entry_json(e) for e in cols.entries(include_deleted)])[1:-1]
+
+
+_ENTRIES_SLOT = b'"entries":null'
 _SPOOL_IN_MEMORY = 8 << 20  # bytes of entry JSON kept in memory before spilling to a temporary file
 
 
-def write_record(out: TextIO, record: KeyRecord, include_deleted: bool = False) -> None:
-    """One JSON Lines record; a stream's entries are written one by one, so a million-entry
-    stream never exists as one JSON text or one list of dicts."""
+def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False) -> None:
+    """One JSON Lines record; a stream's entries are written a node at a time, so a
+    million-entry stream never exists as one JSON text or one list of dicts."""
     value = record.value
     if not isinstance(value, Stream):
-        out.write(dumps(record_json(record, include_deleted)) + "\n")
+        out.write(dumps_bytes(record_json(record, include_deleted)) + b"\n")
         return
     # the entries slot is the only one of its kind: names and values inside are escaped strings
-    head, tail = dumps(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
+    head, tail = dumps_bytes(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
     # entries are checked as they are decoded: spool them, so a bad node leaves no partial line
-    with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, mode="w+", encoding="utf-8") as spool:
-        for index, entry in enumerate(value.entries(include_deleted)):
-            spool.write(("," if index else "") + dumps(entry_json(entry)))
+    with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, mode="w+b") as spool:
+        separator = b""
+        for _, got in value.node_entries():
+            chunk = entries_json(got.columns, include_deleted)
+            if chunk:
+                spool.write(separator + chunk)
+                separator = b","
         spool.seek(0)
-        out.write(head + '"entries":[')
+        out.write(head + b'"entries":[')
         shutil.copyfileobj(spool, out, 1 << 20)
-    out.write("]" + tail + "\n")
+    out.write(b"]" + tail + b"\n")

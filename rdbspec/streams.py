@@ -66,6 +66,20 @@ class EntryFields(Sequence[list[tuple[bytes, bytes]]]):
         self._master_fields = master_fields
         self._flat: list[bytes] | None = None  # every row's texts, for columns
 
+    @property
+    def items(self) -> Any:
+        """Every entry's items (a list per entry, or `RaggedColumns`)."""
+        return self._items
+
+    @property
+    def samefields(self) -> Sequence[int]:
+        """1 where the entry's items are values of the master fields."""
+        return self._samefields
+
+    @property
+    def master_fields(self) -> list[bytes]:
+        return self._master_fields
+
     def __len__(self) -> int:
         return len(self._samefields)
 
