@@ -173,3 +173,15 @@ def test_a_stream_keeps_flat_arrays_of_its_nodes() -> None:
     assert (stream.nodes.ms.typecode, stream.nodes.offsets.typecode) == ("Q", "q")
     assert [e.id for e in stream.entries()] == [(1, 0), (3, 0), (3, 1), (3, 2), (5, 0), (5, 1)]
     assert stream.nodes[-1].read().columns.fields[1] == [(b"f", b"1")]
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_spark_entry_arrays_hold_what_the_entries_hold(native: bool) -> None:
+    from rdbspec.spark.source import entry_arrays
+
+    cols = _columns(native)
+    got = {name: column.to_pylist() for name, column in entry_arrays(cols).items()}
+    entries = list(cols.entries(include_deleted=True))
+    assert got == {"id": [f"{e.id[0]}-{e.id[1]}" for e in entries], "ms": [e.id[0] for e in entries],
+                   "seq": [e.id[1] for e in entries], "deleted": [e.deleted for e in entries],
+                   "fields": [[{"field": f, "value": v} for f, v in e.fields] for e in entries]}

@@ -82,6 +82,7 @@ import glob
 import json
 import os
 import sys
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -102,10 +103,11 @@ from pyspark.sql.types import (
 from .. import api, dragonfly
 from ..dragonfly import SUMMARY_NAME
 from ..errors import RdbError, as_internal, internal_error_line
+from ..primitives import texts
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import stream_version
-from ..streams import Stream
+from ..streams import EntryColumns, EntryFields, Stream
 
 FORMAT = "rdb"
 
@@ -357,7 +359,8 @@ def _elements(value: Any) -> int | None:
 
 
 class _Batcher:
-    """Accumulates columns for one table and cuts them into RecordBatches."""
+    """Accumulates columns for one table (Python lists of rows, or Arrow arrays of many rows)
+    and cuts them into RecordBatches."""
 
     def __init__(self, schema: StructType, size: int):
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -366,6 +369,7 @@ class _Batcher:
         self.names = schema.names
         self.size = size
         self.columns: dict[str, list] = {n: [] for n in self.names}
+        self.chunks: list[Any] = []  # Arrow RecordBatches, before the rows of `columns`
         self.rows = 0
 
     def add(self, **row: Any) -> None:
@@ -373,9 +377,12 @@ class _Batcher:
             self.columns[n].append(row.get(n))
         self.rows += 1
 
-    def extend(self, columns: dict[str, list], count: int) -> None:
-        for n in self.names:
-            self.columns[n].extend(columns[n])
+    def add_arrays(self, arrays: dict[str, Any], count: int) -> None:
+        """Rows given as one Arrow array per column (cast to the table's types)."""
+        import pyarrow as pa
+
+        self.chunks.append(pa.RecordBatch.from_arrays(
+            [arrays[f.name].cast(f.type) for f in self.arrow_schema], schema=self.arrow_schema))
         self.rows += count
 
     def full(self) -> bool:
@@ -384,11 +391,14 @@ class _Batcher:
     def take(self):
         import pyarrow as pa
 
-        arrays = [pa.array(self.columns[f.name], type=f.type) for f in self.arrow_schema]
-        batch = pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        if any(self.columns[n] for n in self.names):
+            self.chunks.append(pa.RecordBatch.from_arrays(
+                [pa.array(self.columns[f.name], type=f.type) for f in self.arrow_schema], schema=self.arrow_schema))
+        batch = pa.Table.from_batches(self.chunks, schema=self.arrow_schema).combine_chunks().to_batches()
         self.columns = {n: [] for n in self.names}
+        self.chunks = []
         self.rows = 0
-        return batch
+        return batch[0] if batch else pa.RecordBatch.from_pylist([], schema=self.arrow_schema)
 
 
 def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stream: Any,
@@ -424,21 +434,83 @@ def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stre
 
 def _entry_rows(out: _Batcher, file: str, db: int, key: bytes, nodes: Iterator[tuple[Any, Any]],
                 include_deleted: bool) -> Iterator[Any]:
-    """Adds the `stream_entries` rows of decoded nodes, a node's columns at a time."""
+    """Adds the `stream_entries` rows of decoded nodes, a node's columns at a time, as Arrow
+    arrays built from the columns (no Python object per row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     for _, got in nodes:
-        cols = got.columns
-        if include_deleted or not any(cols.deleted):
-            ms, seq, fields, deleted = cols.ms, cols.seq, cols.fields, cols.deleted
-        else:
-            live = [i for i, d in enumerate(cols.deleted) if not d]
-            ms, seq = [cols.ms[i] for i in live], [cols.seq[i] for i in live]
-            fields, deleted = [cols.fields[i] for i in live], [False] * len(live)
-        n = len(ms)
-        out.extend({"file": [file] * n, "db": [db] * n, "key": [key] * n,
-                    "id": [f"{a}-{b}" for a, b in zip(ms, seq)], "ms": ms, "seq": seq,
-                    "fields": fields, "deleted": deleted}, n)
+        arrays = entry_arrays(got.columns)
+        n = len(got.columns)
+        arrays.update(file=pa.repeat(pa.scalar(file, pa.string()), n), db=pa.repeat(pa.scalar(db, pa.int32()), n),
+                      key=pa.repeat(pa.scalar(key, pa.binary()), n))
+        dropped = 0 if include_deleted else got.columns.deleted.count(1)
+        if dropped:
+            live = pc.invert(arrays["deleted"])
+            arrays = {name: column.filter(live) for name, column in arrays.items()}
+        out.add_arrays(arrays, n - dropped)
         if out.full():
             yield out.take()
+
+
+def entry_arrays(cols: EntryColumns) -> dict[str, Any]:
+    """A node's entries as Arrow arrays: id, ms, seq (uint64), deleted, fields
+    (list<struct<field, value>>), built from the columns' buffers."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(cols)
+    ms, seq = (pa.array(np.frombuffer(_u64(c), dtype=np.uint64)) for c in (cols.ms, cols.seq))
+    deleted = pa.array(np.frombuffer(bytes(cols.deleted), dtype=np.uint8) != 0)
+    fields = cols.fields
+    if isinstance(fields, EntryFields):
+        rows, samefields, master = fields.items, fields.samefields, fields.master_fields
+    else:  # entries built in memory: one row per entry, fields and values interleaved
+        rows, samefields, master = [[x for pair in f for x in pair] for f in fields], bytes(n), []
+    elements, row_starts = _element_texts(rows)
+    texts = pa.concat_arrays([elements, pa.array(master, pa.binary())])
+    same = np.frombuffer(bytes(samefields), dtype=np.uint8) != 0
+    lengths = np.diff(row_starts)
+    pairs = np.where(same, np.minimum(lengths, len(master)), lengths // 2)
+    offsets = np.concatenate([[0], np.cumsum(pairs)]).astype(np.int32)
+    row = np.repeat(np.arange(n), pairs)
+    j = np.arange(offsets[-1]) - offsets[:-1][row]
+    same_row = same[row]
+    field_at = np.where(same_row, len(elements) + j, row_starts[:-1][row] + 2 * j)
+    value_at = row_starts[:-1][row] + np.where(same_row, j, 2 * j + 1)
+    pair_struct = pa.StructArray.from_arrays([texts.take(pa.array(field_at)), texts.take(pa.array(value_at))],
+                                             names=["field", "value"])
+    return {"id": pc.binary_join_element_wise(pc.cast(ms, pa.string()), pc.cast(seq, pa.string()), "-"),
+            "ms": ms, "seq": seq, "deleted": deleted,
+            "fields": pa.ListArray.from_arrays(pa.array(offsets), pair_struct)}
+
+
+def _u64(column: Any) -> Any:
+    return column if isinstance(column, array) and column.typecode == "Q" else array("Q", column)
+
+
+def _element_texts(rows: Any) -> tuple[Any, Any]:
+    """Every row's elements as one binary array (ints as decimal text), and where each row starts.
+    From a `RaggedColumns`: gathered from its buffer by offsets; from lists: their texts."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    starts = getattr(rows, "row_starts", None)
+    if starts is None:
+        flat = [t for row in rows for t in texts(row)]
+        return pa.array(flat, pa.binary()), np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    values = rows.values
+    is_int = np.frombuffer(values.kinds, dtype=np.uint8) == 0
+    begin = np.frombuffer(values.starts, dtype=np.int64)
+    length = np.where(is_int, 0, np.frombuffer(values.lengths, dtype=np.int64))
+    offsets = np.concatenate([[0], np.cumsum(length)])
+    data = np.frombuffer(values.buf, dtype=np.uint8)[np.repeat(begin - offsets[:-1], length) + np.arange(offsets[-1])]
+    sliced = pa.Array.from_buffers(pa.large_binary(), len(length), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    decimal = pc.cast(pa.array(np.frombuffer(values.ints, dtype=np.int64)), pa.string()).cast(pa.large_binary())
+    merged = pc.if_else(pa.array(is_int), decimal, sliced).cast(pa.binary())
+    return merged, np.frombuffer(starts, dtype=np.int64)
 
 
 def _describe(path: str, err: BaseException, dump: Any) -> str:
