@@ -32,9 +32,13 @@ class Real(float):
     """A float that `dumps` writes as json.dumps does."""
 
 
+_SPECIAL_FLOATS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # json.dumps' names
+
+
 def _default(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return orjson.Fragment(json.dumps(float(obj)))
+    if isinstance(obj, float):  # json.dumps writes float.__repr__ (json.encoder.floatstr)
+        text = float.__repr__(obj)
+        return orjson.Fragment(_SPECIAL_FLOATS.get(text, text))
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
@@ -108,16 +112,13 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
         return {"module": value.name, "encoding_version": value.encoding_version,
                 "opcodes": [[name, s(v) if isinstance(v, bytes) else Real(v) if isinstance(v, float) else v]
                             for name, v in value.opcodes]}
-    if isinstance(value, list):
-        out = []
-        for item in value:
-            if isinstance(item, tuple) and isinstance(item[1], float):
-                out.append([s(item[0]), number(item[1])])
-            elif isinstance(item, tuple):
-                out.append([s(x) for x in item])
-            else:
-                out.append(s(item))
-        return out
+    if isinstance(value, list):  # one kind of item per value (see values.py): the first tells which
+        first = value[0] if value else None
+        if isinstance(first, tuple) and isinstance(first[1], float):
+            return [[s(member), number(score)] for member, score in value]
+        if isinstance(first, tuple):
+            return [[s(x) for x in item] for item in value]
+        return [s(item) for item in value]
     return value
 
 
