@@ -4,7 +4,8 @@ with every pending entry resolved to its consumer, and the checks the server mak
 A stream keeps its nodes as flat arrays (`NodeTable`: master IDs and listpack offsets, 24
 bytes a node); a node's listpack is decoded when its entries are asked for, and not kept:
 walking a million-entry stream holds one node's columns (IDs, deleted flags, and fields made
-per entry when asked for) at a time. `columns()` gathers them all for callers that need random access by ID (XRANGE...).
+per entry when asked for) at a time. `columns()` gathers them all for callers that need
+random access by ID (XRANGE...).
 Group and PEL checks run when the value is built; entry checks (node counts, ascending IDs,
 the stream length) run as the nodes are decoded, so they report where the walk reaches them.
 
@@ -120,7 +121,7 @@ class EntryColumns:
     @classmethod
     def from_rows(cls, rows: Any, master_id: StreamId, master_fields: list[bytes]) -> EntryColumns:
         """A generated `stream_entry` columns object: IDs are master + diff, wrapping uint64
-        (redis src/t_stream.c lpGetEdgeStreamID, streamDecodeID). With the native backend its
+        (redis src/t_stream.c streamIteratorGetID). With the native backend its
         columns compute the IDs and flags in bulk."""
         flags = rows.flags
         if hasattr(flags, "wrapping_u64"):
