@@ -47,7 +47,7 @@ regenerate: $(STAMP)
 # generated/ and docs/spec/ must be exactly what the generator makes from spec/ + generator/.
 check-generated: $(STAMP)
 	rm -rf build/regen && $(PY) -m generator spec build/regen/generated build/regen/docs >/dev/null
-	diff -r -x __pycache__ build/regen/generated generated
+	diff -r -x __pycache__ -x "*.c" -x "*.so" build/regen/generated generated
 	diff -r build/regen/docs docs/spec
 	@echo "generated/ is up to date"
 

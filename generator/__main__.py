@@ -6,15 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .emit_cython import render_native
 from .load import SpecError, load_tree
 from .model import Builder
 from .render import render_all, render_docs
 
 
-def write_tree(folder: Path, files: dict[str, str], pattern: str) -> None:
+def write_tree(folder: Path, files: dict[str, str], *patterns: str) -> None:
     """Replaces the generated files in `folder` so that stale ones disappear too."""
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob(pattern):
+    for old in (old for pattern in patterns for old in folder.glob(pattern)):
         if old.name not in files:
             old.unlink()
     for name, text in files.items():
@@ -31,14 +32,16 @@ def main(argv: list[str]) -> int:
         roots = builder.build()
         modules = render_all(builder, roots)
         docs = render_docs(roots)
+        native = render_native(builder, roots)
     except SpecError as err:
         print(f"generator: {err}", file=sys.stderr)
         return 1
     write_tree(out_dir, modules, "*.py")
+    write_tree(out_dir / "native", native, "*.py", "*.pyx", "*.pxd")
     write_tree(docs_dir, docs, "*.md")
     # one formatting pass, so the output reads like hand-written code and is stable
     subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", str(out_dir)], check=True)
-    print(f"generator: {len(roots)} specs → {out_dir}/, {docs_dir}/")
+    print(f"generator: {len(roots)} specs → {out_dir}/ (and native/), {docs_dir}/")
     return 0
 
 

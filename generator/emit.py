@@ -744,7 +744,7 @@ class TypeEmitter:
         if isinstance(ref, Switch):
             self.read_switch(a, ref, local, f"{local}_io", sub_pos)
         elif ref is None:
-            self.emit(f"{local} = {data}")
+            self.raw_bytes(a, local, data, size)
         elif isinstance(ref, Text):
             if ref.terminated:
                 self.emit(f"{local} = {data}.split(b'\\x00', 1)[0].decode({ref.encoding!r})")
@@ -752,6 +752,10 @@ class TypeEmitter:
                 self.emit(f"{local} = {data}.decode({ref.encoding!r}, 'replace')")
         else:
             self.read_in(a, ref, local, f"{local}_io", sub_pos)
+
+    def raw_bytes(self, a: Attribute, local: str, data: str, size: str) -> None:
+        """A sized raw field's value: its `size` bytes (`data`, just stepped over)."""
+        self.emit(f"{local} = {data}")
 
     def read_in(self, a: Attribute, ref: TypeRef, local: str, io: str, pos: str) -> None:
         """Reads `ref` from a substream, from its start."""

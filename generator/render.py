@@ -82,6 +82,9 @@ def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
 
 
 class ModuleRenderer:
+    emitter = emit.TypeEmitter  # the target's emitter (the native target subclasses both)
+    template = "module.py.j2"
+
     def __init__(self, builder: Builder, root: TypeSpec, skipped: set[int]):
         self.builder = builder
         self.root = root
@@ -106,13 +109,13 @@ class ModuleRenderer:
             param_names="".join(f", {emit.local_name(p)}" for p in params),
         )
         if t.scalar:
-            emitter = emit.TypeEmitter(self.builder, t, emit.SCALAR)
+            emitter = self.emitter(self.builder, t, emit.SCALAR)
             lines = emitter.body()
             view.scalar_result = emitter.scalar_result()  # may add the instances it needs
             view.body = self.collect(emitter, lines)
             view.scalar = t.scalar
             return view
-        emitter = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+        emitter = self.emitter(self.builder, t, emit.OBJECT)
         view.body = self.collect(emitter, emitter.body())
         view.fields = [a.id for a in t.seq]
         lazy = [a for a in t.seq if a.raw.get("-rdbspec-lazy")]
@@ -122,24 +125,24 @@ class ModuleRenderer:
         cached = [inst for inst in t.instances if storage[inst.id] == "cached"]
         view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in cached]
         for a in lazy:
-            prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+            prop = self.emitter(self.builder, t, emit.OBJECT)
             body = self.collect(prop, prop.lazy_body(a))
             doc = _docstring(a.doc, a.doc_ref, a.id) + "\n\nRead from the bytes on every access; not kept."
             view.properties.append(PropertyView(a.id, doc, body, cached=False))
         if id(t) in self.skipped:
-            skip = emit.TypeEmitter(self.builder, t, emit.SKIP)
+            skip = self.emitter(self.builder, t, emit.SKIP)
             view.skip_body = self.collect(skip, skip.body())
         if t.streamed:
             view.streamed = t.streamed
             view.slots.append("_stream_pos")
             view.stream_body = self.stream_body(t)
         if t.used_as_columns:
-            rows = emit.TypeEmitter(self.builder, t, emit.ROWS)
+            rows = self.emitter(self.builder, t, emit.ROWS)
             rows.out.depth = 3
             view.rows_body = self.collect(rows, rows.body(), prologue=False)
             view.rows_prologue = rows.prologue()
         for inst in (i for i in t.instances if storage[i.id] != "field"):
-            prop = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+            prop = self.emitter(self.builder, t, emit.OBJECT)
             body = prop.property_body(inst)
             self.collect(prop, body)
             view.properties.append(PropertyView(inst.id, _docstring(inst.doc, inst.doc_ref, inst.id), body,
@@ -148,7 +151,7 @@ class ModuleRenderer:
 
     def stream_body(self, t: TypeSpec) -> list[str]:
         """The iterator over the streamed field, then the fields that follow it."""
-        emitter = emit.TypeEmitter(self.builder, t, emit.OBJECT)
+        emitter = self.emitter(self.builder, t, emit.OBJECT)
         index = next(i for i, a in enumerate(t.seq) if a.id == t.streamed)
         streamed: Attribute = t.seq[index]
         lines = emitter.stream_loop(streamed)
@@ -159,13 +162,18 @@ class ModuleRenderer:
         types = [self.type_view(t) for t in self.root.walk()]
         self.imports.discard(self.root.module)
         title = self.root.raw.get("meta", {}).get("title") or self.root.id
-        return env.get_template("module.py.j2").render(
+        return env.get_template(self.template).render(
             title=title,
             spec_name=self.root.spec.name,
             imports=sorted(self.imports),
             unpackers=sorted(self.unpackers),
             types=types,
+            **self.context(),
         )
+
+    def context(self) -> dict:
+        """What else the target's module template needs (known once the types are viewed)."""
+        return {}
 
 
 def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Golden fixtures (tests/golden/) through our generated parsers, one test per fixture.
+"""Golden fixtures (tests/golden/) through our generated parsers, one test per fixture and
+backend: the Python modules (rdbspec_generated) and the native ones (rdbspec_generated.native).
 
 The official Kaitai Struct outputs (Python and JavaScript) run the same fixtures in
 tests/conformance/run.py (`make conformance`).
@@ -25,10 +26,11 @@ from golden import (  # noqa: E402
 SPEC_INFO = load_spec_info()
 
 
+@pytest.mark.parametrize("package", ["rdbspec_generated", "rdbspec_generated.native"])
 @pytest.mark.parametrize("name", fixture_names(GOLDEN_DIR))
-def test_golden(name: str) -> None:
+def test_golden(name: str, package: str) -> None:
     fx = load_fixture(name, GOLDEN_DIR)
     import_ours()
-    problems = run_ours(fx, SPEC_INFO)
+    problems = run_ours(fx, SPEC_INFO, package)
     if problems:
         pytest.fail(f"{name} ({fx.root}):" + "".join(f"\n  {p}" for p in problems), pytrace=False)

@@ -477,22 +477,23 @@ def import_ours(generated_dir: Path = GENERATED_DIR) -> ModuleType:
     return module
 
 
-def run_ours(fx: Fixture, info: SpecInfo | None = None) -> list[str]:
-    """Run one fixture through our generated parser; return the failures (empty = pass)."""
+def run_ours(fx: Fixture, info: SpecInfo | None = None, package: str = "rdbspec_generated") -> list[str]:
+    """Run one fixture through our generated parser (`package`: the Python modules, or
+    `rdbspec_generated.native` for the native ones); return the failures (empty = pass)."""
     params = info.resolve_params(fx.root, fx.params) if info is not None else fx.params
     import_ours()
     runtime = importlib.import_module("rdbspec_generated._runtime")
     parse_error = runtime.ParseError
     try:
-        module = importlib.import_module(f"rdbspec_generated.{fx.root_file}")
+        module = importlib.import_module(f"{package}.{fx.root_file}")
     except ModuleNotFoundError as exc:
-        if exc.name != f"rdbspec_generated.{fx.root_file}":
+        if exc.name != f"{package}.{fx.root_file}":
             raise
-        return [f"rdbspec_generated has no module {fx.root_file!r} (not generated?)"]
+        return [f"{package} has no module {fx.root_file!r} (not generated or not built?)"]
     cls_name = camel(fx.root_types[-1]) if fx.root_types else camel(fx.root_file)
     cls = getattr(module, cls_name, None)
     if cls is None:
-        return [f"rdbspec_generated.{fx.root_file} has no class {cls_name}"]
+        return [f"{package}.{fx.root_file} has no class {cls_name}"]
     accessor = OursAccessor()
     try:
         obj = cls.from_bytes(fx.data, **params)

@@ -1,8 +1,9 @@
-"""Cross-implementation conformance: every golden fixture through three parsers.
+"""Cross-implementation conformance: every golden fixture through four parsers.
 
     python tests/conformance/run.py [--min-fixtures 60] [-k SUBSTRING]
 
 (a) ours: rdbspec_generated (generated/);
+(a') ours-native: rdbspec_generated.native (generated/native/, compiled with Cython);
 (b) kaitai-python: the official compiler's Python output on the kaitaistruct runtime;
 (c) kaitai-javascript: the official compiler's JavaScript output under node (run_js.js).
 
@@ -43,7 +44,7 @@ from golden import (  # noqa: E402
 )
 
 HERE = Path(__file__).resolve().parent
-IMPLS = ("ours", "kaitai-python", "kaitai-javascript")
+IMPLS = ("ours", "ours-native", "kaitai-python", "kaitai-javascript")
 
 
 def compile_specs(lang: str, specs: list[Path], outdir: Path) -> list[str]:
@@ -156,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             fixtures.remove(fx)
     if "ours" in impls:
         results["ours"] = _run_each(fixtures, _ours_runner(info))
+    if "ours-native" in impls:
+        results["ours-native"] = _run_each(fixtures, _ours_runner(info, "rdbspec_generated.native"))
     if "kaitai-python" in impls:
         kp = KaitaiPython(args.build / "python", info)
         results["kaitai-python"] = _run_each(fixtures, kp.run)
@@ -182,13 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-def _ours_runner(info: SpecInfo) -> Callable[[Fixture], list[str]]:
+def _ours_runner(info: SpecInfo, package: str = "rdbspec_generated") -> Callable[[Fixture], list[str]]:
     try:
         import_ours()
     except Exception as exc:
         msg = f"cannot import rdbspec_generated: {type(exc).__name__}: {exc}"
         return lambda fx: [msg]
-    return lambda fx: run_ours(fx, info)
+    return lambda fx: run_ours(fx, info, package)
 
 
 def _run_each(fixtures: list[Fixture], runner: Callable[[Fixture], list[str]]) -> dict[str, list[str]]:

@@ -1,0 +1,27 @@
+# cython: language_level=3
+"""Column containers of the native parsers (rendered verbatim by rdbspec's generator)."""
+
+from cpython cimport array
+from libc.stdint cimport int64_t, uint8_t
+
+
+cdef class ScalarColumns:
+    cdef readonly object buf
+    cdef Py_ssize_t n
+    cdef array.array _kinds, _ints, _starts, _lengths
+    cdef uint8_t* k
+    cdef int64_t* i
+    cdef int64_t* s
+    cdef int64_t* l
+
+    cdef int reserve(self, Py_ssize_t more) except -1
+    cdef int push_int(self, int64_t value) except -1
+    cdef int push_span(self, int64_t start, int64_t length) except -1
+    cdef int push_none(self) except -1
+    cdef object item(self, Py_ssize_t index)
+
+
+cdef class RaggedColumns:
+    cdef readonly ScalarColumns values
+    cdef Py_ssize_t rows
+    cdef array.array _row_starts

@@ -1,0 +1,236 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Column containers of the native parsers (rendered verbatim by rdbspec's generator).
+
+`ScalarColumns` holds the elements of a repeat of a `-rdbspec-scalar` type (listpack and ziplist
+entries, stream items) and intset members as four C arrays, one row per element: `kinds`
+(0 integer, 1 bytes, 2 null), `ints` (the integer), `starts` and `lengths` (where the bytes lie
+in `buf`, the buffer they were read from: the mapped file or a decompressed blob). Nothing is
+made per element while reading; Python objects are made when a caller asks (indexing,
+`values()`, `texts()`, `pairs()`), equal to what the Python backend's lists hold.
+`RaggedColumns` is a column of lists (the items of each stream entry): one `ScalarColumns` of
+every row's elements and the row boundaries.
+"""
+
+from array import array as _array
+from mmap import mmap
+
+from cpython cimport array
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport int64_t, uint8_t
+
+cdef array.array _BYTES = _array("B")
+cdef array.array _INT64 = _array("q")
+
+
+cdef class ScalarColumns:
+    """Scalars as columns; a sequence equal to the list the Python backend holds."""
+
+    def __cinit__(self, buf=b""):
+        self.buf = buf
+        self.n = 0
+        self._kinds = array.clone(_BYTES, 0, False)
+        self._ints = array.clone(_INT64, 0, False)
+        self._starts = array.clone(_INT64, 0, False)
+        self._lengths = array.clone(_INT64, 0, False)
+
+    cdef int reserve(self, Py_ssize_t more) except -1:
+        """Room for `more` rows (callers have bounded `more` by the bytes that remain)."""
+        cdef Py_ssize_t want = self.n + more
+        cdef Py_ssize_t cap = len(self._kinds)
+        if want <= cap:
+            return 0
+        cap = max(want, 2 * cap, 16)
+        array.resize(self._kinds, cap)
+        array.resize(self._ints, cap)
+        array.resize(self._starts, cap)
+        array.resize(self._lengths, cap)
+        self.k = self._kinds.data.as_uchars
+        self.i = <int64_t*>self._ints.data.as_voidptr
+        self.s = <int64_t*>self._starts.data.as_voidptr
+        self.l = <int64_t*>self._lengths.data.as_voidptr
+        return 0
+
+    cdef int push_int(self, int64_t value) except -1:
+        if self.n == len(self._kinds):
+            self.reserve(1)
+        self.k[self.n] = 0
+        self.i[self.n] = value
+        self.s[self.n] = 0
+        self.l[self.n] = 0
+        self.n += 1
+        return 0
+
+    cdef int push_span(self, int64_t start, int64_t length) except -1:
+        if self.n == len(self._kinds):
+            self.reserve(1)
+        self.k[self.n] = 1
+        self.i[self.n] = 0
+        self.s[self.n] = start
+        self.l[self.n] = length
+        self.n += 1
+        return 0
+
+    cdef int push_none(self) except -1:
+        if self.n == len(self._kinds):
+            self.reserve(1)
+        self.k[self.n] = 2
+        self.i[self.n] = 0
+        self.s[self.n] = 0
+        self.l[self.n] = 0
+        self.n += 1
+        return 0
+
+    def append(self, value) -> None:
+        """Adds an integer or None (the elements that are not bytes of `buf`)."""
+        if value is None:
+            self.push_none()
+        else:
+            self.push_int(value)
+
+    def last(self):
+        """The last element, as the Python backend holds it."""
+        return self.item(self.n - 1)
+
+    cdef object item(self, Py_ssize_t index):
+        cdef uint8_t kind = self.k[index]
+        if kind == 0:
+            return self.i[index]
+        if kind == 2:
+            return None
+        return self.buf[self.s[index]:self.s[index] + self.l[index]]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self.item(i) for i in range(*index.indices(self.n))]
+        cdef Py_ssize_t at = index
+        if at < 0:
+            at += self.n
+        if at < 0 or at >= self.n:
+            raise IndexError("ScalarColumns index out of range")
+        return self.item(at)
+
+    def __iter__(self):
+        return iter(self.values())
+
+    def __eq__(self, other):
+        if isinstance(other, (ScalarColumns, list)):
+            return self.values() == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"ScalarColumns({self.values()!r})"
+
+    def values(self) -> list:
+        """Every element: int, bytes or None, as in the Python backend's list."""
+        cdef const unsigned char[::1] view
+        cdef const unsigned char* p = NULL
+        cdef Py_ssize_t index
+        if not isinstance(self.buf, (bytes, mmap)):  # slices of other buffers keep their type
+            return [self.item(index) for index in range(self.n)]
+        if self.n and len(self.buf):
+            view = self.buf
+            p = &view[0]
+        out = [None] * self.n
+        for index in range(self.n):
+            if self.k[index] == 0:
+                out[index] = self.i[index]
+            elif self.k[index] == 1:
+                out[index] = PyBytes_FromStringAndSize(<const char*>p + self.s[index], self.l[index])
+        return out
+
+    def texts(self) -> list:
+        """Every element as the server returns it: bytes, integers as decimal ASCII."""
+        out = self.values()
+        cdef Py_ssize_t index
+        for index in range(self.n):
+            if self.k[index] == 0:
+                out[index] = b"%d" % self.i[index]
+        return out
+
+    def pairs(self) -> list:
+        """(texts[i], texts[i + 1]) for each even i."""
+        texts = self.texts()
+        return list(zip(texts[0::2], texts[1::2]))
+
+    @property
+    def kinds(self) -> memoryview:
+        return memoryview(self._kinds)[:self.n]
+
+    @property
+    def ints(self) -> memoryview:
+        return memoryview(self._ints)[:self.n]
+
+    @property
+    def starts(self) -> memoryview:
+        return memoryview(self._starts)[:self.n]
+
+    @property
+    def lengths(self) -> memoryview:
+        return memoryview(self._lengths)[:self.n]
+
+    def wrapping_u64(self, base) -> array.array:
+        """(base + int) mod 2**64 of each row, as array('Q') (stream IDs: master + diff)."""
+        cdef unsigned long long b = base & 0xFFFFFFFFFFFFFFFF
+        out = array.clone(_array("Q"), self.n, False)
+        cdef unsigned long long* q = <unsigned long long*>(<array.array>out).data.as_voidptr
+        cdef Py_ssize_t index
+        for index in range(self.n):
+            q[index] = b + <unsigned long long>self.i[index]
+        return out
+
+    def bits(self, mask) -> bytes:
+        """1 for each row whose int has a bit of `mask` set, else 0."""
+        cdef int64_t m = mask
+        out = bytearray(self.n)
+        cdef Py_ssize_t index
+        for index in range(self.n):
+            out[index] = 1 if self.i[index] & m else 0
+        return bytes(out)
+
+
+cdef class RaggedColumns:
+    """A column of lists of scalars: `values` holds every row's elements in order,
+    `row_starts[r]:row_starts[r + 1]` are row r's."""
+
+    def __cinit__(self, buf=b""):
+        self.values = ScalarColumns(buf)
+        self.rows = 0
+        self._row_starts = array.clone(_INT64, 1, True)
+
+    def close_row(self) -> None:
+        """Ends the current row at the elements pushed so far."""
+        array.resize_smart(self._row_starts, self.rows + 2)
+        (<int64_t*>self._row_starts.data.as_voidptr)[self.rows + 1] = self.values.n
+        self.rows += 1
+
+    @property
+    def row_starts(self) -> memoryview:
+        return memoryview(self._row_starts)[:self.rows + 1]
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.rows))]
+        cdef Py_ssize_t at = index
+        if at < 0:
+            at += self.rows
+        if at < 0 or at >= self.rows:
+            raise IndexError("RaggedColumns index out of range")
+        cdef int64_t* starts = <int64_t*>self._row_starts.data.as_voidptr
+        return self.values[starts[at]:starts[at + 1]]
+
+    def __iter__(self):
+        return (self[index] for index in range(self.rows))
+
+    def __eq__(self, other):
+        if isinstance(other, (RaggedColumns, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"RaggedColumns({list(self)!r})"

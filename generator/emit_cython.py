@@ -1,0 +1,297 @@
+"""The native target: the same reading plan rendered as Cython, `generated/native/<spec>.pyx`.
+
+The Python emitter's statements are valid Cython as they stand (Cython is a typed superset of
+Python), so this emitter overrides only the places where C does better: fixed-size numbers and
+single bytes are read through the inline readers of `_readers.pxd` from a `const unsigned char*`
+view of the buffer (`_p`), the position and the end are C integers, and each `-rdbspec-scalar`
+type is a `cdef` function (`c_read_<id>`) that the per-element loops call directly, with the
+position passed by address. Every check stays where the Python output makes it, with the same
+message, offset and spec path: the C reads happen only after those checks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import expressions as ex
+from . import render
+from .emit import OBJECT, ROWS, SCALAR, TypeEmitter, attribute_expressions, local_name
+from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
+
+# the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
+_READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
+            "f4le", "f8le"}
+POINTER = re.compile(r"\b_p\b")
+
+
+def reader_name(ref: Primitive) -> str:
+    order = "" if ref.name[-2:] in ("le", "be") else ("le" if ref.fmt[0] == "<" else "be")
+    return f"{ref.name}{order}"
+
+
+def span_field(t: TypeSpec) -> Attribute | None:
+    """The raw field of a scalar type whose bytes its value may be, left in the buffer when the
+    value goes into columns: its only sized raw field, read from the buffer itself, that no
+    expression reads but the scalar's own instances. None when the type has no such field."""
+    raw = [a for a in t.seq if a.type is None and (a.size is not None or a.size_eos) and a.process is None
+           and a.valid is None and a.contents is None and not a.repeat]
+    if len(raw) != 1:
+        return None
+    readers = [b for b in t.seq + t.instances for node in attribute_expressions(b) if raw[0].id in ex.names_in(node)]
+    return raw[0] if all(b.id in t.scalar for b in readers) else None
+
+
+def int_column(ref: TypeRef) -> bool:
+    """A signed or short integer (an int64 column holds it), or a switch of only those."""
+    if isinstance(ref, Switch):
+        return ref.default is None and bool(ref.cases) and all(int_column(r) for _, r in ref.cases)
+    return isinstance(ref, Primitive) and ref.fmt[-1] in "bBhHiIq"
+
+
+def uses_pointer(lines: list[str]) -> bool:
+    return any(POINTER.search(line) for line in lines)
+
+
+class CythonTypeEmitter(TypeEmitter):
+    """Renders one type's reading function as Cython."""
+
+    def __init__(self, builder, t: TypeSpec, mode: str):
+        super().__init__(builder, t, mode)
+        self.cimports: set[tuple[str, str]] = set()  # (module, cdef function) from another module
+        # a generator keeps no view of the buffer between its yields (the caller may close the
+        # file it maps), so it reads through Python: see `stream_loop`
+        self.pointer = True
+        # C-typed locals of a scalar reader: the fields always read (never None) and the value
+        # instances proven to be non-null integers or booleans; the module is compiled with
+        # overflowcheck, so C arithmetic on them either equals Python's or raises
+        self.cdefs: dict[str, str] = {}
+        self.span: Attribute | None = None  # set when rendering c_push_<id>: see `raw_bytes`
+        self.pushed: set[str] = set()  # row fields pushed into their columns already
+
+    def read_type(self, a: Attribute, ref: TypeRef, local: str) -> None:
+        if not isinstance(ref, Primitive) or self.skipping(a) or not self.pointer:
+            super().read_type(a, ref, local)
+            return
+        if ref.size == 1 and ref.fmt.endswith("B"):
+            self.block("if pos >= end:")
+            self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
+            self.end_block()
+            self.emit(f"{local} = _p[pos]")
+        elif reader_name(ref) in _READERS:
+            self.bounds(a, str(ref.size))
+            self.emit(f"{local} = rd_{reader_name(ref)}(_p, pos)")
+        else:
+            super().read_type(a, ref, local)
+            return
+        self.emit(f"pos += {ref.size}")
+        if self.mode == SCALAR and a.cond is None and not a.repeat and local == local_name(a.id) \
+                and ref.fmt[-1] in "bBhHiIq":
+            self.cdefs[local] = "long long"
+
+    def read_one(self, a: Attribute, local: str) -> None:
+        super().read_one(a, local)
+        fixed = isinstance(a.type, Primitive) and a.size is None and not a.size_eos
+        if self.mode == SCALAR and a.contents is None and ((a.valid is not None and not fixed)
+                                                           or a.id in self.byte_indexed):
+            self.cdefs[f"{local}_pos"] = "Py_ssize_t"  # where the field starts (see read_one)
+
+    def materialize(self, attr: Attribute) -> None:
+        super().materialize(attr)
+        kind = self.facts.instance_kind(self.t, attr) if self.mode == SCALAR and attr.cond is None else None
+        if kind is not None and not kind.nullable and kind.base in ("int", "bool"):
+            self.cdefs[local_name(attr.id)] = "long long" if kind.base == "int" else "bint"
+
+    def subscript(self, node) -> str | None:
+        text = super().subscript(node)
+        if text is None or not self.pointer:
+            return text
+        return "(<long long>_p" + text[len("buf"):] + ")"  # shifted in 64 bits, as Python would
+
+    def read_user(self, a: Attribute, ref: UserRef, local: str, io: str, pos: str) -> None:
+        if not (ref.target.scalar and io == "io" and pos == "pos" and self.pointer):
+            super().read_user(a, ref, local, io, pos)
+            return
+        args = "".join(f", {self.expr(arg)}" for arg in ref.args)
+        parent = "self" if self.mode == OBJECT else "None"
+        if self.row_field(a) and not a.repeat and span_field(ref.target) is not None:
+            # a row's scalar goes into its column as it is read; the value is made only for
+            # the checks and expressions that read it
+            column = f"{a.id}_column"
+            self.emit(f"{self.scalar_function(ref.target, 'push')}(io, buf, _p, end, &pos, None, root{args}, {column})")
+            self.emit(f"{local} = {column}.last()")
+            self.pushed.add(a.id)
+            return
+        self.emit(f"{local} = {self.scalar_function(ref.target)}(io, buf, _p, end, &pos, {parent}, root{args})")
+
+    def field(self, a: Attribute) -> None:
+        if not (self.row_field(a) and a.cond is not None and not a.repeat and isinstance(a.type, UserRef)
+                and a.type.target.scalar and span_field(a.type.target) is not None and self.pointer):
+            super().field(a)
+            return
+        # a conditional scalar of a row: pushed when present, a null row when not
+        local = local_name(a.id)
+        self.comment(a)
+        self.hoist([a])
+        self.block(f"if {self.expr(a.cond)}:")
+        self.pushed.add(a.id)
+        self.read_repeated(a, local)
+        self.end_block()
+        self.emit("else:")
+        self.out.depth += 1
+        self.emit(f"{local} = None")
+        self.emit(f"{a.id}_column.append(None)")
+        self.out.depth -= 1
+        self.known[-1].add(local)
+
+    def row_field(self, a: Attribute) -> bool:
+        return self.mode == ROWS and any(a is b for b in self.t.seq)
+
+    def scalar_function(self, target: TypeSpec, kind: str = "read") -> str:
+        """The cdef reader of a scalar type (`c_read_<id>` returns the value, `c_push_<id>`
+        appends it to a ScalarColumns); one of another module is cimported from its .pxd."""
+        name = f"c_{kind}_{target.id}"
+        if target.module != self.t.module:
+            self.cimports.add((target.module, name))
+        return name
+
+    def store(self, a: Attribute, local: str) -> None:
+        if a.id not in self.pushed:
+            super().store(a, local)
+
+    def raw_bytes(self, a: Attribute, local: str, data: str, size: str) -> None:
+        if a is not self.span:
+            super().raw_bytes(a, local, data, size)
+            return
+        self.emit(f"{local}_start = pos - {size}")
+        self.emit(f"{local}_length = {size}")
+        self.emit(f"{local} = _SPAN")  # the bytes stay where they are: see c_push_<id>
+        self.cdefs[f"{local}_start"] = self.cdefs[f"{local}_length"] = "Py_ssize_t"
+
+    # -- columns ---------------------------------------------------------------------------
+
+    def column_kind(self, a: Attribute) -> str | None:
+        """How a repeat goes into a ScalarColumns: "scalar" (elements of a scalar type, pushed by
+        its c_push_<id>), "ints" (integers), None (a list, as in the Python output)."""
+        if a.repeat not in ("expr", "eos") or a.columns or a.size is not None or a.size_eos \
+                or a.contents is not None or a.valid is not None or not self.pointer or self.skipping(a):
+            return None
+        ref = a.type
+        # a loop to the end needs elements that take bytes (else the Python output checks each)
+        sized = a.repeat == "expr" or self.element_min_size(a) > 0
+        if isinstance(ref, UserRef) and ref.target.scalar and span_field(ref.target) is not None and sized:
+            return "scalar"
+        return "ints" if int_column(ref) and sized else None
+
+    def read_repeated(self, a: Attribute, local: str) -> None:
+        kind = self.column_kind(a)
+        if kind is None:
+            super().read_repeated(a, local)
+            return
+        if a.repeat == "expr":
+            count = f"{local}_count"
+            self.emit(f"{count} = {self.expr(a.repeat_expr)}")
+            self.check_count(a, count)
+        # a row's list of scalars goes straight into the RaggedColumns of the field, unless
+        # some expression of the row reads it
+        ragged = self.row_field(a) and not self.uses.get(a.id)
+        target = f"{local}_values" if ragged else local
+        self.emit(f"{target} = {a.id}_column.values" if ragged else f"{local} = ScalarColumns(buf)")
+        self.block(f"for {local}_index in range({count}):" if a.repeat == "expr" else "while pos < end:")
+        if kind == "scalar":
+            ref = a.type
+            args = "".join(f", {self.expr(arg)}" for arg in ref.args)
+            parent = "self" if self.mode == OBJECT else "None"
+            push = self.scalar_function(ref.target, "push")
+            self.emit(f"{push}(io, buf, _p, end, &pos, {parent}, root{args}, {target})")
+        else:
+            outer = self.loop_index
+            self.loop_index = f"{local}_index"
+            self.read_one(a, f"{local}_item")
+            self.loop_index = outer
+            self.emit(f"{target}.append({local}_item)")
+        self.end_block()
+        if ragged:
+            self.emit(f"{a.id}_column.close_row()")
+            self.pushed.add(a.id)
+
+    def stream_loop(self, a: Attribute) -> list[str]:
+        self.pointer = False
+        return super().stream_loop(a)
+
+    def property_body(self, inst: Attribute) -> list[str]:
+        return self.with_view(super().property_body(inst))
+
+    def lazy_body(self, a: Attribute) -> list[str]:
+        return self.with_view(super().lazy_body(a))
+
+    @staticmethod
+    def with_view(lines: list[str]) -> list[str]:
+        """A property that reads bytes holds the buffer from when it has it to its return."""
+        if not uses_pointer(lines):
+            return lines
+        at = next(i for i, line in enumerate(lines) if line.strip() == "end = io.end") + 1
+        indent = lines[at - 1][: len(lines[at - 1]) - len(lines[at - 1].lstrip())]
+        return lines[:at] + hold_buffer(lines[at:], indent)
+
+
+def hold_buffer(lines: list[str], indent: str) -> list[str]:
+    """`lines` run with `_p` pointing into `buf`, whose buffer they hold until they end."""
+    return [f"{indent}_p = acquire(buf, &_view, end)", f"{indent}try:"] + ["    " + line for line in lines] \
+        + [f"{indent}finally:", f"{indent}    PyBuffer_Release(&_view)"]
+
+
+class NativeModuleRenderer(render.ModuleRenderer):
+    emitter = CythonTypeEmitter
+    template = "native/module.pyx.j2"
+
+    def __init__(self, builder, root: TypeSpec, skipped: set[int]):
+        super().__init__(builder, root, skipped)
+        self.cimports: set[tuple[str, str]] = set()
+
+    def type_view(self, t: TypeSpec) -> render.TypeView:
+        view = super().type_view(t)
+        view.span = span_field(t) if t.scalar else None
+        if view.span is not None:  # c_push_<id>: the same reader, its value pushed into columns
+            push = self.emitter(self.builder, t, SCALAR)
+            push.span = view.span
+            lines = push.body()
+            view.push_result = push.scalar_result()
+            view.push_body = self.collect(push, lines)
+        if t.used_as_columns:  # which fields the rows reader pushes (see CythonTypeEmitter.field)
+            rows = self.emitter(self.builder, t, ROWS)
+            rows.body()
+            view.column_types = {a.id: ("ragged" if a.repeat else "scalar") if a.id in rows.pushed else "list"
+                                 for a in t.seq}
+        return view
+
+    def collect(self, emitter, lines: list[str], prologue: bool = True) -> list[str]:
+        self.cimports |= emitter.cimports
+        declared = [f"    cdef {ctype} {name} = 0" for name, ctype in sorted(emitter.cdefs.items())]
+        return declared + super().collect(emitter, lines, prologue)
+
+    def context(self) -> dict:
+        return {"cimports": sorted(self.cimports)}
+
+
+def scalar_types(root: TypeSpec) -> list[TypeSpec]:
+    return [t for t in root.walk() if t.scalar]
+
+
+def render_native(builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
+    """Every file of generated/native/, keyed by its path relative to it."""
+    env = render._environment()
+    env.tests["pointer"] = uses_pointer
+    env.filters["hold_buffer"] = hold_buffer
+    env.filters["cparams"] = lambda t: "".join(f", {local_name(p.id)}" for p in t.params)
+    skipped = render.skipped_types(roots)
+    files = {}
+    for name, root in roots.items():
+        files[f"{name}.pyx"] = NativeModuleRenderer(builder, root, skipped).render(env)
+        scalars = scalar_types(root)
+        if scalars:
+            files[f"{name}.pxd"] = env.get_template("native/module.pxd.j2").render(
+                types=scalars, pushed={t.id for t in scalars if span_field(t) is not None})
+    for piece in ("_readers.pxd", "_columns.pxd", "_columns.pyx"):
+        files[piece] = env.get_template(f"native/{piece}").render()
+    files["__init__.py"] = env.get_template("native/package.py.j2").render(modules=sorted(roots))
+    return files
