@@ -4,8 +4,9 @@ or {"hex": ...}, stream IDs as "ms-seq" strings.
 The text is json.dumps(ensure_ascii=False, separators=(",", ":"))'s, byte for byte, written
 by orjson: floats are `Real`, which orjson hands to `_default` to be written as json.dumps
 writes them (1e-07, NaN; orjson writes 1e-7, null); what orjson refuses (an int beyond 64 bits)
-goes through json.dumps. A stream's entries are written a node at a time from its columns, by
-the compiled `rdbspec._jsonl_entries` when it was built, else through `entry_json` (same bytes).
+goes through json.dumps. A stream's entries are written a node at a time from its columns, and
+list values at once, by the compiled `rdbspec._jsonl_encode` when it was built, else through
+`entry_json` and `value_json` (same bytes).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from .api import KeyRecord
 from .streams import EntryColumns, EntryFields, Stream, StreamEntry, format_id
 from .values import ModuleValue
 
-try:  # compiled by setup.py from _jsonl_entries.pyx; absent without a C compiler
-    from . import _jsonl_entries
+try:  # compiled by setup.py from _jsonl_encode.pyx; absent without a C compiler
+    from . import _jsonl_encode
 except ImportError:
-    _jsonl_entries = None  # type: ignore[assignment]
+    _jsonl_encode = None  # type: ignore[assignment]
 
 
 class Real(float):
@@ -123,6 +124,10 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
 
 
 def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: bool = True) -> dict:
+    return _record_json(record, value_json(record.value, include_deleted, with_entries))
+
+
+def _record_json(record: KeyRecord, value: Any) -> dict:
     out = {
         "db": record.db,
         "key": s(record.key),
@@ -131,7 +136,7 @@ def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: 
         "expire_at_ms": record.expire_at_ms,
         "idle_s": record.idle,
         "freq": record.freq,
-        "value": value_json(record.value, include_deleted, with_entries),
+        "value": value,
     }
     if record.field_expire_at_ms is not None:
         out["field_expire_at_ms"] = [[s(f), t] for f, t in record.field_expire_at_ms]
@@ -139,6 +144,16 @@ def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: 
     if member_ttls is not None:
         out["member_expire_at_ms"] = [[s(m), t] for m, t in member_ttls]
     return out
+
+
+def _value_json_text(value: Any) -> Any:
+    """`value_json` of a value that is not a stream, a list already serialized when the compiled
+    encoder takes it."""
+    if _jsonl_encode is not None and isinstance(value, list):
+        encoded = _jsonl_encode.encode_list(value)
+        if encoded is not None:
+            return orjson.Fragment(encoded)
+    return value_json(value, include_deleted=False)
 
 
 def dumps_bytes(obj: Any) -> bytes:
@@ -156,8 +171,8 @@ def entries_json(cols: EntryColumns, include_deleted: bool) -> bytes:
     """A node's entries (live ones, or all with include_deleted) as `entry_json` objects
     joined by commas."""
     fields = cols.fields
-    if _jsonl_entries is not None and isinstance(fields, EntryFields):
-        return _jsonl_entries.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields,
+    if _jsonl_encode is not None and isinstance(fields, EntryFields):
+        return _jsonl_encode.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields,
                                              fields.master_fields, fields.items, include_deleted)
     return orjson.dumps([entry_json(e) for e in cols.entries(include_deleted)])[1:-1]
 
@@ -171,7 +186,7 @@ def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False
     million-entry stream never exists as one JSON text or one list of dicts."""
     value = record.value
     if not isinstance(value, Stream):
-        out.write(dumps_bytes(record_json(record, include_deleted)) + b"\n")
+        out.write(dumps_bytes(_record_json(record, _value_json_text(value))) + b"\n")
         return
     # the entries slot is the only one of its kind: names and values inside are escaped strings
     head, tail = dumps_bytes(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)

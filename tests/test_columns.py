@@ -113,11 +113,11 @@ def _reference(cols: EntryColumns, include_deleted: bool) -> bytes:
 @pytest.mark.parametrize("native", [False, True])
 @pytest.mark.parametrize("include_deleted", [False, True])
 def test_the_compiled_entry_encoder_writes_what_json_dumps_writes(native: bool, include_deleted: bool) -> None:
-    from rdbspec import _jsonl_entries  # built by setup.py (cythonize)
+    from rdbspec import _jsonl_encode  # built by setup.py (cythonize)
 
     cols = _columns(native)
     fields = cols.fields
-    got = _jsonl_entries.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields, fields.master_fields,
+    got = _jsonl_encode.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields, fields.master_fields,
                                         fields.items, include_deleted)
     assert got == _reference(cols, include_deleted)
     assert b'{"hex":"eda080"}' in got or not include_deleted  # a surrogate is not UTF-8 for Python either
@@ -127,7 +127,7 @@ def test_the_compiled_entry_encoder_writes_what_json_dumps_writes(native: bool, 
 @pytest.mark.parametrize("include_deleted", [False, True])
 def test_the_python_entry_encoder_writes_what_json_dumps_writes(monkeypatch: pytest.MonkeyPatch, native: bool,
                                                                 include_deleted: bool) -> None:
-    monkeypatch.setattr(jsonl, "_jsonl_entries", None)
+    monkeypatch.setattr(jsonl, "_jsonl_encode", None)
     cols = _columns(native)
     assert jsonl.entries_json(cols, include_deleted) == _reference(cols, include_deleted)
 
@@ -135,7 +135,7 @@ def test_the_python_entry_encoder_writes_what_json_dumps_writes(monkeypatch: pyt
 def test_every_byte_string_is_written_as_json_dumps_writes_it() -> None:
     """Each of the 256 bytes alone, and the UTF-8 edges (overlong, surrogate, past U+10FFFF,
     truncated): one entry each, through the compiled encoder and orjson."""
-    from rdbspec import _jsonl_entries
+    from rdbspec import _jsonl_encode
 
     samples = [bytes([b]) for b in range(256)] + [
         b"\xc2\x80", b"\xc1\xbf", b"\xe0\x9f\xbf", b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xed\xa0\x80",
@@ -144,7 +144,7 @@ def test_every_byte_string_is_written_as_json_dumps_writes_it() -> None:
     rows = _rows([0] * len(samples), list(range(len(samples))), [0] * len(samples), [[s, s] for s in samples])
     cols = EntryColumns.from_rows(rows, (0, 0), [])
     expected = _reference(cols, False)
-    assert _jsonl_entries.encode_entries(cols.ms, cols.seq, cols.deleted, cols.fields.samefields, [],
+    assert _jsonl_encode.encode_entries(cols.ms, cols.seq, cols.deleted, cols.fields.samefields, [],
                                          cols.fields.items, False) == expected
     assert jsonl.orjson.dumps([jsonl.entry_json(e) for e in cols.entries()])[1:-1] == expected
 
@@ -185,3 +185,61 @@ def test_spark_entry_arrays_hold_what_the_entries_hold(native: bool) -> None:
     assert got == {"id": [f"{e.id[0]}-{e.id[1]}" for e in entries], "ms": [e.id[0] for e in entries],
                    "seq": [e.id[1] for e in entries], "deleted": [e.deleted for e in entries],
                    "fields": [[{"field": f, "value": v} for f, v in e.fields] for e in entries]}
+
+
+FLOATS = [1e-7, 1e16, 1e22, 0.1, 5e-324, -0.0, 1.7976931348623157e308, 123456.789, 3.0, math.nan, math.inf, -math.inf]
+
+
+def test_the_compiled_list_encoder_writes_what_value_json_gives() -> None:
+    from rdbspec import _jsonl_encode
+
+    texts_ = [bytes([b]) for b in range(256)] + [b"", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", "é😀\u2028".encode()]
+    for value in ([], texts_, list(zip(texts_, reversed(texts_))), [(b"m%d" % i, f) for i, f in enumerate(FLOATS)]):
+        expected = json.dumps(jsonl.value_json(value, False), ensure_ascii=False, separators=(",", ":")).encode()
+        assert _jsonl_encode.encode_list(value) == expected
+    for other in ([1, 2], [(b"a", b"b", b"c")], [(b"a", 1)], [b"a", "b"]):  # not a list value's items
+        assert _jsonl_encode.encode_list(other) is None
+
+
+# -- the real columns: a node listpack read by both backends -------------------------------------
+
+NODE_ENTRIES = [((7, 1), [(b"name", b"v1"), (b"n", b"12")]), ((7, 2), [(b"x", b"\xed\xa0\x80"), (b'q"\\', b"-5")]),
+                ((9, 0), [(b"name", b"\n\x01"), (b"n", b"\xf0\x9f\x98\x80")]), ((9, 3), [])]
+
+
+@pytest.mark.parametrize("include_deleted", [False, True])
+def test_a_node_read_by_both_backends_gives_the_same_entries_json_and_arrays(include_deleted: bool) -> None:
+    from rdbspec_generated import stream as python_stream
+    from rdbspec_generated.native import stream as native_stream
+    from rdbspec_generated.native._columns import RaggedColumns
+
+    from rdbspec.spark.source import entry_arrays
+
+    master, lp = rdb_bytes.stream_node(NODE_ENTRIES, deleted=frozenset({(7, 2)}))
+    got = []
+    for module in (python_stream, native_stream):
+        node = module.StreamListpack.from_bytes(lp)
+        got.append(EntryColumns.from_rows(node.entries, (7, 1), texts(node.master.fields)))
+    python, native = got
+    assert isinstance(native.fields.items, RaggedColumns) and isinstance(python.fields.items, list)
+    for cols in (python, native):
+        assert [(e.id, e.fields, e.deleted) for e in cols.entries(include_deleted=True)] == [
+            (sid, fields, sid == (7, 2)) for sid, fields in NODE_ENTRIES]
+        assert jsonl.entries_json(cols, include_deleted) == _reference(cols, include_deleted)
+        assert ({k: v.to_pylist() for k, v in entry_arrays(cols).items()}
+                == {k: v.to_pylist() for k, v in entry_arrays(python).items()})
+
+
+@pytest.mark.parametrize("kind", [16, 17, 20, 23])
+def test_value_decoders_give_the_same_from_both_backends_listpacks(kind: int) -> None:
+    from rdbspec_generated import listpack as python_listpack
+    from rdbspec_generated.native import listpack as native_listpack
+    from rdbspec_generated.native._columns import ScalarColumns as NativeColumns
+
+    data = rdb_bytes.listpack([b"a", 5, b"2.5", b"b", 1700000000000, 0, b"\xc3\xa9", b"inf", -7])
+    got = []
+    for module in (python_listpack, native_listpack):
+        blob = SimpleNamespace(plain=module.Listpack.from_bytes(data), lzf=None)
+        got.append(decode(kind, SimpleNamespace(listpack=blob) if kind == 23 else blob, kind))
+    assert isinstance(native_listpack.Listpack.from_bytes(data).entries, NativeColumns)
+    assert got[0] == got[1] and got[0].value

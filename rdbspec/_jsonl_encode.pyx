@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""A stream node's entries as JSON, written in C from its columns: what `jsonl.entries_json`
-writes through `entry_json` and orjson, byte for byte (tests/test_jsonl.py compares them).
+"""JSON Lines pieces written in C, byte for byte what `jsonl` writes through orjson otherwise
+(tests/test_columns.py compares them): a stream node's entries from its columns
+(`encode_entries`) and a list value (`encode_list`).
 
 An entry is {"id":"ms-seq","fields":[[field,value],...]} with ,"deleted":true when deleted.
 A byte string is a JSON string when it is valid UTF-8 (as Python's decoder judges it), escaped
@@ -11,8 +12,14 @@ as a list of lists of int and bytes (Python backend).
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from libc.math cimport isinf, isnan
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, strlen
+
+
+cdef extern from "Python.h":
+    char* PyOS_double_to_string(double val, char format_code, int precision, int flags, int* type) except NULL
+    int Py_DTSF_ADD_DOT_0
 
 cdef struct Out:
     char* data
@@ -157,16 +164,19 @@ cdef int put_text(Out* out, const uint8_t* s, Py_ssize_t n) except -1:
     return 0
 
 
+cdef int put_bytes(Out* out, bytes item) except -1:
+    return put_text(out, <const uint8_t*>PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item))
+
+
 cdef int put_object(Out* out, object item) except -1:
     """A Python backend element: bytes, or an int (its decimal text)."""
     cdef int64_t v
     if isinstance(item, bytes):
-        return put_text(out, <const uint8_t*>PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item))
+        return put_bytes(out, item)
     try:
         v = item
     except OverflowError:
-        text = str(item).encode()
-        return put_text(out, <const uint8_t*>PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        return put_bytes(out, str(item).encode())
     return put_int_text(out, v)
 
 
@@ -242,8 +252,7 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
             for j in range(count):
                 put(&out, b",[" if j else b"[", 2 if j else 1)
                 if same:
-                    field = master_fields[j]
-                    put_text(&out, <const uint8_t*>PyBytes_AS_STRING(field), PyBytes_GET_SIZE(field))
+                    put_bytes(&out, master_fields[j])
                 elif elements is not None:
                     elements.put(&out, first + 2 * j)
                 else:
@@ -258,6 +267,55 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
                 put(&out, b'],"deleted":true}', 17)
             else:
                 put(&out, b"]}", 2)
+        return PyBytes_FromStringAndSize(out.data, out.size)
+    finally:
+        PyMem_Free(out.data)
+
+
+cdef int put_number(Out* out, double x) except -1:
+    """A score as `jsonl.number` gives it, serialized: "nan", "inf", "-inf", else float's repr
+    (what json.dumps writes for a float)."""
+    cdef char* text
+    if isnan(x):
+        return put(out, b'"nan"', 5)
+    if isinf(x):
+        return put(out, b'"inf"', 5) if x > 0 else put(out, b'"-inf"', 6)
+    text = PyOS_double_to_string(x, b"r", 0, Py_DTSF_ADD_DOT_0, NULL)
+    try:
+        put(out, text, strlen(text))
+    finally:
+        PyMem_Free(text)
+    return 0
+
+
+def encode_list(list value):
+    """A list value as `jsonl.value_json` gives it, serialized: byte strings, (bytes, bytes)
+    pairs, (bytes, float) pairs (the float as `jsonl.number`). None for any other item."""
+    cdef Out out = Out(NULL, 0, 0)
+    cdef Py_ssize_t i
+    try:
+        put(&out, b"[", 1)
+        for i in range(len(value)):
+            item = value[i]
+            if i:
+                put(&out, b",", 1)
+            if type(item) is bytes:
+                put_bytes(&out, item)
+                continue
+            if type(item) is not tuple or len(item) != 2 or type(item[0]) is not bytes:
+                return None
+            second = item[1]
+            put(&out, b"[", 1)
+            put_bytes(&out, item[0])
+            put(&out, b",", 1)
+            if type(second) is bytes:
+                put_bytes(&out, second)
+            elif type(second) is float:
+                put_number(&out, second)
+            else:
+                return None
+            put(&out, b"]", 1)
+        put(&out, b"]", 1)
         return PyBytes_FromStringAndSize(out.data, out.size)
     finally:
         PyMem_Free(out.data)
