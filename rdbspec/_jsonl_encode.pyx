@@ -27,6 +27,7 @@ cdef struct Out:
     Py_ssize_t cap
 
 cdef const char* HEX = b"0123456789abcdef"
+cdef const char* SHORT_ESCAPES = b"btn-fr"  # the letter after the backslash for bytes 8..13 (11 has none)
 
 
 cdef int reserve(Out* out, Py_ssize_t need) except -1:
@@ -138,20 +139,9 @@ cdef int put_text(Out* out, const uint8_t* s, Py_ssize_t n) except -1:
         elif c >= 0x20:
             w[0] = <char>c
             w += 1
-        elif c == 10:
-            w[0], w[1] = 92, 110  # \\n
-            w += 2
-        elif c == 13:
-            w[0], w[1] = 92, 114  # \\r
-            w += 2
-        elif c == 9:
-            w[0], w[1] = 92, 116  # \\t
-            w += 2
-        elif c == 8:
-            w[0], w[1] = 92, 98  # \\b
-            w += 2
-        elif c == 12:
-            w[0], w[1] = 92, 102  # \\f
+        elif 8 <= c <= 13 and c != 11:  # json's short escapes \b \t \n \f \r
+            w[0] = 92
+            w[1] = SHORT_ESCAPES[c - 8]
             w += 2
         else:
             memcpy(w, b"\\u00", 4)

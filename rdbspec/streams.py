@@ -29,7 +29,6 @@ from functools import partial
 from typing import Any
 
 from rdbspec_generated import WarningSink, collecting, current_sink
-from rdbspec_generated.rdb_string import RdbBlob
 
 from .errors import IntegrityError, InternalError, RdbError
 from .primitives import container, text, texts
@@ -40,7 +39,6 @@ FLAG_DELETED = 1
 FLAG_SAMEFIELDS = 2
 UNKNOWN_ENTRIES_READ = MASK64  # SCG_INVALID_ENTRIES_READ (-1) saved as a uint64
 LOADS_UNCHECKED = "redis src/rdb.c rdbLoadObject"  # where the warnings' checks are not made
-BLOB_STREAM_LISTPACK = 5  # spec rdb_string::blob_kind::stream_listpack
 
 
 def format_id(stream_id: StreamId) -> str:
@@ -187,13 +185,14 @@ class StreamNode:
 
 class NodeTable(Sequence[StreamNode]):
     """A stream's nodes as flat arrays: master IDs, and where each node's listpack blob sits in
-    the buffer of `io` (24 bytes a node, whatever the node count). `table[i]` makes a
-    `StreamNode` that decodes its listpack from there through the generated parser."""
+    the stream the nodes were read from (`source`: see `_listpack_place`); 24 bytes a node,
+    whatever the node count. `table[i]` makes a `StreamNode` that decodes its listpack from there
+    through the generated parser."""
 
-    __slots__ = ("ms", "seq", "offsets", "io")
+    __slots__ = ("ms", "seq", "offsets", "source")
 
-    def __init__(self, io: Any = None):
-        self.ms, self.seq, self.offsets, self.io = array("Q"), array("Q"), array("q"), io
+    def __init__(self, source: Any = None):
+        self.ms, self.seq, self.offsets, self.source = array("Q"), array("Q"), array("q"), source
 
     @classmethod
     def from_spec(cls, nodes: Iterable[Any]) -> NodeTable:
@@ -201,7 +200,7 @@ class NodeTable(Sequence[StreamNode]):
         radix tree keyed by master ID, whatever the file order)."""
         table = cls()
         for node in nodes:
-            table.io, offset = _listpack_place(node)
+            table.source, offset = _listpack_place(node)
             table.ms.append(node.node_key.ms)
             table.seq.append(node.node_key.seq)
             table.offsets.append(offset)
@@ -219,7 +218,7 @@ class NodeTable(Sequence[StreamNode]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         master_id = (self.ms[index], self.seq[index])
-        return StreamNode(master_id, partial(_node_entries, self.io, self.offsets[index], master_id))
+        return StreamNode(master_id, partial(_node_entries, self.source, self.offsets[index], master_id))
 
     def __iter__(self) -> Iterator[StreamNode]:
         return map(self.__getitem__, range(len(self)))
@@ -228,10 +227,10 @@ class NodeTable(Sequence[StreamNode]):
         return list(zip(self.ms, self.seq))
 
 
-def _listpack_place(node: Any) -> tuple[Any, int]:
-    """Where a generated `stream_node`'s listpack blob is: its stream and position (the generator
-    keeps a `-rdbspec-lazy` field's position as `_lazy_<field>`)."""
-    return node._io, node._lazy_listpack
+def _listpack_place(node: Any) -> tuple[tuple[type, Any], int]:
+    """Where a generated `stream_node`'s listpack blob is: (the node's type, its stream) and the
+    position (the generator keeps a `-rdbspec-lazy` field's position as `_lazy_<field>`)."""
+    return (type(node), node._io), node._lazy_listpack
 
 
 @dataclass
@@ -400,9 +399,15 @@ def _read_node(node: StreamNode, origin: tuple[int, bytes] | None, warn: Warning
         raise InternalError(err, *(origin or (None, None))) from err
 
 
-def _node_entries(io: Any, offset: int, master_id: StreamId) -> NodeEntries:
-    """Decodes the listpack blob at `offset` of `io` (spec `stream::stream_listpack`) into columns."""
-    lp = container(RdbBlob._read(io, offset, None, None, BLOB_STREAM_LISTPACK)[0])
+def _node_entries(source: tuple[type, Any], offset: int, master_id: StreamId) -> NodeEntries:
+    """Decodes the listpack blob at `offset` (spec `stream::stream_listpack`) into columns. It is
+    read by the `listpack` property of a bare node of the generated type that read the stream,
+    so by the same backend."""
+    node_type, io = source
+    node = node_type.__new__(node_type)
+    node._parent = node._root = None
+    node._io, node._lazy_listpack = io, offset
+    lp = container(node.listpack)
     master = lp.master
     return NodeEntries(master.count, master.deleted,
                        EntryColumns.from_rows(lp.entries, master_id, texts(master.fields)))
