@@ -180,8 +180,8 @@ def test_spark_entry_arrays_hold_what_the_entries_hold(native: bool) -> None:
     from rdbspec.spark.source import entry_arrays
 
     cols = _columns(native)
-    got = {name: column.to_pylist() for name, column in entry_arrays(cols).items()}
-    entries = list(cols.entries(include_deleted=True))
+    got = {name: column.to_pylist() for name, column in entry_arrays([cols, cols]).items()}
+    entries = list(cols.entries(include_deleted=True)) * 2
     assert got == {"id": [f"{e.id[0]}-{e.id[1]}" for e in entries], "ms": [e.id[0] for e in entries],
                    "seq": [e.id[1] for e in entries], "deleted": [e.deleted for e in entries],
                    "fields": [[{"field": f, "value": v} for f, v in e.fields] for e in entries]}
@@ -226,8 +226,10 @@ def test_a_node_read_by_both_backends_gives_the_same_entries_json_and_arrays(inc
         assert [(e.id, e.fields, e.deleted) for e in cols.entries(include_deleted=True)] == [
             (sid, fields, sid == (7, 2)) for sid, fields in NODE_ENTRIES]
         assert jsonl.entries_json(cols, include_deleted) == _reference(cols, include_deleted)
-        assert ({k: v.to_pylist() for k, v in entry_arrays(cols).items()}
-                == {k: v.to_pylist() for k, v in entry_arrays(python).items()})
+        assert ({k: v.to_pylist() for k, v in entry_arrays([cols, python], include_deleted).items()}
+                == {k: v.to_pylist() for k, v in entry_arrays([python, python], include_deleted).items()})
+    assert entry_arrays([native], include_deleted)["id"].to_pylist() == [
+        f"{ms}-{seq}" for (ms, seq), _ in NODE_ENTRIES if include_deleted or (ms, seq) != (7, 2)]
 
 
 @pytest.mark.parametrize("kind", [16, 17, 20, 23])
@@ -243,3 +245,31 @@ def test_value_decoders_give_the_same_from_both_backends_listpacks(kind: int) ->
         got.append(decode(kind, SimpleNamespace(listpack=blob) if kind == 23 else blob, kind))
     assert isinstance(native_listpack.Listpack.from_bytes(data).entries, NativeColumns)
     assert got[0] == got[1] and got[0].value
+
+
+@pytest.mark.parametrize("include_deleted", [False, True])
+def test_stream_entries_batches_hold_every_entry_once_whatever_the_batch_size(tmp_path: Path,
+                                                                              include_deleted: bool) -> None:
+    """Two streams of 3 nodes (4, 1 and 3 entries, one deleted per node): the batches of 3 rows
+    cut across nodes and streams, and together hold the entries of the library's walk."""
+    from rdbspec.spark.source import ReadOptions, read_split
+    from rdbspec.splits import Split
+
+    def stream_record(key: bytes, base: int) -> bytes:
+        ids = [[(base, i) for i in range(4)], [(base + 1, 0)], [(base + 2, i) for i in range(3)]]
+        nodes = [rdb_bytes.stream_node([(sid, [(b"f", b"%d-%d" % sid)]) for sid in part], deleted=frozenset({part[-1]}))
+                 for part in ids]
+        value = b"".join(rdb_bytes.stream_value(19, nodes, 5, (base + 2, 2), (base, 0), (base + 2, 2), 8, []))
+        return b"\x13" + rdb_bytes.rdb_str(key) + value
+
+    path = tmp_path / "streams.rdb"
+    path.write_bytes(b"REDIS0010" + stream_record(b"s1", 10) + stream_record(b"s2", 20) + b"\xff" + b"\0" * 8)
+    opts = ReadOptions.parse({"table": "stream_entries", "batchSize": "3",
+                              "includeDeleted": str(include_deleted).lower(), "verifyChecksum": "false"})
+    batches = list(read_split(Split(str(path)), opts))
+    rows = [row for batch in batches for row in batch.to_pylist()]
+    with rdbspec.open(path, verify_checksum=False) as dump:
+        expected = [(k.key, e) for k in dump.keys() for e in k.value.entries(include_deleted)]
+    assert [(r["key"], r["id"], r["deleted"], [(f["field"], f["value"]) for f in r["fields"]]) for r in rows] == [
+        (key, f"{e.id[0]}-{e.id[1]}", e.deleted, e.fields) for key, e in expected]
+    assert len(expected) == (16 if include_deleted else 10) and max(b.num_rows for b in batches) <= 6

@@ -434,83 +434,144 @@ def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stre
 
 def _entry_rows(out: _Batcher, file: str, db: int, key: bytes, nodes: Iterator[tuple[Any, Any]],
                 include_deleted: bool) -> Iterator[Any]:
-    """Adds the `stream_entries` rows of decoded nodes, a node's columns at a time, as Arrow
-    arrays built from the columns (no Python object per row)."""
+    """Adds the `stream_entries` rows of decoded nodes: nodes' columns are gathered (numpy, no
+    Python object per row) until the batch is full, then made into Arrow arrays at once."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
+    gathered: list[EntryColumns] = []
+    rows = 0
     for _, got in nodes:
-        arrays = entry_arrays(got.columns)
-        n = len(got.columns)
-        arrays.update(file=pa.repeat(pa.scalar(file, pa.string()), n), db=pa.repeat(pa.scalar(db, pa.int32()), n),
-                      key=pa.repeat(pa.scalar(key, pa.binary()), n))
-        dropped = 0 if include_deleted else got.columns.deleted.count(1)
-        if dropped:
-            live = pc.invert(arrays["deleted"])
-            arrays = {name: column.filter(live) for name, column in arrays.items()}
-        out.add_arrays(arrays, n - dropped)
+        gathered.append(got.columns)
+        rows += len(got.columns)
+        if out.rows + rows >= out.size:
+            out.add_arrays(*_constant_columns(entry_arrays(gathered, include_deleted), pa, file, db, key))
+            gathered, rows = [], 0
+            yield out.take()
+    if gathered:
+        out.add_arrays(*_constant_columns(entry_arrays(gathered, include_deleted), pa, file, db, key))
         if out.full():
             yield out.take()
 
 
-def entry_arrays(cols: EntryColumns) -> dict[str, Any]:
-    """A node's entries as Arrow arrays: id, ms, seq (uint64), deleted, fields
-    (list<struct<field, value>>), built from the columns' buffers."""
+def _constant_columns(arrays: dict[str, Any], pa: Any, file: str, db: int, key: bytes) -> tuple[dict[str, Any], int]:
+    n = len(arrays["ms"])
+    arrays.update(file=pa.repeat(pa.scalar(file, pa.string()), n), db=pa.repeat(pa.scalar(db, pa.int32()), n),
+                  key=pa.repeat(pa.scalar(key, pa.binary()), n))
+    return arrays, n
+
+
+def entry_arrays(nodes: list[EntryColumns], include_deleted: bool = True) -> dict[str, Any]:
+    """Nodes' entries (live ones, or all) as Arrow arrays: id, ms, seq (uint64), deleted, fields
+    (list<struct<field, value>>). Each node's elements and master fields are gathered into one
+    byte buffer (`_node_texts`); the pairs are indexes into them, so Arrow is called once a column."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n = len(cols)
-    ms, seq = (pa.array(np.frombuffer(_u64(c), dtype=np.uint64)) for c in (cols.ms, cols.seq))
-    deleted = pa.array(np.frombuffer(bytes(cols.deleted), dtype=np.uint8) != 0)
-    fields = cols.fields
-    if isinstance(fields, EntryFields):
-        rows, samefields, master = fields.items, fields.samefields, fields.master_fields
-    else:  # entries built in memory: one row per entry, fields and values interleaved
-        rows, samefields, master = [[x for pair in f for x in pair] for f in fields], bytes(n), []
-    elements, row_starts = _element_texts(rows)
-    texts = pa.concat_arrays([elements, pa.array(master, pa.binary())])
-    same = np.frombuffer(bytes(samefields), dtype=np.uint8) != 0
-    lengths = np.diff(row_starts)
-    pairs = np.where(same, np.minimum(lengths, len(master)), lengths // 2)
-    offsets = np.concatenate([[0], np.cumsum(pairs)]).astype(np.int32)
-    row = np.repeat(np.arange(n), pairs)
-    j = np.arange(offsets[-1]) - offsets[:-1][row]
-    same_row = same[row]
-    field_at = np.where(same_row, len(elements) + j, row_starts[:-1][row] + 2 * j)
-    value_at = row_starts[:-1][row] + np.where(same_row, j, 2 * j + 1)
-    pair_struct = pa.StructArray.from_arrays([texts.take(pa.array(field_at)), texts.take(pa.array(value_at))],
-                                             names=["field", "value"])
-    return {"id": pc.binary_join_element_wise(pc.cast(ms, pa.string()), pc.cast(seq, pa.string()), "-"),
-            "ms": ms, "seq": seq, "deleted": deleted,
-            "fields": pa.ListArray.from_arrays(pa.array(offsets), pair_struct)}
+    texts, field_at, value_at, pairs = [], [], [], []
+    base = 0
+    for cols in nodes:
+        node = _node_texts(cols)
+        texts.append(node)
+        row_starts, same, master_at = node.row_starts, node.samefields, node.master_at
+        counts = np.diff(row_starts)
+        counts = np.where(same, np.minimum(counts, node.masters), counts // 2)
+        row = np.repeat(np.arange(len(cols)), counts)
+        j = np.arange(len(row)) - np.repeat(np.cumsum(counts) - counts, counts)
+        same_row, first = same[row], row_starts[:-1][row]
+        field_at.append(base + np.where(same_row, master_at + j, first + 2 * j))
+        value_at.append(base + first + np.where(same_row, j, 2 * j + 1))
+        pairs.append(counts)
+        base += node.count
+    ms = np.concatenate([np.frombuffer(_u64(c.ms), dtype=np.uint64) for c in nodes])
+    seq = np.concatenate([np.frombuffer(_u64(c.seq), dtype=np.uint64) for c in nodes])
+    deleted = np.concatenate([np.frombuffer(bytes(c.deleted), dtype=np.uint8) for c in nodes]) != 0
+    pairs_all = np.concatenate(pairs)
+    offsets = np.concatenate([[0], np.cumsum(pairs_all)]).astype(np.int32)
+    all_texts = _binary(texts)
+    pair_struct = pa.StructArray.from_arrays(
+        [all_texts.take(pa.array(np.concatenate(field_at))), all_texts.take(pa.array(np.concatenate(value_at)))],
+        names=["field", "value"])
+    arrays = {"ms": pa.array(ms), "seq": pa.array(seq), "deleted": pa.array(deleted),
+              "fields": pa.ListArray.from_arrays(pa.array(offsets), pair_struct)}
+    if not include_deleted and deleted.any():
+        live = pa.array(~deleted)
+        arrays = {name: column.filter(live) for name, column in arrays.items()}
+    arrays["id"] = pc.binary_join_element_wise(pc.cast(arrays["ms"], pa.string()), pc.cast(arrays["seq"], pa.string()),
+                                               "-")
+    return arrays
 
 
 def _u64(column: Any) -> Any:
     return column if isinstance(column, array) and column.typecode == "Q" else array("Q", column)
 
 
-def _element_texts(rows: Any) -> tuple[Any, Any]:
-    """Every row's elements as one binary array (ints as decimal text), and where each row starts.
-    From a `RaggedColumns`: gathered from its buffer by offsets; from lists: their texts."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
+@dataclass
+class _NodeTexts:
+    """One node's element texts followed by its master fields: bytes (`data`, `lengths`) or ints
+    (`is_int`, `ints`: their decimal text is made by Arrow), and where each entry's items start."""
 
+    data: Any
+    lengths: Any
+    is_int: Any
+    ints: Any
+    row_starts: Any
+    samefields: Any
+    master_at: int
+    masters: int
+
+    @property
+    def count(self) -> int:
+        return len(self.lengths)
+
+
+def _node_texts(cols: EntryColumns) -> _NodeTexts:
+    """From a `RaggedColumns`: the bytes gathered from its buffer by their offsets; from lists
+    (Python backend, or entries built in memory): their texts."""
+    import numpy as np
+
+    fields, n = cols.fields, len(cols)
+    if isinstance(fields, EntryFields):
+        rows, samefields, master = fields.items, fields.samefields, fields.master_fields
+    else:  # one row per entry, fields and values interleaved
+        rows, samefields, master = [[x for pair in f for x in pair] for f in fields], bytes(n), []
+    same = np.frombuffer(bytes(samefields), dtype=np.uint8) != 0
+    master_lengths = np.array([len(f) for f in master], dtype=np.int64)
     starts = getattr(rows, "row_starts", None)
     if starts is None:
-        flat = [t for row in rows for t in texts(row)]
-        return pa.array(flat, pa.binary()), np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+        flat = [t for row in rows for t in texts(row)] + master
+        row_starts = np.concatenate([[0], np.cumsum([len(r) for r in rows], dtype=np.int64)]).astype(np.int64)
+        lengths = np.array([len(t) for t in flat], dtype=np.int64)
+        return _NodeTexts(np.frombuffer(b"".join(flat), dtype=np.uint8), lengths, np.zeros(len(flat), dtype=bool),
+                          np.zeros(len(flat), dtype=np.int64), row_starts, same, len(flat) - len(master), len(master))
     values = rows.values
     is_int = np.frombuffer(values.kinds, dtype=np.uint8) == 0
     begin = np.frombuffer(values.starts, dtype=np.int64)
     length = np.where(is_int, 0, np.frombuffer(values.lengths, dtype=np.int64))
-    offsets = np.concatenate([[0], np.cumsum(length)])
-    data = np.frombuffer(values.buf, dtype=np.uint8)[np.repeat(begin - offsets[:-1], length) + np.arange(offsets[-1])]
-    sliced = pa.Array.from_buffers(pa.large_binary(), len(length), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    decimal = pc.cast(pa.array(np.frombuffer(values.ints, dtype=np.int64)), pa.string()).cast(pa.large_binary())
-    merged = pc.if_else(pa.array(is_int), decimal, sliced).cast(pa.binary())
-    return merged, np.frombuffer(starts, dtype=np.int64)
+    ends = np.cumsum(length)
+    gather = np.repeat(begin - (ends - length), length) + np.arange(int(length.sum()))
+    data = np.frombuffer(values.buf, dtype=np.uint8)[gather]
+    return _NodeTexts(np.concatenate([data, np.frombuffer(b"".join(master), dtype=np.uint8)]),
+                      np.concatenate([length, master_lengths]), np.concatenate([is_int, np.zeros(len(master), bool)]),
+                      np.concatenate([np.frombuffer(values.ints, dtype=np.int64), np.zeros(len(master), np.int64)]),
+                      np.frombuffer(starts, dtype=np.int64), same, len(length), len(master))
+
+
+def _binary(nodes: list[_NodeTexts]) -> Any:
+    """The nodes' texts as one Arrow binary array (ints as decimal text)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lengths = np.concatenate([t.lengths for t in nodes])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    data = np.concatenate([t.data for t in nodes])
+    sliced = pa.Array.from_buffers(pa.large_binary(), len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    is_int = np.concatenate([t.is_int for t in nodes])
+    if is_int.any():
+        decimal = pc.cast(pa.array(np.concatenate([t.ints for t in nodes])), pa.string()).cast(pa.large_binary())
+        sliced = pc.if_else(pa.array(is_int), decimal, sliced)
+    return sliced.cast(pa.binary())
 
 
 def _describe(path: str, err: BaseException, dump: Any) -> str:
