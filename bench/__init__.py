@@ -2,10 +2,12 @@
 
 Builds dumps with real servers (cached in bench/cache/, gitignored), then runs each contender as
 a separate process several times: rdbspec (full decode, keys only, stream only, the dump CLI),
-the official Kaitai compiler's Python output of our specs, rdbtools, redis-server loading the
-dump, ``cat`` as the floor, and the Spark group (the ``rdb`` data source's stream_entries table,
-unsplit and split, under local[1] and local[2]). The Markdown report goes to
-bench/results/latest.md.
+once per backend built (RDBSPEC_BACKEND=python, and native when it imports), librdb's rdb-cli and
+HDT3213/rdb (from ../shared/bench-peers or $RDBSPEC_BENCH_PEERS, when there), the official Kaitai
+compiler's Python output of our specs, rdbtools, redis-server loading the dump, ``cat`` as the
+floor, and the Spark group (the ``rdb`` data source's stream_entries table, unsplit and split,
+under local[1] and local[2], per backend). The Markdown report, with a Targets section (issue 14's
+targets, met or missed), goes to bench/results/latest.md.
 
     python -m bench --quick          # 100k stream entries + 20k keys
     python -m bench                  # 1M stream entries + 200k keys

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .datasets import Dataset
-from .runner import REPO, Contender, run_redis_load
+from .peers import peer_contenders
+from .runner import REPO, Contender, OutputCheck, run_redis_load
 from .workloads import KAITAI_BUILD
 
 SPEC_DIR = REPO / "spec"
@@ -33,6 +34,29 @@ SPARK_UNSPLIT = 1 << 40
 SPARK_SPLIT, SPARK_SPLIT_SMALL = 8 << 20, 1 << 20
 SPARK_RUNS = [("local[1]", False), ("local[1]", True), ("local[2]", False), ("local[2]", True)]
 SPARK_BASELINE = "spark local[1] unsplit"
+
+# Names the report's tables and targets look results up by (rdbspec's get " (backend)" appended).
+FULL_DECODE, KEYS_ONLY, DUMP_CLI = "rdbspec full decode", "rdbspec keys only", "rdbspec dump CLI"
+OFFICIAL, REDIS_LOAD = "official Kaitai (Python)", "redis-server load"
+
+# rdbspec's backends (RDBSPEC_BACKEND): every rdbspec contender runs once per backend built here.
+BACKENDS = ("python", "native")
+NATIVE_PROBE = "import rdbspec_generated.native, rdbspec_generated.native.rdb"
+
+
+def labelled(name: str, backend: str) -> str:
+    """A contender's name with the backend it runs on: "rdbspec full decode (native)"."""
+    return f"{name} ({backend})"
+
+
+def native_available() -> str | None:
+    """None when the compiled backend imports (the package and its rdb module), else why not."""
+    env = {k: v for k, v in os.environ.items() if k != "RDBSPEC_BACKEND"}
+    proc = subprocess.run([sys.executable, "-c", NATIVE_PROBE], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=60)
+    if proc.returncode != 0:
+        return (proc.stderr.strip().splitlines() or ["failed"])[-1][:200]
+    return None
 
 
 def spark_split_size(ds: Dataset, split: bool) -> int:
@@ -57,14 +81,15 @@ def _spark_skip(ds: Dataset) -> str | None:
     return None
 
 
-def spark_contenders() -> list[Contender]:
-    return [Contender(f"spark {master} {'split' if split else 'unsplit'}",
+def spark_contenders(backend: str) -> list[Contender]:
+    return [Contender(labelled(f"spark {master} {'split' if split else 'unsplit'}", backend),
                       f"stream_entries, splitSize {'8 MiB (1 MiB under 16 MiB)' if split else '1 TiB'}, "
                       f"under {master}: count(*), sum(length(id))",
                       (lambda ds, master=master, split=split:
                        [sys.executable, "-m", "bench.spark_workload", str(ds.path), "--master", master,
                         "--split-size", str(spark_split_size(ds, split))]),
-                      decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False)
+                      decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False,
+                      backend=backend)
             for master, split in SPARK_RUNS]
 
 
@@ -100,27 +125,48 @@ def rdbtools_binary() -> str | None:
     return str(candidate) if candidate.is_file() else shutil.which("rdb")
 
 
+def _dump(ds: Dataset) -> list[str]:
+    return [sys.executable, "-m", "rdbspec", "dump", str(ds.path)]
+
+
+def rdbspec_contenders(backends: list[str], dump: bool) -> list[Contender]:
+    """rdbspec's workloads, each once per backend; the dump CLI when it runs here (`dump`)."""
+    workloads = [
+        (FULL_DECODE, "api.open(path); k.value for every key", "rdbspec-full", True, ""),
+        (KEYS_ONLY, "for k in d.keys(): pass (values skipped)", "rdbspec-keys", False, "values not decoded"),
+        ("rdbspec stream only", "decodes only the stream key's value", "rdbspec-stream", True,
+         "other values skipped"),
+    ]
+    out = [Contender(labelled(name, b), what, _workload(workload), decodes_entries=entries, note=note, reports=True,
+                     backend=b)
+           for name, what, workload, entries, note in workloads for b in backends]
+    if dump:
+        # its JSON Lines: one {"db":...} object per key, stream entries as {"id":"...","fields":[...]}
+        check = OutputCheck(_dump, entries=b'{"id":"', keys=b'{"db":')
+        out += [Contender(labelled(DUMP_CLI, b), "python -m rdbspec dump FILE > /dev/null", _dump,
+                          decodes_entries=True, backend=b, discard_stdout=True, check=check) for b in backends]
+    return out
+
+
 def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
     """The contenders in table order, and notes on the ones that cannot run here."""
     notes: list[str] = []
-    out = [
-        Contender("rdbspec full decode", "api.open(path); k.value for every key", _workload("rdbspec-full"),
-                  decodes_entries=True, reports=True),
-        Contender("rdbspec keys only", "for k in d.keys(): pass (values skipped)", _workload("rdbspec-keys"),
-                  note="values not decoded", reports=True),
-        Contender("rdbspec stream only", "decodes only the stream key's value", _workload("rdbspec-stream"),
-                  decodes_entries=True, note="other values skipped", reports=True),
-    ]
+    backends = list(BACKENDS)
+    why = native_available()
+    if why is not None:
+        backends.remove("native")
+        notes.append(f"native backend not built: rdbspec contenders ran on the Python backend only "
+                     f"(`python -c \"{NATIVE_PROBE}\"`: {why}).")
     why = cli_dump_available()
-    if why is None:
-        out.append(Contender("rdbspec dump CLI", "python -m rdbspec dump FILE -o /dev/null",
-                             lambda ds: [sys.executable, "-m", "rdbspec", "dump", str(ds.path), "-o", "/dev/null"],
-                             decodes_entries=True))
-    else:
+    if why is not None:
         notes.append(f"rdbspec dump CLI skipped: `python -m rdbspec dump` fails here ({why}).")
+    out = rdbspec_contenders(backends, dump=why is None)
+    peers, peer_notes = peer_contenders()
+    out += peers
+    notes += peer_notes
     why = compile_official(log)
     if why is None:
-        out.append(Contender("official Kaitai (Python)", "ksc 0.11 Python output of spec/*.ksy, kaitaistruct",
+        out.append(Contender(OFFICIAL, "ksc 0.11 Python output of spec/*.ksy, kaitaistruct",
                              _workload("kaitai-official"), decodes_entries=True, reports=True,
                              skip=_not_large("not run on the ~1 GB file: it builds every record as objects up "
                                              "front (8.7 GB peak RSS on the 64 MB dump, bench/results/latest.md); "
@@ -135,14 +181,14 @@ def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
                              skip=lambda ds: "reads RDB <= 9 only" if ds.rdb_version > 9 else None))
     else:
         notes.append("rdbtools skipped: the `rdb` command is not installed.")
-    out.append(Contender("redis-server load", "the server that wrote the dump, loading it at startup",
+    out.append(Contender(REDIS_LOAD, "the server that wrote the dump, loading it at startup",
                          custom=run_redis_load,
                          note="server's own 'DB loaded from disk' time; keeps node listpacks as blobs"))
     out.append(Contender("cat (floor)", "cat FILE > /dev/null (page cache warm)",
                          lambda ds: ["cat", str(ds.path)]))
     why = spark_available()
     if why is None:
-        out.extend(spark_contenders())
+        out += [c for b in backends for c in spark_contenders(b)]
     else:
         notes.append(f"Spark group skipped: {why}.")
     return out, notes

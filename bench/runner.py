@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from .datasets import Dataset, Server
 
@@ -55,6 +56,13 @@ class Result:
     entries: int | None = None  # stream entries the contender decoded, when it decodes them
     extras: list[dict[str, object]] = field(default_factory=list)  # each run's JSON line
     group: str = "parse"  # the contender's group (which report table)
+    backend: str | None = None  # rdbspec's backend (RDBSPEC_BACKEND) the contender ran with
+    invalid: list[str] = field(default_factory=list)  # why its figures do not count: the work was not all done
+
+    @property
+    def valid(self) -> bool:
+        """Ran to the end and did the whole work: the only results the targets are judged on."""
+        return self.status == "ok" and not self.invalid
 
     def extra_median(self, name: str) -> float | None:
         values = [float(e[name]) for e in self.extras if isinstance(e.get(name), (int, float))]
@@ -81,7 +89,9 @@ class RunOutOfMemoryError(Exception):
     pass
 
 
-_MEMORY_ERRORS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "OutOfMemoryError")
+# Go prints its "fatal error: runtime: cannot allocate memory" first, then a long stack trace
+_MEMORY_ERRORS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "OutOfMemoryError",
+                  "runtime: cannot allocate memory", "runtime: out of memory")
 
 
 def _children(pid: int) -> list[int]:
@@ -156,31 +166,31 @@ def _limit_data(limit_bytes: int | None) -> Callable[[], None] | None:
 GNU_TIME = "/usr/bin/time"
 
 
-def run_process(argv: list[str], timeout: float, cwd: Path = REPO, memory_limit: int | None = None) -> Measurement:
-    """One run of `argv` (stdout captured, stderr kept for errors): its wall time and peak RSS.
-    Killed with its process group after `timeout` seconds; with `memory_limit` (bytes), its data
-    segment is capped (RLIMIT_DATA) and a MemoryError is reported as RunOutOfMemoryError.
+def run_process(argv: list[str], timeout: float, cwd: Path = REPO, memory_limit: int | None = None,
+                env: dict[str, str] | None = None, discard_stdout: bool = False) -> Measurement:
+    """One run of `argv` (stdout captured, or sent to /dev/null with `discard_stdout`; stderr kept
+    for errors): its wall time and peak RSS. `env` is added to this process's environment. Killed
+    with its process group after `timeout` seconds; with `memory_limit` (bytes), its data segment
+    is capped (RLIMIT_DATA) and a MemoryError is reported as RunOutOfMemoryError.
 
     The RSS comes from GNU time (`%M`) when it is installed: the child's ru_maxrss as seen by
     os.wait4 also counts the memory of the (v)forked Python parent before exec, which would give
     even `cat` 40 MB. Without GNU time, that inflated ru_maxrss is what is reported."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file:
+    with (open(os.devnull, "wb") if discard_stdout else tempfile.TemporaryFile()) as out, \
+            tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file:
         use_time = os.access(GNU_TIME, os.X_OK)
         full = [GNU_TIME, "-f", "%M", "-o", rss_file.name, *argv] if use_time else argv
         t0 = time.perf_counter()
         proc = subprocess.Popen(full, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
-                                start_new_session=True, preexec_fn=_limit_data(memory_limit))
+                                env=_environment(env), start_new_session=True,
+                                preexec_fn=_limit_data(memory_limit))
         sampler = TreeSampler(proc.pid, include_root=not use_time)
         sampler.start()
         killed = threading.Event()
 
         def kill() -> None:
             killed.set()
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(proc.pid)
 
         timer = threading.Timer(timeout, kill)
         timer.start()
@@ -194,23 +204,83 @@ def run_process(argv: list[str], timeout: float, cwd: Path = REPO, memory_limit:
         proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
         if killed.is_set():
             raise RunTimeoutError(f"killed after {timeout:.0f} s")
-        out.seek(0)
         err.seek(0)
-        text = out.read(1 << 20).decode(errors="replace")
+        text = ""
+        if not discard_stdout:
+            out.seek(0)
+            text = out.read(1 << 20).decode(errors="replace")
         if proc.returncode != 0:
-            lines = [ln for ln in err.read().decode(errors="replace").strip().splitlines()
-                     if not ln.startswith("Command exited with non-zero status")]
-            tail = " | ".join(lines[-3:])[:300]
-            if memory_limit and any(m in ln for ln in lines[-20:] for m in _MEMORY_ERRORS):
-                raise RunOutOfMemoryError(f"over the {memory_limit / 2**30:.3g} GiB data limit after "
-                                          f"{wall:.0f} s (anon RSS {sampler.anon_kb / 1024:.0f} MB)")
-            raise RunFailedError(f"exit {proc.returncode}: {tail}")
+            _fail(proc.returncode, err.read().decode(errors="replace"), wall, memory_limit, sampler.anon_kb)
         rss_kb = usage.ru_maxrss
         if use_time:
             words = rss_file.read().split()
             if words and words[-1].isdigit():
                 rss_kb = int(words[-1])
         return Measurement(wall, rss_kb, text, sampler.anon_kb, sampler.tree_kb)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _environment(extra: dict[str, str] | None) -> dict[str, str] | None:
+    return {**os.environ, **extra} if extra else None
+
+
+def _fail(returncode: int, stderr: str, wall: float, memory_limit: int | None, anon_kb: int) -> NoReturn:
+    """Raises what a failed run means: out of memory under the cap, or failed (stderr's last lines)."""
+    lines = [ln for ln in stderr.strip().splitlines() if not ln.startswith("Command exited with non-zero status")]
+    if memory_limit and any(m in ln for ln in lines[:5] + lines[-20:] for m in _MEMORY_ERRORS):
+        raise RunOutOfMemoryError(f"over the {memory_limit / 2**30:.3g} GiB data limit after "
+                                  f"{wall:.0f} s (anon RSS {anon_kb / 1024:.0f} MB)")
+    raise RunFailedError(f"exit {returncode}: {' | '.join(lines[-3:])[:300]}")
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """An untimed run that proves a contender did the work: the same command writing its JSON to
+    stdout (a pipe), whose bytes are counted here: `entries` and `keys` are byte strings that occur
+    once per stream entry and once per key in that contender's JSON."""
+
+    argv: Callable[[Dataset], list[str]]
+    entries: bytes
+    keys: bytes
+
+
+def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, str] | None = None,
+              memory_limit: int | None = None) -> dict[str, int]:
+    """Runs `check` on `ds`: {"entries", "keys", "bytes"} counted in what it wrote."""
+    counts = {"entries": 0, "keys": 0, "bytes": 0}
+    keep = max(len(check.entries), len(check.keys)) - 1  # a pattern cut by a chunk boundary
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(check.argv(ds), stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                cwd=REPO, env=_environment(env), start_new_session=True,
+                                preexec_fn=_limit_data(memory_limit))
+        timer = threading.Timer(timeout, _kill_group, (proc.pid,))
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            tail = b""
+            while chunk := proc.stdout.read(1 << 20):
+                counts["bytes"] += len(chunk)
+                window = tail + chunk
+                for name, pattern in (("entries", check.entries), ("keys", check.keys)):
+                    # from the first place a match can cross the boundary: those wholly in `tail` were counted
+                    counts[name] += window.count(pattern, max(0, len(tail) - len(pattern) + 1))
+                tail = window[-keep:] if keep else b""
+            proc.wait()
+        finally:
+            timer.cancel()
+        if proc.returncode == -signal.SIGKILL:
+            raise RunTimeoutError(f"check run killed after {timeout:.0f} s")
+        if proc.returncode != 0:
+            err.seek(0)
+            _fail(proc.returncode, err.read().decode(errors="replace"), time.perf_counter() - t0, memory_limit, 0)
+    return counts
 
 
 _LOADED = re.compile(r"DB loaded from disk: ([0-9.]+) seconds")
@@ -258,21 +328,48 @@ class Contender:
     group: str = "parse"  # "parse": the main table; "spark": the Spark table
     reports: bool = False  # prints a JSON line of what it counted (bench.workloads, bench.spark_workload)
     memory_capped: bool = True  # run under --max-memory (not the JVM, which reserves its heap up front)
+    backend: str | None = None  # rdbspec's backend, passed as RDBSPEC_BACKEND
+    discard_stdout: bool = False  # stdout to /dev/null (`rdbspec dump FILE > /dev/null`)
+    check: OutputCheck | None = None  # an untimed run counting what it wrote, after the timed ones
 
     def skip_reason(self, ds: Dataset) -> str | None:
         return self.skip(ds) if self.skip is not None else None
 
+    @property
+    def env(self) -> dict[str, str] | None:
+        return {"RDBSPEC_BACKEND": self.backend} if self.backend else None
+
+
+def _miscounts(counted: dict[str, object], ds: Dataset, keys: bool) -> list[str]:
+    """What a contender counted that is not what the dump holds (every stream entry; with `keys`,
+    every key, the stream's included)."""
+    expected = {"entries": ds.entries, **({"keys": ds.keys + 1} if keys else {})}
+    return [f"counted {counted.get(name)} {name}, expected {n}" for name, n in expected.items()
+            if counted.get(name) != n]
+
+
+def _backend_mismatch(c: Contender, counted: dict[str, object]) -> list[str]:
+    """A workload asked for the native backend that loaded no native module ran the Python one; Spark's
+    Python workers must see the RDBSPEC_BACKEND the contender set."""
+    wrong = []
+    if c.backend == "native" and counted.get("native_modules") == 0:
+        wrong.append("RDBSPEC_BACKEND=native but no rdbspec_generated.native module was loaded")
+    if c.backend and "worker_backend" in counted and counted["worker_backend"] != c.backend:
+        wrong.append(f"Spark's Python workers saw RDBSPEC_BACKEND={counted['worker_backend']!r}, not {c.backend!r}")
+    return wrong
+
 
 def measure(c: Contender, ds: Dataset, runs: int, timeout: float, single_run_above: float,
             log: Callable[[str], None], memory_limit: int | None = None) -> Result:
-    res = Result(c.name, ds, note=c.note, group=c.group)
+    res = Result(c.name, ds, note=c.note, group=c.group, backend=c.backend)
+    limit = memory_limit if c.memory_capped else None
     for i in range(runs):
         try:
             if c.custom is not None:
                 m = c.custom(ds, timeout)
             else:
                 assert c.argv is not None
-                m = run_process(c.argv(ds), timeout, memory_limit=memory_limit if c.memory_capped else None)
+                m = run_process(c.argv(ds), timeout, memory_limit=limit, env=c.env, discard_stdout=c.discard_stdout)
             counted = m.counted() if c.reports else None
         except RunTimeoutError as err:
             res.status, res.note = "timeout", f"{err}; {c.note}".strip("; ")
@@ -294,17 +391,35 @@ def measure(c: Contender, ds: Dataset, runs: int, timeout: float, single_run_abo
             res.extras.append(counted)
             if c.decodes_entries:
                 res.entries = counted.get("entries")  # type: ignore[assignment]
-                wrong = f"counted {res.entries} entries, expected {ds.entries}"
-                if res.entries != ds.entries and wrong not in res.note:
-                    res.note = f"{wrong}; {res.note}".strip("; ")
+                _invalidate(res, _miscounts(counted, ds, keys=False))
+            _invalidate(res, _backend_mismatch(c, counted))
         log(f"  {c.name} on {ds.name}: run {i + 1}/{runs} {m.wall:.2f} s, {m.rss_kb / 1024:.0f} MB "
             f"(anon {m.anon_kb / 1024:.0f} MB){'' if counted is None else ' ' + json.dumps(counted)}")
         if m.wall > single_run_above and i == 0 and runs > 1:
             res.note = f"1 run only (first run > {single_run_above:.0f} s); {res.note}".strip("; ")
             break
+    if c.check is not None:
+        try:
+            counted = run_check(c.check, ds, timeout, c.env, limit)
+        except (RunTimeoutError, RunOutOfMemoryError, RunFailedError) as err:
+            _invalidate(res, [f"check run: {err}"])
+        else:
+            log(f"  {c.name} on {ds.name}: check run {json.dumps(counted)}")
+            res.extras.append({"check": counted})
+            res.entries = counted["entries"]
+            _invalidate(res, [f"check run {w}" for w in _miscounts(counted, ds, keys=True)])
+            res.note = f"check run: {counted['bytes'] / 1e6:,.1f} MB of JSON; {res.note}".strip("; ")
     if c.decodes_entries and res.entries is None:
         res.entries = ds.entries
     return res
+
+
+def _invalidate(res: Result, why: list[str]) -> None:
+    """Marks `res` as not counting for the targets, each reason said once in its notes."""
+    for w in why:
+        if w not in res.invalid:
+            res.invalid.append(w)
+            res.note = f"{w}; {res.note}".strip("; ")
 
 
 def python() -> str:

@@ -9,16 +9,22 @@ and forces every row through an aggregate over a real column (``count(*)`` and
 the ``id`` column of every row rather than answer from a row count).
 
 Prints one JSON line: rows (as ``entries``, which the runner checks), the partitions Spark
-planned, and the seconds spent building the session (JVM start) and running the query, timed in
-this process; the runner times the whole process as well.
+planned, the seconds spent building the session (JVM start) and running the query, timed in
+this process (the runner times the whole process as well), and ``RDBSPEC_BACKEND`` as a Python
+worker sees it (after the query, untimed), which the runner checks against the backend asked for.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def run(path: str, master: str, split_size: str) -> dict[str, object]:
@@ -35,11 +41,18 @@ def run(path: str, master: str, split_size: str) -> dict[str, object]:
         row = df.select(F.count("*").alias("rows"), F.sum(F.length("id")).alias("id_chars")).collect()[0]
         t2 = time.perf_counter()
         partitions = df.rdd.getNumPartitions()
+        worker_backend = worker_env(spark, "RDBSPEC_BACKEND")
     finally:
         spark.stop()
     rows = int(row["rows"])
     return {"entries": rows, "id_chars": int(row["id_chars"] or 0), "partitions": partitions, "master": master,
-            "split_size": split_size, "session_s": round(t1 - t0, 3), "query_s": round(t2 - t1, 3)}
+            "split_size": split_size, "session_s": round(t1 - t0, 3), "query_s": round(t2 - t1, 3),
+            "worker_backend": worker_backend}
+
+
+def worker_env(spark: SparkSession, name: str) -> str:
+    """The variable as a Python worker sees it ("" when unset): the backend the data source ran on."""
+    return spark.sparkContext.parallelize([0], 1).map(lambda _: os.environ.get(name, "")).first()
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,8 @@
 """What one contender does, run in its own process: ``python -m bench.workloads NAME FILE``.
 
 Each workload prints one JSON line (what it counted) so the runner can check that the work was
-really done: keys seen and stream entries decoded.
+really done: keys seen and stream entries decoded, and how many modules of rdbspec's compiled
+backend were loaded (so that a run asked for RDBSPEC_BACKEND=native shows it really used it).
 """
 
 from __future__ import annotations
@@ -92,9 +93,14 @@ WORKLOADS: dict[str, Callable[[str], dict[str, int]]] = {
 }
 
 
+def native_modules() -> int:
+    """How many modules of rdbspec's compiled backend this process loaded (0: the Python one ran)."""
+    return sum(1 for m in sys.modules if m.startswith("rdbspec_generated.native."))
+
+
 def main(argv: list[str]) -> int:
     name, path = argv
-    print(json.dumps(WORKLOADS[name](path)))
+    print(json.dumps({**WORKLOADS[name](path), "native_modules": native_modules()}))
     return 0
 
 

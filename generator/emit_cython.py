@@ -3,10 +3,11 @@
 The Python emitter's statements are valid Cython as they stand (Cython is a typed superset of
 Python), so this emitter overrides only the places where C does better: fixed-size numbers and
 single bytes are read through the inline readers of `_readers.pxd` from a `const unsigned char*`
-view of the buffer (`_p`), the position and the end are C integers, and each `-rdbspec-scalar`
-type is a `cdef` function (`c_read_<id>`) that the per-element loops call directly, with the
-position passed by address. Every check stays where the Python output makes it, with the same
-message, offset and spec path: the C reads happen only after those checks.
+view of the buffer (`_p`), the position and the end are C integers, every type is read by a
+`cdef` function (`c_read_<id>`, `c_skip_<id>`, `c_push_<id>`) that callers call directly with
+the position's address, and repeats of scalars go into columns (`_columns.pyx`). Every check
+stays where the Python output makes it, with the same message, offset and spec path: the C
+reads happen only after those checks.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import re
 
 from . import expressions as ex
 from . import render
-from .emit import OBJECT, ROWS, SCALAR, TypeEmitter, attribute_expressions, local_name
+from .emit_python import TypeEmitter
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
+from .plan import OBJECT, ROWS, SCALAR, attribute_expressions, element_min_size, skipped_types
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
@@ -41,11 +43,16 @@ def span_field(t: TypeSpec) -> Attribute | None:
     return raw[0] if all(b.id in t.scalar for b in readers) else None
 
 
+def fits_int64(ref: Primitive) -> bool:
+    """An integer of at most 32 bits, or a signed one of 64."""
+    return ref.fmt[-1] in "bBhHiIq"
+
+
 def int_column(ref: TypeRef) -> bool:
-    """A signed or short integer (an int64 column holds it), or a switch of only those."""
+    """An integer an int64 column holds, or a switch of only those."""
     if isinstance(ref, Switch):
         return ref.default is None and bool(ref.cases) and all(int_column(r) for _, r in ref.cases)
-    return isinstance(ref, Primitive) and ref.fmt[-1] in "bBhHiIq"
+    return isinstance(ref, Primitive) and fits_int64(ref)
 
 
 def uses_pointer(lines: list[str]) -> bool:
@@ -68,38 +75,33 @@ class CythonTypeEmitter(TypeEmitter):
         self.span: Attribute | None = None  # set when rendering c_push_<id>: see `raw_bytes`
         self.pushed: set[str] = set()  # row fields pushed into their columns already
 
-    def read_type(self, a: Attribute, ref: TypeRef, local: str) -> None:
-        if not isinstance(ref, Primitive) or self.skipping(a) or not self.pointer:
-            super().read_type(a, ref, local)
+    def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
+        if self.plan.skipping(a) or not self.pointer or not (ref.fmt.endswith("B") or reader_name(ref) in _READERS):
+            super().read_primitive(a, ref, local)
             return
         if ref.size == 1 and ref.fmt.endswith("B"):
             self.block("if pos >= end:")
             self.emit(f"raise truncated(io, pos, 1, {self.path(a)})")
             self.end_block()
             self.emit(f"{local} = _p[pos]")
-        elif reader_name(ref) in _READERS:
+        else:
             self.bounds(a, str(ref.size))
             self.emit(f"{local} = rd_{reader_name(ref)}(_p, pos)")
-        else:
-            super().read_type(a, ref, local)
-            return
         self.emit(f"pos += {ref.size}")
-        if self.mode == SCALAR and a.cond is None and not a.repeat and local == local_name(a.id) \
-                and ref.fmt[-1] in "bBhHiIq":
+        if self.mode == SCALAR and a.cond is None and not a.repeat and local == TypeEmitter.local(a.id) \
+                and fits_int64(ref):
             self.cdefs[local] = "long long"
 
     def read_one(self, a: Attribute, local: str) -> None:
         super().read_one(a, local)
-        fixed = isinstance(a.type, Primitive) and a.size is None and not a.size_eos
-        if self.mode == SCALAR and a.contents is None and ((a.valid is not None and not fixed)
-                                                           or a.id in self.byte_indexed):
+        if self.mode == SCALAR and a.contents is None and self.plan.marks_start(a):
             self.cdefs[f"{local}_pos"] = "Py_ssize_t"  # where the field starts (see read_one)
 
     def materialize(self, attr: Attribute) -> None:
         super().materialize(attr)
-        kind = self.facts.instance_kind(self.t, attr) if self.mode == SCALAR and attr.cond is None else None
+        kind = self.plan.facts.instance_kind(self.t, attr) if self.mode == SCALAR and attr.cond is None else None
         if kind is not None and not kind.nullable and kind.base in ("int", "bool"):
-            self.cdefs[local_name(attr.id)] = "long long" if kind.base == "int" else "bint"
+            self.cdefs[TypeEmitter.local(attr.id)] = "long long" if kind.base == "int" else "bint"
 
     def subscript(self, node) -> str | None:
         text = super().subscript(node)
@@ -108,11 +110,20 @@ class CythonTypeEmitter(TypeEmitter):
         return "(<long long>_p" + text[len("buf"):] + ")"  # shifted in 64 bits, as Python would
 
     def read_user(self, a: Attribute, ref: UserRef, local: str, io: str, pos: str) -> None:
-        if not (ref.target.scalar and io == "io" and pos == "pos" and self.pointer):
+        if not (io == "io" and pos == "pos" and self.pointer):
             super().read_user(a, ref, local, io, pos)
             return
         args = "".join(f", {self.expr(arg)}" for arg in ref.args)
         parent = "self" if self.mode == OBJECT else "None"
+        if not ref.target.scalar:  # the type's cdef reader, called with the position's address
+            if self.plan.steps_over(a, ref):
+                self.emit(f"pos = {self.c_function(ref.target, 'skip')}(io, pos, None, root{args})")
+                self.emit(f"{local} = None")
+            elif ref.target.used_as_columns:
+                super().read_user(a, ref, local, io, pos)
+            else:
+                self.emit(f"{local} = {self.c_function(ref.target, 'read')}(io, &pos, {parent}, root{args})")
+            return
         if self.row_field(a) and not a.repeat and span_field(ref.target) is not None:
             # a row's scalar goes into its column as it is read; the value is made only for
             # the checks and expressions that read it
@@ -129,7 +140,7 @@ class CythonTypeEmitter(TypeEmitter):
             super().field(a)
             return
         # a conditional scalar of a row: pushed when present, a null row when not
-        local = local_name(a.id)
+        local = TypeEmitter.local(a.id)
         self.comment(a)
         self.hoist([a])
         self.block(f"if {self.expr(a.cond)}:")
@@ -148,11 +159,17 @@ class CythonTypeEmitter(TypeEmitter):
 
     def scalar_function(self, target: TypeSpec, kind: str = "read") -> str:
         """The cdef reader of a scalar type (`c_read_<id>` returns the value, `c_push_<id>`
-        appends it to a ScalarColumns); one of another module is cimported from its .pxd."""
+        appends it to a ScalarColumns)."""
+        return self.c_function(target, kind)
+
+    def c_function(self, target: TypeSpec, kind: str) -> str:
+        """A type's cdef function (`c_read_<id>`, `c_skip_<id>`, `c_push_<id>`); one of another
+        module is cimported from its .pxd, under the module's name."""
         name = f"c_{kind}_{target.id}"
-        if target.module != self.t.module:
-            self.cimports.add((target.module, name))
-        return name
+        if target.module == self.t.module:
+            return name
+        self.cimports.add((target.module, name))
+        return f"{target.module}__{name}"
 
     def store(self, a: Attribute, local: str) -> None:
         if a.id not in self.pushed:
@@ -173,11 +190,11 @@ class CythonTypeEmitter(TypeEmitter):
         """How a repeat goes into a ScalarColumns: "scalar" (elements of a scalar type, pushed by
         its c_push_<id>), "ints" (integers), None (a list, as in the Python output)."""
         if a.repeat not in ("expr", "eos") or a.columns or a.size is not None or a.size_eos \
-                or a.contents is not None or a.valid is not None or not self.pointer or self.skipping(a):
+                or a.contents is not None or a.valid is not None or not self.pointer or self.plan.skipping(a):
             return None
         ref = a.type
         # a loop to the end needs elements that take bytes (else the Python output checks each)
-        sized = a.repeat == "expr" or self.element_min_size(a) > 0
+        sized = a.repeat == "expr" or element_min_size(a) > 0
         if isinstance(ref, UserRef) and ref.target.scalar and span_field(ref.target) is not None and sized:
             return "scalar"
         return "ints" if int_column(ref) and sized else None
@@ -193,7 +210,7 @@ class CythonTypeEmitter(TypeEmitter):
             self.check_count(a, count)
         # a row's list of scalars goes straight into the RaggedColumns of the field, unless
         # some expression of the row reads it
-        ragged = self.row_field(a) and not self.uses.get(a.id)
+        ragged = self.row_field(a) and not self.plan.uses.get(a.id)
         target = f"{local}_values" if ragged else local
         self.emit(f"{target} = {a.id}_column.values" if ragged else f"{local} = ScalarColumns(buf)")
         self.block(f"for {local}_index in range({count}):" if a.repeat == "expr" else "while pos < end:")
@@ -247,9 +264,11 @@ class NativeModuleRenderer(render.ModuleRenderer):
     def __init__(self, builder, root: TypeSpec, skipped: set[int]):
         super().__init__(builder, root, skipped)
         self.cimports: set[tuple[str, str]] = set()
+        self.views: list[render.TypeView] = []
 
     def type_view(self, t: TypeSpec) -> render.TypeView:
         view = super().type_view(t)
+        self.views.append(view)
         view.span = span_field(t) if t.scalar else None
         if view.span is not None:  # c_push_<id>: the same reader, its value pushed into columns
             push = self.emitter(self.builder, t, SCALAR)
@@ -273,24 +292,19 @@ class NativeModuleRenderer(render.ModuleRenderer):
         return {"cimports": sorted(self.cimports)}
 
 
-def scalar_types(root: TypeSpec) -> list[TypeSpec]:
-    return [t for t in root.walk() if t.scalar]
-
-
 def render_native(builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     """Every file of generated/native/, keyed by its path relative to it."""
-    env = render._environment()
+    env = render.environment()
     env.tests["pointer"] = uses_pointer
     env.filters["hold_buffer"] = hold_buffer
-    env.filters["cparams"] = lambda t: "".join(f", {local_name(p.id)}" for p in t.params)
-    skipped = render.skipped_types(roots)
+    env.filters["dedent"] = lambda lines: [line[4:] if line.startswith("    ") else line for line in lines]
+    env.tests["positional"] = lambda lines: any(re.search(r"\bpos\b", line) for line in lines)
+    skipped = skipped_types(roots)
     files = {}
     for name, root in roots.items():
-        files[f"{name}.pyx"] = NativeModuleRenderer(builder, root, skipped).render(env)
-        scalars = scalar_types(root)
-        if scalars:
-            files[f"{name}.pxd"] = env.get_template("native/module.pxd.j2").render(
-                types=scalars, pushed={t.id for t in scalars if span_field(t) is not None})
+        renderer = NativeModuleRenderer(builder, root, skipped)
+        files[f"{name}.pyx"] = renderer.render(env)
+        files[f"{name}.pxd"] = env.get_template("native/module.pxd.j2").render(types=renderer.views)
     for piece in ("_readers.pxd", "_columns.pxd", "_columns.pyx"):
         files[piece] = env.get_template(f"native/{piece}").render()
     files["__init__.py"] = env.get_template("native/package.py.j2").render(modules=sorted(roots))

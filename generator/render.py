@@ -1,4 +1,5 @@
-"""Rendering: the resolved model, through the jinja2 templates, to Python modules and docs."""
+"""Rendering: the resolved model, through the Python emitter and the jinja2 templates, to Python
+modules and docs."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from pathlib import Path
 
 import jinja2
 
-from . import emit
-from .model import Attribute, Builder, Switch, TypeSpec, UserRef
+from .emit_python import TypeEmitter
+from .model import Attribute, Builder, TypeSpec
+from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, skipped_types
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The jinja2 environment the templates render in (the modules', the docs', a renderer's own)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
         trim_blocks=True,
@@ -21,7 +24,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters["local"] = emit.local_name
+    env.filters["local"] = TypeEmitter.local
     env.filters["cell"] = lambda text: " ".join(str(text).split()).replace("|", "\\|")
     return env
 
@@ -64,25 +67,10 @@ class TypeView:
     properties: list[PropertyView] = field(default_factory=list)
 
 
-def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
-    """Types that some lazy field may step over: they get a `_skip` reader."""
-    pending = [a.type for root in roots.values() for t in root.walk() for a in t.seq
-               if a.raw.get("-rdbspec-lazy")]
-    found: dict[int, TypeSpec] = {}
-    while pending:
-        ref = pending.pop()
-        if isinstance(ref, Switch):
-            pending += [r for _, r in ref.cases] + [ref.default]
-        elif isinstance(ref, UserRef) and not ref.target.scalar and id(ref.target) not in found:
-            if emit.uses_parent(ref.target):
-                continue
-            found[id(ref.target)] = ref.target
-            pending += [a.type for a in ref.target.seq]
-    return set(found)
-
-
 class ModuleRenderer:
-    emitter = emit.TypeEmitter  # the target's emitter (the native target subclasses both)
+    """One spec's Python module: each type's plan rendered by `emitter` into `template`."""
+
+    emitter = TypeEmitter
     template = "module.py.j2"
 
     def __init__(self, builder: Builder, root: TypeSpec, skipped: set[int]):
@@ -92,7 +80,7 @@ class ModuleRenderer:
         self.imports: set[str] = set()
         self.unpackers: set[str] = set()
 
-    def collect(self, emitter: emit.TypeEmitter, lines: list[str], prologue: bool = True) -> list[str]:
+    def collect(self, emitter: TypeEmitter, lines: list[str], prologue: bool = True) -> list[str]:
         """Keeps what a function needs at module level; puts its local bindings first."""
         self.imports |= emitter.modules
         self.unpackers |= emitter.unpackers
@@ -105,44 +93,44 @@ class ModuleRenderer:
             class_name=t.class_name,
             docstring=_docstring(t.doc, t.doc_ref, f"The {t.id} structure."),
             params=params,
-            param_args="".join(f", {emit.local_name(p)}" for p in params),
-            param_names="".join(f", {emit.local_name(p)}" for p in params),
+            param_args="".join(f", {self.emitter.local(p)}" for p in params),
+            param_names="".join(f", {self.emitter.local(p)}" for p in params),
         )
         if t.scalar:
-            emitter = self.emitter(self.builder, t, emit.SCALAR)
+            emitter = self.emitter(self.builder, t, SCALAR)
             lines = emitter.body()
             view.scalar_result = emitter.scalar_result()  # may add the instances it needs
             view.body = self.collect(emitter, lines)
             view.scalar = t.scalar
             return view
-        emitter = self.emitter(self.builder, t, emit.OBJECT)
+        emitter = self.emitter(self.builder, t, OBJECT)
         view.body = self.collect(emitter, emitter.body())
         view.fields = [a.id for a in t.seq]
-        lazy = [a for a in t.seq if a.raw.get("-rdbspec-lazy")]
-        storage = {inst.id: emitter.storage(inst) for inst in t.instances}
+        lazy = [a for a in t.seq if is_lazy(a)]
+        storage = {inst.id: emitter.plan.storage(inst) for inst in t.instances}
         view.slots = ["_parent", "_root", "_io"] + params + [a.id for a in t.seq if a not in lazy]
         view.slots += [inst.id for inst in t.instances if storage[inst.id] == "field"]
         cached = [inst for inst in t.instances if storage[inst.id] == "cached"]
         view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in cached]
         for a in lazy:
-            prop = self.emitter(self.builder, t, emit.OBJECT)
+            prop = self.emitter(self.builder, t, OBJECT)
             body = self.collect(prop, prop.lazy_body(a))
             doc = _docstring(a.doc, a.doc_ref, a.id) + "\n\nRead from the bytes on every access; not kept."
             view.properties.append(PropertyView(a.id, doc, body, cached=False))
         if id(t) in self.skipped:
-            skip = self.emitter(self.builder, t, emit.SKIP)
+            skip = self.emitter(self.builder, t, SKIP)
             view.skip_body = self.collect(skip, skip.body())
         if t.streamed:
             view.streamed = t.streamed
             view.slots.append("_stream_pos")
             view.stream_body = self.stream_body(t)
         if t.used_as_columns:
-            rows = self.emitter(self.builder, t, emit.ROWS)
+            rows = self.emitter(self.builder, t, ROWS)
             rows.out.depth = 3
             view.rows_body = self.collect(rows, rows.body(), prologue=False)
             view.rows_prologue = rows.prologue()
         for inst in (i for i in t.instances if storage[i.id] != "field"):
-            prop = self.emitter(self.builder, t, emit.OBJECT)
+            prop = self.emitter(self.builder, t, OBJECT)
             body = prop.property_body(inst)
             self.collect(prop, body)
             view.properties.append(PropertyView(inst.id, _docstring(inst.doc, inst.doc_ref, inst.id), body,
@@ -151,11 +139,9 @@ class ModuleRenderer:
 
     def stream_body(self, t: TypeSpec) -> list[str]:
         """The iterator over the streamed field, then the fields that follow it."""
-        emitter = self.emitter(self.builder, t, emit.OBJECT)
-        index = next(i for i, a in enumerate(t.seq) if a.id == t.streamed)
-        streamed: Attribute = t.seq[index]
-        lines = emitter.stream_loop(streamed)
-        emitter.fields(t.seq[index + 1:])
+        emitter = self.emitter(self.builder, t, OBJECT)
+        lines = emitter.stream_loop(t.seq[emitter.plan.streamed_index()])
+        emitter.fields(emitter.plan.fields_after_stream())
         return self.collect(emitter, lines)
 
     def render(self, env: jinja2.Environment) -> str:
@@ -178,7 +164,7 @@ class ModuleRenderer:
 
 def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     """Every generated file, keyed by its path relative to generated/."""
-    env = _environment()
+    env = environment()
     skipped = skipped_types(roots)
     files = {f"{name}.py": ModuleRenderer(builder, root, skipped).render(env) for name, root in roots.items()}
     files["_runtime.py"] = env.get_template("runtime.py.j2").render()
@@ -188,7 +174,7 @@ def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
 
 def render_docs(roots: dict[str, TypeSpec]) -> dict[str, str]:
     """The spec reference, `docs/spec/<spec>.md`, keyed by file name."""
-    env = _environment()
+    env = environment()
     template = env.get_template("spec.md.j2")
     return {f"{name}.md": template.render(root=root, types=list(root.walk()), describe=describe)
             for name, root in roots.items()}

@@ -12,9 +12,11 @@ import lzf
 import pytest
 
 from generator import expressions as ex
+from generator.emit_python import TypeEmitter
 from generator.load import SpecError, load_tree
-from generator.model import Builder
-from generator.render import render_all
+from generator.model import Attribute, Builder
+from generator.plan import OBJECT, ROWS, SCALAR, SKIP, Chain, Check, MessageValue, Read, TypePlan, skipped_types
+from generator.render import ModuleRenderer, environment, render_all
 
 
 def py(text: str, names: dict[str, str] | None = None) -> str:
@@ -354,6 +356,88 @@ def test_proven_code_reads_the_same_values_and_errors(tagged) -> None:
     with pytest.raises(errors.TruncatedError) as err:
         tagged.Tagged.from_bytes(bytes([0xC5, 1, 2]))
     assert err.value.offset == 1 and err.value.spec_path == "tagged:entry.text"
+
+
+def test_the_plan_of_a_type_says_what_is_read_and_checked(tmp_path: Path) -> None:
+    """The decisions behind the code above, as the target-neutral plan holds them: the steps
+    (a chain entered only from 0x80), the checks with their messages, the field read in place
+    and the instance computed where its guard needs it."""
+    write_spec(tmp_path, "tagged", TAGGED)
+    builder = Builder(load_tree(tmp_path))
+    entry = next(t for t in builder.build()["tagged"].walk() if t.id == "entry")
+    plan = TypePlan(builder, entry, SCALAR)
+    tag, small, wide, text, check = entry.seq
+    steps = plan.steps(plan.read_fields())
+    assert [type(step) for step in steps] == [Read, Chain, Read]
+    assert steps[0].attr is tag and steps[2].attr is check
+    assert steps[1].attrs == (small, wide, text) and steps[1].bound == (ex.Name("tag"), 0x80)
+    assert [cond for cond, _ in steps[1].branches] == [small.cond, wide.cond, text.cond]
+    assert plan.checks(tag) == [Check("expr", (ex.parse("_ < 0xf0"),), tag.raw["-rdbspec-message"])]
+    assert list(plan.message(tag, plan.checks(tag)[0], lambda name: False)) == [
+        "expected a tag below 0xf0, found ", MessageValue(ex.Name("_"), "#04x")]
+    assert plan.read_in_place(check) and not plan.read_in_place(text)
+    assert plan.in_place(entry.attribute("value").value, lambda name: False) == ["signed"]
+
+
+class _CallingReaders(TypeEmitter):
+    """Another emitter of the same plan: numbers are read by calling a reader."""
+
+    def read_primitive(self, a: Attribute, ref, local: str) -> None:
+        self.emit(f"{local}, pos = read_{ref.name}(buf, pos, end)")
+
+
+class _CallingRenderer(ModuleRenderer):
+    emitter = _CallingReaders
+
+
+def test_an_emitter_subclass_renders_the_same_plan_its_own_way(tmp_path: Path) -> None:
+    """What a second target does: override how one construct reads; every decision (the chain
+    and its bound, the check, the field read in place) stays the plan's."""
+    write_spec(tmp_path, "tagged", TAGGED)
+    builder = Builder(load_tree(tmp_path))
+    roots = builder.build()
+    source = _CallingRenderer(builder, roots["tagged"], skipped_types(roots)).render(environment())
+    reader = source[source.index("def read_entry"):]
+    assert "tag, pos = read_u1(buf, pos, end)" in reader and "wide, pos = read_u2(buf, pos, end)" in reader
+    assert "unpack_" not in reader and "buf[pos]" not in reader
+    assert "if tag >= 128:" in reader and "elif (tag == 192):" in reader and "buf[check_pos + 1]" in reader
+
+
+def _leaves(record: object):
+    if isinstance(record, (Read, Chain, Check, MessageValue)):
+        for name in record.__dataclass_fields__:
+            yield from _leaves(getattr(record, name))
+    elif isinstance(record, tuple):
+        for item in record:
+            yield from _leaves(item)
+    else:
+        yield record
+
+
+def test_a_plan_holds_no_target_text() -> None:
+    """What every emitter walks is made of model objects, expression trees, names and numbers,
+    in every type of the specs and every reading mode; its only words are the spec's own (a
+    rule's name, a check's message)."""
+    repo = Path(__file__).resolve().parents[1]
+    builder = Builder(load_tree(repo / "spec"))
+    types = [t for root in builder.build().values() for t in root.walk()]
+    checked = 0
+    for t in types:
+        for mode in (OBJECT, SCALAR, ROWS, SKIP):
+            plan = TypePlan(builder, t, mode)
+            for step in plan.steps(plan.read_fields()):
+                leaves = list(_leaves(step))
+                assert all(leaf is None or isinstance(leaf, (Attribute, ex.Node, int)) for leaf in leaves), t.spec_path
+            assert {plan.storage(inst) for inst in t.instances} <= {"field", "computed", "cached"}
+            for a in t.seq:
+                for check in plan.checks(a):
+                    template = " ".join(check.template.split())
+                    assert check.kind in plan.rules(a) and all(isinstance(n, ex.Node) for n in check.operands)
+                    assert check.template == a.raw.get("-rdbspec-message", check.template)
+                    for part in plan.message(a, check, lambda name: True):
+                        assert part in template if isinstance(part, str) else isinstance(part.node, ex.Node)
+                    checked += 1
+    assert checked > 50  # the specs' checks were all seen
 
 
 WARNED = """

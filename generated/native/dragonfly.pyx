@@ -9,24 +9,32 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Dragonfly:
+cdef class Dragonfly:
     """Dragonfly extensions (notes §4.3, §2.2, §9). The root type is empty. Compressed blobs
     (0xC9/0xCA) and tagged chunks (0xE0) are exposed as raw envelopes; decompression and
     chunk reassembly belong to application code.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -36,25 +44,38 @@ class Dragonfly:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-
-        return self, pos
+        obj = c_read_dragonfly(io, &pos, parent, root)
+        return obj, pos
 
 
-class DfHashWithExpiry:
+cdef object c_read_dragonfly(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one dragonfly at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Dragonfly self = Dragonfly.__new__(Dragonfly)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
+
+
+cdef class DfHashWithExpiry:
     """HASH_WITH_EXPIRY (type 31) - `len n`, then n × (field, value, ttl string); the ttl string
     holds seconds since 2023-02-01 00:00:00 UTC (1675209600), or -1 for none.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -64,57 +85,76 @@ class DfHashWithExpiry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The fields.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = DfHashEntry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_df_hash_with_expiry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_hash_with_expiry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The fields.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = DfHashEntry._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
-
-        return pos
+        return c_skip_df_hash_with_expiry(io, pos, parent, root)
 
 
-class DfHashEntry:
+cdef object c_read_df_hash_with_expiry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_hash_with_expiry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfHashWithExpiry self = DfHashWithExpiry.__new__(DfHashWithExpiry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The fields.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_df_hash_entry(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_hash_with_expiry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The fields.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_df_hash_entry(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
+
+
+cdef class DfHashEntry:
     """One field of a Dragonfly HASH_WITH_EXPIRY.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "field", "value", "ttl", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field
+    cdef public object value
+    cdef public object ttl
+    __slots__ = ("_parent", "_root", "_io", "field", "value", "ttl", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -124,52 +164,70 @@ class DfHashEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-        # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
-        ttl, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.ttl = ttl
-
-        return self, pos
+        obj = c_read_df_hash_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_hash_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
-        # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        ttl = None
-
-        return pos
+        return c_skip_df_hash_entry(io, pos, parent, root)
 
 
-class DfSetWithExpiry:
+cdef object c_read_df_hash_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_hash_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfHashEntry self = DfHashEntry.__new__(DfHashEntry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+    # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
+    ttl = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.ttl = ttl
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_hash_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_hash_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    value = None
+    # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    ttl = None
+
+    return pos
+
+
+cdef class DfSetWithExpiry:
     """SET_WITH_EXPIRY (type 32) - `len n`, then n × (member, ttl string) as in type 31.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_members
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -179,57 +237,75 @@ class DfSetWithExpiry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_members: Number of members.
-        num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_members = num_members
-        # entries: The members.
-        entries_count = num_members.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = DfSetEntry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_df_set_with_expiry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_set_with_expiry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_members: Number of members.
-        num_members, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The members.
-        entries_count = num_members.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = DfSetEntry._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
-
-        return pos
+        return c_skip_df_set_with_expiry(io, pos, parent, root)
 
 
-class DfSetEntry:
+cdef object c_read_df_set_with_expiry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_set_with_expiry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfSetWithExpiry self = DfSetWithExpiry.__new__(DfSetWithExpiry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_members: Number of members.
+    num_members = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_members = num_members
+    # entries: The members.
+    entries_count = num_members.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_df_set_entry(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_set_with_expiry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_set_with_expiry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_members: Number of members.
+    num_members = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The members.
+    entries_count = num_members.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_df_set_entry(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
+
+
+cdef class DfSetEntry:
     """One member of a Dragonfly SET_WITH_EXPIRY.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    __slots__ = ("_parent", "_root", "_io", "member", "ttl", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object member
+    cdef public object ttl
+    __slots__ = ("_parent", "_root", "_io", "member", "ttl", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -239,47 +315,71 @@ class DfSetEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # member: The member.
-        member, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.member = member
-        # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
-        ttl, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.ttl = ttl
-
-        return self, pos
+        obj = c_read_df_set_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_set_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # member: The member.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        member = None
-        # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        ttl = None
-
-        return pos
+        return c_skip_df_set_entry(io, pos, parent, root)
 
 
-class DfSbf:
+cdef object c_read_df_set_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_set_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfSetEntry self = DfSetEntry.__new__(DfSetEntry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # member: The member.
+    member = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.member = member
+    # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
+    ttl = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.ttl = ttl
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_set_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_set_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # member: The member.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    member = None
+    # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    ttl = None
+
+    return pos
+
+
+cdef class DfSbf:
     """SBF (type 33, scalable bloom filter) - options, grow factor, fp probability, sizes,
     then per filter `len hash_cnt` and the filter bits as one string (SaveString).
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object options
+    cdef public object grow_factor
+    cdef public object fp_prob
+    cdef public object prev_size
+    cdef public object current_size
+    cdef public object max_capacity
+    cdef public object num_filters
+    cdef public object filters
+    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -289,109 +389,127 @@ class DfSbf:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # options: Options, always 0.
-            options, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.options = options
-            # grow_factor: Growth factor.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
-            grow_factor = rd_f8le(_p, pos)
-            pos += 8
-            self.grow_factor = grow_factor
-            # fp_prob: False-positive probability.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
-            fp_prob = rd_f8le(_p, pos)
-            pos += 8
-            self.fp_prob = fp_prob
-            # prev_size: Previous size.
-            prev_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.prev_size = prev_size
-            # current_size: Current size.
-            current_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.current_size = current_size
-            # max_capacity: Maximum capacity.
-            max_capacity, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.max_capacity = max_capacity
-            # num_filters: Number of filters.
-            num_filters, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.num_filters = num_filters
-            # filters: The filters.
-            filters_count = num_filters.value
-            if filters_count < 0 or filters_count > (end - pos) // 2:
-                raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-            filters = []
-            for filters_index in range(filters_count):
-                filters_item, pos = DfSbfFilter._read(io, pos, self, root)
-                filters.append(filters_item)
-            self.filters = filters
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_df_sbf(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_df_sbf(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_df_sbf(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef DfSbf self = DfSbf.__new__(DfSbf)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # options: Options, always 0.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        options = None
+        options = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.options = options
         # grow_factor: Growth factor.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
-        grow_factor = None
+        grow_factor = rd_f8le(_p, pos)
         pos += 8
+        self.grow_factor = grow_factor
         # fp_prob: False-positive probability.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
-        fp_prob = None
+        fp_prob = rd_f8le(_p, pos)
         pos += 8
+        self.fp_prob = fp_prob
         # prev_size: Previous size.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        prev_size = None
+        prev_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.prev_size = prev_size
         # current_size: Current size.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        current_size = None
+        current_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.current_size = current_size
         # max_capacity: Maximum capacity.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        max_capacity = None
+        max_capacity = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.max_capacity = max_capacity
         # num_filters: Number of filters.
-        num_filters, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        num_filters = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.num_filters = num_filters
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
             raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
         filters = []
         for filters_index in range(filters_count):
-            pos = DfSbfFilter._skip(io, pos, None, root)
-            filters_item = None
+            filters_item = c_read_df_sbf_filter(io, &pos, self, root)
             filters.append(filters_item)
+        self.filters = filters
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class DfSbfFilter:
+cdef Py_ssize_t c_skip_df_sbf(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # options: Options, always 0.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    options = None
+    # grow_factor: Growth factor.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
+    grow_factor = None
+    pos += 8
+    # fp_prob: False-positive probability.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
+    fp_prob = None
+    pos += 8
+    # prev_size: Previous size.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    prev_size = None
+    # current_size: Current size.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    current_size = None
+    # max_capacity: Maximum capacity.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    max_capacity = None
+    # num_filters: Number of filters.
+    num_filters = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # filters: The filters.
+    filters_count = num_filters.value
+    if filters_count < 0 or filters_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+    filters = []
+    for filters_index in range(filters_count):
+        pos = c_skip_df_sbf_filter(io, pos, None, root)
+        filters_item = None
+        filters.append(filters_item)
+
+    return pos
+
+
+cdef class DfSbfFilter:
     """One bloom filter of a type-33 SBF.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "blob", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object hash_cnt
+    cdef public object blob
+    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "blob", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -401,46 +519,70 @@ class DfSbfFilter:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # hash_cnt: Number of hash functions.
-        hash_cnt, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.hash_cnt = hash_cnt
-        # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
-        blob, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.blob = blob
-
-        return self, pos
+        obj = c_read_df_sbf_filter(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf_filter without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # hash_cnt: Number of hash functions.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        hash_cnt = None
-        # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        blob = None
-
-        return pos
+        return c_skip_df_sbf_filter(io, pos, parent, root)
 
 
-class DfSbf2:
+cdef object c_read_df_sbf_filter(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf_filter at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfSbfFilter self = DfSbfFilter.__new__(DfSbfFilter)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # hash_cnt: Number of hash functions.
+    hash_cnt = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.hash_cnt = hash_cnt
+    # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
+    blob = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.blob = blob
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_sbf_filter(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf_filter at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # hash_cnt: Number of hash functions.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    hash_cnt = None
+    # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    blob = None
+
+    return pos
+
+
+cdef class DfSbf2:
     """SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and SaveString chunks.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object options
+    cdef public object grow_factor
+    cdef public object fp_prob
+    cdef public object prev_size
+    cdef public object current_size
+    cdef public object max_capacity
+    cdef public object num_filters
+    cdef public object filters
+    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -450,109 +592,128 @@ class DfSbf2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # options: Options, always 0.
-            options, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.options = options
-            # grow_factor: Growth factor.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
-            grow_factor = rd_f8le(_p, pos)
-            pos += 8
-            self.grow_factor = grow_factor
-            # fp_prob: False-positive probability.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
-            fp_prob = rd_f8le(_p, pos)
-            pos += 8
-            self.fp_prob = fp_prob
-            # prev_size: Previous size.
-            prev_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.prev_size = prev_size
-            # current_size: Current size.
-            current_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.current_size = current_size
-            # max_capacity: Maximum capacity.
-            max_capacity, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.max_capacity = max_capacity
-            # num_filters: Number of filters.
-            num_filters, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.num_filters = num_filters
-            # filters: The filters.
-            filters_count = num_filters.value
-            if filters_count < 0 or filters_count > (end - pos) // 2:
-                raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-            filters = []
-            for filters_index in range(filters_count):
-                filters_item, pos = DfSbf2Filter._read(io, pos, self, root)
-                filters.append(filters_item)
-            self.filters = filters
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_df_sbf2(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf2 without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_df_sbf2(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_df_sbf2(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef DfSbf2 self = DfSbf2.__new__(DfSbf2)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # options: Options, always 0.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        options = None
+        options = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.options = options
         # grow_factor: Growth factor.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
-        grow_factor = None
+        grow_factor = rd_f8le(_p, pos)
         pos += 8
+        self.grow_factor = grow_factor
         # fp_prob: False-positive probability.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
-        fp_prob = None
+        fp_prob = rd_f8le(_p, pos)
         pos += 8
+        self.fp_prob = fp_prob
         # prev_size: Previous size.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        prev_size = None
+        prev_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.prev_size = prev_size
         # current_size: Current size.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        current_size = None
+        current_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.current_size = current_size
         # max_capacity: Maximum capacity.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        max_capacity = None
+        max_capacity = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.max_capacity = max_capacity
         # num_filters: Number of filters.
-        num_filters, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        num_filters = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.num_filters = num_filters
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
             raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
         filters = []
         for filters_index in range(filters_count):
-            pos = DfSbf2Filter._skip(io, pos, None, root)
-            filters_item = None
+            filters_item = c_read_df_sbf2_filter(io, &pos, self, root)
             filters.append(filters_item)
+        self.filters = filters
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class DfSbf2Filter:
+cdef Py_ssize_t c_skip_df_sbf2(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf2 at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # options: Options, always 0.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    options = None
+    # grow_factor: Growth factor.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
+    grow_factor = None
+    pos += 8
+    # fp_prob: False-positive probability.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
+    fp_prob = None
+    pos += 8
+    # prev_size: Previous size.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    prev_size = None
+    # current_size: Current size.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    current_size = None
+    # max_capacity: Maximum capacity.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    max_capacity = None
+    # num_filters: Number of filters.
+    num_filters = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # filters: The filters.
+    filters_count = num_filters.value
+    if filters_count < 0 or filters_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+    filters = []
+    for filters_index in range(filters_count):
+        pos = c_skip_df_sbf2_filter(io, pos, None, root)
+        filters_item = None
+        filters.append(filters_item)
+
+    return pos
+
+
+cdef class DfSbf2Filter:
     """One chunked bloom filter of a type-34 SBF2.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "total_size", "chunks", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object hash_cnt
+    cdef public object total_size
+    cdef public object chunks
+    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "total_size", "chunks", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -562,54 +723,67 @@ class DfSbf2Filter:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # hash_cnt: Number of hash functions.
-        hash_cnt, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.hash_cnt = hash_cnt
-        # total_size: Total size of the filter bits.
-        total_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.total_size = total_size
-        # chunks: The filter bits, in chunks.
-        total_size_value = total_size.value
-        if (total_size_value > 0):
-            chunks, pos = DfChunkList._read(io, pos, self, root, total_size_value)
-        else:
-            chunks = None
-        self.chunks = chunks
-
-        return self, pos
+        obj = c_read_df_sbf2_filter(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf2_filter without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # hash_cnt: Number of hash functions.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        hash_cnt = None
-        # total_size: Total size of the filter bits.
-        total_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # chunks: The filter bits, in chunks.
-        total_size_value = total_size.value
-        if (total_size_value > 0):
-            pos = DfChunkList._skip(io, pos, None, root, total_size_value)
-            chunks = None
-        else:
-            chunks = None
-
-        return pos
+        return c_skip_df_sbf2_filter(io, pos, parent, root)
 
 
-class DfChunkList:
+cdef object c_read_df_sbf2_filter(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf2_filter at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfSbf2Filter self = DfSbf2Filter.__new__(DfSbf2Filter)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # hash_cnt: Number of hash functions.
+    hash_cnt = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.hash_cnt = hash_cnt
+    # total_size: Total size of the filter bits.
+    total_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.total_size = total_size
+    # chunks: The filter bits, in chunks.
+    total_size_value = total_size.value
+    if (total_size_value > 0):
+        chunks = c_read_df_chunk_list(io, &pos, self, root, total_size_value)
+    else:
+        chunks = None
+    self.chunks = chunks
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_sbf2_filter(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf2_filter at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # hash_cnt: Number of hash functions.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    hash_cnt = None
+    # total_size: Total size of the filter bits.
+    total_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # chunks: The filter bits, in chunks.
+    total_size_value = total_size.value
+    if (total_size_value > 0):
+        pos = c_skip_df_chunk_list(io, pos, None, root, total_size_value)
+        chunks = None
+    else:
+        chunks = None
+
+    return pos
+
+
+cdef class DfChunkList:
     """A run of chunks that together hold `total` bytes (SBF2 filters from SaveSBFObject, cuckoo
     tables from SaveCuckooFilterObject), read one after the other until none remain: each
     chunk is told the bytes still to be read by the one before it (a loop, not a chain of
@@ -617,7 +791,12 @@ class DfChunkList:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "total", "chunks", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object total
+    cdef public object chunks
+    __slots__ = ("_parent", "_root", "_io", "total", "chunks", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, total):
@@ -627,49 +806,62 @@ class DfChunkList:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, total):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.total = total
-        buf = io.buf
-        end = io.end
-        # chunks: The chunks, in order.
-        chunks = []
-        chunks_index = 0
-        while True:
-            chunks_item, pos = DfChunk._read(io, pos, self, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
-            chunks.append(chunks_item)
-            if (chunks_item.rest == 0):
-                break
-            chunks_index += 1
-        self.chunks = chunks
-
-        return self, pos
+        obj = c_read_df_chunk_list(io, &pos, parent, root, total)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, total):
         """Steps over one df_chunk_list without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # chunks: The chunks, in order.
-        chunks = []
-        chunks_index = 0
-        while True:
-            chunks_item, pos = DfChunk._read(io, pos, None, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
-            chunks.append(chunks_item)
-            if (chunks_item.rest == 0):
-                break
-            chunks_index += 1
-
-        return pos
+        return c_skip_df_chunk_list(io, pos, parent, root, total)
 
 
-class DfChunk:
+cdef object c_read_df_chunk_list(object io, Py_ssize_t* _at, object parent, object root, total):
+    """Reads one df_chunk_list at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfChunkList self = DfChunkList.__new__(DfChunkList)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.total = total
+    buf = io.buf
+    end = io.end
+    # chunks: The chunks, in order.
+    chunks = []
+    chunks_index = 0
+    while True:
+        chunks_item = c_read_df_chunk(io, &pos, self, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
+        chunks.append(chunks_item)
+        if (chunks_item.rest == 0):
+            break
+        chunks_index += 1
+    self.chunks = chunks
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_chunk_list(object io, Py_ssize_t pos, object parent, object root, total) except -1:
+    """Steps over one df_chunk_list at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # chunks: The chunks, in order.
+    chunks = []
+    chunks_index = 0
+    while True:
+        chunks_item = c_read_df_chunk(io, &pos, None, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
+        chunks.append(chunks_item)
+        if (chunks_item.rest == 0):
+            break
+        chunks_index += 1
+
+    return pos
+
+
+cdef class DfChunk:
     """One chunk of a `df_chunk_list`. Each chunk is written with SaveString, so it is an RDB
     string: plain, integer-encoded (a chunk of at most 11 bytes that is a canonical decimal
     number) or LZF-compressed (SINGLE_ENTRY compression, chunks over 20 bytes); it counts
@@ -677,7 +869,18 @@ class DfChunk:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "remaining", "data", "_m_data_len", "_m_rest", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object remaining
+    cdef public object data
+    cdef public object _m_data_len
+    cdef public object _m_rest
+    __slots__ = ("_parent", "_root", "_io", "remaining", "data", "_m_data_len", "_m_rest", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_data_len = _UNSET
+        self._m_rest = _UNSET
 
     @classmethod
     def from_bytes(cls, data, remaining):
@@ -687,57 +890,20 @@ class DfChunk:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, remaining):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.remaining = remaining
-        buf = io.buf
-        end = io.end
-        # data: The chunk, non-empty and at most the bytes remaining once decoded.
-        data_pos = pos
-        data, pos = rdb_string.RdbString._read(io, pos, self, root)
-        data_len = (data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value))
-        self._m_data_len = data_len
-        try:
-            data_ok = ((data_len > 0) and (data_len <= remaining))
-        except (TypeError, ValueError, IndexError):
-            data_ok = False
-        if not data_ok:
-            raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
-        self.data = data
-
-        return self, pos
+        obj = c_read_df_chunk(io, &pos, parent, root, remaining)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, remaining):
         """Steps over one df_chunk without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # data: The chunk, non-empty and at most the bytes remaining once decoded.
-        data_pos = pos
-        data, pos = rdb_string.RdbString._read(io, pos, None, root)
-        data_len = (data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value))
-        try:
-            data_ok = ((data_len > 0) and (data_len <= remaining))
-        except (TypeError, ValueError, IndexError):
-            data_ok = False
-        if not data_ok:
-            raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
-
-        return pos
+        return c_skip_df_chunk(io, pos, parent, root, remaining)
 
     @property
     def data_len(self):
         """Size of the chunk once decoded (the LZF output size, or the integer's decimal text length)."""
-        try:
+
+        if self._m_data_len is not _UNSET:
             return self._m_data_len
-        except AttributeError:
-            pass
         data_len = (self.data.ulen.value if self.data.is_lzf else (len(str(self.data.int_value)) if self.data.is_int else self.data.len.value))
         self._m_data_len = data_len
         return data_len
@@ -745,10 +911,9 @@ class DfChunk:
     @property
     def rest(self):
         """Bytes still to be read after this chunk (0 after the last one)."""
-        try:
+
+        if self._m_rest is not _UNSET:
             return self._m_rest
-        except AttributeError:
-            pass
         data_len = (self.data.ulen.value if self.data.is_lzf else (len(str(self.data.int_value)) if self.data.is_int else self.data.len.value))
         self._m_data_len = data_len
         rest = (self.remaining - data_len)
@@ -756,12 +921,68 @@ class DfChunk:
         return rest
 
 
-class DfCms:
+cdef object c_read_df_chunk(object io, Py_ssize_t* _at, object parent, object root, remaining):
+    """Reads one df_chunk at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfChunk self = DfChunk.__new__(DfChunk)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.remaining = remaining
+    buf = io.buf
+    end = io.end
+    # data: The chunk, non-empty and at most the bytes remaining once decoded.
+    data_pos = pos
+    data = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    data_len = (data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value))
+    self._m_data_len = data_len
+    try:
+        data_ok = ((data_len > 0) and (data_len <= remaining))
+    except (TypeError, ValueError, IndexError):
+        data_ok = False
+    if not data_ok:
+        raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
+    self.data = data
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_chunk(object io, Py_ssize_t pos, object parent, object root, remaining) except -1:
+    """Steps over one df_chunk at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # data: The chunk, non-empty and at most the bytes remaining once decoded.
+    data_pos = pos
+    data = rdb_string__c_read_rdb_string(io, &pos, None, root)
+    data_len = (data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value))
+    try:
+        data_ok = ((data_len > 0) and (data_len <= remaining))
+    except (TypeError, ValueError, IndexError):
+        data_ok = False
+    if not data_ok:
+        raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
+
+    return pos
+
+
+cdef class DfCms:
     """CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters (WriteRaw, no length).
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCMSObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "width", "depth", "total_count", "counters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object width
+    cdef public object depth
+    cdef public object total_count
+    cdef public object counters
+    __slots__ = ("_parent", "_root", "_io", "width", "depth", "total_count", "counters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -771,80 +992,105 @@ class DfCms:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # width: Sketch width.
-            width, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.width = width
-            # depth: Sketch depth.
-            depth, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.depth = depth
-            # total_count: Total count.
-            total_count, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.total_count = total_count
-            # counters: The counters, row by row.
-            counters_count = (width.value * depth.value)
-            if counters_count < 0 or counters_count > (end - pos) // 8:
-                raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-            counters = ScalarColumns(buf)
-            for counters_index in range(counters_count):
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
-                counters_item = rd_s8le(_p, pos)
-                pos += 8
-                counters.append(counters_item)
-            self.counters = counters
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_df_cms(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_cms without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_df_cms(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_df_cms(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_cms at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef DfCms self = DfCms.__new__(DfCms)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # width: Sketch width.
-        width, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        width = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.width = width
         # depth: Sketch depth.
-        depth, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        depth = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.depth = depth
         # total_count: Total count.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        total_count = None
+        total_count = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.total_count = total_count
         # counters: The counters, row by row.
         counters_count = (width.value * depth.value)
         if counters_count < 0 or counters_count > (end - pos) // 8:
             raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-        counters = []
+        counters = ScalarColumns(buf)
         for counters_index in range(counters_count):
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
-            counters_item = None
+            counters_item = rd_s8le(_p, pos)
             pos += 8
             counters.append(counters_item)
+        self.counters = counters
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class DfTopk:
+cdef Py_ssize_t c_skip_df_cms(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_cms at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # width: Sketch width.
+    width = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # depth: Sketch depth.
+    depth = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # total_count: Total count.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    total_count = None
+    # counters: The counters, row by row.
+    counters_count = (width.value * depth.value)
+    if counters_count < 0 or counters_count > (end - pos) // 8:
+        raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+    counters = []
+    for counters_index in range(counters_count):
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
+        counters_item = None
+        pos += 8
+        counters.append(counters_item)
+
+    return pos
+
+
+cdef class DfTopk:
     """TOPK (type 36) - options, k, width, depth, decay, the heap (items are SaveString strings),
     then `len` of the counter bytes and the raw u32 LE counters (WriteRaw).
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "options", "k", "width", "depth", "decay", "heap_size", "heap", "counter_bytes", "counters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object options
+    cdef public object k
+    cdef public object width
+    cdef public object depth
+    cdef public object decay
+    cdef public object heap_size
+    cdef public object heap
+    cdef public object counter_bytes
+    cdef public object counters
+    __slots__ = ("_parent", "_root", "_io", "options", "k", "width", "depth", "decay", "heap_size", "heap", "counter_bytes", "counters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -854,134 +1100,152 @@ class DfTopk:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # options: Options, always 0.
-            options, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.options = options
-            # k: Number of top items.
-            k, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.k = k
-            # width: Sketch width.
-            width, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.width = width
-            # depth: Sketch depth.
-            depth, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.depth = depth
-            # decay: Decay factor.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
-            decay = rd_f8le(_p, pos)
-            pos += 8
-            self.decay = decay
-            # heap_size: Number of heap items.
-            heap_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.heap_size = heap_size
-            # heap: The heap items.
-            heap_count = heap_size.value
-            if heap_count < 0 or heap_count > (end - pos) // 2:
-                raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
-            heap = []
-            for heap_index in range(heap_count):
-                heap_item, pos = DfTopkItem._read(io, pos, self, root)
-                heap.append(heap_item)
-            self.heap = heap
-            # counter_bytes: Size of the counter array in bytes.
-            counter_bytes_pos = pos
-            counter_bytes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            counter_bytes_value = counter_bytes.value
-            if not ((counter_bytes_value % 4) == 0):
-                raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
-            self.counter_bytes = counter_bytes
-            # counters: The counters.
-            counters_count = (counter_bytes_value // 4)
-            if counters_count < 0 or counters_count > (end - pos) // 4:
-                raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-            counters = ScalarColumns(buf)
-            for counters_index in range(counters_count):
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
-                counters_item = rd_u4le(_p, pos)
-                pos += 4
-                counters.append(counters_item)
-            self.counters = counters
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_df_topk(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_topk without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_df_topk(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_df_topk(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_topk at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef DfTopk self = DfTopk.__new__(DfTopk)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # options: Options, always 0.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        options = None
+        options = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.options = options
         # k: Number of top items.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        k = None
+        k = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.k = k
         # width: Sketch width.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        width = None
+        width = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.width = width
         # depth: Sketch depth.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        depth = None
+        depth = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.depth = depth
         # decay: Decay factor.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
-        decay = None
+        decay = rd_f8le(_p, pos)
         pos += 8
+        self.decay = decay
         # heap_size: Number of heap items.
-        heap_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        heap_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.heap_size = heap_size
         # heap: The heap items.
         heap_count = heap_size.value
         if heap_count < 0 or heap_count > (end - pos) // 2:
             raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
         heap = []
         for heap_index in range(heap_count):
-            pos = DfTopkItem._skip(io, pos, None, root)
-            heap_item = None
+            heap_item = c_read_df_topk_item(io, &pos, self, root)
             heap.append(heap_item)
+        self.heap = heap
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
-        counter_bytes, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        counter_bytes = rdb_string__c_read_rdb_len(io, &pos, self, root)
         counter_bytes_value = counter_bytes.value
         if not ((counter_bytes_value % 4) == 0):
             raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
+        self.counter_bytes = counter_bytes
         # counters: The counters.
         counters_count = (counter_bytes_value // 4)
         if counters_count < 0 or counters_count > (end - pos) // 4:
             raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-        counters = []
+        counters = ScalarColumns(buf)
         for counters_index in range(counters_count):
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
-            counters_item = None
+            counters_item = rd_u4le(_p, pos)
             pos += 4
             counters.append(counters_item)
+        self.counters = counters
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class DfTopkItem:
+cdef Py_ssize_t c_skip_df_topk(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_topk at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # options: Options, always 0.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    options = None
+    # k: Number of top items.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    k = None
+    # width: Sketch width.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    width = None
+    # depth: Sketch depth.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    depth = None
+    # decay: Decay factor.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
+    decay = None
+    pos += 8
+    # heap_size: Number of heap items.
+    heap_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # heap: The heap items.
+    heap_count = heap_size.value
+    if heap_count < 0 or heap_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
+    heap = []
+    for heap_index in range(heap_count):
+        pos = c_skip_df_topk_item(io, pos, None, root)
+        heap_item = None
+        heap.append(heap_item)
+    # counter_bytes: Size of the counter array in bytes.
+    counter_bytes_pos = pos
+    counter_bytes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    counter_bytes_value = counter_bytes.value
+    if not ((counter_bytes_value % 4) == 0):
+        raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
+    # counters: The counters.
+    counters_count = (counter_bytes_value // 4)
+    if counters_count < 0 or counters_count > (end - pos) // 4:
+        raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+    counters = []
+    for counters_index in range(counters_count):
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
+        counters_item = None
+        pos += 4
+        counters.append(counters_item)
+
+    return pos
+
+
+cdef class DfTopkItem:
     """One heap item of a TOPK.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "item", "count", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object item
+    cdef public object count
+    __slots__ = ("_parent", "_root", "_io", "item", "count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -991,46 +1255,70 @@ class DfTopkItem:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # item: The item.
-        item, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.item = item
-        # count: Its count.
-        count_, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.count = count_
-
-        return self, pos
+        obj = c_read_df_topk_item(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_topk_item without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # item: The item.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        item = None
-        # count: Its count.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        count_ = None
-
-        return pos
+        return c_skip_df_topk_item(io, pos, parent, root)
 
 
-class DfCuckoo:
+cdef object c_read_df_topk_item(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_topk_item at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfTopkItem self = DfTopkItem.__new__(DfTopkItem)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # item: The item.
+    item = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.item = item
+    # count: Its count.
+    count_ = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.count = count_
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_topk_item(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_topk_item at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # item: The item.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    item = None
+    # count: Its count.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    count_ = None
+
+    return pos
+
+
+cdef class DfCuckoo:
     """CUCKOO (type 37) - filter parameters, then per filter `len size` and SaveString chunks.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "slots_per_bucket", "max_iter", "expansion", "num_buckets", "num_items", "num_deletes", "num_filters", "filters", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object slots_per_bucket
+    cdef public object max_iter
+    cdef public object expansion
+    cdef public object num_buckets
+    cdef public object num_items
+    cdef public object num_deletes
+    cdef public object num_filters
+    cdef public object filters
+    __slots__ = ("_parent", "_root", "_io", "slots_per_bucket", "max_iter", "expansion", "num_buckets", "num_items", "num_deletes", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1040,93 +1328,111 @@ class DfCuckoo:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # slots_per_bucket: Slots per bucket.
-        slots_per_bucket, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.slots_per_bucket = slots_per_bucket
-        # max_iter: Maximum kick iterations.
-        max_iter, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.max_iter = max_iter
-        # expansion: Expansion factor.
-        expansion, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.expansion = expansion
-        # num_buckets: Number of buckets.
-        num_buckets, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_buckets = num_buckets
-        # num_items: Number of items.
-        num_items, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_items = num_items
-        # num_deletes: Number of deletes.
-        num_deletes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_deletes = num_deletes
-        # num_filters: Number of filters.
-        num_filters, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_filters = num_filters
-        # filters: The filters.
-        filters_count = num_filters.value
-        if filters_count < 0 or filters_count > end - pos:
-            raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-        filters = []
-        for filters_index in range(filters_count):
-            filters_item, pos = DfCuckooFilter._read(io, pos, self, root)
-            filters.append(filters_item)
-        self.filters = filters
-
-        return self, pos
+        obj = c_read_df_cuckoo(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_cuckoo without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # slots_per_bucket: Slots per bucket.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        slots_per_bucket = None
-        # max_iter: Maximum kick iterations.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        max_iter = None
-        # expansion: Expansion factor.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        expansion = None
-        # num_buckets: Number of buckets.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        num_buckets = None
-        # num_items: Number of items.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        num_items = None
-        # num_deletes: Number of deletes.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        num_deletes = None
-        # num_filters: Number of filters.
-        num_filters, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # filters: The filters.
-        filters_count = num_filters.value
-        if filters_count < 0 or filters_count > end - pos:
-            raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-        filters = []
-        for filters_index in range(filters_count):
-            pos = DfCuckooFilter._skip(io, pos, None, root)
-            filters_item = None
-            filters.append(filters_item)
-
-        return pos
+        return c_skip_df_cuckoo(io, pos, parent, root)
 
 
-class DfCuckooFilter:
+cdef object c_read_df_cuckoo(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_cuckoo at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfCuckoo self = DfCuckoo.__new__(DfCuckoo)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # slots_per_bucket: Slots per bucket.
+    slots_per_bucket = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.slots_per_bucket = slots_per_bucket
+    # max_iter: Maximum kick iterations.
+    max_iter = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.max_iter = max_iter
+    # expansion: Expansion factor.
+    expansion = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.expansion = expansion
+    # num_buckets: Number of buckets.
+    num_buckets = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_buckets = num_buckets
+    # num_items: Number of items.
+    num_items = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_items = num_items
+    # num_deletes: Number of deletes.
+    num_deletes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_deletes = num_deletes
+    # num_filters: Number of filters.
+    num_filters = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_filters = num_filters
+    # filters: The filters.
+    filters_count = num_filters.value
+    if filters_count < 0 or filters_count > end - pos:
+        raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+    filters = []
+    for filters_index in range(filters_count):
+        filters_item = c_read_df_cuckoo_filter(io, &pos, self, root)
+        filters.append(filters_item)
+    self.filters = filters
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_cuckoo(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_cuckoo at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # slots_per_bucket: Slots per bucket.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    slots_per_bucket = None
+    # max_iter: Maximum kick iterations.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    max_iter = None
+    # expansion: Expansion factor.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    expansion = None
+    # num_buckets: Number of buckets.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    num_buckets = None
+    # num_items: Number of items.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    num_items = None
+    # num_deletes: Number of deletes.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    num_deletes = None
+    # num_filters: Number of filters.
+    num_filters = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # filters: The filters.
+    filters_count = num_filters.value
+    if filters_count < 0 or filters_count > end - pos:
+        raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+    filters = []
+    for filters_index in range(filters_count):
+        pos = c_skip_df_cuckoo_filter(io, pos, None, root)
+        filters_item = None
+        filters.append(filters_item)
+
+    return pos
+
+
+cdef class DfCuckooFilter:
     """One cuckoo filter's table, in chunks.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "size", "chunks", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object size
+    cdef public object chunks
+    __slots__ = ("_parent", "_root", "_io", "size", "chunks", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1136,53 +1442,71 @@ class DfCuckooFilter:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # size: Size of the table in bytes.
-        size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.size = size
-        # chunks: The table bytes, in chunks.
-        size_value = size.value
-        if (size_value > 0):
-            chunks, pos = DfChunkList._read(io, pos, self, root, size_value)
-        else:
-            chunks = None
-        self.chunks = chunks
-
-        return self, pos
+        obj = c_read_df_cuckoo_filter(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_cuckoo_filter without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # size: Size of the table in bytes.
-        size, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # chunks: The table bytes, in chunks.
-        size_value = size.value
-        if (size_value > 0):
-            pos = DfChunkList._skip(io, pos, None, root, size_value)
-            chunks = None
-        else:
-            chunks = None
-
-        return pos
+        return c_skip_df_cuckoo_filter(io, pos, parent, root)
 
 
-class DfMask:
+cdef object c_read_df_cuckoo_filter(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_cuckoo_filter at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef DfCuckooFilter self = DfCuckooFilter.__new__(DfCuckooFilter)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # size: Size of the table in bytes.
+    size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.size = size
+    # chunks: The table bytes, in chunks.
+    size_value = size.value
+    if (size_value > 0):
+        chunks = c_read_df_chunk_list(io, &pos, self, root, size_value)
+    else:
+        chunks = None
+    self.chunks = chunks
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_df_cuckoo_filter(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_cuckoo_filter at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # size: Size of the table in bytes.
+    size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # chunks: The table bytes, in chunks.
+    size_value = size.value
+    if (size_value > 0):
+        pos = c_skip_df_chunk_list(io, pos, None, root, size_value)
+        chunks = None
+    else:
+        chunks = None
+
+    return pos
+
+
+cdef class DfMask:
     """DF_MASK opcode (220) payload - u32 LE flags (bit0 STICKY, bit1 MC_FLAGS), then the memcached flags if bit1 is set.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "flags", "mc_flags", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object flags
+    cdef public object mc_flags
+    __slots__ = ("_parent", "_root", "_io", "flags", "mc_flags", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1192,45 +1516,57 @@ class DfMask:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        obj = c_read_df_mask(io, &pos, parent, root)
+        return obj, pos
 
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
+
+cdef object c_read_df_mask(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_mask at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef DfMask self = DfMask.__new__(DfMask)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
+        flags = rd_u4le(_p, pos)
+        pos += 4
+        self.flags = flags
+        # mc_flags: Memcached flags.
+        if ((flags & 2) != 0):
             if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
-            flags = rd_u4le(_p, pos)
+                raise truncated(io, pos, 4, "dragonfly:df_mask.mc_flags")
+            mc_flags = rd_u4le(_p, pos)
             pos += 4
-            self.flags = flags
-            # mc_flags: Memcached flags.
-            if ((flags & 2) != 0):
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "dragonfly:df_mask.mc_flags")
-                mc_flags = rd_u4le(_p, pos)
-                pos += 4
-            else:
-                mc_flags = None
-            self.mc_flags = mc_flags
-        finally:
-            PyBuffer_Release(&_view)
+        else:
+            mc_flags = None
+        self.mc_flags = mc_flags
+    finally:
+        PyBuffer_Release(&_view)
 
-        return self, pos
+    _at[0] = pos
+    return self
 
 
-class JournalOffset:
+cdef class JournalOffset:
     """JOURNAL_OFFSET opcode (211) payload.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSaver::SendJournalOffset"""
 
-    __slots__ = ("_parent", "_root", "_io", "offset", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object offset
+    __slots__ = ("_parent", "_root", "_io", "offset", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1240,36 +1576,49 @@ class JournalOffset:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # offset: Journal offset (u64 LE).
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:journal_offset.offset")
-            offset = rd_u8le(_p, pos)
-            pos += 8
-            self.offset = offset
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_journal_offset(io, &pos, parent, root)
+        return obj, pos
 
 
-class JournalBlob:
+cdef object c_read_journal_offset(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one journal_offset at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef JournalOffset self = JournalOffset.__new__(JournalOffset)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # offset: Journal offset (u64 LE).
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "dragonfly:journal_offset.offset")
+        offset = rd_u8le(_p, pos)
+        pos += 8
+        self.offset = offset
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef class JournalBlob:
     """JOURNAL_BLOB opcode (210, replication only) payload.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleJournalBlob"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_entries", "journal", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_entries
+    cdef public object journal
+    __slots__ = ("_parent", "_root", "_io", "num_entries", "journal", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1279,30 +1628,42 @@ class JournalBlob:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_entries: Number of journal entries.
-        num_entries, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_entries = num_entries
-        # journal: The serialized journal entries (notes §9.5).
-        journal, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.journal = journal
-
-        return self, pos
+        obj = c_read_journal_blob(io, &pos, parent, root)
+        return obj, pos
 
 
-class FullsyncEnd:
+cdef object c_read_journal_blob(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one journal_blob at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef JournalBlob self = JournalBlob.__new__(JournalBlob)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_entries: Number of journal entries.
+    num_entries = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_entries = num_entries
+    # journal: The serialized journal entries (notes §9.5).
+    journal = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.journal = journal
+
+    _at[0] = pos
+    return self
+
+
+cdef class FullsyncEnd:
     """FULLSYNC_END opcode (200) payload - 8 zero bytes.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSaver::SendFullSyncCut"""
 
-    __slots__ = ("_parent", "_root", "_io", "padding", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object padding
+    __slots__ = ("_parent", "_root", "_io", "padding", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1312,31 +1673,46 @@ class FullsyncEnd:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # padding: Eight zero bytes.
-        padding_size = 8
-        if pos + padding_size > end:
-            raise truncated(io, pos, padding_size, "dragonfly:fullsync_end.padding")
-        pos += padding_size
-        padding = buf[pos - padding_size:pos]
-        self.padding = padding
-
-        return self, pos
+        obj = c_read_fullsync_end(io, &pos, parent, root)
+        return obj, pos
 
 
-class ShardDocIndex:
+cdef object c_read_fullsync_end(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one fullsync_end at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef FullsyncEnd self = FullsyncEnd.__new__(FullsyncEnd)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # padding: Eight zero bytes.
+    padding_size = 8
+    if pos + padding_size > end:
+        raise truncated(io, pos, padding_size, "dragonfly:fullsync_end.padding")
+    pos += padding_size
+    padding = buf[pos - padding_size:pos]
+    self.padding = padding
+
+    _at[0] = pos
+    return self
+
+
+cdef class ShardDocIndex:
     """SHARD_DOC_INDEX opcode (223) payload - shard id, index name, and key → doc id pairs.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
-    __slots__ = ("_parent", "_root", "_io", "shard_id", "index_name", "count", "docs", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object shard_id
+    cdef public object index_name
+    cdef public object count
+    cdef public object docs
+    __slots__ = ("_parent", "_root", "_io", "shard_id", "index_name", "count", "docs", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1346,42 +1722,55 @@ class ShardDocIndex:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # shard_id: Shard id.
-        shard_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.shard_id = shard_id
-        # index_name: Search index name.
-        index_name, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.index_name = index_name
-        # count: Number of documents.
-        count_, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.count = count_
-        # docs: The documents.
-        docs_count = count_.value
-        if docs_count < 0 or docs_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:shard_doc_index.docs", f'count {docs_count} exceeds the {end - pos} bytes that remain')
-        docs = []
-        for docs_index in range(docs_count):
-            docs_item, pos = ShardDoc._read(io, pos, self, root)
-            docs.append(docs_item)
-        self.docs = docs
-
-        return self, pos
+        obj = c_read_shard_doc_index(io, &pos, parent, root)
+        return obj, pos
 
 
-class ShardDoc:
+cdef object c_read_shard_doc_index(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one shard_doc_index at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ShardDocIndex self = ShardDocIndex.__new__(ShardDocIndex)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # shard_id: Shard id.
+    shard_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.shard_id = shard_id
+    # index_name: Search index name.
+    index_name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.index_name = index_name
+    # count: Number of documents.
+    count_ = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.count = count_
+    # docs: The documents.
+    docs_count = count_.value
+    if docs_count < 0 or docs_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:shard_doc_index.docs", f'count {docs_count} exceeds the {end - pos} bytes that remain')
+    docs = []
+    for docs_index in range(docs_count):
+        docs_item = c_read_shard_doc(io, &pos, self, root)
+        docs.append(docs_item)
+    self.docs = docs
+
+    _at[0] = pos
+    return self
+
+
+cdef class ShardDoc:
     """One key → doc id mapping of SHARD_DOC_INDEX.
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
-    __slots__ = ("_parent", "_root", "_io", "key", "doc_id", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object key
+    cdef public object doc_id
+    __slots__ = ("_parent", "_root", "_io", "key", "doc_id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1391,30 +1780,45 @@ class ShardDoc:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # key: The key.
-        key, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.key = key
-        # doc_id: The document id.
-        doc_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.doc_id = doc_id
-
-        return self, pos
+        obj = c_read_shard_doc(io, &pos, parent, root)
+        return obj, pos
 
 
-class VectorIndex:
+cdef object c_read_shard_doc(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one shard_doc at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ShardDoc self = ShardDoc.__new__(ShardDoc)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # key: The key.
+    key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.key = key
+    # doc_id: The document id.
+    doc_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.doc_id = doc_id
+
+    _at[0] = pos
+    return self
+
+
+cdef class VectorIndex:
     """VECTOR_INDEX opcode (222) payload - index key, entry point, and HNSW node records (raw LE).
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "index_key", "enterpoint", "num_nodes", "nodes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object index_key
+    cdef public object enterpoint
+    cdef public object num_nodes
+    cdef public object nodes
+    __slots__ = ("_parent", "_root", "_io", "index_key", "enterpoint", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1424,42 +1828,57 @@ class VectorIndex:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # index_key: Index key.
-        index_key, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.index_key = index_key
-        # enterpoint: HNSW entry point.
-        enterpoint, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.enterpoint = enterpoint
-        # num_nodes: Number of nodes.
-        num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_nodes = num_nodes
-        # nodes: The nodes.
-        nodes_count = num_nodes.value
-        if nodes_count < 0 or nodes_count > (end - pos) // 16:
-            raise invalid(io, pos, "dragonfly:vector_index.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-        nodes = []
-        for nodes_index in range(nodes_count):
-            nodes_item, pos = HnswNode._read(io, pos, self, root)
-            nodes.append(nodes_item)
-        self.nodes = nodes
-
-        return self, pos
+        obj = c_read_vector_index(io, &pos, parent, root)
+        return obj, pos
 
 
-class HnswNode:
+cdef object c_read_vector_index(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one vector_index at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef VectorIndex self = VectorIndex.__new__(VectorIndex)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # index_key: Index key.
+    index_key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.index_key = index_key
+    # enterpoint: HNSW entry point.
+    enterpoint = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.enterpoint = enterpoint
+    # num_nodes: Number of nodes.
+    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_nodes = num_nodes
+    # nodes: The nodes.
+    nodes_count = num_nodes.value
+    if nodes_count < 0 or nodes_count > (end - pos) // 16:
+        raise invalid(io, pos, "dragonfly:vector_index.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+    nodes = []
+    for nodes_index in range(nodes_count):
+        nodes_item = c_read_hnsw_node(io, &pos, self, root)
+        nodes.append(nodes_item)
+    self.nodes = nodes
+
+    _at[0] = pos
+    return self
+
+
+cdef class HnswNode:
     """One HNSW node record.
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "internal_id", "global_id", "level", "levels", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object internal_id
+    cdef public object global_id
+    cdef public object level
+    cdef public object levels
+    __slots__ = ("_parent", "_root", "_io", "internal_id", "global_id", "level", "levels", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1469,57 +1888,70 @@ class HnswNode:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # internal_id: Internal id.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
-            internal_id = rd_u4le(_p, pos)
-            pos += 4
-            self.internal_id = internal_id
-            # global_id: Global id.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:hnsw_node.global_id")
-            global_id = rd_u8le(_p, pos)
-            pos += 8
-            self.global_id = global_id
-            # level: Top level of the node.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:hnsw_node.level")
-            level = rd_u4le(_p, pos)
-            pos += 4
-            self.level = level
-            # levels: Links for levels 0..level.
-            levels_count = (level + 1)
-            if levels_count < 0 or levels_count > (end - pos) // 4:
-                raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
-            levels = []
-            for levels_index in range(levels_count):
-                levels_item, pos = HnswLinks._read(io, pos, self, root)
-                levels.append(levels_item)
-            self.levels = levels
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_hnsw_node(io, &pos, parent, root)
+        return obj, pos
 
 
-class HnswLinks:
+cdef object c_read_hnsw_node(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hnsw_node at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef HnswNode self = HnswNode.__new__(HnswNode)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # internal_id: Internal id.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
+        internal_id = rd_u4le(_p, pos)
+        pos += 4
+        self.internal_id = internal_id
+        # global_id: Global id.
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "dragonfly:hnsw_node.global_id")
+        global_id = rd_u8le(_p, pos)
+        pos += 8
+        self.global_id = global_id
+        # level: Top level of the node.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:hnsw_node.level")
+        level = rd_u4le(_p, pos)
+        pos += 4
+        self.level = level
+        # levels: Links for levels 0..level.
+        levels_count = (level + 1)
+        if levels_count < 0 or levels_count > (end - pos) // 4:
+            raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
+        levels = []
+        for levels_index in range(levels_count):
+            levels_item = c_read_hnsw_links(io, &pos, self, root)
+            levels.append(levels_item)
+        self.levels = levels
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef class HnswLinks:
     """The links of one HNSW level.
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_links", "links", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_links
+    cdef public object links
+    __slots__ = ("_parent", "_root", "_io", "num_links", "links", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1529,49 +1961,62 @@ class HnswLinks:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        obj = c_read_hnsw_links(io, &pos, parent, root)
+        return obj, pos
 
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # num_links: Number of links.
+
+cdef object c_read_hnsw_links(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hnsw_links at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef HnswLinks self = HnswLinks.__new__(HnswLinks)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # num_links: Number of links.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
+        num_links = rd_u4le(_p, pos)
+        pos += 4
+        self.num_links = num_links
+        # links: Linked internal ids.
+        links_count = num_links
+        if links_count < 0 or links_count > (end - pos) // 4:
+            raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
+        links = ScalarColumns(buf)
+        for links_index in range(links_count):
             if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
-            num_links = rd_u4le(_p, pos)
+                raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
+            links_item = rd_u4le(_p, pos)
             pos += 4
-            self.num_links = num_links
-            # links: Linked internal ids.
-            links_count = num_links
-            if links_count < 0 or links_count > (end - pos) // 4:
-                raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
-            links = ScalarColumns(buf)
-            for links_index in range(links_count):
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
-                links_item = rd_u4le(_p, pos)
-                pos += 4
-                links.append(links_item)
-            self.links = links
-        finally:
-            PyBuffer_Release(&_view)
+            links.append(links_item)
+        self.links = links
+    finally:
+        PyBuffer_Release(&_view)
 
-        return self, pos
+    _at[0] = pos
+    return self
 
 
-class CompressedBlob:
+cdef class CompressedBlob:
     """COMPRESSED_ZSTD_BLOB_START (0xC9) / COMPRESSED_LZ4_BLOB_START (0xCA) payload: `len csize`
     and one zstd or LZ4 frame whose content is a sequence of records. Kept raw.
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::CompressBlob"""
 
-    __slots__ = ("_parent", "_root", "_io", "csize", "data", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object csize
+    cdef public object data
+    __slots__ = ("_parent", "_root", "_io", "csize", "data", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1581,34 +2026,48 @@ class CompressedBlob:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # csize: Compressed size.
-        csize, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.csize = csize
-        # data: The compressed frame.
-        data_size = csize.value
-        if pos + data_size > end:
-            raise truncated(io, pos, data_size, "dragonfly:compressed_blob.data")
-        pos += data_size
-        data = buf[pos - data_size:pos]
-        self.data = data
-
-        return self, pos
+        obj = c_read_compressed_blob(io, &pos, parent, root)
+        return obj, pos
 
 
-class TaggedChunk:
+cdef object c_read_compressed_blob(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one compressed_blob at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef CompressedBlob self = CompressedBlob.__new__(CompressedBlob)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # csize: Compressed size.
+    csize = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.csize = csize
+    # data: The compressed frame.
+    data_size = csize.value
+    if pos + data_size > end:
+        raise truncated(io, pos, data_size, "dragonfly:compressed_blob.data")
+    pos += data_size
+    data = buf[pos - data_size:pos]
+    self.data = data
+
+    _at[0] = pos
+    return self
+
+
+cdef class TaggedChunk:
     """TAGGED_CHUNK (0xE0) envelope - u32 LE stream id, u32 LE payload length, payload (part of a split entry).
 
     Written by: dragonfly src/server/rdb_save.cc MemBufController::PushTagHeader"""
 
-    __slots__ = ("_parent", "_root", "_io", "stream_id", "payload_len", "payload", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object stream_id
+    cdef public object payload_len
+    cdef public object payload
+    __slots__ = ("_parent", "_root", "_io", "stream_id", "payload_len", "payload", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1618,41 +2077,49 @@ class TaggedChunk:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        obj = c_read_tagged_chunk(io, &pos, parent, root)
+        return obj, pos
 
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # stream_id: Chunk stream id (non-zero).
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
-            stream_id = rd_u4le(_p, pos)
-            pos += 4
-            if stream_id < 1:
-                raise invalid(io, pos - 4, "dragonfly:tagged_chunk.stream_id", 'expected at least 1, found ' + repr(stream_id))
-            self.stream_id = stream_id
-            # payload_len: Payload length (non-zero).
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
-            payload_len = rd_u4le(_p, pos)
-            pos += 4
-            if payload_len < 1:
-                raise invalid(io, pos - 4, "dragonfly:tagged_chunk.payload_len", 'expected at least 1, found ' + repr(payload_len))
-            self.payload_len = payload_len
-            # payload: The chunk payload.
-            if pos + payload_len > end:
-                raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
-            pos += payload_len
-            payload = buf[pos - payload_len:pos]
-            self.payload = payload
-        finally:
-            PyBuffer_Release(&_view)
 
-        return self, pos
+cdef object c_read_tagged_chunk(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one tagged_chunk at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef TaggedChunk self = TaggedChunk.__new__(TaggedChunk)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # stream_id: Chunk stream id (non-zero).
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
+        stream_id = rd_u4le(_p, pos)
+        pos += 4
+        if stream_id < 1:
+            raise invalid(io, pos - 4, "dragonfly:tagged_chunk.stream_id", 'expected at least 1, found ' + repr(stream_id))
+        self.stream_id = stream_id
+        # payload_len: Payload length (non-zero).
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
+        payload_len = rd_u4le(_p, pos)
+        pos += 4
+        if payload_len < 1:
+            raise invalid(io, pos - 4, "dragonfly:tagged_chunk.payload_len", 'expected at least 1, found ' + repr(payload_len))
+        self.payload_len = payload_len
+        # payload: The chunk payload.
+        if pos + payload_len > end:
+            raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
+        pos += payload_len
+        payload = buf[pos - payload_len:pos]
+        self.payload = payload
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self

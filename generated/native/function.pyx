@@ -9,22 +9,28 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Function:
+cdef class Function:
     """Function library records (notes §2.2). The root type is empty.
 
     Written by: redis src/rdb.c rdbSaveFunctions"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -34,24 +40,36 @@ class Function:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-
-        return self, pos
+        obj = c_read_function(io, &pos, parent, root)
+        return obj, pos
 
 
-class Function2:
+cdef object c_read_function(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one function at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Function self = Function.__new__(Function)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
+
+
+cdef class Function2:
     """FUNCTION2 opcode (245, Redis 7.0-rc3+) payload - the full library source with its shebang.
 
     Written by: redis src/rdb.c rdbFunctionLoad"""
 
-    __slots__ = ("_parent", "_root", "_io", "library_code", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object library_code
+    __slots__ = ("_parent", "_root", "_io", "library_code", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -61,28 +79,44 @@ class Function2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # library_code: The library code, e.g. "#!lua name=mylib ...".
-        library_code, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.library_code = library_code
-
-        return self, pos
+        obj = c_read_function2(io, &pos, parent, root)
+        return obj, pos
 
 
-class FunctionPreGa:
+cdef object c_read_function2(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one function2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Function2 self = Function2.__new__(Function2)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # library_code: The library code, e.g. "#!lua name=mylib ...".
+    library_code = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.library_code = library_code
+
+    _at[0] = pos
+    return self
+
+
+cdef class FunctionPreGa:
     """FUNCTION opcode (246, Redis 7.0-rc1/rc2 only) payload - name, engine, `len has_desc`,
     [description], code. Current servers reject it.
 
     Written by: redis 7.0-rc1 src/rdb.c rdbSaveFunctions"""
 
-    __slots__ = ("_parent", "_root", "_io", "name", "engine", "has_desc", "desc", "code", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object name
+    cdef public object engine
+    cdef public object has_desc
+    cdef public object desc
+    cdef public object code
+    __slots__ = ("_parent", "_root", "_io", "name", "engine", "has_desc", "desc", "code", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -92,31 +126,39 @@ class FunctionPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
+        obj = c_read_function_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # name: Function name.
-        name, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.name = name
-        # engine: Engine name (e.g. LUA).
-        engine, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.engine = engine
-        # has_desc: 1 when a description follows, else 0. The server reads a description after any
-        has_desc, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.has_desc = has_desc
-        # desc: The description.
-        if (has_desc.value != 0):
-            desc, pos = rdb_string.RdbString._read(io, pos, self, root)
-        else:
-            desc = None
-        self.desc = desc
-        # code: The function code.
-        code, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.code = code
 
-        return self, pos
+cdef object c_read_function_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one function_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef FunctionPreGa self = FunctionPreGa.__new__(FunctionPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # name: Function name.
+    name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.name = name
+    # engine: Engine name (e.g. LUA).
+    engine = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.engine = engine
+    # has_desc: 1 when a description follows, else 0. The server reads a description after any
+    has_desc = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.has_desc = has_desc
+    # desc: The description.
+    if (has_desc.value != 0):
+        desc = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    else:
+        desc = None
+    self.desc = desc
+    # code: The function code.
+    code = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.code = code
+
+    _at[0] = pos
+    return self

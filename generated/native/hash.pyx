@@ -9,23 +9,33 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
+from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Hash:
+cdef class Hash:
     """Hash values that are not a bare container blob (notes §4.1, §4.2). The root type is empty.
     Listpack hashes (16) and ziplist hashes (13) are `rdb_string::rdb_blob` values in the record switch.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -35,24 +45,37 @@ class Hash:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-
-        return self, pos
+        obj = c_read_hash(io, &pos, parent, root)
+        return obj, pos
 
 
-class HashTable:
+cdef object c_read_hash(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Hash self = Hash.__new__(Hash)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
+
+
+cdef class HashTable:
     """HASH (type 4) - `len n`, then n field/value string pairs.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -62,57 +85,75 @@ class HashTable:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The field/value pairs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = HashPair._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_hash_table(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_table without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The field/value pairs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = HashPair._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
-
-        return pos
+        return c_skip_hash_table(io, pos, parent, root)
 
 
-class HashPair:
+cdef object c_read_hash_table(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_table at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashTable self = HashTable.__new__(HashTable)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The field/value pairs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_hash_pair(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_table(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_table at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The field/value pairs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_hash_pair(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
+
+
+cdef class HashPair:
     """One hash field and its value.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "field", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -122,47 +163,65 @@ class HashPair:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-
-        return self, pos
+        obj = c_read_hash_pair(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_pair without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
-
-        return pos
+        return c_skip_hash_pair(io, pos, parent, root)
 
 
-class HashMetadataPreGa:
+cdef object c_read_hash_pair(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_pair at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashPair self = HashPair.__new__(HashPair)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_pair(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_pair at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    value = None
+
+    return pos
+
+
+cdef class HashMetadataPreGa:
     """HASH_METADATA_PRE_GA (Redis type 22, 7.4-rc only) - `len n`, then n ×
     (`len ttl` absolute unix ms (0 = none), field, value).
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -172,57 +231,76 @@ class HashMetadataPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The fields with their absolute TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_hash_metadata_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_metadata_pre_ga without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The fields with their absolute TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = HashTtlEntryPreGa._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
-
-        return pos
+        return c_skip_hash_metadata_pre_ga(io, pos, parent, root)
 
 
-class HashTtlEntryPreGa:
+cdef object c_read_hash_metadata_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_metadata_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashMetadataPreGa self = HashMetadataPreGa.__new__(HashMetadataPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The fields with their absolute TTLs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_hash_ttl_entry_pre_ga(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_metadata_pre_ga at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The fields with their absolute TTLs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_hash_ttl_entry_pre_ga(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
+
+
+cdef class HashTtlEntryPreGa:
     """One field of a pre-GA HFE hash.
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "ttl", "field", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ttl
+    cdef public object field
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "ttl", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -232,53 +310,70 @@ class HashTtlEntryPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # ttl: Absolute expiry time in unix ms, or 0 for none.
-        ttl, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.ttl = ttl
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-
-        return self, pos
+        obj = c_read_hash_ttl_entry_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_ttl_entry_pre_ga without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # ttl: Absolute expiry time in unix ms, or 0 for none.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        ttl = None
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
-
-        return pos
+        return c_skip_hash_ttl_entry_pre_ga(io, pos, parent, root)
 
 
-class HashListpackExPreGa:
+cdef object c_read_hash_ttl_entry_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_ttl_entry_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashTtlEntryPreGa self = HashTtlEntryPreGa.__new__(HashTtlEntryPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # ttl: Absolute expiry time in unix ms, or 0 for none.
+    ttl = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.ttl = ttl
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_ttl_entry_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_ttl_entry_pre_ga at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # ttl: Absolute expiry time in unix ms, or 0 for none.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    ttl = None
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    value = None
+
+    return pos
+
+
+cdef class HashListpackExPreGa:
     """HASH_LISTPACK_EX_PRE_GA (Redis type 23, 7.4-rc only) - a listpack of
     (field, value, ttl_abs_ms) triples, without the minExpire prefix.
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "listpack", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object listpack
+    __slots__ = ("_parent", "_root", "_io", "listpack", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -288,41 +383,60 @@ class HashListpackExPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        self.listpack = listpack
-
-        return self, pos
+        obj = c_read_hash_listpack_ex_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_listpack_ex_pre_ga without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-        listpack = None
-
-        return pos
+        return c_skip_hash_listpack_ex_pre_ga(io, pos, parent, root)
 
 
-class HashMetadata:
+cdef object c_read_hash_listpack_ex_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_listpack_ex_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashListpackExPreGa self = HashListpackExPreGa.__new__(HashListpackExPreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
+    listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
+    self.listpack = listpack
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_listpack_ex_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_listpack_ex_pre_ga at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
+    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+    listpack = None
+
+    return pos
+
+
+cdef class HashMetadata:
     """HASH_METADATA (Redis type 24, 7.4 GA) - u64 LE minExpire, `len n`, then n ×
     (`len ttl`, field, value) where ttl 0 = none and otherwise expireAt = ttl + minExpire - 1.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object min_expire
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -332,80 +446,100 @@ class HashMetadata:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-            min_expire = rd_u8le(_p, pos)
-            pos += 8
-            self.min_expire = min_expire
-            # num_fields: Number of fields.
-            num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.num_fields = num_fields
-            # entries: The fields with their relative TTLs.
-            entries_count = num_fields.value
-            if entries_count < 0 or entries_count > (end - pos) // 3:
-                raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-            entries = []
-            for entries_index in range(entries_count):
-                entries_item, pos = HashTtlEntry._read(io, pos, self, root, min_expire)
-                entries.append(entries_item)
-            self.entries = entries
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_hash_metadata(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_metadata without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-            min_expire = rd_u8le(_p, pos)
-            pos += 8
-            # num_fields: Number of fields.
-            num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-            # entries: The fields with their relative TTLs.
-            entries_count = num_fields.value
-            if entries_count < 0 or entries_count > (end - pos) // 3:
-                raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-            entries = []
-            for entries_index in range(entries_count):
-                pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
-                entries_item = None
-                entries.append(entries_item)
-        finally:
-            PyBuffer_Release(&_view)
-
-        return pos
+        return c_skip_hash_metadata(io, pos, parent, root)
 
 
-class HashTtlEntry:
+cdef object c_read_hash_metadata(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_metadata at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef HashMetadata self = HashMetadata.__new__(HashMetadata)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+        min_expire = rd_u8le(_p, pos)
+        pos += 8
+        self.min_expire = min_expire
+        # num_fields: Number of fields.
+        num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.num_fields = num_fields
+        # entries: The fields with their relative TTLs.
+        entries_count = num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        entries = []
+        for entries_index in range(entries_count):
+            entries_item = c_read_hash_ttl_entry(io, &pos, self, root, min_expire)
+            entries.append(entries_item)
+        self.entries = entries
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_metadata(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_metadata at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+        min_expire = rd_u8le(_p, pos)
+        pos += 8
+        # num_fields: Number of fields.
+        num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+        # entries: The fields with their relative TTLs.
+        entries_count = num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        entries = []
+        for entries_index in range(entries_count):
+            pos = c_skip_hash_ttl_entry(io, pos, None, root, min_expire)
+            entries_item = None
+            entries.append(entries_item)
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
+
+
+cdef class HashTtlEntry:
     """One field of a type-24 hash.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "ttl", "field", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object min_expire
+    cdef public object ttl
+    cdef public object field
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "ttl", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, min_expire):
@@ -415,59 +549,78 @@ class HashTtlEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, min_expire):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.min_expire = min_expire
-        buf = io.buf
-        end = io.end
-        # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-        ttl, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.ttl = ttl
-        # field: Field name.
-        field, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.field = field
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-
-        return self, pos
+        obj = c_read_hash_ttl_entry(io, &pos, parent, root, min_expire)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, min_expire):
         """Steps over one hash_ttl_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        ttl = None
-        # field: Field name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        value = None
-
-        return pos
+        return c_skip_hash_ttl_entry(io, pos, parent, root, min_expire)
 
     @property
     def expire_at(self):
         """Absolute expiry in unix ms (absent when the field has no TTL)."""
+
         return ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
 
 
-class HashListpackEx:
+cdef object c_read_hash_ttl_entry(object io, Py_ssize_t* _at, object parent, object root, min_expire):
+    """Reads one hash_ttl_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef HashTtlEntry self = HashTtlEntry.__new__(HashTtlEntry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.min_expire = min_expire
+    buf = io.buf
+    end = io.end
+    # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
+    ttl = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.ttl = ttl
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_ttl_entry(object io, Py_ssize_t pos, object parent, object root, min_expire) except -1:
+    """Steps over one hash_ttl_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    ttl = None
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    value = None
+
+    return pos
+
+
+cdef class HashListpackEx:
     """HASH_LISTPACK_EX (Redis type 25, 7.4 GA) - u64 LE minExpire (0 when no field has a TTL),
     then a listpack of (field, value, ttl) triples, ttl = absolute unix ms or 0.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "listpack", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object min_expire
+    cdef public object listpack
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "listpack", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -477,52 +630,65 @@ class HashListpackEx:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
-            min_expire = rd_u8le(_p, pos)
-            pos += 8
-            self.min_expire = min_expire
-            # listpack: Listpack of field, value, ttl triples.
-            listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-            self.listpack = listpack
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_hash_listpack_ex(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_listpack_ex without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_hash_listpack_ex(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_hash_listpack_ex(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_listpack_ex at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef HashListpackEx self = HashListpackEx.__new__(HashListpackEx)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
-        min_expire = None
+        min_expire = rd_u8le(_p, pos)
         pos += 8
+        self.min_expire = min_expire
         # listpack: Listpack of field, value, ttl triples.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-        listpack = None
+        listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
+        self.listpack = listpack
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class ValkeyHash2:
+cdef Py_ssize_t c_skip_hash_listpack_ex(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_listpack_ex at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
+    min_expire = None
+    pos += 8
+    # listpack: Listpack of field, value, ttl triples.
+    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+    listpack = None
+
+    return pos
+
+
+cdef class ValkeyHash2:
     """Valkey RDB_TYPE_HASH_2 (type 22 on VALKEY magic, Valkey 9.0+) - `len n`, then n ×
     (field, value, i64 LE expire_ms) with -1 = no expiry. Written for a hashtable-encoded hash
     while one of its fields has a TTL (valkey src/rdb.c rdbSaveObjectType,
@@ -531,7 +697,12 @@ class ValkeyHash2:
 
     Written by: valkey src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_fields
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -541,57 +712,76 @@ class ValkeyHash2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_fields = num_fields
-        # entries: The fields with their expiry.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 10:
-            raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = ValkeyHash2Entry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_valkey_hash_2(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one valkey_hash_2 without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_fields: Number of fields.
-        num_fields, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The fields with their expiry.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 10:
-            raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = ValkeyHash2Entry._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
-
-        return pos
+        return c_skip_valkey_hash_2(io, pos, parent, root)
 
 
-class ValkeyHash2Entry:
+cdef object c_read_valkey_hash_2(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one valkey_hash_2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ValkeyHash2 self = ValkeyHash2.__new__(ValkeyHash2)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The fields with their expiry.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 10:
+        raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_valkey_hash_2_entry(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_valkey_hash_2(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one valkey_hash_2 at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The fields with their expiry.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 10:
+        raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_valkey_hash_2_entry(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
+
+
+cdef class ValkeyHash2Entry:
     """One field of a Valkey HASH_2.
 
     Written by: valkey src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "field", "value", "expire_ms", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field
+    cdef public object value
+    cdef public object expire_ms
+    __slots__ = ("_parent", "_root", "_io", "field", "value", "expire_ms", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -601,62 +791,75 @@ class ValkeyHash2Entry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # field: Field name.
-            field, pos = rdb_string.RdbString._read(io, pos, self, root)
-            self.field = field
-            # value: Field value.
-            value, pos = rdb_string.RdbString._read(io, pos, self, root)
-            self.value = value
-            # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-            expire_ms = rd_s8le(_p, pos)
-            pos += 8
-            if expire_ms < -1:
-                raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
-            self.expire_ms = expire_ms
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_valkey_hash_2_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one valkey_hash_2_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        return c_skip_valkey_hash_2_entry(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # field: Field name.
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            field = None
-            # value: Field value.
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            value = None
-            # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-            expire_ms = rd_s8le(_p, pos)
-            pos += 8
-            if expire_ms < -1:
-                raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
-        finally:
-            PyBuffer_Release(&_view)
 
-        return pos
+cdef object c_read_valkey_hash_2_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one valkey_hash_2_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ValkeyHash2Entry self = ValkeyHash2Entry.__new__(ValkeyHash2Entry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # field: Field name.
+        field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        self.field = field
+        # value: Field value.
+        value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        self.value = value
+        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+        expire_ms = rd_s8le(_p, pos)
+        pos += 8
+        if expire_ms < -1:
+            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
+        self.expire_ms = expire_ms
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_valkey_hash_2_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one valkey_hash_2_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # field: Field name.
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        field = None
+        # value: Field value.
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        value = None
+        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+        expire_ms = rd_s8le(_p, pos)
+        pos += 8
+        if expire_ms < -1:
+            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos

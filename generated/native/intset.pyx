@@ -16,16 +16,24 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Intset:
+cdef class Intset:
     """An intset (notes §5.3): u32 LE encoding (bytes per member: 2, 4 or 8), u32 LE length,
     then `length` little-endian signed members in ascending order. The size must be exactly
     8 + length * encoding and the set must not be empty.
 
     Written by: redis src/intset.c intsetValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "encoding", "length", "members", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object encoding
+    cdef public object length
+    cdef public object members
+    __slots__ = ("_parent", "_root", "_io", "encoding", "length", "members", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -35,116 +43,129 @@ class Intset:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "intset:intset.encoding")
-            encoding = rd_u4le(_p, pos)
-            pos += 4
-            if encoding not in (2, 4, 8,):
-                raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
-            self.encoding = encoding
-            # length: Number of members; an empty intset is corrupt.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "intset:intset.length")
-            length = rd_u4le(_p, pos)
-            pos += 4
-            if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
-                raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
-            self.length = length
-            # members: The members, sorted ascending.
-            members_count = length
-            if members_count < 0 or members_count > end - pos + 1:
-                raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-            members = ScalarColumns(buf)
-            for members_index in range(members_count):
-                members_item_on = encoding
-                if members_item_on == 2:
-                    if pos + 2 > end:
-                        raise truncated(io, pos, 2, "intset:intset.members")
-                    members_item = rd_s2le(_p, pos)
-                    pos += 2
-                elif members_item_on == 4:
-                    if pos + 4 > end:
-                        raise truncated(io, pos, 4, "intset:intset.members")
-                    members_item = rd_s4le(_p, pos)
-                    pos += 4
-                elif members_item_on == 8:
-                    if pos + 8 > end:
-                        raise truncated(io, pos, 8, "intset:intset.members")
-                    members_item = rd_s8le(_p, pos)
-                    pos += 8
-                else:
-                    members_item = None
-                members.append(members_item)
-            self.members = members
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_intset(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one intset without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        return c_skip_intset(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "intset:intset.encoding")
-            encoding = rd_u4le(_p, pos)
-            pos += 4
-            if encoding not in (2, 4, 8,):
-                raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
-            # length: Number of members; an empty intset is corrupt.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "intset:intset.length")
-            length = rd_u4le(_p, pos)
-            pos += 4
-            if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
-                raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
-            # members: The members, sorted ascending.
-            members_count = length
-            if members_count < 0 or members_count > end - pos + 1:
-                raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-            members = []
-            for members_index in range(members_count):
-                members_item_on = encoding
-                if members_item_on == 2:
-                    if pos + 2 > end:
-                        raise truncated(io, pos, 2, "intset:intset.members")
-                    members_item = None
-                    pos += 2
-                elif members_item_on == 4:
-                    if pos + 4 > end:
-                        raise truncated(io, pos, 4, "intset:intset.members")
-                    members_item = None
-                    pos += 4
-                elif members_item_on == 8:
-                    if pos + 8 > end:
-                        raise truncated(io, pos, 8, "intset:intset.members")
-                    members_item = None
-                    pos += 8
-                else:
-                    members_item = None
-                members.append(members_item)
-        finally:
-            PyBuffer_Release(&_view)
 
-        return pos
+cdef object c_read_intset(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one intset at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef Intset self = Intset.__new__(Intset)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "intset:intset.encoding")
+        encoding = rd_u4le(_p, pos)
+        pos += 4
+        if encoding not in (2, 4, 8,):
+            raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
+        self.encoding = encoding
+        # length: Number of members; an empty intset is corrupt.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "intset:intset.length")
+        length = rd_u4le(_p, pos)
+        pos += 4
+        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+            raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
+        self.length = length
+        # members: The members, sorted ascending.
+        members_count = length
+        if members_count < 0 or members_count > end - pos + 1:
+            raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+        members = ScalarColumns(buf)
+        for members_index in range(members_count):
+            members_item_on = encoding
+            if members_item_on == 2:
+                if pos + 2 > end:
+                    raise truncated(io, pos, 2, "intset:intset.members")
+                members_item = rd_s2le(_p, pos)
+                pos += 2
+            elif members_item_on == 4:
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "intset:intset.members")
+                members_item = rd_s4le(_p, pos)
+                pos += 4
+            elif members_item_on == 8:
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "intset:intset.members")
+                members_item = rd_s8le(_p, pos)
+                pos += 8
+            else:
+                members_item = None
+            members.append(members_item)
+        self.members = members
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_intset(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one intset at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "intset:intset.encoding")
+        encoding = rd_u4le(_p, pos)
+        pos += 4
+        if encoding not in (2, 4, 8,):
+            raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
+        # length: Number of members; an empty intset is corrupt.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "intset:intset.length")
+        length = rd_u4le(_p, pos)
+        pos += 4
+        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+            raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
+        # members: The members, sorted ascending.
+        members_count = length
+        if members_count < 0 or members_count > end - pos + 1:
+            raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+        members = []
+        for members_index in range(members_count):
+            members_item_on = encoding
+            if members_item_on == 2:
+                if pos + 2 > end:
+                    raise truncated(io, pos, 2, "intset:intset.members")
+                members_item = None
+                pos += 2
+            elif members_item_on == 4:
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "intset:intset.members")
+                members_item = None
+                pos += 4
+            elif members_item_on == 8:
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "intset:intset.members")
+                members_item = None
+                pos += 8
+            else:
+                members_item = None
+            members.append(members_item)
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos

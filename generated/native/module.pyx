@@ -9,24 +9,32 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Module:
+cdef class Module:
     """Module-serialized data (notes §5.7, §2.3): a module id (a 64-bit RDB length holding 9 name
     characters and the encoding version) followed by a module-opcode stream ended by opcode 0.
     The root type is empty.
 
     Written by: redis src/module.c moduleTypeEncodeId"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -36,24 +44,37 @@ class Module:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-
-        return self, pos
+        obj = c_read_module(io, &pos, parent, root)
+        return obj, pos
 
 
-class ModuleValue:
+cdef object c_read_module(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one module at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Module self = Module.__new__(Module)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
+
+
+cdef class ModuleValue:
     """MODULE_2 (type 7) - `len module_id`, then the module-opcode stream up to and including EOF (0).
 
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "module_id", "ops", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object module_id
+    cdef public object ops
+    __slots__ = ("_parent", "_root", "_io", "module_id", "ops", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -63,60 +84,77 @@ class ModuleValue:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
-        module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.module_id = module_id
-        # ops: The opcode stream; the last element is the EOF opcode.
-        ops = []
-        ops_index = 0
-        while True:
-            ops_item, pos = ModuleOp._read(io, pos, self, root)
-            ops.append(ops_item)
-            if (ops_item.opcode.value == 0):
-                break
-            ops_index += 1
-        self.ops = ops
-
-        return self, pos
+        obj = c_read_module_value(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one module_value without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        module_id = None
-        # ops: The opcode stream; the last element is the EOF opcode.
-        ops = []
-        ops_index = 0
-        while True:
-            ops_item, pos = ModuleOp._read(io, pos, None, root)
-            ops.append(ops_item)
-            if (ops_item.opcode.value == 0):
-                break
-            ops_index += 1
-
-        return pos
+        return c_skip_module_value(io, pos, parent, root)
 
 
-class ModulePreGa:
+cdef object c_read_module_value(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_value at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ModuleValue self = ModuleValue.__new__(ModuleValue)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
+    module_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.module_id = module_id
+    # ops: The opcode stream; the last element is the EOF opcode.
+    ops = []
+    ops_index = 0
+    while True:
+        ops_item = c_read_module_op(io, &pos, self, root)
+        ops.append(ops_item)
+        if (ops_item.opcode.value == 0):
+            break
+        ops_index += 1
+    self.ops = ops
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_module_value(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one module_value at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    module_id = None
+    # ops: The opcode stream; the last element is the EOF opcode.
+    ops = []
+    ops_index = 0
+    while True:
+        ops_item = c_read_module_op(io, &pos, None, root)
+        ops.append(ops_item)
+        if (ops_item.opcode.value == 0):
+            break
+        ops_index += 1
+
+    return pos
+
+
+cdef class ModulePreGa:
     """MODULE_PRE_GA (type 6, Redis 4.0-rc): the payload has no opcode framing, so it cannot be
     delimited. Redis rejects it ("Pre-release module format not supported"); so does this spec.
 
     Written by: redis src/rdb.c rdbLoadObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "module_id", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object module_id
+    __slots__ = ("_parent", "_root", "_io", "module_id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -126,46 +164,66 @@ class ModulePreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # module_id: The module type id; always rejected.
-        module_id_pos = pos
-        module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not False:
-            raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
-        self.module_id = module_id
-
-        return self, pos
+        obj = c_read_module_pre_ga(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one module_pre_ga without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # module_id: The module type id; always rejected.
-        module_id_pos = pos
-        module_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not False:
-            raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
-
-        return pos
+        return c_skip_module_pre_ga(io, pos, parent, root)
 
 
-class ModuleAux:
+cdef object c_read_module_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ModulePreGa self = ModulePreGa.__new__(ModulePreGa)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # module_id: The module type id; always rejected.
+    module_id_pos = pos
+    module_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    if not False:
+        raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
+    self.module_id = module_id
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_module_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one module_pre_ga at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # module_id: The module type id; always rejected.
+    module_id_pos = pos
+    module_id = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    if not False:
+        raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
+
+    return pos
+
+
+cdef class ModuleAux:
     """MODULE_AUX opcode (247) payload - `len module_id`, `len 2` (UINT opcode), `len when`
     (1 BEFORE_RDB, 2 AFTER_RDB), then the module-opcode stream ended by EOF (0).
 
     Written by: redis src/module.c rdbSaveSingleModuleAux"""
 
-    __slots__ = ("_parent", "_root", "_io", "module_id", "when_opcode", "when", "ops", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object module_id
+    cdef public object when_opcode
+    cdef public object when
+    cdef public object ops
+    __slots__ = ("_parent", "_root", "_io", "module_id", "when_opcode", "when", "ops", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -175,47 +233,63 @@ class ModuleAux:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # module_id: The module type id.
-        module_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.module_id = module_id
-        # when_opcode: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
-        when_opcode_pos = pos
-        when_opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not (when_opcode.value == 2):
-            raise invalid(io, when_opcode_pos, "module:module_aux.when_opcode", 'expected 2 (RDB_MODULE_OPCODE_UINT), found ' + repr(when_opcode.value))
-        self.when_opcode = when_opcode
-        # when: 1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
-        when, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.when = when
-        # ops: The opcode stream; the last element is the EOF opcode.
-        ops = []
-        ops_index = 0
-        while True:
-            ops_item, pos = ModuleOp._read(io, pos, self, root)
-            ops.append(ops_item)
-            if (ops_item.opcode.value == 0):
-                break
-            ops_index += 1
-        self.ops = ops
-
-        return self, pos
+        obj = c_read_module_aux(io, &pos, parent, root)
+        return obj, pos
 
 
-class ModuleOp:
+cdef object c_read_module_aux(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_aux at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ModuleAux self = ModuleAux.__new__(ModuleAux)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # module_id: The module type id.
+    module_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.module_id = module_id
+    # when_opcode: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
+    when_opcode_pos = pos
+    when_opcode = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    if not (when_opcode.value == 2):
+        raise invalid(io, when_opcode_pos, "module:module_aux.when_opcode", 'expected 2 (RDB_MODULE_OPCODE_UINT), found ' + repr(when_opcode.value))
+    self.when_opcode = when_opcode
+    # when: 1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
+    when = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.when = when
+    # ops: The opcode stream; the last element is the EOF opcode.
+    ops = []
+    ops_index = 0
+    while True:
+        ops_item = c_read_module_op(io, &pos, self, root)
+        ops.append(ops_item)
+        if (ops_item.opcode.value == 0):
+            break
+        ops_index += 1
+    self.ops = ops
+
+    _at[0] = pos
+    return self
+
+
+cdef class ModuleOp:
     """One element of a module-opcode stream: `len opcode`, then 1 SINT / 2 UINT `len value`,
     3 FLOAT (f4 LE), 4 DOUBLE (f8 LE), 5 STRING (RDB string), or 0 EOF (nothing).
 
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "opcode", "uint_value", "float_value", "double_value", "string_value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object opcode
+    cdef public object uint_value
+    cdef public object float_value
+    cdef public object double_value
+    cdef public object string_value
+    __slots__ = ("_parent", "_root", "_io", "opcode", "uint_value", "float_value", "double_value", "string_value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -225,100 +299,118 @@ class ModuleOp:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
-            opcode_pos = pos
-            opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            opcode_value = opcode.value
-            if not ((not opcode.is_encoded) and (opcode_value <= 5)):
-                raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
-            self.opcode = opcode
-            # uint_value, float_value, double_value, string_value: at most one of them is present
-            uint_value = float_value = double_value = string_value = None
-            if ((opcode_value == 1) or (opcode_value == 2)):
-                # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-                uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            elif (opcode_value == 3):
-                # float_value: FLOAT value, binary32 LE.
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "module:module_op.float_value")
-                float_value = rd_f4le(_p, pos)
-                pos += 4
-            elif (opcode_value == 4):
-                # double_value: DOUBLE value, binary64 LE.
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "module:module_op.double_value")
-                double_value = rd_f8le(_p, pos)
-                pos += 8
-            elif (opcode_value == 5):
-                # string_value: STRING value.
-                string_value, pos = rdb_string.RdbString._read(io, pos, self, root)
-            self.uint_value = uint_value
-            self.float_value = float_value
-            self.double_value = double_value
-            self.string_value = string_value
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_module_op(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one module_op without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_module_op(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_module_op(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_op at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ModuleOp self = ModuleOp.__new__(ModuleOp)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
         opcode_pos = pos
-        opcode, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        opcode = rdb_string__c_read_rdb_len(io, &pos, self, root)
         opcode_value = opcode.value
         if not ((not opcode.is_encoded) and (opcode_value <= 5)):
             raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
+        self.opcode = opcode
         # uint_value, float_value, double_value, string_value: at most one of them is present
         uint_value = float_value = double_value = string_value = None
         if ((opcode_value == 1) or (opcode_value == 2)):
             # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-            pos = rdb_string.RdbLen._skip(io, pos, None, root)
-            uint_value = None
+            uint_value = rdb_string__c_read_rdb_len(io, &pos, self, root)
         elif (opcode_value == 3):
             # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
-            float_value = None
+            float_value = rd_f4le(_p, pos)
             pos += 4
         elif (opcode_value == 4):
             # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
-            double_value = None
+            double_value = rd_f8le(_p, pos)
             pos += 8
         elif (opcode_value == 5):
             # string_value: STRING value.
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            string_value = None
+            string_value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        self.uint_value = uint_value
+        self.float_value = float_value
+        self.double_value = double_value
+        self.string_value = string_value
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class KeyMeta:
+cdef Py_ssize_t c_skip_module_op(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one module_op at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
+    opcode_pos = pos
+    opcode = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    opcode_value = opcode.value
+    if not ((not opcode.is_encoded) and (opcode_value <= 5)):
+        raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
+    # uint_value, float_value, double_value, string_value: at most one of them is present
+    uint_value = float_value = double_value = string_value = None
+    if ((opcode_value == 1) or (opcode_value == 2)):
+        # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
+        pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+        uint_value = None
+    elif (opcode_value == 3):
+        # float_value: FLOAT value, binary32 LE.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "module:module_op.float_value")
+        float_value = None
+        pos += 4
+    elif (opcode_value == 4):
+        # double_value: DOUBLE value, binary64 LE.
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "module:module_op.double_value")
+        double_value = None
+        pos += 8
+    elif (opcode_value == 5):
+        # string_value: STRING value.
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        string_value = None
+
+    return pos
+
+
+cdef class KeyMeta:
     """KEY_META opcode (243 on REDIS magic, Redis 8.6+) payload - `len num_classes`, then per class
     a u32 class spec and a module-opcode stream ended by EOF (notes §2.3).
 
     Written by: redis src/keymeta.c rdbSaveKeyMetadata"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_classes", "classes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_classes
+    cdef public object classes
+    __slots__ = ("_parent", "_root", "_io", "num_classes", "classes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -328,36 +420,55 @@ class KeyMeta:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_classes: Number of metadata classes.
-        num_classes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_classes = num_classes
-        # classes: The metadata classes.
-        classes_count = num_classes.value
-        if classes_count < 0 or classes_count > (end - pos) // 4:
-            raise invalid(io, pos, "module:key_meta.classes", f'count {classes_count} exceeds the {end - pos} bytes that remain')
-        classes = []
-        for classes_index in range(classes_count):
-            classes_item, pos = KeyMetaClass._read(io, pos, self, root)
-            classes.append(classes_item)
-        self.classes = classes
-
-        return self, pos
+        obj = c_read_key_meta(io, &pos, parent, root)
+        return obj, pos
 
 
-class KeyMetaClass:
+cdef object c_read_key_meta(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one key_meta at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef KeyMeta self = KeyMeta.__new__(KeyMeta)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_classes: Number of metadata classes.
+    num_classes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_classes = num_classes
+    # classes: The metadata classes.
+    classes_count = num_classes.value
+    if classes_count < 0 or classes_count > (end - pos) // 4:
+        raise invalid(io, pos, "module:key_meta.classes", f'count {classes_count} exceeds the {end - pos} bytes that remain')
+    classes = []
+    for classes_index in range(classes_count):
+        classes_item = c_read_key_meta_class(io, &pos, self, root)
+        classes.append(classes_item)
+    self.classes = classes
+
+    _at[0] = pos
+    return self
+
+
+cdef class KeyMetaClass:
     """One KEY_META class.
 
     Written by: redis src/keymeta.c rdbSaveKeyMetadata"""
 
-    __slots__ = ("_parent", "_root", "_io", "class_spec", "ops", "flags", "version", "_m_name", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object class_spec
+    cdef public object ops
+    cdef public object flags
+    cdef public object version
+    cdef public object _m_name
+    __slots__ = ("_parent", "_root", "_io", "class_spec", "ops", "flags", "version", "_m_name", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_name = _UNSET
 
     @classmethod
     def from_bytes(cls, data):
@@ -367,50 +478,57 @@ class KeyMetaClass:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "module:key_meta_class.class_spec")
-            class_spec = rd_u4le(_p, pos)
-            pos += 4
-            self.class_spec = class_spec
-            # ops: The module-opcode stream written by the class's rdb_save callback.
-            ops = []
-            ops_index = 0
-            while True:
-                ops_item, pos = ModuleOp._read(io, pos, self, root)
-                ops.append(ops_item)
-                if (ops_item.opcode.value == 0):
-                    break
-                ops_index += 1
-            self.ops = ops
-            # flags: Flag bits of the class.
-            self.flags = (class_spec & 7)
-            # version: Class version (0..31).
-            self.version = ((class_spec >> 3) & 31)
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_key_meta_class(io, &pos, parent, root)
+        return obj, pos
 
     @property
     def name(self):
         """The 4-character class name (keyMetaClassDecode; charset ends in "_-")."""
-        try:
+
+        if self._m_name is not _UNSET:
             return self._m_name
-        except AttributeError:
-            pass
         name = ((('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 26) & 63):(((self.class_spec >> 26) & 63) + 1)] + 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 20) & 63):(((self.class_spec >> 20) & 63) + 1)]) + 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 14) & 63):(((self.class_spec >> 14) & 63) + 1)]) + 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'[((self.class_spec >> 8) & 63):(((self.class_spec >> 8) & 63) + 1)])
         self._m_name = name
         return name
+
+
+cdef object c_read_key_meta_class(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one key_meta_class at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef KeyMetaClass self = KeyMetaClass.__new__(KeyMetaClass)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "module:key_meta_class.class_spec")
+        class_spec = rd_u4le(_p, pos)
+        pos += 4
+        self.class_spec = class_spec
+        # ops: The module-opcode stream written by the class's rdb_save callback.
+        ops = []
+        ops_index = 0
+        while True:
+            ops_item = c_read_module_op(io, &pos, self, root)
+            ops.append(ops_item)
+            if (ops_item.opcode.value == 0):
+                break
+            ops_index += 1
+        self.ops = ops
+        # flags: Flag bits of the class.
+        self.flags = (class_spec & 7)
+        # version: Class version (0..31).
+        self.version = ((class_spec >> 3) & 31)
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self

@@ -9,23 +9,34 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Quicklist:
+cdef class Quicklist:
     """LIST_QUICKLIST (type 14, notes §5.5): `len node_count`, then one ziplist blob per node.
     The root type is the type-14 value; `quicklist_2` is type 18.
 
     Written by: redis src/rdb.c rdbLoadObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_nodes
+    cdef public object nodes
+    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -35,58 +46,76 @@ class Quicklist:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_nodes: Number of quicklist nodes.
-        num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_nodes = num_nodes
-        # nodes: The nodes, each a ziplist (possibly LZF-compressed).
-        nodes_count = num_nodes.value
-        if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-        nodes = []
-        for nodes_index in range(nodes_count):
-            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
-            nodes.append(nodes_item)
-        self.nodes = nodes
-
-        return self, pos
+        obj = c_read_quicklist(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_nodes: Number of quicklist nodes.
-        num_nodes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # nodes: The nodes, each a ziplist (possibly LZF-compressed).
-        nodes_count = num_nodes.value
-        if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-        nodes = []
-        for nodes_index in range(nodes_count):
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
-            nodes_item = None
-            nodes.append(nodes_item)
-
-        return pos
+        return c_skip_quicklist(io, pos, parent, root)
 
 
-class Quicklist2:
+cdef object c_read_quicklist(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Quicklist self = Quicklist.__new__(Quicklist)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_nodes: Number of quicklist nodes.
+    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_nodes = num_nodes
+    # nodes: The nodes, each a ziplist (possibly LZF-compressed).
+    nodes_count = num_nodes.value
+    if nodes_count < 0 or nodes_count > end - pos:
+        raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+    nodes = []
+    for nodes_index in range(nodes_count):
+        nodes_item = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
+        nodes.append(nodes_item)
+    self.nodes = nodes
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_quicklist(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one quicklist at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_nodes: Number of quicklist nodes.
+    num_nodes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # nodes: The nodes, each a ziplist (possibly LZF-compressed).
+    nodes_count = num_nodes.value
+    if nodes_count < 0 or nodes_count > end - pos:
+        raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+    nodes = []
+    for nodes_index in range(nodes_count):
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        nodes_item = None
+        nodes.append(nodes_item)
+
+    return pos
+
+
+cdef class Quicklist2:
     """LIST_QUICKLIST_2 (type 18, notes §5.5): `len node_count`, then per node a container kind
     (1 PLAIN: a single raw element; 2 PACKED: a listpack) and a string.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_nodes
+    cdef public object nodes
+    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -96,57 +125,76 @@ class Quicklist2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_nodes: Number of quicklist nodes.
-        num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_nodes = num_nodes
-        # nodes: The nodes.
-        nodes_count = num_nodes.value
-        if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-        nodes = []
-        for nodes_index in range(nodes_count):
-            nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
-            nodes.append(nodes_item)
-        self.nodes = nodes
-
-        return self, pos
+        obj = c_read_quicklist_2(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist_2 without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_nodes: Number of quicklist nodes.
-        num_nodes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # nodes: The nodes.
-        nodes_count = num_nodes.value
-        if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-        nodes = []
-        for nodes_index in range(nodes_count):
-            pos = Quicklist2Node._skip(io, pos, None, root)
-            nodes_item = None
-            nodes.append(nodes_item)
-
-        return pos
+        return c_skip_quicklist_2(io, pos, parent, root)
 
 
-class Quicklist2Node:
+cdef object c_read_quicklist_2(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist_2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Quicklist2 self = Quicklist2.__new__(Quicklist2)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_nodes: Number of quicklist nodes.
+    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_nodes = num_nodes
+    # nodes: The nodes.
+    nodes_count = num_nodes.value
+    if nodes_count < 0 or nodes_count > end - pos:
+        raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+    nodes = []
+    for nodes_index in range(nodes_count):
+        nodes_item = c_read_quicklist_2_node(io, &pos, self, root)
+        nodes.append(nodes_item)
+    self.nodes = nodes
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_quicklist_2(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one quicklist_2 at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_nodes: Number of quicklist nodes.
+    num_nodes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # nodes: The nodes.
+    nodes_count = num_nodes.value
+    if nodes_count < 0 or nodes_count > end - pos:
+        raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+    nodes = []
+    for nodes_index in range(nodes_count):
+        pos = c_skip_quicklist_2_node(io, pos, None, root)
+        nodes_item = None
+        nodes.append(nodes_item)
+
+    return pos
+
+
+cdef class Quicklist2Node:
     """One type-18 quicklist node.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "container", "plain", "packed", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object container
+    cdef public object plain
+    cdef public object packed
+    __slots__ = ("_parent", "_root", "_io", "container", "plain", "packed", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -156,56 +204,69 @@ class Quicklist2Node:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
-        container_pos = pos
-        container, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        container_value = container.value
-        if not ((container_value == 1) or (container_value == 2)):
-            raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
-        self.container = container
-        # plain, packed: at most one of them is present
-        plain = packed = None
-        if (container_value == 1):
-            # plain: A PLAIN node's single element.
-            plain, pos = rdb_string.RdbString._read(io, pos, self, root)
-        elif (container_value == 2):
-            # packed: A PACKED node's listpack (possibly LZF-compressed).
-            packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        self.plain = plain
-        self.packed = packed
-
-        return self, pos
+        obj = c_read_quicklist_2_node(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist_2_node without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_quicklist_2_node(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
-        container_pos = pos
-        container, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        container_value = container.value
-        if not ((container_value == 1) or (container_value == 2)):
-            raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
-        # plain, packed: at most one of them is present
-        plain = packed = None
-        if (container_value == 1):
-            # plain: A PLAIN node's single element.
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            plain = None
-        elif (container_value == 2):
-            # packed: A PACKED node's listpack (possibly LZF-compressed).
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-            packed = None
 
-        return pos
+cdef object c_read_quicklist_2_node(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist_2_node at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Quicklist2Node self = Quicklist2Node.__new__(Quicklist2Node)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
+    container_pos = pos
+    container = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    container_value = container.value
+    if not ((container_value == 1) or (container_value == 2)):
+        raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
+    self.container = container
+    # plain, packed: at most one of them is present
+    plain = packed = None
+    if (container_value == 1):
+        # plain: A PLAIN node's single element.
+        plain = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    elif (container_value == 2):
+        # packed: A PACKED node's listpack (possibly LZF-compressed).
+        packed = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
+    self.plain = plain
+    self.packed = packed
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_quicklist_2_node(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one quicklist_2_node at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
+    container_pos = pos
+    container = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    container_value = container.value
+    if not ((container_value == 1) or (container_value == 2)):
+        raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
+    # plain, packed: at most one of them is present
+    plain = packed = None
+    if (container_value == 1):
+        # plain: A PLAIN node's single element.
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        plain = None
+    elif (container_value == 2):
+        # packed: A PACKED node's listpack (possibly LZF-compressed).
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        packed = None
+
+    return pos

@@ -9,18 +9,76 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import dragonfly, function, hash, module, quicklist, rdb_string, stream, zset
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .dragonfly cimport c_read_compressed_blob as dragonfly__c_read_compressed_blob
+from .dragonfly cimport c_read_df_cms as dragonfly__c_read_df_cms
+from .dragonfly cimport c_read_df_cuckoo as dragonfly__c_read_df_cuckoo
+from .dragonfly cimport c_read_df_hash_with_expiry as dragonfly__c_read_df_hash_with_expiry
+from .dragonfly cimport c_read_df_mask as dragonfly__c_read_df_mask
+from .dragonfly cimport c_read_df_sbf as dragonfly__c_read_df_sbf
+from .dragonfly cimport c_read_df_sbf2 as dragonfly__c_read_df_sbf2
+from .dragonfly cimport c_read_df_set_with_expiry as dragonfly__c_read_df_set_with_expiry
+from .dragonfly cimport c_read_df_topk as dragonfly__c_read_df_topk
+from .dragonfly cimport c_read_fullsync_end as dragonfly__c_read_fullsync_end
+from .dragonfly cimport c_read_journal_blob as dragonfly__c_read_journal_blob
+from .dragonfly cimport c_read_journal_offset as dragonfly__c_read_journal_offset
+from .dragonfly cimport c_read_shard_doc_index as dragonfly__c_read_shard_doc_index
+from .dragonfly cimport c_read_tagged_chunk as dragonfly__c_read_tagged_chunk
+from .dragonfly cimport c_read_vector_index as dragonfly__c_read_vector_index
+from .dragonfly cimport c_skip_df_cms as dragonfly__c_skip_df_cms
+from .dragonfly cimport c_skip_df_cuckoo as dragonfly__c_skip_df_cuckoo
+from .dragonfly cimport c_skip_df_hash_with_expiry as dragonfly__c_skip_df_hash_with_expiry
+from .dragonfly cimport c_skip_df_sbf as dragonfly__c_skip_df_sbf
+from .dragonfly cimport c_skip_df_sbf2 as dragonfly__c_skip_df_sbf2
+from .dragonfly cimport c_skip_df_set_with_expiry as dragonfly__c_skip_df_set_with_expiry
+from .dragonfly cimport c_skip_df_topk as dragonfly__c_skip_df_topk
+from .function cimport c_read_function2 as function__c_read_function2
+from .function cimport c_read_function_pre_ga as function__c_read_function_pre_ga
+from .hash cimport c_read_hash_listpack_ex as hash__c_read_hash_listpack_ex
+from .hash cimport c_read_hash_listpack_ex_pre_ga as hash__c_read_hash_listpack_ex_pre_ga
+from .hash cimport c_read_hash_metadata as hash__c_read_hash_metadata
+from .hash cimport c_read_hash_metadata_pre_ga as hash__c_read_hash_metadata_pre_ga
+from .hash cimport c_read_hash_table as hash__c_read_hash_table
+from .hash cimport c_read_valkey_hash_2 as hash__c_read_valkey_hash_2
+from .hash cimport c_skip_hash_listpack_ex as hash__c_skip_hash_listpack_ex
+from .hash cimport c_skip_hash_listpack_ex_pre_ga as hash__c_skip_hash_listpack_ex_pre_ga
+from .hash cimport c_skip_hash_metadata as hash__c_skip_hash_metadata
+from .hash cimport c_skip_hash_metadata_pre_ga as hash__c_skip_hash_metadata_pre_ga
+from .hash cimport c_skip_hash_table as hash__c_skip_hash_table
+from .hash cimport c_skip_valkey_hash_2 as hash__c_skip_valkey_hash_2
+from .module cimport c_read_key_meta as module__c_read_key_meta
+from .module cimport c_read_module_aux as module__c_read_module_aux
+from .module cimport c_read_module_pre_ga as module__c_read_module_pre_ga
+from .module cimport c_read_module_value as module__c_read_module_value
+from .module cimport c_skip_module_pre_ga as module__c_skip_module_pre_ga
+from .module cimport c_skip_module_value as module__c_skip_module_value
+from .quicklist cimport c_read_quicklist as quicklist__c_read_quicklist
+from .quicklist cimport c_read_quicklist_2 as quicklist__c_read_quicklist_2
+from .quicklist cimport c_skip_quicklist as quicklist__c_skip_quicklist
+from .quicklist cimport c_skip_quicklist_2 as quicklist__c_skip_quicklist_2
+from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
+from .stream cimport c_read_stream_value as stream__c_read_stream_value
+from .stream cimport c_skip_stream_value as stream__c_skip_stream_value
+from .zset cimport c_read_zset_2 as zset__c_read_zset_2
+from .zset cimport c_read_zset_legacy as zset__c_read_zset_legacy
+from .zset cimport c_skip_zset_2 as zset__c_skip_zset_2
+from .zset cimport c_skip_zset_legacy as zset__c_skip_zset_legacy
 
 unpack_u8le = struct.Struct('<Q').unpack_from
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Rdb:
+cdef class Rdb:
     """An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
     a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
@@ -31,7 +89,20 @@ class Rdb:
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
-    __slots__ = ("_parent", "_root", "_io", "magic", "records", "checksum", "_m_is_valkey", "_m_version", "_stream_pos", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object magic
+    cdef public object records
+    cdef public object checksum
+    cdef public object _m_is_valkey
+    cdef public object _m_version
+    cdef public object _stream_pos
+    __slots__ = ("_parent", "_root", "_io", "magic", "records", "checksum", "_m_is_valkey", "_m_version", "_stream_pos", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_is_valkey = _UNSET
+        self._m_version = _UNSET
 
     @classmethod
     def from_bytes(cls, data):
@@ -42,31 +113,8 @@ class Rdb:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
-        magic_pos = pos
-        magic_size = 9
-        if pos + magic_size > end:
-            raise truncated(io, pos, magic_size, "rdb:rdb.magic")
-        pos += magic_size
-        magic = buf[pos - magic_size:pos].decode('ASCII', 'replace')
-        try:
-            magic_ok = ((((magic[0:5] == 'REDIS') and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 13)) or (((magic[0:6] == 'VALKEY') and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)))
-        except (TypeError, ValueError, IndexError):
-            magic_ok = False
-        if not magic_ok:
-            raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081')
-        self.magic = magic
-
-        self._stream_pos = pos
-        return self, pos
+        obj = c_read_rdb(io, &pos, parent, root)
+        return obj, pos
 
     def iter_records(self):
         """Yields each records element as it is read, then reads what follows them."""
@@ -101,10 +149,9 @@ class Rdb:
     @property
     def is_valkey(self):
         """True for the VALKEY magic (Valkey numbering of types and opcodes)."""
-        try:
+
+        if self._m_is_valkey is not _UNSET:
             return self._m_is_valkey
-        except AttributeError:
-            pass
         is_valkey = (self.magic[0:6] == 'VALKEY')
         self._m_is_valkey = is_valkey
         return is_valkey
@@ -112,10 +159,9 @@ class Rdb:
     @property
     def version(self):
         """The RDB version from the magic."""
-        try:
+
+        if self._m_version is not _UNSET:
             return self._m_version
-        except AttributeError:
-            pass
         is_valkey = (self.magic[0:6] == 'VALKEY')
         self._m_is_valkey = is_valkey
         version = int((self.magic[6:9] if is_valkey else self.magic[5:9]))
@@ -123,14 +169,54 @@ class Rdb:
         return version
 
 
-class Record:
+cdef object c_read_rdb(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Rdb self = Rdb.__new__(Rdb)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
+    magic_pos = pos
+    magic_size = 9
+    if pos + magic_size > end:
+        raise truncated(io, pos, magic_size, "rdb:rdb.magic")
+    pos += magic_size
+    magic = buf[pos - magic_size:pos].decode('ASCII', 'replace')
+    try:
+        magic_ok = ((((magic[0:5] == 'REDIS') and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 13)) or (((magic[0:6] == 'VALKEY') and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)))
+    except (TypeError, ValueError, IndexError):
+        magic_ok = False
+    if not magic_ok:
+        raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081')
+    self.magic = magic
+
+    self._stream_pos = pos
+    _at[0] = pos
+    return self
+
+
+cdef class Record:
     """One top-level record: an opcode byte, then its payload. Bytes that are not opcodes are
     value types, followed by a key and a value (`key_value`). Per-key prefixes (EXPIRETIME_MS,
     IDLE, FREQ, KEY_META, DF_MASK) are separate records that apply to the next key.
 
     Written by: redis src/rdb.c rdbLoadRioWithLoadingCtx"""
 
-    __slots__ = ("_parent", "_root", "_io", "opcode", "body", "_m_kind", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object opcode
+    cdef public object body
+    cdef public object _m_kind
+    __slots__ = ("_parent", "_root", "_io", "opcode", "body", "_m_kind", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_kind = _UNSET
 
     @classmethod
     def from_bytes(cls, data):
@@ -140,109 +226,120 @@ class Record:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # opcode: The opcode or value type byte. Unknown codes are invalid.
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb:record.opcode")
-            opcode = _p[pos]
-            pos += 1
-            try:
-                opcode_ok = (((opcode >= 243) or ((opcode <= 22) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
-            except (TypeError, ValueError, IndexError):
-                opcode_ok = False
-            if not opcode_ok:
-                raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
-            self.opcode = opcode
-            # body: The payload; absent for EOF.
-            kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
-            self._m_kind = kind
-            if (kind != 255):
-                body_on = kind
-                if body_on == 254:
-                    body, pos = SelectDb._read(io, pos, self, root)
-                elif body_on == 253:
-                    body, pos = ExpireTime._read(io, pos, self, root)
-                elif body_on == 252:
-                    body, pos = ExpireTimeMs._read(io, pos, self, root)
-                elif body_on == 251:
-                    body, pos = ResizeDb._read(io, pos, self, root)
-                elif body_on == 250:
-                    body, pos = Aux._read(io, pos, self, root)
-                elif body_on == 249:
-                    body, pos = Freq._read(io, pos, self, root)
-                elif body_on == 248:
-                    body, pos = Idle._read(io, pos, self, root)
-                elif body_on == 247:
-                    body, pos = module.ModuleAux._read(io, pos, self, root)
-                elif body_on == 246:
-                    body, pos = function.FunctionPreGa._read(io, pos, self, root)
-                elif body_on == 245:
-                    body, pos = function.Function2._read(io, pos, self, root)
-                elif body_on == 244:
-                    body, pos = SlotInfo._read(io, pos, self, root)
-                elif body_on == 243:
-                    body, pos = module.KeyMeta._read(io, pos, self, root)
-                elif body_on == 499:
-                    body, pos = SlotImport._read(io, pos, self, root)
-                elif body_on == 224:
-                    body, pos = dragonfly.TaggedChunk._read(io, pos, self, root)
-                elif body_on == 223:
-                    body, pos = dragonfly.ShardDocIndex._read(io, pos, self, root)
-                elif body_on == 222:
-                    body, pos = dragonfly.VectorIndex._read(io, pos, self, root)
-                elif body_on == 220:
-                    body, pos = dragonfly.DfMask._read(io, pos, self, root)
-                elif body_on == 211:
-                    body, pos = dragonfly.JournalOffset._read(io, pos, self, root)
-                elif body_on == 210:
-                    body, pos = dragonfly.JournalBlob._read(io, pos, self, root)
-                elif body_on == 202:
-                    body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
-                elif body_on == 201:
-                    body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
-                elif body_on == 200:
-                    body, pos = dragonfly.FullsyncEnd._read(io, pos, self, root)
-                elif body_on == 256:
-                    body, pos = KeyValue._read(io, pos, self, root, opcode, root.is_valkey, root.version)
-                else:
-                    body = None
-            else:
-                body = None
-            self.body = body
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_record(io, &pos, parent, root)
+        return obj, pos
 
     @property
     def kind(self):
         """What the record is (Valkey's 243 is SLOT_IMPORT, every value type byte is `key_value`)."""
-        try:
+
+        if self._m_kind is not _UNSET:
             return self._m_kind
-        except AttributeError:
-            pass
         kind = (499 if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else 256))
         self._m_kind = kind
         return kind
 
 
-class SelectDb:
+cdef object c_read_record(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one record at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef Record self = Record.__new__(Record)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # opcode: The opcode or value type byte. Unknown codes are invalid.
+        if pos >= end:
+            raise truncated(io, pos, 1, "rdb:record.opcode")
+        opcode = _p[pos]
+        pos += 1
+        try:
+            opcode_ok = (((opcode >= 243) or ((opcode <= 22) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
+        except (TypeError, ValueError, IndexError):
+            opcode_ok = False
+        if not opcode_ok:
+            raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
+        self.opcode = opcode
+        # body: The payload; absent for EOF.
+        kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
+        self._m_kind = kind
+        if (kind != 255):
+            body_on = kind
+            if body_on == 254:
+                body = c_read_select_db(io, &pos, self, root)
+            elif body_on == 253:
+                body = c_read_expire_time(io, &pos, self, root)
+            elif body_on == 252:
+                body = c_read_expire_time_ms(io, &pos, self, root)
+            elif body_on == 251:
+                body = c_read_resize_db(io, &pos, self, root)
+            elif body_on == 250:
+                body = c_read_aux(io, &pos, self, root)
+            elif body_on == 249:
+                body = c_read_freq(io, &pos, self, root)
+            elif body_on == 248:
+                body = c_read_idle(io, &pos, self, root)
+            elif body_on == 247:
+                body = module__c_read_module_aux(io, &pos, self, root)
+            elif body_on == 246:
+                body = function__c_read_function_pre_ga(io, &pos, self, root)
+            elif body_on == 245:
+                body = function__c_read_function2(io, &pos, self, root)
+            elif body_on == 244:
+                body = c_read_slot_info(io, &pos, self, root)
+            elif body_on == 243:
+                body = module__c_read_key_meta(io, &pos, self, root)
+            elif body_on == 499:
+                body = c_read_slot_import(io, &pos, self, root)
+            elif body_on == 224:
+                body = dragonfly__c_read_tagged_chunk(io, &pos, self, root)
+            elif body_on == 223:
+                body = dragonfly__c_read_shard_doc_index(io, &pos, self, root)
+            elif body_on == 222:
+                body = dragonfly__c_read_vector_index(io, &pos, self, root)
+            elif body_on == 220:
+                body = dragonfly__c_read_df_mask(io, &pos, self, root)
+            elif body_on == 211:
+                body = dragonfly__c_read_journal_offset(io, &pos, self, root)
+            elif body_on == 210:
+                body = dragonfly__c_read_journal_blob(io, &pos, self, root)
+            elif body_on == 202:
+                body = dragonfly__c_read_compressed_blob(io, &pos, self, root)
+            elif body_on == 201:
+                body = dragonfly__c_read_compressed_blob(io, &pos, self, root)
+            elif body_on == 200:
+                body = dragonfly__c_read_fullsync_end(io, &pos, self, root)
+            elif body_on == 256:
+                body = c_read_key_value(io, &pos, self, root, opcode, root.is_valkey, root.version)
+            else:
+                body = None
+        else:
+            body = None
+        self.body = body
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef class SelectDb:
     """SELECTDB (254) - switch to a database.
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    __slots__ = ("_parent", "_root", "_io", "db_number", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object db_number
+    __slots__ = ("_parent", "_root", "_io", "db_number", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -252,27 +349,40 @@ class SelectDb:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # db_number: Database number.
-        db_number, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.db_number = db_number
-
-        return self, pos
+        obj = c_read_select_db(io, &pos, parent, root)
+        return obj, pos
 
 
-class ResizeDb:
+cdef object c_read_select_db(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one select_db at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef SelectDb self = SelectDb.__new__(SelectDb)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # db_number: Database number.
+    db_number = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.db_number = db_number
+
+    _at[0] = pos
+    return self
+
+
+cdef class ResizeDb:
     """RESIZEDB (251) - hash table sizing hints for the current database.
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    __slots__ = ("_parent", "_root", "_io", "db_size", "expires_size", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object db_size
+    cdef public object expires_size
+    __slots__ = ("_parent", "_root", "_io", "db_size", "expires_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -282,32 +392,45 @@ class ResizeDb:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # db_size: Number of keys.
-        db_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.db_size = db_size
-        # expires_size: Number of keys with an expiry.
-        expires_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.expires_size = expires_size
-
-        return self, pos
+        obj = c_read_resize_db(io, &pos, parent, root)
+        return obj, pos
 
 
-class Aux:
+cdef object c_read_resize_db(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one resize_db at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ResizeDb self = ResizeDb.__new__(ResizeDb)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # db_size: Number of keys.
+    db_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.db_size = db_size
+    # expires_size: Number of keys with an expiry.
+    expires_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.expires_size = expires_size
+
+    _at[0] = pos
+    return self
+
+
+cdef class Aux:
     """AUX (250) - a key/value metadata field (redis-ver, ctime, valkey-ver, df-ver, slot-info, lua, ...).
     Valkey 9 writes valkey-ver, redis-bits, ctime, used-mem and aof-base, and no redis-ver
     (valkey src/rdb.c rdbSaveInfoAuxFields).
 
     Written by: redis src/rdb.c rdbSaveAuxField"""
 
-    __slots__ = ("_parent", "_root", "_io", "key", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object key
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "key", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -317,30 +440,42 @@ class Aux:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # key: Field name.
-        key, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.key = key
-        # value: Field value.
-        value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.value = value
-
-        return self, pos
+        obj = c_read_aux(io, &pos, parent, root)
+        return obj, pos
 
 
-class ExpireTime:
+cdef object c_read_aux(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one aux at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Aux self = Aux.__new__(Aux)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # key: Field name.
+    key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.key = key
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.value = value
+
+    _at[0] = pos
+    return self
+
+
+cdef class ExpireTime:
     """EXPIRETIME (253, legacy) - expiry of the next key in seconds.
 
     Written by: redis src/rdb.c rdbLoadTime"""
 
-    __slots__ = ("_parent", "_root", "_io", "seconds", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object seconds
+    __slots__ = ("_parent", "_root", "_io", "seconds", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -350,36 +485,48 @@ class ExpireTime:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # seconds: Unix time in seconds (host order, LE in practice).
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "rdb:expire_time.seconds")
-            seconds = rd_s4le(_p, pos)
-            pos += 4
-            self.seconds = seconds
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_expire_time(io, &pos, parent, root)
+        return obj, pos
 
 
-class ExpireTimeMs:
+cdef object c_read_expire_time(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one expire_time at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ExpireTime self = ExpireTime.__new__(ExpireTime)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # seconds: Unix time in seconds (host order, LE in practice).
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "rdb:expire_time.seconds")
+        seconds = rd_s4le(_p, pos)
+        pos += 4
+        self.seconds = seconds
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef class ExpireTimeMs:
     """EXPIRETIME_MS (252) - expiry of the next key in milliseconds.
 
     Written by: redis src/rdb.c rdbSaveMillisecondTime"""
 
-    __slots__ = ("_parent", "_root", "_io", "ms", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ms
+    __slots__ = ("_parent", "_root", "_io", "ms", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -389,36 +536,48 @@ class ExpireTimeMs:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # ms: Unix time in ms, little-endian (host order before RDB 9).
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
-            ms = rd_s8le(_p, pos)
-            pos += 8
-            self.ms = ms
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_expire_time_ms(io, &pos, parent, root)
+        return obj, pos
 
 
-class Freq:
+cdef object c_read_expire_time_ms(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one expire_time_ms at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ExpireTimeMs self = ExpireTimeMs.__new__(ExpireTimeMs)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # ms: Unix time in ms, little-endian (host order before RDB 9).
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
+        ms = rd_s8le(_p, pos)
+        pos += 8
+        self.ms = ms
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef class Freq:
     """FREQ (249) - LFU counter of the next key.
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    __slots__ = ("_parent", "_root", "_io", "lfu_freq", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object lfu_freq
+    __slots__ = ("_parent", "_root", "_io", "lfu_freq", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -428,36 +587,48 @@ class Freq:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # lfu_freq: LFU counter (0..255).
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb:freq.lfu_freq")
-            lfu_freq = _p[pos]
-            pos += 1
-            self.lfu_freq = lfu_freq
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_freq(io, &pos, parent, root)
+        return obj, pos
 
 
-class Idle:
+cdef object c_read_freq(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one freq at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef Freq self = Freq.__new__(Freq)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # lfu_freq: LFU counter (0..255).
+        if pos >= end:
+            raise truncated(io, pos, 1, "rdb:freq.lfu_freq")
+        lfu_freq = _p[pos]
+        pos += 1
+        self.lfu_freq = lfu_freq
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef class Idle:
     """IDLE (248) - LRU idle time of the next key.
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    __slots__ = ("_parent", "_root", "_io", "seconds", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object seconds
+    __slots__ = ("_parent", "_root", "_io", "seconds", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -467,27 +638,41 @@ class Idle:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # seconds: Idle time in seconds.
-        seconds, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.seconds = seconds
-
-        return self, pos
+        obj = c_read_idle(io, &pos, parent, root)
+        return obj, pos
 
 
-class SlotInfo:
+cdef object c_read_idle(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one idle at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Idle self = Idle.__new__(Idle)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # seconds: Idle time in seconds.
+    seconds = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.seconds = seconds
+
+    _at[0] = pos
+    return self
+
+
+cdef class SlotInfo:
     """SLOT_INFO (244, Redis 7.4+ cluster mode) - sizes of the slot whose keys follow.
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    __slots__ = ("_parent", "_root", "_io", "slot_id", "slot_size", "expires_slot_size", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object slot_id
+    cdef public object slot_size
+    cdef public object expires_slot_size
+    __slots__ = ("_parent", "_root", "_io", "slot_id", "slot_size", "expires_slot_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -497,33 +682,47 @@ class SlotInfo:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # slot_id: Cluster slot.
-        slot_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.slot_id = slot_id
-        # slot_size: Number of keys in the slot.
-        slot_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.slot_size = slot_size
-        # expires_slot_size: Number of keys with an expiry in the slot.
-        expires_slot_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.expires_slot_size = expires_slot_size
-
-        return self, pos
+        obj = c_read_slot_info(io, &pos, parent, root)
+        return obj, pos
 
 
-class SlotImport:
+cdef object c_read_slot_info(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one slot_info at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef SlotInfo self = SlotInfo.__new__(SlotInfo)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # slot_id: Cluster slot.
+    slot_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.slot_id = slot_id
+    # slot_size: Number of keys in the slot.
+    slot_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.slot_size = slot_size
+    # expires_slot_size: Number of keys with an expiry in the slot.
+    expires_slot_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.expires_slot_size = expires_slot_size
+
+    _at[0] = pos
+    return self
+
+
+cdef class SlotImport:
     """SLOT_IMPORT (243 on VALKEY magic, Valkey 9.0+) - a slot migration job and its slot ranges.
 
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
-    __slots__ = ("_parent", "_root", "_io", "job_name", "num_ranges", "ranges", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object job_name
+    cdef public object num_ranges
+    cdef public object ranges
+    __slots__ = ("_parent", "_root", "_io", "job_name", "num_ranges", "ranges", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -533,39 +732,52 @@ class SlotImport:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # job_name: Job name (40 bytes when written).
-        job_name, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.job_name = job_name
-        # num_ranges: Number of slot ranges.
-        num_ranges, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_ranges = num_ranges
-        # ranges: The slot ranges.
-        ranges_count = num_ranges.value
-        if ranges_count < 0 or ranges_count > (end - pos) // 2:
-            raise invalid(io, pos, "rdb:slot_import.ranges", f'count {ranges_count} exceeds the {end - pos} bytes that remain')
-        ranges = []
-        for ranges_index in range(ranges_count):
-            ranges_item, pos = SlotRange._read(io, pos, self, root)
-            ranges.append(ranges_item)
-        self.ranges = ranges
-
-        return self, pos
+        obj = c_read_slot_import(io, &pos, parent, root)
+        return obj, pos
 
 
-class SlotRange:
+cdef object c_read_slot_import(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one slot_import at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef SlotImport self = SlotImport.__new__(SlotImport)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # job_name: Job name (40 bytes when written).
+    job_name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.job_name = job_name
+    # num_ranges: Number of slot ranges.
+    num_ranges = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_ranges = num_ranges
+    # ranges: The slot ranges.
+    ranges_count = num_ranges.value
+    if ranges_count < 0 or ranges_count > (end - pos) // 2:
+        raise invalid(io, pos, "rdb:slot_import.ranges", f'count {ranges_count} exceeds the {end - pos} bytes that remain')
+    ranges = []
+    for ranges_index in range(ranges_count):
+        ranges_item = c_read_slot_range(io, &pos, self, root)
+        ranges.append(ranges_item)
+    self.ranges = ranges
+
+    _at[0] = pos
+    return self
+
+
+cdef class SlotRange:
     """One inclusive slot range of SLOT_IMPORT.
 
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
-    __slots__ = ("_parent", "_root", "_io", "start_slot", "end_slot", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object start_slot
+    cdef public object end_slot
+    __slots__ = ("_parent", "_root", "_io", "start_slot", "end_slot", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -575,31 +787,47 @@ class SlotRange:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # start_slot: First slot.
-        start_slot, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.start_slot = start_slot
-        # end_slot: Last slot.
-        end_slot, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.end_slot = end_slot
-
-        return self, pos
+        obj = c_read_slot_range(io, &pos, parent, root)
+        return obj, pos
 
 
-class KeyValue:
+cdef object c_read_slot_range(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one slot_range at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef SlotRange self = SlotRange.__new__(SlotRange)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # start_slot: First slot.
+    start_slot = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.start_slot = start_slot
+    # end_slot: Last slot.
+    end_slot = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.end_slot = end_slot
+
+    _at[0] = pos
+    return self
+
+
+cdef class KeyValue:
     """A key and its value. `type_code` is the record's type byte; the value layout is selected by
     `value_kind`, which maps the byte to the dialect given by the magic.
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "is_valkey", "rdb_version", "key", "_lazy_value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object is_valkey
+    cdef public object rdb_version
+    cdef public object key
+    cdef public object _lazy_value
+    __slots__ = ("_parent", "_root", "_io", "type_code", "is_valkey", "rdb_version", "key", "_lazy_value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code, is_valkey, rdb_version):
@@ -609,143 +837,16 @@ class KeyValue:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code, is_valkey, rdb_version):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.type_code = type_code
-        self.is_valkey = is_valkey
-        self.rdb_version = rdb_version
-        buf = io.buf
-        end = io.end
-        # key: The key.
-        key, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.key = key
-        # value: decoded on first access (see the property); stepped over here
-        self._lazy_value = pos
-        # value: The value, laid out according to `value_kind`.
-        value_kind = (278 if (is_valkey and (type_code == 22)) else (276 if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
-        value_on = value_kind
-        if value_on == 0:
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            value = None
-        elif value_on == 1:
-            pos = StringList._skip(io, pos, None, root)
-            value = None
-        elif value_on == 2:
-            pos = StringList._skip(io, pos, None, root)
-            value = None
-        elif value_on == 3:
-            pos = zset.ZsetLegacy._skip(io, pos, None, root)
-            value = None
-        elif value_on == 4:
-            pos = hash.HashTable._skip(io, pos, None, root)
-            value = None
-        elif value_on == 5:
-            pos = zset.Zset2._skip(io, pos, None, root)
-            value = None
-        elif value_on == 6:
-            pos = module.ModulePreGa._skip(io, pos, None, root)
-            value = None
-        elif value_on == 7:
-            pos = module.ModuleValue._skip(io, pos, None, root)
-            value = None
-        elif value_on == 9:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 4)
-            value = None
-        elif value_on == 10:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
-            value = None
-        elif value_on == 11:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 3)
-            value = None
-        elif value_on == 12:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
-            value = None
-        elif value_on == 13:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
-            value = None
-        elif value_on == 14:
-            pos = quicklist.Quicklist._skip(io, pos, None, root)
-            value = None
-        elif value_on == 15:
-            pos = stream.StreamValue._skip(io, pos, None, root, type_code)
-            value = None
-        elif value_on == 16:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-            value = None
-        elif value_on == 17:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-            value = None
-        elif value_on == 18:
-            pos = quicklist.Quicklist2._skip(io, pos, None, root)
-            value = None
-        elif value_on == 19:
-            pos = stream.StreamValue._skip(io, pos, None, root, type_code)
-            value = None
-        elif value_on == 20:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
-            value = None
-        elif value_on == 21:
-            pos = stream.StreamValue._skip(io, pos, None, root, type_code)
-            value = None
-        elif value_on == 22:
-            pos = hash.HashMetadataPreGa._skip(io, pos, None, root)
-            value = None
-        elif value_on == 23:
-            pos = hash.HashListpackExPreGa._skip(io, pos, None, root)
-            value = None
-        elif value_on == 24:
-            pos = hash.HashMetadata._skip(io, pos, None, root)
-            value = None
-        elif value_on == 25:
-            pos = hash.HashListpackEx._skip(io, pos, None, root)
-            value = None
-        elif value_on == 26:
-            pos = stream.StreamValue._skip(io, pos, None, root, type_code)
-            value = None
-        elif value_on == 30:
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            value = None
-        elif value_on == 31:
-            pos = dragonfly.DfHashWithExpiry._skip(io, pos, None, root)
-            value = None
-        elif value_on == 32:
-            pos = dragonfly.DfSetWithExpiry._skip(io, pos, None, root)
-            value = None
-        elif value_on == 33:
-            pos = dragonfly.DfSbf._skip(io, pos, None, root)
-            value = None
-        elif value_on == 34:
-            pos = dragonfly.DfSbf2._skip(io, pos, None, root)
-            value = None
-        elif value_on == 35:
-            pos = dragonfly.DfCms._skip(io, pos, None, root)
-            value = None
-        elif value_on == 36:
-            pos = dragonfly.DfTopk._skip(io, pos, None, root)
-            value = None
-        elif value_on == 37:
-            pos = dragonfly.DfCuckoo._skip(io, pos, None, root)
-            value = None
-        elif value_on == 276:
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            value = None
-        elif value_on == 278:
-            pos = hash.ValkeyHash2._skip(io, pos, None, root)
-            value = None
-        else:
-            value = None
-
-        return self, pos
+        obj = c_read_key_value(io, &pos, parent, root, type_code, is_valkey, rdb_version)
+        return obj, pos
 
     @property
     def value(self):
         """The value, laid out according to `value_kind`.
 
         Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+
         io = self._io
         buf = io.buf
         end = io.end
@@ -754,77 +855,77 @@ class KeyValue:
         value_kind = (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
         value_on = value_kind
         if value_on == 0:
-            value, pos = rdb_string.RdbString._read(io, pos, self, root)
+            value = rdb_string__c_read_rdb_string(io, &pos, self, root)
         elif value_on == 1:
-            value, pos = StringList._read(io, pos, self, root)
+            value = c_read_string_list(io, &pos, self, root)
         elif value_on == 2:
-            value, pos = StringList._read(io, pos, self, root)
+            value = c_read_string_list(io, &pos, self, root)
         elif value_on == 3:
-            value, pos = zset.ZsetLegacy._read(io, pos, self, root)
+            value = zset__c_read_zset_legacy(io, &pos, self, root)
         elif value_on == 4:
-            value, pos = hash.HashTable._read(io, pos, self, root)
+            value = hash__c_read_hash_table(io, &pos, self, root)
         elif value_on == 5:
-            value, pos = zset.Zset2._read(io, pos, self, root)
+            value = zset__c_read_zset_2(io, &pos, self, root)
         elif value_on == 6:
-            value, pos = module.ModulePreGa._read(io, pos, self, root)
+            value = module__c_read_module_pre_ga(io, &pos, self, root)
         elif value_on == 7:
-            value, pos = module.ModuleValue._read(io, pos, self, root)
+            value = module__c_read_module_value(io, &pos, self, root)
         elif value_on == 9:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 4)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 4)
         elif value_on == 10:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
         elif value_on == 11:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 3)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 3)
         elif value_on == 12:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
         elif value_on == 13:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
         elif value_on == 14:
-            value, pos = quicklist.Quicklist._read(io, pos, self, root)
+            value = quicklist__c_read_quicklist(io, &pos, self, root)
         elif value_on == 15:
-            value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
+            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
         elif value_on == 16:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
         elif value_on == 17:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
         elif value_on == 18:
-            value, pos = quicklist.Quicklist2._read(io, pos, self, root)
+            value = quicklist__c_read_quicklist_2(io, &pos, self, root)
         elif value_on == 19:
-            value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
+            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
         elif value_on == 20:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
         elif value_on == 21:
-            value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
+            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
         elif value_on == 22:
-            value, pos = hash.HashMetadataPreGa._read(io, pos, self, root)
+            value = hash__c_read_hash_metadata_pre_ga(io, &pos, self, root)
         elif value_on == 23:
-            value, pos = hash.HashListpackExPreGa._read(io, pos, self, root)
+            value = hash__c_read_hash_listpack_ex_pre_ga(io, &pos, self, root)
         elif value_on == 24:
-            value, pos = hash.HashMetadata._read(io, pos, self, root)
+            value = hash__c_read_hash_metadata(io, &pos, self, root)
         elif value_on == 25:
-            value, pos = hash.HashListpackEx._read(io, pos, self, root)
+            value = hash__c_read_hash_listpack_ex(io, &pos, self, root)
         elif value_on == 26:
-            value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
+            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
         elif value_on == 30:
-            value, pos = rdb_string.RdbString._read(io, pos, self, root)
+            value = rdb_string__c_read_rdb_string(io, &pos, self, root)
         elif value_on == 31:
-            value, pos = dragonfly.DfHashWithExpiry._read(io, pos, self, root)
+            value = dragonfly__c_read_df_hash_with_expiry(io, &pos, self, root)
         elif value_on == 32:
-            value, pos = dragonfly.DfSetWithExpiry._read(io, pos, self, root)
+            value = dragonfly__c_read_df_set_with_expiry(io, &pos, self, root)
         elif value_on == 33:
-            value, pos = dragonfly.DfSbf._read(io, pos, self, root)
+            value = dragonfly__c_read_df_sbf(io, &pos, self, root)
         elif value_on == 34:
-            value, pos = dragonfly.DfSbf2._read(io, pos, self, root)
+            value = dragonfly__c_read_df_sbf2(io, &pos, self, root)
         elif value_on == 35:
-            value, pos = dragonfly.DfCms._read(io, pos, self, root)
+            value = dragonfly__c_read_df_cms(io, &pos, self, root)
         elif value_on == 36:
-            value, pos = dragonfly.DfTopk._read(io, pos, self, root)
+            value = dragonfly__c_read_df_topk(io, &pos, self, root)
         elif value_on == 37:
-            value, pos = dragonfly.DfCuckoo._read(io, pos, self, root)
+            value = dragonfly__c_read_df_cuckoo(io, &pos, self, root)
         elif value_on == 276:
-            value, pos = rdb_string.RdbString._read(io, pos, self, root)
+            value = rdb_string__c_read_rdb_string(io, &pos, self, root)
         elif value_on == 278:
-            value, pos = hash.ValkeyHash2._read(io, pos, self, root)
+            value = hash__c_read_valkey_hash_2(io, &pos, self, root)
         else:
             value = None
         return value
@@ -835,15 +936,158 @@ class KeyValue:
         and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276). Valkey 9
         shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
         rdbSaveObjectType)."""
+
         return (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
 
 
-class StringList:
+cdef object c_read_key_value(object io, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version):
+    """Reads one key_value at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef KeyValue self = KeyValue.__new__(KeyValue)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.type_code = type_code
+    self.is_valkey = is_valkey
+    self.rdb_version = rdb_version
+    buf = io.buf
+    end = io.end
+    # key: The key.
+    key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.key = key
+    # value: decoded on first access (see the property); stepped over here
+    self._lazy_value = pos
+    # value: The value, laid out according to `value_kind`.
+    value_kind = (278 if (is_valkey and (type_code == 22)) else (276 if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
+    value_on = value_kind
+    if value_on == 0:
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        value = None
+    elif value_on == 1:
+        pos = c_skip_string_list(io, pos, None, root)
+        value = None
+    elif value_on == 2:
+        pos = c_skip_string_list(io, pos, None, root)
+        value = None
+    elif value_on == 3:
+        pos = zset__c_skip_zset_legacy(io, pos, None, root)
+        value = None
+    elif value_on == 4:
+        pos = hash__c_skip_hash_table(io, pos, None, root)
+        value = None
+    elif value_on == 5:
+        pos = zset__c_skip_zset_2(io, pos, None, root)
+        value = None
+    elif value_on == 6:
+        pos = module__c_skip_module_pre_ga(io, pos, None, root)
+        value = None
+    elif value_on == 7:
+        pos = module__c_skip_module_value(io, pos, None, root)
+        value = None
+    elif value_on == 9:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 4)
+        value = None
+    elif value_on == 10:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        value = None
+    elif value_on == 11:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 3)
+        value = None
+    elif value_on == 12:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        value = None
+    elif value_on == 13:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        value = None
+    elif value_on == 14:
+        pos = quicklist__c_skip_quicklist(io, pos, None, root)
+        value = None
+    elif value_on == 15:
+        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        value = None
+    elif value_on == 16:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        value = None
+    elif value_on == 17:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        value = None
+    elif value_on == 18:
+        pos = quicklist__c_skip_quicklist_2(io, pos, None, root)
+        value = None
+    elif value_on == 19:
+        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        value = None
+    elif value_on == 20:
+        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        value = None
+    elif value_on == 21:
+        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        value = None
+    elif value_on == 22:
+        pos = hash__c_skip_hash_metadata_pre_ga(io, pos, None, root)
+        value = None
+    elif value_on == 23:
+        pos = hash__c_skip_hash_listpack_ex_pre_ga(io, pos, None, root)
+        value = None
+    elif value_on == 24:
+        pos = hash__c_skip_hash_metadata(io, pos, None, root)
+        value = None
+    elif value_on == 25:
+        pos = hash__c_skip_hash_listpack_ex(io, pos, None, root)
+        value = None
+    elif value_on == 26:
+        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        value = None
+    elif value_on == 30:
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        value = None
+    elif value_on == 31:
+        pos = dragonfly__c_skip_df_hash_with_expiry(io, pos, None, root)
+        value = None
+    elif value_on == 32:
+        pos = dragonfly__c_skip_df_set_with_expiry(io, pos, None, root)
+        value = None
+    elif value_on == 33:
+        pos = dragonfly__c_skip_df_sbf(io, pos, None, root)
+        value = None
+    elif value_on == 34:
+        pos = dragonfly__c_skip_df_sbf2(io, pos, None, root)
+        value = None
+    elif value_on == 35:
+        pos = dragonfly__c_skip_df_cms(io, pos, None, root)
+        value = None
+    elif value_on == 36:
+        pos = dragonfly__c_skip_df_topk(io, pos, None, root)
+        value = None
+    elif value_on == 37:
+        pos = dragonfly__c_skip_df_cuckoo(io, pos, None, root)
+        value = None
+    elif value_on == 276:
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        value = None
+    elif value_on == 278:
+        pos = hash__c_skip_valkey_hash_2(io, pos, None, root)
+        value = None
+    else:
+        value = None
+
+    _at[0] = pos
+    return self
+
+
+cdef class StringList:
     """LIST (type 1) and SET (type 2) - `len n`, then n strings.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_items", "items", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_items
+    cdef public object items
+    __slots__ = ("_parent", "_root", "_io", "num_items", "items", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -853,46 +1097,59 @@ class StringList:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_items: Number of elements.
-        num_items, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_items = num_items
-        # items: The elements.
-        items_count = num_items.value
-        if items_count < 0 or items_count > end - pos:
-            raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
-        items = []
-        for items_index in range(items_count):
-            items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
-            items.append(items_item)
-        self.items = items
-
-        return self, pos
+        obj = c_read_string_list(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one string_list without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_string_list(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        # num_items: Number of elements.
-        num_items, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # items: The elements.
-        items_count = num_items.value
-        if items_count < 0 or items_count > end - pos:
-            raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
-        items = []
-        for items_index in range(items_count):
-            pos = rdb_string.RdbString._skip(io, pos, None, root)
-            items_item = None
-            items.append(items_item)
 
-        return pos
+cdef object c_read_string_list(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one string_list at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StringList self = StringList.__new__(StringList)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_items: Number of elements.
+    num_items = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_items = num_items
+    # items: The elements.
+    items_count = num_items.value
+    if items_count < 0 or items_count > end - pos:
+        raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+    items = []
+    for items_index in range(items_count):
+        items_item = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        items.append(items_item)
+    self.items = items
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_string_list(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one string_list at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_items: Number of elements.
+    num_items = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # items: The elements.
+    items_count = num_items.value
+    if items_count < 0 or items_count > end - pos:
+        raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+    items = []
+    for items_index in range(items_count):
+        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        items_item = None
+        items.append(items_item)
+
+    return pos

@@ -17,9 +17,11 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class RdbString:
+cdef class RdbString:
     """An RDB string (notes §3.2): a length (§3.1), then either the raw bytes, an integer
     stored as INT8/INT16/INT32 (little-endian, decoded by the server to its decimal text),
     or an LZF-compressed run (clen, ulen, data). Kaitai cannot unify bytes and ints, so the
@@ -28,7 +30,18 @@ class RdbString:
 
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "len", "raw", "int_value", "clen", "ulen", "lzf", "is_int", "is_lzf", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object len
+    cdef public object raw
+    cdef public object int_value
+    cdef public object clen
+    cdef public object ulen
+    cdef public object lzf
+    cdef public object is_int
+    cdef public object is_lzf
+    __slots__ = ("_parent", "_root", "_io", "len", "raw", "int_value", "clen", "ulen", "lzf", "is_int", "is_lzf", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -38,96 +51,38 @@ class RdbString:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
-            len__pos = pos
-            len_, pos = RdbLen._read(io, pos, self, root)
-            len_is_encoded = len_.is_encoded
-            len_value = len_.value
-            if not ((not len_is_encoded) or (len_value <= 3)):
-                raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
-            self.len = len_
-            # raw, int_value, clen, ulen, lzf: at most one of them is present
-            is_int = (len_is_encoded and (len_value < 3))
-            is_lzf = (len_is_encoded and (len_value == 3))
-            raw = int_value = clen = ulen = lzf = None
-            if (not len_is_encoded):
-                # raw: The bytes of a plain (not encoded) string.
-                if pos + len_value > end:
-                    raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
-                pos += len_value
-                raw = buf[pos - len_value:pos]
-            elif is_int:
-                # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-                int_value_on = len_value
-                if int_value_on == 0:
-                    if pos + 1 > end:
-                        raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
-                    int_value = rd_s1le(_p, pos)
-                    pos += 1
-                elif int_value_on == 1:
-                    if pos + 2 > end:
-                        raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
-                    int_value = rd_s2le(_p, pos)
-                    pos += 2
-                elif int_value_on == 2:
-                    if pos + 4 > end:
-                        raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
-                    int_value = rd_s4le(_p, pos)
-                    pos += 4
-                else:
-                    int_value = None
-            elif is_lzf:
-                # clen: Compressed length of an LZF string (written before the uncompressed length).
-                clen, pos = RdbLen._read(io, pos, self, root)
-                # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-                ulen, pos = RdbLen._read(io, pos, self, root)
-                # lzf: The decompressed bytes of an LZF string.
-                lzf_size = clen.value
-                if pos + lzf_size > end:
-                    raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
-                lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
-                pos += lzf_size
-                lzf = lzf_data
-            self.raw = raw
-            self.int_value = int_value
-            self.clen = clen
-            self.ulen = ulen
-            self.lzf = lzf
-            # is_int: True when the string is stored as an INT8/INT16/INT32 integer.
-            self.is_int = is_int
-            # is_lzf: True when the string is LZF-compressed.
-            self.is_lzf = is_lzf
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_rdb_string(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one rdb_string without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_rdb_string(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_rdb_string(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb_string at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef RdbString self = RdbString.__new__(RdbString)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
         len__pos = pos
-        len_, pos = RdbLen._read(io, pos, None, root)
+        len_ = c_read_rdb_len(io, &pos, self, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
         if not ((not len_is_encoded) or (len_value <= 3)):
             raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
+        self.len = len_
         # raw, int_value, clen, ulen, lzf: at most one of them is present
         is_int = (len_is_encoded and (len_value < 3))
         is_lzf = (len_is_encoded and (len_value == 3))
@@ -137,43 +92,114 @@ class RdbString:
             if pos + len_value > end:
                 raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
             pos += len_value
-            raw = None
+            raw = buf[pos - len_value:pos]
         elif is_int:
             # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
             int_value_on = len_value
             if int_value_on == 0:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
-                int_value = None
+                int_value = rd_s1le(_p, pos)
                 pos += 1
             elif int_value_on == 1:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
-                int_value = None
+                int_value = rd_s2le(_p, pos)
                 pos += 2
             elif int_value_on == 2:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
-                int_value = None
+                int_value = rd_s4le(_p, pos)
                 pos += 4
             else:
                 int_value = None
         elif is_lzf:
             # clen: Compressed length of an LZF string (written before the uncompressed length).
-            clen, pos = RdbLen._read(io, pos, None, root)
+            clen = c_read_rdb_len(io, &pos, self, root)
             # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-            ulen, pos = RdbLen._read(io, pos, None, root)
+            ulen = c_read_rdb_len(io, &pos, self, root)
             # lzf: The decompressed bytes of an LZF string.
             lzf_size = clen.value
             if pos + lzf_size > end:
                 raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
+            lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
             pos += lzf_size
-            lzf = None
+            lzf = lzf_data
+        self.raw = raw
+        self.int_value = int_value
+        self.clen = clen
+        self.ulen = ulen
+        self.lzf = lzf
+        # is_int: True when the string is stored as an INT8/INT16/INT32 integer.
+        self.is_int = is_int
+        # is_lzf: True when the string is LZF-compressed.
+        self.is_lzf = is_lzf
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class RdbLen:
+cdef Py_ssize_t c_skip_rdb_string(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one rdb_string at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+    len__pos = pos
+    len_ = c_read_rdb_len(io, &pos, None, root)
+    len_is_encoded = len_.is_encoded
+    len_value = len_.value
+    if not ((not len_is_encoded) or (len_value <= 3)):
+        raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
+    # raw, int_value, clen, ulen, lzf: at most one of them is present
+    is_int = (len_is_encoded and (len_value < 3))
+    is_lzf = (len_is_encoded and (len_value == 3))
+    raw = int_value = clen = ulen = lzf = None
+    if (not len_is_encoded):
+        # raw: The bytes of a plain (not encoded) string.
+        if pos + len_value > end:
+            raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
+        pos += len_value
+        raw = None
+    elif is_int:
+        # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
+        int_value_on = len_value
+        if int_value_on == 0:
+            if pos + 1 > end:
+                raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
+            int_value = None
+            pos += 1
+        elif int_value_on == 1:
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
+            int_value = None
+            pos += 2
+        elif int_value_on == 2:
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
+            int_value = None
+            pos += 4
+        else:
+            int_value = None
+    elif is_lzf:
+        # clen: Compressed length of an LZF string (written before the uncompressed length).
+        clen = c_read_rdb_len(io, &pos, None, root)
+        # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
+        ulen = c_read_rdb_len(io, &pos, None, root)
+        # lzf: The decompressed bytes of an LZF string.
+        lzf_size = clen.value
+        if pos + lzf_size > end:
+            raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
+        pos += lzf_size
+        lzf = None
+
+    return pos
+
+
+cdef class RdbLen:
     """RDB length encoding (notes §3.1). The two top bits of the first byte select the form:
     00 = 6-bit length, 01 = 14-bit big-endian length, 0x80 = 32-bit big-endian length,
     0x81 = 64-bit big-endian length, 11 = "encoded" marker whose low 6 bits name a string
@@ -181,7 +207,16 @@ class RdbLen:
 
     Written by: redis src/rdb.c rdbSaveLen"""
 
-    __slots__ = ("_parent", "_root", "_io", "b0", "b1", "len32", "len64", "is_encoded", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object b0
+    cdef public object b1
+    cdef public object len32
+    cdef public object len64
+    cdef public object is_encoded
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "b0", "b1", "len32", "len64", "is_encoded", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -191,105 +226,118 @@ class RdbLen:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
-            b0 = _p[pos]
-            pos += 1
-            if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
-                raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
-            self.b0 = b0
-            # b1, len32, len64: at most one of them is present, only when b0 >= 64
-            b1 = len32 = len64 = None
-            if b0 >= 64:
-                if ((b0 >> 6) == 1):
-                    # b1: Low 8 bits of a 14-bit length.
-                    if pos >= end:
-                        raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-                    b1 = _p[pos]
-                    pos += 1
-                elif (b0 == 128):
-                    # len32: A 32-bit big-endian length.
-                    if pos + 4 > end:
-                        raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-                    len32 = rd_u4be(_p, pos)
-                    pos += 4
-                elif (b0 == 129):
-                    # len64: A 64-bit big-endian length (RDB 8 and later).
-                    if pos + 8 > end:
-                        raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-                    len64 = rd_u8be(_p, pos)
-                    pos += 8
-            self.b1 = b1
-            self.len32 = len32
-            self.len64 = len64
-            # is_encoded: True for the 11xxxxxx "encoded" marker (a string encoding, not a length).
-            self.is_encoded = ((b0 >> 6) == 3)
-            # value: The decoded length, or the encoding number when `is_encoded`.
-            self.value = ((((b0 & 63) << 8) | b1) if ((b0 >> 6) == 1) else (len32 if (b0 == 128) else (len64 if (b0 == 129) else (b0 & 63))))
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_rdb_len(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one rdb_len without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
-            b0 = _p[pos]
-            pos += 1
-            if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
-                raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
-            # b1, len32, len64: at most one of them is present, only when b0 >= 64
-            b1 = len32 = len64 = None
-            if b0 >= 64:
-                if ((b0 >> 6) == 1):
-                    # b1: Low 8 bits of a 14-bit length.
-                    if pos + 1 > end:
-                        raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-                    b1 = None
-                    pos += 1
-                elif (b0 == 128):
-                    # len32: A 32-bit big-endian length.
-                    if pos + 4 > end:
-                        raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-                    len32 = None
-                    pos += 4
-                elif (b0 == 129):
-                    # len64: A 64-bit big-endian length (RDB 8 and later).
-                    if pos + 8 > end:
-                        raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-                    len64 = None
-                    pos += 8
-        finally:
-            PyBuffer_Release(&_view)
-
-        return pos
+        return c_skip_rdb_len(io, pos, parent, root)
 
 
-class RdbBlob:
+cdef object c_read_rdb_len(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb_len at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef RdbLen self = RdbLen.__new__(RdbLen)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
+        if pos >= end:
+            raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
+        b0 = _p[pos]
+        pos += 1
+        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
+            raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
+        self.b0 = b0
+        # b1, len32, len64: at most one of them is present, only when b0 >= 64
+        b1 = len32 = len64 = None
+        if b0 >= 64:
+            if ((b0 >> 6) == 1):
+                # b1: Low 8 bits of a 14-bit length.
+                if pos >= end:
+                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+                b1 = _p[pos]
+                pos += 1
+            elif (b0 == 128):
+                # len32: A 32-bit big-endian length.
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+                len32 = rd_u4be(_p, pos)
+                pos += 4
+            elif (b0 == 129):
+                # len64: A 64-bit big-endian length (RDB 8 and later).
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+                len64 = rd_u8be(_p, pos)
+                pos += 8
+        self.b1 = b1
+        self.len32 = len32
+        self.len64 = len64
+        # is_encoded: True for the 11xxxxxx "encoded" marker (a string encoding, not a length).
+        self.is_encoded = ((b0 >> 6) == 3)
+        # value: The decoded length, or the encoding number when `is_encoded`.
+        self.value = ((((b0 & 63) << 8) | b1) if ((b0 >> 6) == 1) else (len32 if (b0 == 128) else (len64 if (b0 == 129) else (b0 & 63))))
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_rdb_len(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one rdb_len at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
+        if pos >= end:
+            raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
+        b0 = _p[pos]
+        pos += 1
+        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
+            raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
+        # b1, len32, len64: at most one of them is present, only when b0 >= 64
+        b1 = len32 = len64 = None
+        if b0 >= 64:
+            if ((b0 >> 6) == 1):
+                # b1: Low 8 bits of a 14-bit length.
+                if pos + 1 > end:
+                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+                b1 = None
+                pos += 1
+            elif (b0 == 128):
+                # len32: A 32-bit big-endian length.
+                if pos + 4 > end:
+                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+                len32 = None
+                pos += 4
+            elif (b0 == 129):
+                # len64: A 64-bit big-endian length (RDB 8 and later).
+                if pos + 8 > end:
+                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+                len64 = None
+                pos += 8
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
+
+
+cdef class RdbBlob:
     """An RDB string whose bytes are a serialized container (listpack, ziplist, intset, zipmap
     or stream node listpack). The blob may be LZF-compressed (notes §3.2: any string can be);
     either way its (decompressed) bytes are given to the parser selected by `kind` as a
@@ -297,7 +345,18 @@ class RdbBlob:
 
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "kind", "len", "plain", "clen", "ulen", "lzf", "is_lzf", "payload", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object kind
+    cdef public object len
+    cdef public object plain
+    cdef public object clen
+    cdef public object ulen
+    cdef public object lzf
+    cdef public object is_lzf
+    cdef public object payload
+    __slots__ = ("_parent", "_root", "_io", "kind", "len", "plain", "clen", "ulen", "lzf", "is_lzf", "payload", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, kind):
@@ -307,124 +366,145 @@ class RdbBlob:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, kind):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.kind = kind
-        buf = io.buf
-        end = io.end
-        # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
-        len__pos = pos
-        len_, pos = RdbLen._read(io, pos, self, root)
-        len_is_encoded = len_.is_encoded
-        len_value = len_.value
-        if not ((not len_is_encoded) or (len_value == 3)):
-            raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
-        self.len = len_
-        # plain, clen, ulen, lzf: at most one of them is present
-        plain = clen = ulen = lzf = None
-        if (not len_is_encoded):
-            # plain: The container parsed from an uncompressed blob.
-            if pos + len_value > end:
-                raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
-            plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
-            pos += len_value
-            plain_on = kind
-            if plain_on == 1:
-                plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 2:
-                plain = ziplist.Ziplist._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 3:
-                plain = intset.Intset._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 4:
-                plain = zipmap.Zipmap._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 5:
-                plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
-            else:
-                plain = plain_io.buf[plain_io.start:plain_io.end]
-        elif len_is_encoded:
-            # clen: Compressed length of an LZF blob.
-            clen, pos = RdbLen._read(io, pos, self, root)
-            # ulen: Uncompressed length of an LZF blob.
-            ulen, pos = RdbLen._read(io, pos, self, root)
-            # lzf: The container parsed from the LZF-decompressed bytes.
-            lzf_size = clen.value
-            if pos + lzf_size > end:
-                raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
-            lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
-            lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
-            pos += lzf_size
-            lzf_on = kind
-            if lzf_on == 1:
-                lzf = listpack.Listpack._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 2:
-                lzf = ziplist.Ziplist._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 3:
-                lzf = intset.Intset._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 4:
-                lzf = zipmap.Zipmap._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 5:
-                lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
-            else:
-                lzf = lzf_io.buf[lzf_io.start:lzf_io.end]
-        self.plain = plain
-        self.clen = clen
-        self.ulen = ulen
-        self.lzf = lzf
-        # is_lzf: True when the blob was LZF-compressed.
-        self.is_lzf = len_is_encoded
-        # payload: The parsed container, whichever form the blob was stored in.
-        self.payload = (lzf if len_is_encoded else plain)
-
-        return self, pos
+        obj = c_read_rdb_blob(io, &pos, parent, root, kind)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, kind):
         """Steps over one rdb_blob without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
-        len__pos = pos
-        len_, pos = RdbLen._read(io, pos, None, root)
-        len_is_encoded = len_.is_encoded
-        len_value = len_.value
-        if not ((not len_is_encoded) or (len_value == 3)):
-            raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
-        # plain, clen, ulen, lzf: at most one of them is present
-        plain = clen = ulen = lzf = None
-        if (not len_is_encoded):
-            # plain: The container parsed from an uncompressed blob.
-            if pos + len_value > end:
-                raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
-            pos += len_value
-            plain = None
-        elif len_is_encoded:
-            # clen: Compressed length of an LZF blob.
-            clen, pos = RdbLen._read(io, pos, None, root)
-            # ulen: Uncompressed length of an LZF blob.
-            ulen, pos = RdbLen._read(io, pos, None, root)
-            # lzf: The container parsed from the LZF-decompressed bytes.
-            lzf_size = clen.value
-            if pos + lzf_size > end:
-                raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
-            pos += lzf_size
-            lzf = None
-
-        return pos
+        return c_skip_rdb_blob(io, pos, parent, root, kind)
 
 
-class RdbDouble:
+cdef object c_read_rdb_blob(object io, Py_ssize_t* _at, object parent, object root, kind):
+    """Reads one rdb_blob at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef RdbBlob self = RdbBlob.__new__(RdbBlob)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.kind = kind
+    buf = io.buf
+    end = io.end
+    # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
+    len__pos = pos
+    len_ = c_read_rdb_len(io, &pos, self, root)
+    len_is_encoded = len_.is_encoded
+    len_value = len_.value
+    if not ((not len_is_encoded) or (len_value == 3)):
+        raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
+    self.len = len_
+    # plain, clen, ulen, lzf: at most one of them is present
+    plain = clen = ulen = lzf = None
+    if (not len_is_encoded):
+        # plain: The container parsed from an uncompressed blob.
+        if pos + len_value > end:
+            raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
+        plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
+        pos += len_value
+        plain_on = kind
+        if plain_on == 1:
+            plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
+        elif plain_on == 2:
+            plain = ziplist.Ziplist._read(plain_io, plain_io.start, self, root)[0]
+        elif plain_on == 3:
+            plain = intset.Intset._read(plain_io, plain_io.start, self, root)[0]
+        elif plain_on == 4:
+            plain = zipmap.Zipmap._read(plain_io, plain_io.start, self, root)[0]
+        elif plain_on == 5:
+            plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
+        else:
+            plain = plain_io.buf[plain_io.start:plain_io.end]
+    elif len_is_encoded:
+        # clen: Compressed length of an LZF blob.
+        clen = c_read_rdb_len(io, &pos, self, root)
+        # ulen: Uncompressed length of an LZF blob.
+        ulen = c_read_rdb_len(io, &pos, self, root)
+        # lzf: The container parsed from the LZF-decompressed bytes.
+        lzf_size = clen.value
+        if pos + lzf_size > end:
+            raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
+        lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
+        lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
+        pos += lzf_size
+        lzf_on = kind
+        if lzf_on == 1:
+            lzf = listpack.Listpack._read(lzf_io, 0, self, root)[0]
+        elif lzf_on == 2:
+            lzf = ziplist.Ziplist._read(lzf_io, 0, self, root)[0]
+        elif lzf_on == 3:
+            lzf = intset.Intset._read(lzf_io, 0, self, root)[0]
+        elif lzf_on == 4:
+            lzf = zipmap.Zipmap._read(lzf_io, 0, self, root)[0]
+        elif lzf_on == 5:
+            lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
+        else:
+            lzf = lzf_io.buf[lzf_io.start:lzf_io.end]
+    self.plain = plain
+    self.clen = clen
+    self.ulen = ulen
+    self.lzf = lzf
+    # is_lzf: True when the blob was LZF-compressed.
+    self.is_lzf = len_is_encoded
+    # payload: The parsed container, whichever form the blob was stored in.
+    self.payload = (lzf if len_is_encoded else plain)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_rdb_blob(object io, Py_ssize_t pos, object parent, object root, kind) except -1:
+    """Steps over one rdb_blob at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
+    len__pos = pos
+    len_ = c_read_rdb_len(io, &pos, None, root)
+    len_is_encoded = len_.is_encoded
+    len_value = len_.value
+    if not ((not len_is_encoded) or (len_value == 3)):
+        raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
+    # plain, clen, ulen, lzf: at most one of them is present
+    plain = clen = ulen = lzf = None
+    if (not len_is_encoded):
+        # plain: The container parsed from an uncompressed blob.
+        if pos + len_value > end:
+            raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
+        pos += len_value
+        plain = None
+    elif len_is_encoded:
+        # clen: Compressed length of an LZF blob.
+        clen = c_read_rdb_len(io, &pos, None, root)
+        # ulen: Uncompressed length of an LZF blob.
+        ulen = c_read_rdb_len(io, &pos, None, root)
+        # lzf: The container parsed from the LZF-decompressed bytes.
+        lzf_size = clen.value
+        if pos + lzf_size > end:
+            raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
+        pos += lzf_size
+        lzf = None
+
+    return pos
+
+
+cdef class RdbDouble:
     """Legacy string-encoded double (type 3 ZSET scores, notes §3.4): one length byte L,
     then L ASCII bytes. L = 253 is NaN, 254 is +inf, 255 is -inf (no bytes follow).
 
     Written by: redis src/rdb.c rdbSaveDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "len", "text", "is_nan", "is_pos_inf", "is_neg_inf", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object len
+    cdef public object text
+    cdef public object is_nan
+    cdef public object is_pos_inf
+    cdef public object is_neg_inf
+    __slots__ = ("_parent", "_root", "_io", "len", "text", "is_nan", "is_pos_inf", "is_neg_inf", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -434,69 +514,82 @@ class RdbDouble:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
-            len_ = _p[pos]
-            pos += 1
-            self.len = len_
-            # text: The number as printed by the server (`%.17g`).
-            if (len_ < 253):
-                if pos + len_ > end:
-                    raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
-                pos += len_
-                text = buf[pos - len_:pos].decode('ASCII', 'replace')
-            else:
-                text = None
-            self.text = text
-            # is_nan: True for NaN (the loader rejects NaN scores).
-            self.is_nan = (len_ == 253)
-            # is_pos_inf: True for +inf.
-            self.is_pos_inf = (len_ == 254)
-            # is_neg_inf: True for -inf.
-            self.is_neg_inf = (len_ == 255)
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_rdb_double(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one rdb_double without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        return c_skip_rdb_double(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
-            if pos >= end:
-                raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
-            len_ = _p[pos]
-            pos += 1
-            # text: The number as printed by the server (`%.17g`).
-            if (len_ < 253):
-                if pos + len_ > end:
-                    raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
-                pos += len_
-                text = None
-            else:
-                text = None
-        finally:
-            PyBuffer_Release(&_view)
 
-        return pos
+cdef object c_read_rdb_double(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb_double at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef RdbDouble self = RdbDouble.__new__(RdbDouble)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
+        if pos >= end:
+            raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
+        len_ = _p[pos]
+        pos += 1
+        self.len = len_
+        # text: The number as printed by the server (`%.17g`).
+        if (len_ < 253):
+            if pos + len_ > end:
+                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+            pos += len_
+            text = buf[pos - len_:pos].decode('ASCII', 'replace')
+        else:
+            text = None
+        self.text = text
+        # is_nan: True for NaN (the loader rejects NaN scores).
+        self.is_nan = (len_ == 253)
+        # is_pos_inf: True for +inf.
+        self.is_pos_inf = (len_ == 254)
+        # is_neg_inf: True for -inf.
+        self.is_neg_inf = (len_ == 255)
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_rdb_double(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one rdb_double at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
+        if pos >= end:
+            raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
+        len_ = _p[pos]
+        pos += 1
+        # text: The number as printed by the server (`%.17g`).
+        if (len_ < 253):
+            if pos + len_ > end:
+                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+            pos += len_
+            text = None
+        else:
+            text = None
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos

@@ -9,26 +9,36 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
-from .listpack cimport c_push_lp_entry
-from .listpack cimport c_read_lp_entry
+from .listpack cimport c_push_lp_entry as listpack__c_push_lp_entry
+from .listpack cimport c_read_lp_entry as listpack__c_read_lp_entry
+from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
+from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Stream:
+cdef class Stream:
     """Stream values (notes §6). The root type is empty; `stream_value(type_code)` is the value
     of a STREAM_LISTPACKS* key and `stream_listpack` is one node listpack (parsed through
     `rdb_string::rdb_blob` with kind `stream_listpack`).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -38,19 +48,27 @@ class Stream:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-
-        return self, pos
+        obj = c_read_stream(io, &pos, parent, root)
+        return obj, pos
 
 
-class StreamValue:
+cdef object c_read_stream(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Stream self = Stream.__new__(Stream)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
+
+
+cdef class StreamValue:
     """A stream value (notes §6.1): the node listpacks keyed by master ID, the stream metadata
     (length, last id; first id, max deleted id and entries_added since type 19), the consumer
     groups, and the IDMP tail of type 26. Metadata IDs are pairs of RDB lengths; node keys and
@@ -59,7 +77,21 @@ class StreamValue:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object num_nodes
+    cdef public object nodes
+    cdef public object length
+    cdef public object last_id
+    cdef public object first_id
+    cdef public object max_deleted_entry_id
+    cdef public object entries_added
+    cdef public object num_groups
+    cdef public object groups
+    cdef public object idmp
+    __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -69,130 +101,149 @@ class StreamValue:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.type_code = type_code
-        buf = io.buf
-        end = io.end
-        # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
-        num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_nodes = num_nodes
-        # nodes: The listpack nodes, in ascending master ID order.
-        nodes_count = num_nodes.value
-        if nodes_count < 0 or nodes_count > (end - pos) // 18:
-            raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-        nodes = []
-        for nodes_index in range(nodes_count):
-            nodes_item, pos = StreamNode._read(io, pos, self, root)
-            nodes.append(nodes_item)
-        self.nodes = nodes
-        # length: Number of live (not deleted) entries.
-        length, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.length = length
-        # last_id: The last generated ID.
-        last_id, pos = StreamId._read(io, pos, self, root)
-        self.last_id = last_id
-        # first_id, max_deleted_entry_id, entries_added: read together
-        first_id = max_deleted_entry_id = entries_added = None
-        if (type_code >= 19):
-            # first_id: The recorded first entry ID (type >= 19).
-            first_id, pos = StreamId._read(io, pos, self, root)
-            # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-            max_deleted_entry_id, pos = StreamId._read(io, pos, self, root)
-            # entries_added: Number of entries ever added (type >= 19).
-            entries_added, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.first_id = first_id
-        self.max_deleted_entry_id = max_deleted_entry_id
-        self.entries_added = entries_added
-        # num_groups: Number of consumer groups.
-        num_groups, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_groups = num_groups
-        # groups: The consumer groups, in name order.
-        groups_count = num_groups.value
-        if groups_count < 0 or groups_count > (end - pos) // 5:
-            raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
-        groups = []
-        for groups_index in range(groups_count):
-            groups_item, pos = StreamGroup._read(io, pos, self, root, type_code)
-            groups.append(groups_item)
-        self.groups = groups
-        # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
-        if (type_code >= 26):
-            idmp, pos = StreamIdmp._read(io, pos, self, root)
-        else:
-            idmp = None
-        self.idmp = idmp
-
-        return self, pos
+        obj = c_read_stream_value(io, &pos, parent, root, type_code)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, type_code):
         """Steps over one stream_value without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
-        num_nodes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # nodes: The listpack nodes, in ascending master ID order.
-        nodes_count = num_nodes.value
-        if nodes_count < 0 or nodes_count > (end - pos) // 18:
-            raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-        nodes = []
-        for nodes_index in range(nodes_count):
-            pos = StreamNode._skip(io, pos, None, root)
-            nodes_item = None
-            nodes.append(nodes_item)
-        # length: Number of live (not deleted) entries.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        length = None
-        # last_id: The last generated ID.
-        pos = StreamId._skip(io, pos, None, root)
-        last_id = None
-        # first_id, max_deleted_entry_id, entries_added: read together
-        first_id = max_deleted_entry_id = entries_added = None
-        if (type_code >= 19):
-            # first_id: The recorded first entry ID (type >= 19).
-            pos = StreamId._skip(io, pos, None, root)
-            first_id = None
-            # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-            pos = StreamId._skip(io, pos, None, root)
-            max_deleted_entry_id = None
-            # entries_added: Number of entries ever added (type >= 19).
-            pos = rdb_string.RdbLen._skip(io, pos, None, root)
-            entries_added = None
-        # num_groups: Number of consumer groups.
-        num_groups, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # groups: The consumer groups, in name order.
-        groups_count = num_groups.value
-        if groups_count < 0 or groups_count > (end - pos) // 5:
-            raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
-        groups = []
-        for groups_index in range(groups_count):
-            pos = StreamGroup._skip(io, pos, None, root, type_code)
-            groups_item = None
-            groups.append(groups_item)
-        # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
-        if (type_code >= 26):
-            pos = StreamIdmp._skip(io, pos, None, root)
-            idmp = None
-        else:
-            idmp = None
-
-        return pos
+        return c_skip_stream_value(io, pos, parent, root, type_code)
 
 
-class StreamNode:
+cdef object c_read_stream_value(object io, Py_ssize_t* _at, object parent, object root, type_code):
+    """Reads one stream_value at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StreamValue self = StreamValue.__new__(StreamValue)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.type_code = type_code
+    buf = io.buf
+    end = io.end
+    # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
+    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_nodes = num_nodes
+    # nodes: The listpack nodes, in ascending master ID order.
+    nodes_count = num_nodes.value
+    if nodes_count < 0 or nodes_count > (end - pos) // 18:
+        raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+    nodes = []
+    for nodes_index in range(nodes_count):
+        nodes_item = c_read_stream_node(io, &pos, self, root)
+        nodes.append(nodes_item)
+    self.nodes = nodes
+    # length: Number of live (not deleted) entries.
+    length = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.length = length
+    # last_id: The last generated ID.
+    last_id = c_read_stream_id(io, &pos, self, root)
+    self.last_id = last_id
+    # first_id, max_deleted_entry_id, entries_added: read together
+    first_id = max_deleted_entry_id = entries_added = None
+    if (type_code >= 19):
+        # first_id: The recorded first entry ID (type >= 19).
+        first_id = c_read_stream_id(io, &pos, self, root)
+        # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
+        max_deleted_entry_id = c_read_stream_id(io, &pos, self, root)
+        # entries_added: Number of entries ever added (type >= 19).
+        entries_added = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.first_id = first_id
+    self.max_deleted_entry_id = max_deleted_entry_id
+    self.entries_added = entries_added
+    # num_groups: Number of consumer groups.
+    num_groups = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_groups = num_groups
+    # groups: The consumer groups, in name order.
+    groups_count = num_groups.value
+    if groups_count < 0 or groups_count > (end - pos) // 5:
+        raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
+    groups = []
+    for groups_index in range(groups_count):
+        groups_item = c_read_stream_group(io, &pos, self, root, type_code)
+        groups.append(groups_item)
+    self.groups = groups
+    # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
+    if (type_code >= 26):
+        idmp = c_read_stream_idmp(io, &pos, self, root)
+    else:
+        idmp = None
+    self.idmp = idmp
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_value(object io, Py_ssize_t pos, object parent, object root, type_code) except -1:
+    """Steps over one stream_value at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
+    num_nodes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # nodes: The listpack nodes, in ascending master ID order.
+    nodes_count = num_nodes.value
+    if nodes_count < 0 or nodes_count > (end - pos) // 18:
+        raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+    nodes = []
+    for nodes_index in range(nodes_count):
+        pos = c_skip_stream_node(io, pos, None, root)
+        nodes_item = None
+        nodes.append(nodes_item)
+    # length: Number of live (not deleted) entries.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    length = None
+    # last_id: The last generated ID.
+    pos = c_skip_stream_id(io, pos, None, root)
+    last_id = None
+    # first_id, max_deleted_entry_id, entries_added: read together
+    first_id = max_deleted_entry_id = entries_added = None
+    if (type_code >= 19):
+        # first_id: The recorded first entry ID (type >= 19).
+        pos = c_skip_stream_id(io, pos, None, root)
+        first_id = None
+        # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
+        pos = c_skip_stream_id(io, pos, None, root)
+        max_deleted_entry_id = None
+        # entries_added: Number of entries ever added (type >= 19).
+        pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+        entries_added = None
+    # num_groups: Number of consumer groups.
+    num_groups = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # groups: The consumer groups, in name order.
+    groups_count = num_groups.value
+    if groups_count < 0 or groups_count > (end - pos) // 5:
+        raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
+    groups = []
+    for groups_index in range(groups_count):
+        pos = c_skip_stream_group(io, pos, None, root, type_code)
+        groups_item = None
+        groups.append(groups_item)
+    # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
+    if (type_code >= 26):
+        pos = c_skip_stream_idmp(io, pos, None, root)
+        idmp = None
+    else:
+        idmp = None
+
+    return pos
+
+
+cdef class StreamNode:
     """One radix-tree node: the 16-byte master ID key (an RDB string of exactly 16 bytes)
     and the node listpack blob (possibly LZF-compressed).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "node_key_len", "node_key", "_lazy_listpack", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object node_key_len
+    cdef public object node_key
+    cdef public object _lazy_listpack
+    __slots__ = ("_parent", "_root", "_io", "node_key_len", "node_key", "_lazy_listpack", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -202,80 +253,100 @@ class StreamNode:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
-        node_key_len_pos = pos
-        node_key_len, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
-            raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
-        self.node_key_len = node_key_len
-        # node_key: The master ID of the node (big-endian ms and seq).
-        node_key_size = 16
-        if pos + node_key_size > end:
-            raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
-        node_key_io = Io(buf, pos, pos + node_key_size, io.base, io.origin)
-        pos += node_key_size
-        node_key = StreamIdRaw._read(node_key_io, node_key_io.start, self, root)[0]
-        self.node_key = node_key
-        # listpack: decoded on first access (see the property); stepped over here
-        self._lazy_listpack = pos
-        # listpack: The node listpack.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
-        listpack = None
-
-        return self, pos
+        obj = c_read_stream_node(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_node without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
-        node_key_len_pos = pos
-        node_key_len, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
-            raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
-        # node_key: The master ID of the node (big-endian ms and seq).
-        node_key_size = 16
-        if pos + node_key_size > end:
-            raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
-        pos += node_key_size
-        node_key = None
-        # listpack: The node listpack.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
-        listpack = None
-
-        return pos
+        return c_skip_stream_node(io, pos, parent, root)
 
     @property
     def listpack(self):
         """The node listpack.
 
         Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+
         io = self._io
         buf = io.buf
         end = io.end
         root = self._root
         pos = self._lazy_listpack
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 5)
+        listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 5)
         return listpack
 
 
-class StreamId:
+cdef object c_read_stream_node(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_node at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StreamNode self = StreamNode.__new__(StreamNode)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
+    node_key_len_pos = pos
+    node_key_len = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
+        raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
+    self.node_key_len = node_key_len
+    # node_key: The master ID of the node (big-endian ms and seq).
+    node_key_size = 16
+    if pos + node_key_size > end:
+        raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
+    node_key_io = Io(buf, pos, pos + node_key_size, io.base, io.origin)
+    pos += node_key_size
+    node_key = StreamIdRaw._read(node_key_io, node_key_io.start, self, root)[0]
+    self.node_key = node_key
+    # listpack: decoded on first access (see the property); stepped over here
+    self._lazy_listpack = pos
+    # listpack: The node listpack.
+    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 5)
+    listpack = None
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_node(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_node at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
+    node_key_len_pos = pos
+    node_key_len = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
+        raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
+    # node_key: The master ID of the node (big-endian ms and seq).
+    node_key_size = 16
+    if pos + node_key_size > end:
+        raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
+    pos += node_key_size
+    node_key = None
+    # listpack: The node listpack.
+    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 5)
+    listpack = None
+
+    return pos
+
+
+cdef class StreamId:
     """A stream ID stored as two RDB lengths (metadata IDs).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ms
+    cdef public object seq
+    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -285,46 +356,64 @@ class StreamId:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # ms: Milliseconds part.
-        ms, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.ms = ms
-        # seq: Sequence part.
-        seq, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.seq = seq
-
-        return self, pos
+        obj = c_read_stream_id(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_id without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # ms: Milliseconds part.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        ms = None
-        # seq: Sequence part.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        seq = None
-
-        return pos
+        return c_skip_stream_id(io, pos, parent, root)
 
 
-class StreamIdRaw:
+cdef object c_read_stream_id(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_id at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StreamId self = StreamId.__new__(StreamId)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # ms: Milliseconds part.
+    ms = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.ms = ms
+    # seq: Sequence part.
+    seq = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.seq = seq
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_id(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_id at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # ms: Milliseconds part.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    ms = None
+    # seq: Sequence part.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    seq = None
+
+    return pos
+
+
+cdef class StreamIdRaw:
     """A stream ID stored as 16 raw bytes, big-endian ms then big-endian seq (node keys and PEL IDs).
 
     Written by: redis src/t_stream.c streamEncodeID"""
 
-    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object ms
+    cdef public object seq
+    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -334,62 +423,86 @@ class StreamIdRaw:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # ms: Milliseconds part.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
-            ms = rd_u8be(_p, pos)
-            pos += 8
-            self.ms = ms
-            # seq: Sequence part.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
-            seq = rd_u8be(_p, pos)
-            pos += 8
-            self.seq = seq
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_stream_id_raw(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_id_raw without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_stream_id_raw(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_stream_id_raw(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_id_raw at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef StreamIdRaw self = StreamIdRaw.__new__(StreamIdRaw)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # ms: Milliseconds part.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
-        ms = None
+        ms = rd_u8be(_p, pos)
         pos += 8
+        self.ms = ms
         # seq: Sequence part.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
-        seq = None
+        seq = rd_u8be(_p, pos)
         pos += 8
+        self.seq = seq
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class StreamGroup:
+cdef Py_ssize_t c_skip_stream_id_raw(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_id_raw at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # ms: Milliseconds part.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
+    ms = None
+    pos += 8
+    # seq: Sequence part.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
+    seq = None
+    pos += 8
+
+    return pos
+
+
+cdef class StreamGroup:
     """A consumer group (notes §6.1).
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel_size", "pel", "num_consumers", "consumers", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object name
+    cdef public object last_id
+    cdef public object entries_read
+    cdef public object pel_size
+    cdef public object pel
+    cdef public object num_consumers
+    cdef public object consumers
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel_size", "pel", "num_consumers", "consumers", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -399,105 +512,124 @@ class StreamGroup:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.type_code = type_code
-        buf = io.buf
-        end = io.end
-        # name: Group name.
-        name, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.name = name
-        # last_id: The group's last delivered ID.
-        last_id, pos = StreamId._read(io, pos, self, root)
-        self.last_id = last_id
-        # entries_read: Logical read counter (type >= 19); 2^64-1 means invalid (SCG_INVALID_ENTRIES_READ saved as uint64).
-        if (type_code >= 19):
-            entries_read, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        else:
-            entries_read = None
-        self.entries_read = entries_read
-        # pel_size: Number of entries in the group's global PEL.
-        pel_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.pel_size = pel_size
-        # pel: The global pending entries list.
-        pel_count = pel_size.value
-        if pel_count < 0 or pel_count > (end - pos) // 25:
-            raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-        pel = []
-        for pel_index in range(pel_count):
-            pel_item, pos = StreamPelEntry._read(io, pos, self, root)
-            pel.append(pel_item)
-        self.pel = pel
-        # num_consumers: Number of consumers.
-        num_consumers, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_consumers = num_consumers
-        # consumers: The consumers, in name order.
-        consumers_count = num_consumers.value
-        if consumers_count < 0 or consumers_count > (end - pos) // 10:
-            raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
-        consumers = []
-        for consumers_index in range(consumers_count):
-            consumers_item, pos = StreamConsumer._read(io, pos, self, root, type_code)
-            consumers.append(consumers_item)
-        self.consumers = consumers
-
-        return self, pos
+        obj = c_read_stream_group(io, &pos, parent, root, type_code)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, type_code):
         """Steps over one stream_group without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # name: Group name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        name = None
-        # last_id: The group's last delivered ID.
-        pos = StreamId._skip(io, pos, None, root)
-        last_id = None
-        # entries_read: Logical read counter (type >= 19); 2^64-1 means invalid (SCG_INVALID_ENTRIES_READ saved as uint64).
-        if (type_code >= 19):
-            pos = rdb_string.RdbLen._skip(io, pos, None, root)
-            entries_read = None
-        else:
-            entries_read = None
-        # pel_size: Number of entries in the group's global PEL.
-        pel_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # pel: The global pending entries list.
-        pel_count = pel_size.value
-        if pel_count < 0 or pel_count > (end - pos) // 25:
-            raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-        pel = []
-        for pel_index in range(pel_count):
-            pos = StreamPelEntry._skip(io, pos, None, root)
-            pel_item = None
-            pel.append(pel_item)
-        # num_consumers: Number of consumers.
-        num_consumers, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # consumers: The consumers, in name order.
-        consumers_count = num_consumers.value
-        if consumers_count < 0 or consumers_count > (end - pos) // 10:
-            raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
-        consumers = []
-        for consumers_index in range(consumers_count):
-            pos = StreamConsumer._skip(io, pos, None, root, type_code)
-            consumers_item = None
-            consumers.append(consumers_item)
-
-        return pos
+        return c_skip_stream_group(io, pos, parent, root, type_code)
 
 
-class StreamPelEntry:
+cdef object c_read_stream_group(object io, Py_ssize_t* _at, object parent, object root, type_code):
+    """Reads one stream_group at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StreamGroup self = StreamGroup.__new__(StreamGroup)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.type_code = type_code
+    buf = io.buf
+    end = io.end
+    # name: Group name.
+    name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.name = name
+    # last_id: The group's last delivered ID.
+    last_id = c_read_stream_id(io, &pos, self, root)
+    self.last_id = last_id
+    # entries_read: Logical read counter (type >= 19); 2^64-1 means invalid (SCG_INVALID_ENTRIES_READ saved as uint64).
+    if (type_code >= 19):
+        entries_read = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    else:
+        entries_read = None
+    self.entries_read = entries_read
+    # pel_size: Number of entries in the group's global PEL.
+    pel_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.pel_size = pel_size
+    # pel: The global pending entries list.
+    pel_count = pel_size.value
+    if pel_count < 0 or pel_count > (end - pos) // 25:
+        raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+    pel = []
+    for pel_index in range(pel_count):
+        pel_item = c_read_stream_pel_entry(io, &pos, self, root)
+        pel.append(pel_item)
+    self.pel = pel
+    # num_consumers: Number of consumers.
+    num_consumers = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_consumers = num_consumers
+    # consumers: The consumers, in name order.
+    consumers_count = num_consumers.value
+    if consumers_count < 0 or consumers_count > (end - pos) // 10:
+        raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
+    consumers = []
+    for consumers_index in range(consumers_count):
+        consumers_item = c_read_stream_consumer(io, &pos, self, root, type_code)
+        consumers.append(consumers_item)
+    self.consumers = consumers
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_group(object io, Py_ssize_t pos, object parent, object root, type_code) except -1:
+    """Steps over one stream_group at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # name: Group name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    name = None
+    # last_id: The group's last delivered ID.
+    pos = c_skip_stream_id(io, pos, None, root)
+    last_id = None
+    # entries_read: Logical read counter (type >= 19); 2^64-1 means invalid (SCG_INVALID_ENTRIES_READ saved as uint64).
+    if (type_code >= 19):
+        pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+        entries_read = None
+    else:
+        entries_read = None
+    # pel_size: Number of entries in the group's global PEL.
+    pel_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # pel: The global pending entries list.
+    pel_count = pel_size.value
+    if pel_count < 0 or pel_count > (end - pos) // 25:
+        raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+    pel = []
+    for pel_index in range(pel_count):
+        pos = c_skip_stream_pel_entry(io, pos, None, root)
+        pel_item = None
+        pel.append(pel_item)
+    # num_consumers: Number of consumers.
+    num_consumers = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # consumers: The consumers, in name order.
+    consumers_count = num_consumers.value
+    if consumers_count < 0 or consumers_count > (end - pos) // 10:
+        raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
+    consumers = []
+    for consumers_index in range(consumers_count):
+        pos = c_skip_stream_consumer(io, pos, None, root, type_code)
+        consumers_item = None
+        consumers.append(consumers_item)
+
+    return pos
+
+
+cdef class StreamPelEntry:
     """One row of a group's global PEL (no per-record length).
 
     Written by: redis src/rdb.c rdbSaveStreamPEL"""
 
-    __slots__ = ("_parent", "_root", "_io", "id", "delivery_time", "delivery_count", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object id
+    cdef public object delivery_time
+    cdef public object delivery_count
+    __slots__ = ("_parent", "_root", "_io", "id", "delivery_time", "delivery_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -507,63 +639,85 @@ class StreamPelEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # id: The pending entry ID (16 raw big-endian bytes).
-            id, pos = StreamIdRaw._read(io, pos, self, root)
-            self.id = id
-            # delivery_time: Last delivery time, unix ms (little-endian).
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
-            delivery_time = rd_s8le(_p, pos)
-            pos += 8
-            self.delivery_time = delivery_time
-            # delivery_count: Number of deliveries.
-            delivery_count, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.delivery_count = delivery_count
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_stream_pel_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_pel_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_stream_pel_entry(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_stream_pel_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_pel_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef StreamPelEntry self = StreamPelEntry.__new__(StreamPelEntry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # id: The pending entry ID (16 raw big-endian bytes).
-        pos = StreamIdRaw._skip(io, pos, None, root)
-        id = None
+        id = c_read_stream_id_raw(io, &pos, self, root)
+        self.id = id
         # delivery_time: Last delivery time, unix ms (little-endian).
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
-        delivery_time = None
+        delivery_time = rd_s8le(_p, pos)
         pos += 8
+        self.delivery_time = delivery_time
         # delivery_count: Number of deliveries.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        delivery_count = None
+        delivery_count = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.delivery_count = delivery_count
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class StreamConsumer:
+cdef Py_ssize_t c_skip_stream_pel_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_pel_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # id: The pending entry ID (16 raw big-endian bytes).
+    pos = c_skip_stream_id_raw(io, pos, None, root)
+    id = None
+    # delivery_time: Last delivery time, unix ms (little-endian).
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
+    delivery_time = None
+    pos += 8
+    # delivery_count: Number of deliveries.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    delivery_count = None
+
+    return pos
+
+
+cdef class StreamConsumer:
     """A consumer of a group, with its own PEL of bare IDs.
 
     Written by: redis src/rdb.c rdbSaveStreamConsumers"""
 
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel_size", "pel", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object type_code
+    cdef public object name
+    cdef public object seen_time
+    cdef public object active_time
+    cdef public object pel_size
+    cdef public object pel
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel_size", "pel", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -573,98 +727,120 @@ class StreamConsumer:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        self.type_code = type_code
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # name: Consumer name.
-            name, pos = rdb_string.RdbString._read(io, pos, self, root)
-            self.name = name
-            # seen_time: Last seen time, unix ms (little-endian).
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
-            seen_time = rd_s8le(_p, pos)
-            pos += 8
-            self.seen_time = seen_time
-            # active_time: Last active time, unix ms (type >= 21).
-            if (type_code >= 21):
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
-                active_time = rd_s8le(_p, pos)
-                pos += 8
-            else:
-                active_time = None
-            self.active_time = active_time
-            # pel_size: Number of entries in the consumer PEL.
-            pel_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
-            self.pel_size = pel_size
-            # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
-            pel_count = pel_size.value
-            if pel_count < 0 or pel_count > (end - pos) // 16:
-                raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-            pel = []
-            for pel_index in range(pel_count):
-                pel_item, pos = StreamIdRaw._read(io, pos, self, root)
-                pel.append(pel_item)
-            self.pel = pel
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_stream_consumer(io, &pos, parent, root, type_code)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, type_code):
         """Steps over one stream_consumer without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_stream_consumer(io, pos, parent, root, type_code)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_stream_consumer(object io, Py_ssize_t* _at, object parent, object root, type_code):
+    """Reads one stream_consumer at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef StreamConsumer self = StreamConsumer.__new__(StreamConsumer)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.type_code = type_code
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # name: Consumer name.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        name = None
+        name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        self.name = name
         # seen_time: Last seen time, unix ms (little-endian).
         if pos + 8 > end:
             raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
-        seen_time = None
+        seen_time = rd_s8le(_p, pos)
         pos += 8
+        self.seen_time = seen_time
         # active_time: Last active time, unix ms (type >= 21).
         if (type_code >= 21):
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
-            active_time = None
+            active_time = rd_s8le(_p, pos)
             pos += 8
         else:
             active_time = None
+        self.active_time = active_time
         # pel_size: Number of entries in the consumer PEL.
-        pel_size, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        pel_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        self.pel_size = pel_size
         # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
             raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
         pel = []
         for pel_index in range(pel_count):
-            pos = StreamIdRaw._skip(io, pos, None, root)
-            pel_item = None
+            pel_item = c_read_stream_id_raw(io, &pos, self, root)
             pel.append(pel_item)
+        self.pel = pel
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class StreamIdmp:
+cdef Py_ssize_t c_skip_stream_consumer(object io, Py_ssize_t pos, object parent, object root, type_code) except -1:
+    """Steps over one stream_consumer at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # name: Consumer name.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    name = None
+    # seen_time: Last seen time, unix ms (little-endian).
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
+    seen_time = None
+    pos += 8
+    # active_time: Last active time, unix ms (type >= 21).
+    if (type_code >= 21):
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
+        active_time = None
+        pos += 8
+    else:
+        active_time = None
+    # pel_size: Number of entries in the consumer PEL.
+    pel_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
+    pel_count = pel_size.value
+    if pel_count < 0 or pel_count > (end - pos) // 16:
+        raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+    pel = []
+    for pel_index in range(pel_count):
+        pos = c_skip_stream_id_raw(io, pos, None, root)
+        pel_item = None
+        pel.append(pel_item)
+
+    return pos
+
+
+cdef class StreamIdmp:
     """IDMP tail of a type-26 stream (Redis 8.6).
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    __slots__ = ("_parent", "_root", "_io", "duration", "max_entries", "num_producers", "producers", "iids_added", "iids_duplicates", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object duration
+    cdef public object max_entries
+    cdef public object num_producers
+    cdef public object producers
+    cdef public object iids_added
+    cdef public object iids_duplicates
+    __slots__ = ("_parent", "_root", "_io", "duration", "max_entries", "num_producers", "producers", "iids_added", "iids_duplicates", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -674,81 +850,100 @@ class StreamIdmp:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # duration: IDMP duration in seconds (loader requires 1..86400).
-        duration, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.duration = duration
-        # max_entries: Maximum IDMP entries per producer (loader requires 1..10000).
-        max_entries, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.max_entries = max_entries
-        # num_producers: Number of producers.
-        num_producers, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_producers = num_producers
-        # producers: The producers, in insertion order.
-        producers_count = num_producers.value
-        if producers_count < 0 or producers_count > (end - pos) // 2:
-            raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
-        producers = []
-        for producers_index in range(producers_count):
-            producers_item, pos = StreamIdmpProducer._read(io, pos, self, root)
-            producers.append(producers_item)
-        self.producers = producers
-        # iids_added: Number of idempotency IDs ever added.
-        iids_added, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.iids_added = iids_added
-        # iids_duplicates: Number of duplicates detected.
-        iids_duplicates, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.iids_duplicates = iids_duplicates
-
-        return self, pos
+        obj = c_read_stream_idmp(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_idmp without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # duration: IDMP duration in seconds (loader requires 1..86400).
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        duration = None
-        # max_entries: Maximum IDMP entries per producer (loader requires 1..10000).
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        max_entries = None
-        # num_producers: Number of producers.
-        num_producers, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # producers: The producers, in insertion order.
-        producers_count = num_producers.value
-        if producers_count < 0 or producers_count > (end - pos) // 2:
-            raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
-        producers = []
-        for producers_index in range(producers_count):
-            pos = StreamIdmpProducer._skip(io, pos, None, root)
-            producers_item = None
-            producers.append(producers_item)
-        # iids_added: Number of idempotency IDs ever added.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        iids_added = None
-        # iids_duplicates: Number of duplicates detected.
-        pos = rdb_string.RdbLen._skip(io, pos, None, root)
-        iids_duplicates = None
-
-        return pos
+        return c_skip_stream_idmp(io, pos, parent, root)
 
 
-class StreamIdmpProducer:
+cdef object c_read_stream_idmp(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_idmp at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StreamIdmp self = StreamIdmp.__new__(StreamIdmp)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # duration: IDMP duration in seconds (loader requires 1..86400).
+    duration = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.duration = duration
+    # max_entries: Maximum IDMP entries per producer (loader requires 1..10000).
+    max_entries = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.max_entries = max_entries
+    # num_producers: Number of producers.
+    num_producers = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_producers = num_producers
+    # producers: The producers, in insertion order.
+    producers_count = num_producers.value
+    if producers_count < 0 or producers_count > (end - pos) // 2:
+        raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
+    producers = []
+    for producers_index in range(producers_count):
+        producers_item = c_read_stream_idmp_producer(io, &pos, self, root)
+        producers.append(producers_item)
+    self.producers = producers
+    # iids_added: Number of idempotency IDs ever added.
+    iids_added = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.iids_added = iids_added
+    # iids_duplicates: Number of duplicates detected.
+    iids_duplicates = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.iids_duplicates = iids_duplicates
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_idmp(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_idmp at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # duration: IDMP duration in seconds (loader requires 1..86400).
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    duration = None
+    # max_entries: Maximum IDMP entries per producer (loader requires 1..10000).
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    max_entries = None
+    # num_producers: Number of producers.
+    num_producers = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # producers: The producers, in insertion order.
+    producers_count = num_producers.value
+    if producers_count < 0 or producers_count > (end - pos) // 2:
+        raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
+    producers = []
+    for producers_index in range(producers_count):
+        pos = c_skip_stream_idmp_producer(io, pos, None, root)
+        producers_item = None
+        producers.append(producers_item)
+    # iids_added: Number of idempotency IDs ever added.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    iids_added = None
+    # iids_duplicates: Number of duplicates detected.
+    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    iids_duplicates = None
+
+    return pos
+
+
+cdef class StreamIdmpProducer:
     """One IDMP producer with its idempotency IDs.
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    __slots__ = ("_parent", "_root", "_io", "pid", "count", "iids", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object pid
+    cdef public object count
+    cdef public object iids
+    __slots__ = ("_parent", "_root", "_io", "pid", "count", "iids", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -758,63 +953,81 @@ class StreamIdmpProducer:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # pid: Producer ID.
-        pid, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.pid = pid
-        # count: Number of idempotency IDs.
-        count_, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.count = count_
-        # iids: The idempotency IDs.
-        iids_count = count_.value
-        if iids_count < 0 or iids_count > (end - pos) // 3:
-            raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
-        iids = []
-        for iids_index in range(iids_count):
-            iids_item, pos = StreamIdmpIid._read(io, pos, self, root)
-            iids.append(iids_item)
-        self.iids = iids
-
-        return self, pos
+        obj = c_read_stream_idmp_producer(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_idmp_producer without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # pid: Producer ID.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        pid = None
-        # count: Number of idempotency IDs.
-        count_, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # iids: The idempotency IDs.
-        iids_count = count_.value
-        if iids_count < 0 or iids_count > (end - pos) // 3:
-            raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
-        iids = []
-        for iids_index in range(iids_count):
-            pos = StreamIdmpIid._skip(io, pos, None, root)
-            iids_item = None
-            iids.append(iids_item)
-
-        return pos
+        return c_skip_stream_idmp_producer(io, pos, parent, root)
 
 
-class StreamIdmpIid:
+cdef object c_read_stream_idmp_producer(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_idmp_producer at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StreamIdmpProducer self = StreamIdmpProducer.__new__(StreamIdmpProducer)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # pid: Producer ID.
+    pid = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.pid = pid
+    # count: Number of idempotency IDs.
+    count_ = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.count = count_
+    # iids: The idempotency IDs.
+    iids_count = count_.value
+    if iids_count < 0 or iids_count > (end - pos) // 3:
+        raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
+    iids = []
+    for iids_index in range(iids_count):
+        iids_item = c_read_stream_idmp_iid(io, &pos, self, root)
+        iids.append(iids_item)
+    self.iids = iids
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_idmp_producer(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_idmp_producer at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # pid: Producer ID.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pid = None
+    # count: Number of idempotency IDs.
+    count_ = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # iids: The idempotency IDs.
+    iids_count = count_.value
+    if iids_count < 0 or iids_count > (end - pos) // 3:
+        raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
+    iids = []
+    for iids_index in range(iids_count):
+        pos = c_skip_stream_idmp_iid(io, pos, None, root)
+        iids_item = None
+        iids.append(iids_item)
+
+    return pos
+
+
+cdef class StreamIdmpIid:
     """One idempotency ID and the stream ID it produced.
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    __slots__ = ("_parent", "_root", "_io", "iid", "id", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object iid
+    cdef public object id
+    __slots__ = ("_parent", "_root", "_io", "iid", "id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -824,47 +1037,68 @@ class StreamIdmpIid:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # iid: The idempotency ID.
-        iid, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.iid = iid
-        # id: The stream entry ID it was mapped to.
-        id, pos = StreamId._read(io, pos, self, root)
-        self.id = id
-
-        return self, pos
+        obj = c_read_stream_idmp_iid(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_idmp_iid without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # iid: The idempotency ID.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        iid = None
-        # id: The stream entry ID it was mapped to.
-        pos = StreamId._skip(io, pos, None, root)
-        id = None
-
-        return pos
+        return c_skip_stream_idmp_iid(io, pos, parent, root)
 
 
-class StreamListpack:
+cdef object c_read_stream_idmp_iid(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_idmp_iid at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef StreamIdmpIid self = StreamIdmpIid.__new__(StreamIdmpIid)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # iid: The idempotency ID.
+    iid = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.iid = iid
+    # id: The stream entry ID it was mapped to.
+    id = c_read_stream_id(io, &pos, self, root)
+    self.id = id
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_idmp_iid(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_idmp_iid at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # iid: The idempotency ID.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    iid = None
+    # id: The stream entry ID it was mapped to.
+    pos = c_skip_stream_id(io, pos, None, root)
+    id = None
+
+    return pos
+
+
+cdef class StreamListpack:
     """A stream node listpack (notes §6.2): the listpack header, the master entry, count+deleted
     entries, and the EOF byte. All elements are ordinary listpack entries.
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "master", "entries", "terminator", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object total_bytes
+    cdef public object num_elements
+    cdef public object master
+    cdef public object entries
+    cdef public object terminator
+    __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "master", "entries", "terminator", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -874,105 +1108,126 @@ class StreamListpack:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # total_bytes: Total size of the listpack; must equal the blob size.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
-            total_bytes = rd_u4le(_p, pos)
-            pos += 4
-            if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-                raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-            self.total_bytes = total_bytes
-            # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
-            if pos + 2 > end:
-                raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
-            num_elements = rd_u2le(_p, pos)
-            pos += 2
-            self.num_elements = num_elements
-            # master: The master entry.
-            master, pos = StreamMaster._read(io, pos, self, root)
-            self.master = master
-            # entries: The entries of the node, live and deleted (count + deleted of them).
-            entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
-            if entries_count < 0 or entries_count > (end - pos) // 4:
-                raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-            entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
-            self.entries = entries
-            # terminator: LP_EOF; nothing may follow it.
-            if pos >= end:
-                raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
-            terminator = _p[pos]
-            pos += 1
-            if not ((terminator == 255) and (pos >= io.end)):
-                raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
-            self.terminator = terminator
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_stream_listpack(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_listpack without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # total_bytes: Total size of the listpack; must equal the blob size.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
-            total_bytes = rd_u4le(_p, pos)
-            pos += 4
-            if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-                raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-            # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
-            if pos + 2 > end:
-                raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
-            num_elements = None
-            pos += 2
-            # master: The master entry.
-            master, pos = StreamMaster._read(io, pos, None, root)
-            # entries: The entries of the node, live and deleted (count + deleted of them).
-            entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
-            if entries_count < 0 or entries_count > (end - pos) // 4:
-                raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-            for _ in range(entries_count):
-                pos = StreamEntry._skip(io, pos, None, root)
-            entries = None
-            # terminator: LP_EOF; nothing may follow it.
-            if pos >= end:
-                raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
-            terminator = _p[pos]
-            pos += 1
-            if not ((terminator == 255) and (pos >= io.end)):
-                raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
-        finally:
-            PyBuffer_Release(&_view)
-
-        return pos
+        return c_skip_stream_listpack(io, pos, parent, root)
 
 
-class StreamMaster:
+cdef object c_read_stream_listpack(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_listpack at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef StreamListpack self = StreamListpack.__new__(StreamListpack)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # total_bytes: Total size of the listpack; must equal the blob size.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
+        total_bytes = rd_u4le(_p, pos)
+        pos += 4
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+            raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+        self.total_bytes = total_bytes
+        # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
+        if pos + 2 > end:
+            raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
+        num_elements = rd_u2le(_p, pos)
+        pos += 2
+        self.num_elements = num_elements
+        # master: The master entry.
+        master = c_read_stream_master(io, &pos, self, root)
+        self.master = master
+        # entries: The entries of the node, live and deleted (count + deleted of them).
+        entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
+        if entries_count < 0 or entries_count > (end - pos) // 4:
+            raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
+        self.entries = entries
+        # terminator: LP_EOF; nothing may follow it.
+        if pos >= end:
+            raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
+        terminator = _p[pos]
+        pos += 1
+        if not ((terminator == 255) and (pos >= io.end)):
+            raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
+        self.terminator = terminator
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_listpack(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_listpack at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # total_bytes: Total size of the listpack; must equal the blob size.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
+        total_bytes = rd_u4le(_p, pos)
+        pos += 4
+        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+            raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+        # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
+        if pos + 2 > end:
+            raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
+        num_elements = None
+        pos += 2
+        # master: The master entry.
+        master = c_read_stream_master(io, &pos, None, root)
+        # entries: The entries of the node, live and deleted (count + deleted of them).
+        entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
+        if entries_count < 0 or entries_count > (end - pos) // 4:
+            raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        for _ in range(entries_count):
+            pos = StreamEntry._skip(io, pos, None, root)
+        entries = None
+        # terminator: LP_EOF; nothing may follow it.
+        if pos >= end:
+            raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
+        terminator = _p[pos]
+        pos += 1
+        if not ((terminator == 255) and (pos >= io.end)):
+            raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
+
+
+cdef class StreamMaster:
     """The master entry of a node listpack.
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    __slots__ = ("_parent", "_root", "_io", "count", "deleted", "num_fields", "fields", "terminator", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object count
+    cdef public object deleted
+    cdef public object num_fields
+    cdef public object fields
+    cdef public object terminator
+    __slots__ = ("_parent", "_root", "_io", "count", "deleted", "num_fields", "fields", "terminator", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -982,108 +1237,130 @@ class StreamMaster:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # count: Live entries in this node.
-            count__pos = pos
-            count_ = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-            if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
-                raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
-            self.count = count_
-            # deleted: Entries flagged deleted in this node.
-            deleted_pos = pos
-            deleted = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-            if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
-                raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
-            self.deleted = deleted
-            # num_fields: Number of master fields.
-            num_fields_pos = pos
-            num_fields = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-            num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-            if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-                raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
-            self.num_fields = num_fields
-            # fields: The master field names.
-            fields_count = num_fields_int_value
-            if fields_count < 0 or fields_count > end - pos:
-                raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
-            fields = ScalarColumns(buf)
-            for fields_index in range(fields_count):
-                c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
-            self.fields = fields
-            # terminator: Master terminator (lp-count of the master entry), always 0.
-            terminator_pos = pos
-            terminator = c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-            if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
-                warn(io, terminator_pos, "stream:stream_master.terminator", 'expected 0 closing the master entry, found ' + repr(terminator))
-            self.terminator = terminator
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_stream_master(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_master without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # count: Live entries in this node.
-            count__pos = pos
-            count_ = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-            if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
-                raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
-            # deleted: Entries flagged deleted in this node.
-            deleted_pos = pos
-            deleted = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-            if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
-                raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
-            # num_fields: Number of master fields.
-            num_fields_pos = pos
-            num_fields = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-            num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-            if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-                raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
-            # fields: The master field names.
-            fields_count = num_fields_int_value
-            if fields_count < 0 or fields_count > end - pos:
-                raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
-            fields = []
-            for fields_index in range(fields_count):
-                fields_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-                fields.append(fields_item)
-            # terminator: Master terminator (lp-count of the master entry), always 0.
-            terminator_pos = pos
-            terminator = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        finally:
-            PyBuffer_Release(&_view)
-
-        return pos
+        return c_skip_stream_master(io, pos, parent, root)
 
 
-class StreamEntry:
+cdef object c_read_stream_master(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_master at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef StreamMaster self = StreamMaster.__new__(StreamMaster)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # count: Live entries in this node.
+        count__pos = pos
+        count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+            raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
+        self.count = count_
+        # deleted: Entries flagged deleted in this node.
+        deleted_pos = pos
+        deleted = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+            raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
+        self.deleted = deleted
+        # num_fields: Number of master fields.
+        num_fields_pos = pos
+        num_fields = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+        num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
+        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
+            raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
+        self.num_fields = num_fields
+        # fields: The master field names.
+        fields_count = num_fields_int_value
+        if fields_count < 0 or fields_count > end - pos:
+            raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+        fields = ScalarColumns(buf)
+        for fields_index in range(fields_count):
+            listpack__c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
+        self.fields = fields
+        # terminator: Master terminator (lp-count of the master entry), always 0.
+        terminator_pos = pos
+        terminator = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
+            warn(io, terminator_pos, "stream:stream_master.terminator", 'expected 0 closing the master entry, found ' + repr(terminator))
+        self.terminator = terminator
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_stream_master(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_master at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # count: Live entries in this node.
+        count__pos = pos
+        count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+            raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
+        # deleted: Entries flagged deleted in this node.
+        deleted_pos = pos
+        deleted = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+            raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
+        # num_fields: Number of master fields.
+        num_fields_pos = pos
+        num_fields = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+        num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
+        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
+            raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
+        # fields: The master field names.
+        fields_count = num_fields_int_value
+        if fields_count < 0 or fields_count > end - pos:
+            raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+        fields = []
+        for fields_index in range(fields_count):
+            fields_item = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+            fields.append(fields_item)
+        # terminator: Master terminator (lp-count of the master entry), always 0.
+        terminator_pos = pos
+        terminator = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
+
+
+cdef class StreamEntry:
     """One stream entry of a node listpack. `items` is the flat list of values (SAMEFIELDS: one
     value per master field) or fields and values interleaved (otherwise).
     ID = master ID + (ms_diff, seq_diff) with wrapping uint64 arithmetic.
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    __slots__ = ("_parent", "_root", "_io", "flags", "ms_diff", "seq_diff", "num_fields", "items", "lp_count", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object flags
+    cdef public object ms_diff
+    cdef public object seq_diff
+    cdef public object num_fields
+    cdef public object items
+    cdef public object lp_count
+    __slots__ = ("_parent", "_root", "_io", "flags", "ms_diff", "seq_diff", "num_fields", "items", "lp_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1121,19 +1398,19 @@ class StreamEntry:
                     break
                 # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
                 flags_pos = pos
-                c_push_lp_entry(io, buf, _p, end, &pos, None, root, flags_column)
+                listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, flags_column)
                 flags = flags_column.last()
                 if not isinstance(flags, int):
                     raise invalid(io, flags_pos, "stream:stream_entry.flags", 'expected the entry flags (an integer), found ' + repr(flags))
                 # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
                 ms_diff_pos = pos
-                c_push_lp_entry(io, buf, _p, end, &pos, None, root, ms_diff_column)
+                listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, ms_diff_column)
                 ms_diff = ms_diff_column.last()
                 if not isinstance(ms_diff, int):
                     raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", 'expected the ms part of the entry ID, relative to the master ID (an integer), found ' + repr(ms_diff))
                 # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
                 seq_diff_pos = pos
-                c_push_lp_entry(io, buf, _p, end, &pos, None, root, seq_diff_column)
+                listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, seq_diff_column)
                 seq_diff = seq_diff_column.last()
                 if not isinstance(seq_diff, int):
                     raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", 'expected the seq part of the entry ID, relative to the master ID (an integer), found ' + repr(seq_diff))
@@ -1141,7 +1418,7 @@ class StreamEntry:
                 flags_int_value = (flags if isinstance(flags, int) else None)
                 if ((flags_int_value & 2) == 0):
                     num_fields_pos = pos
-                    c_push_lp_entry(io, buf, _p, end, &pos, None, root, num_fields_column)
+                    listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, num_fields_column)
                     num_fields = num_fields_column.last()
                     num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
                     if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
@@ -1156,11 +1433,11 @@ class StreamEntry:
                     raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
                 items_values = items_column.values
                 for items_index in range(items_count):
-                    c_push_lp_entry(io, buf, _p, end, &pos, None, root, items_values)
+                    listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, items_values)
                 items_column.close_row()
                 # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
                 lp_count_pos = pos
-                c_push_lp_entry(io, buf, _p, end, &pos, None, root, lp_count_column)
+                listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, lp_count_column)
                 lp_count = lp_count_column.last()
                 try:
                     lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == (((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
@@ -1175,11 +1452,13 @@ class StreamEntry:
     @property
     def is_deleted(self):
         """True when the entry is deleted (a tombstone)."""
+
         return (((self.flags if isinstance(self.flags, int) else None) & 1) != 0)
 
     @property
     def is_samefields(self):
         """True when the entry uses the master fields."""
+
         return (((self.flags if isinstance(self.flags, int) else None) & 2) != 0)
 
 

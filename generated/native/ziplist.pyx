@@ -16,16 +16,27 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Ziplist:
+cdef class Ziplist:
     """A ziplist (notes §5.2): u32 LE zlbytes (== blob size), u32 LE zltail (offset of the last
     entry), u16 LE zllen (65535 = unknown), the entries, and the end byte 0xFF.
     Used by types 10, 12, 13 and by type-14 quicklist nodes.
 
     Written by: redis src/ziplist.c ziplistValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "zlbytes", "zltail", "zllen", "body", "terminator", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object zlbytes
+    cdef public object zltail
+    cdef public object zllen
+    cdef public object body
+    cdef public object terminator
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "zlbytes", "zltail", "zllen", "body", "terminator", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -35,118 +46,135 @@ class Ziplist:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
-            zlbytes = rd_u4le(_p, pos)
-            pos += 4
-            if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
-                raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
-            self.zlbytes = zlbytes
-            # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
-            zltail = rd_u4le(_p, pos)
-            pos += 4
-            if not (zltail <= ((io.end - io.start) - 1)):
-                raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
-            self.zltail = zltail
-            # zllen: Number of entries, or 65535 when unknown.
-            if pos + 2 > end:
-                raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-            zllen = rd_u2le(_p, pos)
-            pos += 2
-            self.zllen = zllen
-            # body: The entries, without the 10-byte header and the end byte.
-            body_size = (zlbytes - 11)
-            if body_size < 0 or pos + body_size > end:
-                raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-            body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
-            pos += body_size
-            body = ZlBody._read(body_io, body_io.start, self, root)[0]
-            self.body = body
-            # terminator: ZIP_END, always 0xFF.
-            if pos >= end:
-                raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
-            terminator = _p[pos]
-            pos += 1
-            if terminator != 255:
-                raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
-            self.terminator = terminator
-            # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
-            self.entries = body.entries
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_ziplist(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one ziplist without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
-            zlbytes = rd_u4le(_p, pos)
-            pos += 4
-            if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
-                raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
-            # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
-            zltail = rd_u4le(_p, pos)
-            pos += 4
-            if not (zltail <= ((io.end - io.start) - 1)):
-                raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
-            # zllen: Number of entries, or 65535 when unknown.
-            if pos + 2 > end:
-                raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-            zllen = None
-            pos += 2
-            # body: The entries, without the 10-byte header and the end byte.
-            body_size = (zlbytes - 11)
-            if body_size < 0 or pos + body_size > end:
-                raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-            pos += body_size
-            body = None
-            # terminator: ZIP_END, always 0xFF.
-            if pos >= end:
-                raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
-            terminator = _p[pos]
-            pos += 1
-            if terminator != 255:
-                raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
-        finally:
-            PyBuffer_Release(&_view)
-
-        return pos
+        return c_skip_ziplist(io, pos, parent, root)
 
 
-class ZlBody:
+cdef object c_read_ziplist(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one ziplist at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef Ziplist self = Ziplist.__new__(Ziplist)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
+        zlbytes = rd_u4le(_p, pos)
+        pos += 4
+        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+            raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
+        self.zlbytes = zlbytes
+        # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
+        zltail = rd_u4le(_p, pos)
+        pos += 4
+        if not (zltail <= ((io.end - io.start) - 1)):
+            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
+        self.zltail = zltail
+        # zllen: Number of entries, or 65535 when unknown.
+        if pos + 2 > end:
+            raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
+        zllen = rd_u2le(_p, pos)
+        pos += 2
+        self.zllen = zllen
+        # body: The entries, without the 10-byte header and the end byte.
+        body_size = (zlbytes - 11)
+        if body_size < 0 or pos + body_size > end:
+            raise truncated(io, pos, body_size, "ziplist:ziplist.body")
+        body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
+        pos += body_size
+        body = ZlBody._read(body_io, body_io.start, self, root)[0]
+        self.body = body
+        # terminator: ZIP_END, always 0xFF.
+        if pos >= end:
+            raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
+        terminator = _p[pos]
+        pos += 1
+        if terminator != 255:
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
+        self.terminator = terminator
+        # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
+        self.entries = body.entries
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_ziplist(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one ziplist at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
+        zlbytes = rd_u4le(_p, pos)
+        pos += 4
+        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+            raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
+        # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
+        zltail = rd_u4le(_p, pos)
+        pos += 4
+        if not (zltail <= ((io.end - io.start) - 1)):
+            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
+        # zllen: Number of entries, or 65535 when unknown.
+        if pos + 2 > end:
+            raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
+        zllen = None
+        pos += 2
+        # body: The entries, without the 10-byte header and the end byte.
+        body_size = (zlbytes - 11)
+        if body_size < 0 or pos + body_size > end:
+            raise truncated(io, pos, body_size, "ziplist:ziplist.body")
+        pos += body_size
+        body = None
+        # terminator: ZIP_END, always 0xFF.
+        if pos >= end:
+            raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
+        terminator = _p[pos]
+        pos += 1
+        if terminator != 255:
+            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
+
+
+cdef class ZlBody:
     """The entry area of a ziplist (between the header and the end byte).
 
     Written by: redis src/ziplist.c zipEntrySafe"""
 
-    __slots__ = ("_parent", "_root", "_io", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -156,48 +184,61 @@ class ZlBody:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # entries: Ziplist entries, in order.
-            entries = ScalarColumns(buf)
-            while pos < end:
-                c_push_zl_entry(io, buf, _p, end, &pos, self, root, entries)
-            self.entries = entries
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_zl_body(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zl_body without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        return c_skip_zl_body(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # entries: Ziplist entries, in order.
-            entries = []
-            while pos < end:
-                entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
-                entries.append(entries_item)
-        finally:
-            PyBuffer_Release(&_view)
 
-        return pos
+cdef object c_read_zl_body(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zl_body at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ZlBody self = ZlBody.__new__(ZlBody)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # entries: Ziplist entries, in order.
+        entries = ScalarColumns(buf)
+        while pos < end:
+            c_push_zl_entry(io, buf, _p, end, &pos, self, root, entries)
+        self.entries = entries
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_zl_body(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zl_body at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # entries: Ziplist entries, in order.
+        entries = []
+        while pos < end:
+            entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
+            entries.append(entries_item)
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
 
 
 cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):

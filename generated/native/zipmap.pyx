@@ -16,9 +16,11 @@ from ._columns cimport RaggedColumns, ScalarColumns
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Zipmap:
+cdef class Zipmap:
     """A zipmap (notes §5.4): u8 zmlen (entry count, 254 = unknown), then entries
     { len field_len, field, len value_len, u8 free, value, free bytes of padding }, then 0xFF.
     A zipmap length is 1 byte if < 254, or 254 followed by a u32 LE; 255 marks the end.
@@ -26,7 +28,12 @@ class Zipmap:
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "zmlen", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object zmlen
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "zmlen", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -36,70 +43,90 @@ class Zipmap:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # zmlen: Number of entries, or 254 when unknown.
-            if pos >= end:
-                raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
-            zmlen = _p[pos]
-            pos += 1
-            self.zmlen = zmlen
-            # entries: The field/value pairs, followed by one end-marker entry.
-            entries = []
-            entries_index = 0
-            while True:
-                entries_item, pos = ZmEntry._read(io, pos, self, root)
-                entries.append(entries_item)
-                if entries_item.field_len.is_end:
-                    break
-                entries_index += 1
-            self.entries = entries
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_zipmap(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zipmap without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_zipmap(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_zipmap(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zipmap at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef Zipmap self = Zipmap.__new__(Zipmap)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # zmlen: Number of entries, or 254 when unknown.
-        if pos + 1 > end:
+        if pos >= end:
             raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
-        zmlen = None
+        zmlen = _p[pos]
         pos += 1
+        self.zmlen = zmlen
         # entries: The field/value pairs, followed by one end-marker entry.
         entries = []
         entries_index = 0
         while True:
-            entries_item, pos = ZmEntry._read(io, pos, None, root)
+            entries_item = c_read_zm_entry(io, &pos, self, root)
             entries.append(entries_item)
             if entries_item.field_len.is_end:
                 break
             entries_index += 1
+        self.entries = entries
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
 
 
-class ZmLen:
+cdef Py_ssize_t c_skip_zipmap(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zipmap at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # zmlen: Number of entries, or 254 when unknown.
+    if pos + 1 > end:
+        raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
+    zmlen = None
+    pos += 1
+    # entries: The field/value pairs, followed by one end-marker entry.
+    entries = []
+    entries_index = 0
+    while True:
+        entries_item = c_read_zm_entry(io, &pos, None, root)
+        entries.append(entries_item)
+        if entries_item.field_len.is_end:
+            break
+        entries_index += 1
+
+    return pos
+
+
+cdef class ZmLen:
     """Zipmap length field.
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "b0", "len32", "is_end", "value", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object b0
+    cdef public object len32
+    cdef public object is_end
+    cdef public object value
+    __slots__ = ("_parent", "_root", "_io", "b0", "len32", "is_end", "value", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -109,78 +136,100 @@ class ZmLen:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
-            if pos >= end:
-                raise truncated(io, pos, 1, "zipmap:zm_len.b0")
-            b0 = _p[pos]
-            pos += 1
-            self.b0 = b0
-            # len32: A 32-bit little-endian length.
-            if (b0 == 254):
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "zipmap:zm_len.len32")
-                len32 = rd_u4le(_p, pos)
-                pos += 4
-            else:
-                len32 = None
-            self.len32 = len32
-            # is_end: True for the 0xFF end marker.
-            self.is_end = (b0 == 255)
-            # value: The decoded length.
-            self.value = (len32 if (b0 == 254) else b0)
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_zm_len(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zm_len without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
-            if pos >= end:
-                raise truncated(io, pos, 1, "zipmap:zm_len.b0")
-            b0 = _p[pos]
-            pos += 1
-            # len32: A 32-bit little-endian length.
-            if (b0 == 254):
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "zipmap:zm_len.len32")
-                len32 = None
-                pos += 4
-            else:
-                len32 = None
-        finally:
-            PyBuffer_Release(&_view)
-
-        return pos
+        return c_skip_zm_len(io, pos, parent, root)
 
 
-class ZmEntry:
+cdef object c_read_zm_len(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zm_len at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ZmLen self = ZmLen.__new__(ZmLen)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
+        if pos >= end:
+            raise truncated(io, pos, 1, "zipmap:zm_len.b0")
+        b0 = _p[pos]
+        pos += 1
+        self.b0 = b0
+        # len32: A 32-bit little-endian length.
+        if (b0 == 254):
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "zipmap:zm_len.len32")
+            len32 = rd_u4le(_p, pos)
+            pos += 4
+        else:
+            len32 = None
+        self.len32 = len32
+        # is_end: True for the 0xFF end marker.
+        self.is_end = (b0 == 255)
+        # value: The decoded length.
+        self.value = (len32 if (b0 == 254) else b0)
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_zm_len(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zm_len at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
+        if pos >= end:
+            raise truncated(io, pos, 1, "zipmap:zm_len.b0")
+        b0 = _p[pos]
+        pos += 1
+        # len32: A 32-bit little-endian length.
+        if (b0 == 254):
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "zipmap:zm_len.len32")
+            len32 = None
+            pos += 4
+        else:
+            len32 = None
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos
+
+
+cdef class ZmEntry:
     """One zipmap field/value pair, or the end marker.
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    __slots__ = ("_parent", "_root", "_io", "field_len", "field", "value_len", "free", "value", "padding", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object field_len
+    cdef public object field
+    cdef public object value_len
+    cdef public object free
+    cdef public object value
+    cdef public object padding
+    __slots__ = ("_parent", "_root", "_io", "field_len", "field", "value_len", "free", "value", "padding", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -190,107 +239,120 @@ class ZmEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # field_len: Length of the field, or the end marker.
-            field_len, pos = ZmLen._read(io, pos, self, root)
-            self.field_len = field_len
-            # field, value_len, free, value, padding: read together
-            field_len_is_end = field_len.is_end
-            field = value_len = free = value = padding = None
-            if (not field_len_is_end):
-                # field: The field bytes.
-                field_size = field_len.value
-                if pos + field_size > end:
-                    raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
-                pos += field_size
-                field = buf[pos - field_size:pos]
-                # value_len: Length of the value.
-                value_len_pos = pos
-                value_len, pos = ZmLen._read(io, pos, self, root)
-                if not (not value_len.is_end):
-                    raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
-                # free: Number of unused bytes after the value.
-                if pos >= end:
-                    raise truncated(io, pos, 1, "zipmap:zm_entry.free")
-                free = _p[pos]
-                pos += 1
-                # value: The value bytes.
-                value_size = value_len.value
-                if pos + value_size > end:
-                    raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
-                pos += value_size
-                value = buf[pos - value_size:pos]
-                # padding: Unused bytes left after the value by an in-place update.
-                if pos + free > end:
-                    raise truncated(io, pos, free, "zipmap:zm_entry.padding")
-                pos += free
-                padding = buf[pos - free:pos]
-            self.field = field
-            self.value_len = value_len
-            self.free = free
-            self.value = value
-            self.padding = padding
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_zm_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zm_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
+        return c_skip_zm_entry(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # field_len: Length of the field, or the end marker.
-            field_len, pos = ZmLen._read(io, pos, None, root)
-            # field, value_len, free, value, padding: read together
-            field_len_is_end = field_len.is_end
-            field = value_len = free = value = padding = None
-            if (not field_len_is_end):
-                # field: The field bytes.
-                field_size = field_len.value
-                if pos + field_size > end:
-                    raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
-                pos += field_size
-                field = None
-                # value_len: Length of the value.
-                value_len_pos = pos
-                value_len, pos = ZmLen._read(io, pos, None, root)
-                if not (not value_len.is_end):
-                    raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
-                # free: Number of unused bytes after the value.
-                if pos >= end:
-                    raise truncated(io, pos, 1, "zipmap:zm_entry.free")
-                free = _p[pos]
-                pos += 1
-                # value: The value bytes.
-                value_size = value_len.value
-                if pos + value_size > end:
-                    raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
-                pos += value_size
-                value = None
-                # padding: Unused bytes left after the value by an in-place update.
-                if pos + free > end:
-                    raise truncated(io, pos, free, "zipmap:zm_entry.padding")
-                pos += free
-                padding = None
-        finally:
-            PyBuffer_Release(&_view)
 
-        return pos
+cdef object c_read_zm_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zm_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef ZmEntry self = ZmEntry.__new__(ZmEntry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # field_len: Length of the field, or the end marker.
+        field_len = c_read_zm_len(io, &pos, self, root)
+        self.field_len = field_len
+        # field, value_len, free, value, padding: read together
+        field_len_is_end = field_len.is_end
+        field = value_len = free = value = padding = None
+        if (not field_len_is_end):
+            # field: The field bytes.
+            field_size = field_len.value
+            if pos + field_size > end:
+                raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
+            pos += field_size
+            field = buf[pos - field_size:pos]
+            # value_len: Length of the value.
+            value_len_pos = pos
+            value_len = c_read_zm_len(io, &pos, self, root)
+            if not (not value_len.is_end):
+                raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
+            # free: Number of unused bytes after the value.
+            if pos >= end:
+                raise truncated(io, pos, 1, "zipmap:zm_entry.free")
+            free = _p[pos]
+            pos += 1
+            # value: The value bytes.
+            value_size = value_len.value
+            if pos + value_size > end:
+                raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
+            pos += value_size
+            value = buf[pos - value_size:pos]
+            # padding: Unused bytes left after the value by an in-place update.
+            if pos + free > end:
+                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+            pos += free
+            padding = buf[pos - free:pos]
+        self.field = field
+        self.value_len = value_len
+        self.free = free
+        self.value = value
+        self.padding = padding
+    finally:
+        PyBuffer_Release(&_view)
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_zm_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zm_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
+        # field_len: Length of the field, or the end marker.
+        field_len = c_read_zm_len(io, &pos, None, root)
+        # field, value_len, free, value, padding: read together
+        field_len_is_end = field_len.is_end
+        field = value_len = free = value = padding = None
+        if (not field_len_is_end):
+            # field: The field bytes.
+            field_size = field_len.value
+            if pos + field_size > end:
+                raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
+            pos += field_size
+            field = None
+            # value_len: Length of the value.
+            value_len_pos = pos
+            value_len = c_read_zm_len(io, &pos, None, root)
+            if not (not value_len.is_end):
+                raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
+            # free: Number of unused bytes after the value.
+            if pos >= end:
+                raise truncated(io, pos, 1, "zipmap:zm_entry.free")
+            free = _p[pos]
+            pos += 1
+            # value: The value bytes.
+            value_size = value_len.value
+            if pos + value_size > end:
+                raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
+            pos += value_size
+            value = None
+            # padding: Unused bytes left after the value by an in-place update.
+            if pos + free > end:
+                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+            pos += free
+            padding = None
+    finally:
+        PyBuffer_Release(&_view)
+
+    return pos

@@ -9,23 +9,32 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 
 import struct
 
-from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport c_read_rdb_double as rdb_string__c_read_rdb_double
+from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
+from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_skip_rdb_double as rdb_string__c_skip_rdb_double
+from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
+# a cached instance not computed yet
+cdef object _UNSET = object()
 
 
-class Zset:
+cdef class Zset:
     """Sorted-set values that are not a container blob (notes §4.1). The root type is empty.
     Listpack (17) and ziplist (12) sorted sets are `rdb_string::rdb_blob` values in the record switch.
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    __slots__ = ("_parent", "_root", "_io", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -35,24 +44,37 @@ class Zset:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-
-        return self, pos
+        obj = c_read_zset(io, &pos, parent, root)
+        return obj, pos
 
 
-class ZsetLegacy:
+cdef object c_read_zset(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Zset self = Zset.__new__(Zset)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+
+    _at[0] = pos
+    return self
+
+
+cdef class ZsetLegacy:
     """ZSET (type 3, legacy) - `len n`, then n × (member, string-encoded double).
 
     Written by: redis src/rdb.c rdbLoadDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_members
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -62,57 +84,75 @@ class ZsetLegacy:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_members: Number of members.
-        num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_members = num_members
-        # entries: The members with their scores.
-        entries_count = num_members.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = ZsetEntry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_zset_legacy(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_legacy without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_members: Number of members.
-        num_members, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The members with their scores.
-        entries_count = num_members.value
-        if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = ZsetEntry._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
-
-        return pos
+        return c_skip_zset_legacy(io, pos, parent, root)
 
 
-class ZsetEntry:
+cdef object c_read_zset_legacy(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_legacy at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ZsetLegacy self = ZsetLegacy.__new__(ZsetLegacy)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_members: Number of members.
+    num_members = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_members = num_members
+    # entries: The members with their scores.
+    entries_count = num_members.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_zset_entry(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_zset_legacy(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_legacy at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_members: Number of members.
+    num_members = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The members with their scores.
+    entries_count = num_members.value
+    if entries_count < 0 or entries_count > (end - pos) // 2:
+        raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_zset_entry(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
+
+
+cdef class ZsetEntry:
     """One type-3 member and its string score.
 
     Written by: redis src/rdb.c rdbLoadDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "member", "score", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object member
+    cdef public object score
+    __slots__ = ("_parent", "_root", "_io", "member", "score", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -122,46 +162,64 @@ class ZsetEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # member: The member.
-        member, pos = rdb_string.RdbString._read(io, pos, self, root)
-        self.member = member
-        # score: The score as text (or NaN/inf markers).
-        score, pos = rdb_string.RdbDouble._read(io, pos, self, root)
-        self.score = score
-
-        return self, pos
+        obj = c_read_zset_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # member: The member.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        member = None
-        # score: The score as text (or NaN/inf markers).
-        pos = rdb_string.RdbDouble._skip(io, pos, None, root)
-        score = None
-
-        return pos
+        return c_skip_zset_entry(io, pos, parent, root)
 
 
-class Zset2:
+cdef object c_read_zset_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef ZsetEntry self = ZsetEntry.__new__(ZsetEntry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # member: The member.
+    member = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    self.member = member
+    # score: The score as text (or NaN/inf markers).
+    score = rdb_string__c_read_rdb_double(io, &pos, self, root)
+    self.score = score
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_zset_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # member: The member.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    member = None
+    # score: The score as text (or NaN/inf markers).
+    pos = rdb_string__c_skip_rdb_double(io, pos, None, root)
+    score = None
+
+    return pos
+
+
+cdef class Zset2:
     """ZSET_2 (type 5) - `len n`, then n × (member, 8-byte LE binary double). No order is assumed.
 
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object num_members
+    cdef public object entries
+    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -171,57 +229,75 @@ class Zset2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        # num_members: Number of members.
-        num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        self.num_members = num_members
-        # entries: The members with their scores.
-        entries_count = num_members.value
-        if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item, pos = Zset2Entry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
-
-        return self, pos
+        obj = c_read_zset_2(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_2 without building it; returns the position after it."""
-        cdef Py_ssize_t end
-
-        buf = io.buf
-        end = io.end
-        # num_members: Number of members.
-        num_members, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # entries: The members with their scores.
-        entries_count = num_members.value
-        if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = Zset2Entry._skip(io, pos, None, root)
-            entries_item = None
-            entries.append(entries_item)
-
-        return pos
+        return c_skip_zset_2(io, pos, parent, root)
 
 
-class Zset2Entry:
+cdef object c_read_zset_2(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+
+    cdef Zset2 self = Zset2.__new__(Zset2)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    # num_members: Number of members.
+    num_members = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    self.num_members = num_members
+    # entries: The members with their scores.
+    entries_count = num_members.value
+    if entries_count < 0 or entries_count > (end - pos) // 9:
+        raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_zset_2_entry(io, &pos, self, root)
+        entries.append(entries_item)
+    self.entries = entries
+
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_zset_2(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_2 at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # num_members: Number of members.
+    num_members = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    # entries: The members with their scores.
+    entries_count = num_members.value
+    if entries_count < 0 or entries_count > (end - pos) // 9:
+        raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_zset_2_entry(io, pos, None, root)
+        entries_item = None
+        entries.append(entries_item)
+
+    return pos
+
+
+cdef class Zset2Entry:
     """One type-5 member and its binary score.
 
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
-    __slots__ = ("_parent", "_root", "_io", "member", "score", )
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object member
+    cdef public object score
+    __slots__ = ("_parent", "_root", "_io", "member", "score", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -231,46 +307,59 @@ class Zset2Entry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        cdef Py_ssize_t end
-        cdef Py_buffer _view
-        cdef const unsigned char* _p
-
-        self = cls.__new__(cls)
-        self._parent = parent
-        self._root = root = root if root is not None else self
-        self._io = io
-        buf = io.buf
-        end = io.end
-        _p = acquire(buf, &_view, end)
-        try:
-            # member: The member.
-            member, pos = rdb_string.RdbString._read(io, pos, self, root)
-            self.member = member
-            # score: The score, IEEE-754 binary64 little-endian.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "zset:zset_2_entry.score")
-            score = rd_f8le(_p, pos)
-            pos += 8
-            self.score = score
-        finally:
-            PyBuffer_Release(&_view)
-
-        return self, pos
+        obj = c_read_zset_2_entry(io, &pos, parent, root)
+        return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_2_entry without building it; returns the position after it."""
-        cdef Py_ssize_t end
+        return c_skip_zset_2_entry(io, pos, parent, root)
 
-        buf = io.buf
-        end = io.end
+
+cdef object c_read_zset_2_entry(object io, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_2_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Py_ssize_t end
+    cdef Py_buffer _view
+    cdef const unsigned char* _p
+
+    cdef Zset2Entry self = Zset2Entry.__new__(Zset2Entry)
+    self._parent = parent
+    self._root = root = root if root is not None else self
+    self._io = io
+    buf = io.buf
+    end = io.end
+    _p = acquire(buf, &_view, end)
+    try:
         # member: The member.
-        pos = rdb_string.RdbString._skip(io, pos, None, root)
-        member = None
+        member = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        self.member = member
         # score: The score, IEEE-754 binary64 little-endian.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "zset:zset_2_entry.score")
-        score = None
+        score = rd_f8le(_p, pos)
         pos += 8
+        self.score = score
+    finally:
+        PyBuffer_Release(&_view)
 
-        return pos
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_zset_2_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_2_entry at `pos` in `io`; returns the position after it."""
+    cdef Py_ssize_t end
+
+    buf = io.buf
+    end = io.end
+    # member: The member.
+    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    member = None
+    # score: The score, IEEE-754 binary64 little-endian.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "zset:zset_2_entry.score")
+    score = None
+    pos += 8
+
+    return pos

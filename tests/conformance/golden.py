@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import GetSetDescriptorType, ModuleType
 from typing import Any
 
 import yaml
@@ -438,7 +438,8 @@ def _public_members(obj: Any) -> Iterable[str]:
     names: dict[str, None] = {}
     for klass in reversed(type(obj).__mro__):
         for name, member in vars(klass).items():
-            if not name.startswith("_") and isinstance(member, property):
+            # a property, or one of a compiled (native) class: a getset descriptor
+            if not name.startswith("_") and isinstance(member, (property, GetSetDescriptorType)):
                 names[name] = None
     for name in getattr(obj, "__dict__", {}):
         if not name.startswith("_"):

@@ -1,0 +1,137 @@
+"""The report's "Targets" section: each target of the compiled-backend issue (#14), per rdbspec
+backend, with the measured ratio and whether it is met. Only valid results count (runner.Result.valid:
+ran to the end and counted every stream entry); a target without one says "not measured"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .contenders import DUMP_CLI, FULL_DECODE, KEYS_ONLY, OFFICIAL, REDIS_LOAD, SPARK_BASELINE, labelled
+from .peers import PEERS
+from .runner import Result
+
+RSS_TARGET_MB = 300  # rdbspec dump's peak RSS, whatever the file size
+LOAD_FACTOR_FULL, LOAD_FACTOR_KEYS = 5.0, 2.0  # rdbspec within this many times redis-server's load
+SPARK_ROWS_PER_S = 500_000  # stream_entries query rows/s on local[1]
+SPARK_SPLIT_SPEEDUP = 1.6  # a split file on local[2] against local[1]
+SPARK_SPLIT_1, SPARK_SPLIT_2 = "spark local[1] split", "spark local[2] split"
+
+
+@dataclass
+class Measured:
+    """One file's figure for a target: what to show and whether it meets the bound (None: no bound)."""
+
+    file: str
+    text: str
+    met: bool | None
+
+
+def _by_file(results: list[Result], name: str) -> dict[str, Result]:
+    return {r.dataset.name: r for r in results if r.contender == name and r.valid and r.median}
+
+
+def _pairs(results: list[Result], ours: str, theirs: str) -> list[tuple[str, Result, Result]]:
+    """(file, our result, their result) for every file where both are valid."""
+    mine, other = _by_file(results, ours), _by_file(results, theirs)
+    return [(f, mine[f], other[f]) for f in mine if f in other]
+
+
+def _ratio(results: list[Result], ours: str, theirs: str, what: str,
+           meets: Callable[[float], bool] | None) -> list[Measured]:
+    """ours ÷ theirs (wall medians) per file, and whether `meets` says that ratio is good enough."""
+    out = []
+    for f, a, b in _pairs(results, ours, theirs):
+        ratio = a.median / b.median  # type: ignore[operator]
+        out.append(Measured(f, f"{ratio:.2f}× ({a.median:.3g} s vs {what} {b.median:.3g} s)",
+                            None if meets is None else meets(ratio)))
+    return out
+
+
+def _rss(results: list[Result], ours: str) -> list[Measured]:
+    return [Measured(f, f"{r.rss_kb / 1024:,.0f} MB", r.rss_kb / 1024 <= RSS_TARGET_MB)
+            for f, r in _by_file(results, ours).items()]
+
+
+def _spark_rate(results: list[Result], backend: str) -> list[Measured]:
+    out = []
+    for f, r in _by_file(results, labelled(SPARK_BASELINE, backend)).items():
+        query = r.extra_median("query_s")
+        if query and r.entries:
+            rate = r.entries / query
+            out.append(Measured(f, f"{rate / 1e3:,.0f}k rows/s ({r.entries:,} rows in {query:.3g} s)",
+                                rate >= SPARK_ROWS_PER_S))
+    return out
+
+
+def _spark_split(results: list[Result], backend: str) -> list[Measured]:
+    """Query time of the split file on local[1] ÷ on local[2] (and against local[1] unsplit, shown)."""
+    one, two = _by_file(results, labelled(SPARK_SPLIT_1, backend)), _by_file(results, labelled(SPARK_SPLIT_2, backend))
+    unsplit = _by_file(results, labelled(SPARK_BASELINE, backend))
+    out = []
+    for f in one:
+        q1, q2 = one[f].extra_median("query_s"), two[f].extra_median("query_s") if f in two else None
+        if not q1 or not q2:
+            continue
+        text = f"{q1 / q2:.2f}× ({q2:.3g} s on local[2] vs {q1:.3g} s on local[1]"
+        qu = unsplit[f].extra_median("query_s") if f in unsplit else None
+        text += f"; {qu / q2:.2f}× local[1] unsplit)" if qu else ")"
+        out.append(Measured(f, text, q1 / q2 >= SPARK_SPLIT_SPEEDUP))
+    return out
+
+
+@dataclass(frozen=True)
+class Target:
+    text: str
+    measure: Callable[[list[Result], str], list[Measured]]
+
+
+def targets() -> list[Target]:
+    out = [Target(f"`rdbspec dump FILE > /dev/null` faster than {peer.name}'s JSON export (dump ÷ {peer.binary})",
+                  lambda rs, b, peer=peer: _ratio(rs, labelled(DUMP_CLI, b), peer.name, peer.binary,
+                                                        lambda x: x < 1))
+           for peer in PEERS]
+    out += [
+        Target(f"`rdbspec dump` peak RSS ≤ {RSS_TARGET_MB} MB whatever the file size",
+               lambda rs, b: _rss(rs, labelled(DUMP_CLI, b))),
+        Target(f"full decode within {LOAD_FACTOR_FULL:g}× redis-server's load (full decode ÷ load)",
+               lambda rs, b: _ratio(rs, labelled(FULL_DECODE, b), REDIS_LOAD, "load", lambda x: x <= LOAD_FACTOR_FULL)),
+        Target(f"keys only within {LOAD_FACTOR_KEYS:g}× redis-server's load (keys only ÷ load)",
+               lambda rs, b: _ratio(rs, labelled(KEYS_ONLY, b), REDIS_LOAD, "load", lambda x: x <= LOAD_FACTOR_KEYS)),
+        Target(f"Spark stream_entries ≥ {SPARK_ROWS_PER_S // 1000}k rows/s query time on local[1] (unsplit)",
+               _spark_rate),
+        Target(f"Spark: a split file on local[2] ≥ {SPARK_SPLIT_SPEEDUP:g}× local[1] (query time, same splits)",
+               _spark_split),
+        Target("official Kaitai compiler's Python output: its wall ÷ rdbspec full decode (reported, no bound)",
+               lambda rs, b: _ratio(rs, OFFICIAL, labelled(FULL_DECODE, b), "full decode", None)),
+    ]
+    return out
+
+
+def verdict(measured: list[Measured]) -> str:
+    if not measured:
+        return "not measured"
+    bounded = [m for m in measured if m.met is not None]
+    if not bounded:
+        return "reported"
+    missed = [m.file for m in bounded if not m.met]
+    return f"**missed** ({', '.join(missed)})" if missed else "met"
+
+
+def section(results: list[Result], notes: list[str]) -> list[str]:
+    """The Markdown lines of the Targets section."""
+    backends = list(dict.fromkeys(r.backend for r in results if r.backend))
+    if not backends:
+        return []
+    out = ["## Targets", "",
+           "Issue #14's targets, per rdbspec backend, from this run's medians on each file where both sides ran "
+           "and did the whole work (a result with a miscount or a failed check run is left out). Ratios are "
+           "rdbspec ÷ the reference unless said otherwise.", ""]
+    out += [f"* {n}" for n in notes if n.startswith("native backend not built")]
+    out += ["", "| target | backend | measured (per file) | verdict |", "|---|---|---|---|"]
+    for t in targets():
+        for b in backends:
+            measured = t.measure(results, b)
+            shown = "; ".join(f"{m.file}: {m.text}" for m in measured) or "—"
+            out.append(f"| {t.text} | {b} | {shown} | {verdict(measured)} |")
+    return out + [""]

@@ -1,0 +1,525 @@
+"""Reading plans: what the reader of one type does, decided once for every target language.
+
+A `TypePlan` answers, from the model and what facts.py proves, every question an emitter asks
+while it renders the reader of one type in one mode: the steps the seq is read in (a field on its
+own, or a chain of conditional fields that exclude each other), the instances computed before a
+step (`hoisted`) or where a guarded expression first needs them (`in_place`), the fields a skip
+reader steps over (`skipping`) and those read where they lie (`read_in_place`), the smallest size
+of an element (count and progress checks), the `valid` checks and their messages, how an object
+keeps an instance (`storage`), which types get a `_skip` reader. It holds model objects,
+expression trees, names and numbers, never target text: an emitter (emit_python.py) walks the
+steps and renders each answer in its language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from . import expressions as ex
+from .facts import Facts, assume, field_kind, guarded_use, implied
+from .load import SpecError
+from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef, type_refs
+
+OBJECT, SCALAR, ROWS, SKIP = "object", "scalar", "rows", "skip"
+
+
+# -- what the model says of a type, whatever the mode -----------------------------------------
+
+def min_size(t: TypeSpec, seen: Optional[set] = None) -> int:
+    """A lower bound of the bytes one instance of `t` takes (0 when unsure)."""
+    seen = set() if seen is None else seen
+    if id(t) in seen:
+        return 0
+    seen = seen | {id(t)}
+    return sum(_attr_min_size(a, seen) for a in t.seq)
+
+
+def _attr_min_size(a: Attribute, seen: set) -> int:
+    if a.cond is not None or a.repeat:
+        return 0
+    if a.contents is not None:
+        return len(a.contents)
+    if a.size is not None:
+        return a.size.value if isinstance(a.size, ex.Num) else 0
+    return _ref_min_size(a.type, seen)
+
+
+def _ref_min_size(ref: TypeRef, seen: set) -> int:
+    if isinstance(ref, Primitive):
+        return ref.size
+    if isinstance(ref, Text):
+        return 1 if ref.terminated else 0
+    if isinstance(ref, UserRef):
+        return min_size(ref.target, seen)
+    if isinstance(ref, Switch):
+        options = [_ref_min_size(r, seen) for _, r in ref.cases]
+        return min(options) if options and ref.default is not None else 0
+    return 0
+
+
+def element_min_size(a: Attribute) -> int:
+    """A lower bound of the bytes one element of a field takes (0 when unsure)."""
+    if a.size is not None:
+        return a.size.value if isinstance(a.size, ex.Num) else 0
+    return _ref_min_size(a.type, set()) if a.contents is None else len(a.contents)
+
+
+def attribute_expressions(a: Attribute) -> list[ex.Node]:
+    """Every expression of a field or instance: condition, size, count, switch, arguments..."""
+    nodes = [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
+    if isinstance(a.type, Switch):
+        nodes.append(a.type.on)
+    nodes += [arg for r in type_refs(a.type) if isinstance(r, UserRef) for arg in r.args]
+    if a.process:
+        nodes += list(a.process[1])
+    if isinstance(a.valid, dict) and "expr" in a.valid:
+        nodes.append(ex.parse(a.valid["expr"]))
+    return nodes
+
+
+def expressions_of(t: TypeSpec) -> list[ex.Node]:
+    """Every expression in a type."""
+    return [n for a in t.seq + t.instances for n in attribute_expressions(a)]
+
+
+def shared_reads(t: TypeSpec) -> set[tuple[str, str]]:
+    """The `field.name` reads that the type's expressions make more than once (`_` in a field's
+    own expressions is that field): worth a local."""
+    reads: Counter = Counter()
+    for a in t.seq + t.instances:
+        for node in attribute_expressions(a):
+            for n in ex.nodes_in(node):
+                if isinstance(n, ex.Attr) and isinstance(n.target, ex.Name):
+                    reads[(a.id if n.target.name == "_" else n.target.name, n.name)] += 1
+    return {read for read, count in reads.items() if count > 1}
+
+
+def referenced_names(t: TypeSpec) -> set[str]:
+    return set().union(*(ex.names_in(n) for n in expressions_of(t)))
+
+
+def closure(t: TypeSpec, names: set[str]) -> set[str]:
+    """`names` with the names that the instances among them refer to, transitively."""
+    found = set(names)
+    pending = list(found)
+    while pending:
+        inst = t.attribute(pending.pop())
+        if inst is not None and inst.is_instance:
+            for node in (inst.value, inst.cond, inst.pos):
+                for name in ex.names_in(node) - found if node is not None else ():
+                    found.add(name)
+                    pending.append(name)
+    return found
+
+
+def names_needed_while_reading(t: TypeSpec) -> set[str]:
+    """Names the seq's own expressions use, with the instances they reach followed: the
+    fields a skip pass must still read (instances nobody reads while skipping do not count)."""
+    return closure(t, {name for a in t.seq for n in attribute_expressions(a) for name in ex.names_in(n)})
+
+
+def uses_parent(t: TypeSpec) -> bool:
+    return "_parent" in referenced_names(t)
+
+
+def is_lazy(a: Attribute) -> bool:
+    """A `-rdbspec-lazy` field: an object steps over it and decodes it on each access."""
+    return bool(a.raw.get("-rdbspec-lazy"))
+
+
+def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
+    """Types that some lazy field may step over: they get a `_skip` reader."""
+    pending = [a.type for root in roots.values() for t in root.walk() for a in t.seq if is_lazy(a)]
+    found: dict[int, TypeSpec] = {}
+    while pending:
+        ref = pending.pop()
+        if isinstance(ref, Switch):
+            pending += [r for _, r in ref.cases] + [ref.default]
+        elif isinstance(ref, UserRef) and not ref.target.scalar and id(ref.target) not in found:
+            if uses_parent(ref.target):
+                continue
+            found[id(ref.target)] = ref.target
+            pending += [a.type for a in ref.target.seq]
+    return set(found)
+
+
+# -- the records an emitter walks --------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Read:
+    """One seq field, read on its own (under its condition, if it has one)."""
+
+    attr: Attribute
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """Conditional fields read as one chain, so each condition is tested once at most: each
+    branch pairs a condition with the fields read when it holds, and at most one holds. With
+    `bound` = (expression, value), no condition holds while the expression is below the value:
+    the chain is entered only from it."""
+
+    attrs: tuple[Attribute, ...]
+    branches: tuple[tuple[ex.Node, tuple[Attribute, ...]], ...]
+    bound: Optional[tuple[ex.Node, int]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule of a field's `valid`: the value fails it when it is not equal to (eq), not at
+    least (min), not at most (max) or not one of (any-of) the operands, or when the operand
+    expression does not hold (expr). A `guarded` expression might raise: failing to evaluate it
+    counts as failing the check. `template` is what a failure says (see `TypePlan.message`)."""
+
+    kind: str
+    operands: tuple[ex.Node, ...]
+    template: str
+    guarded: bool = False
+
+
+@dataclass(frozen=True)
+class MessageValue:
+    """A value shown in a failed check's message: `node`'s repr, or formatted with the
+    (Python-style) format spec `format`."""
+
+    node: ex.Node
+    format: Optional[str] = None
+
+
+Step = Union[Read, Chain]
+
+
+class TypePlan:
+    """The decisions of the reader of one type in one mode (object, scalar, rows or skip)."""
+
+    def __init__(self, builder: Builder, t: TypeSpec, mode: str):
+        self.builder = builder
+        self.t = t
+        self.mode = mode
+        self.facts = Facts(builder, t)
+        self.needed = names_needed_while_reading(t)
+        self.shared = shared_reads(t)
+        self.uses = Counter(name for a in t.seq + t.instances for node in attribute_expressions(a)
+                            for name in ex.names_in(node))
+        self.uses.update(t.scalar or ())
+        self.byte_indexed = self.fields_read_by_byte() if mode in (SCALAR, SKIP) else set()
+
+    @contextmanager
+    def stepping_over(self) -> Iterator[None]:
+        """An object reads a lazy field as a skip reader would: it steps over it."""
+        self.mode = SKIP
+        try:
+            yield
+        finally:
+            self.mode = OBJECT
+
+    # -- the seq ---------------------------------------------------------------------------
+
+    def read_fields(self) -> list[Attribute]:
+        """The seq fields a type's reader reads: those before the streamed field (which
+        `iter_<field>` reads, then the ones after it)."""
+        return self.t.seq[:self.streamed_index()]
+
+    def fields_after_stream(self) -> list[Attribute]:
+        """The seq fields read when the streamed field's iterator ends."""
+        return self.t.seq[self.streamed_index() + 1:]
+
+    def streamed_index(self) -> int:
+        return [a.id for a in self.t.seq].index(self.t.streamed) if self.t.streamed else len(self.t.seq)
+
+    def stored_instances(self) -> list[Attribute]:
+        """Instances that an object computes after its fields and keeps like one."""
+        return [inst for inst in self.t.instances if self.mode == OBJECT and self.storage(inst) == "field"]
+
+    def steps(self, attrs: list[Attribute]) -> list[Step]:
+        """Fields in order; a run of conditional fields whose conditions exclude each other
+        (or are the same) is one chain."""
+        steps: list[Step] = []
+        index = 0
+        while index < len(attrs):
+            run = self.exclusive_run(attrs[index:])
+            steps.append(self.chain(run) if len(run) > 1 else Read(attrs[index]))
+            index += len(run)
+        return steps
+
+    def chainable(self, a: Attribute) -> bool:
+        """A conditional field whose condition does not depend on the position, and whose type
+        does not read its parent (whose fields a chain stores only at its end)."""
+        return (a.cond is not None and not is_lazy(a) and "_io" not in ex.names_in(a.cond)
+                and not any(uses_parent(r.target) for r in type_refs(a.type) if isinstance(r, UserRef)))
+
+    def exclusive_run(self, attrs: list[Attribute]) -> list[Attribute]:
+        """The longest run of chainable fields from the first whose conditions are the same or
+        exclude each other, and refer to no field of the run."""
+        run = attrs[:1]
+        if not self.chainable(attrs[0]):
+            return run
+        for a in attrs[1:]:
+            ids = {b.id for b in run} | {a.id}
+            conds = [b.cond for b in run] + [a.cond]
+            if not self.chainable(a) or any(closure(self.t, ex.names_in(cond)) & ids for cond in conds):
+                break
+            if len(set(conds)) > 1 and not self.facts.exclusive(conds):
+                break
+            run.append(a)
+        return run
+
+    def chain(self, run: list[Attribute]) -> Chain:
+        branches: dict[ex.Node, list[Attribute]] = {}
+        for a in run:
+            branches.setdefault(a.cond, []).append(a)
+        # a chain that only tests one integer field, and never holds below some value, is
+        # entered only from that value: the common small values skip every test
+        bound = self.facts.lower_bound(list(branches)) if len(branches) > 1 else None
+        return Chain(tuple(run), tuple((cond, tuple(attrs)) for cond, attrs in branches.items()), bound)
+
+    def hoisted(self, attrs: list[Attribute], is_read: Callable[[str], bool]) -> list[Attribute]:
+        """Before conditional fields: the instances they need that a later field needs too,
+        computed once there, when that cannot raise and all they read is read already
+        (`is_read(name)`: that field or instance has its value at this point)."""
+        last = max(i for i, b in enumerate(self.t.seq) if any(b is a for a in attrs))
+        later = closure(self.t, {n for b in self.t.seq[last + 1:] for node in attribute_expressions(b)
+                                 for n in ex.names_in(node)} | set(self.t.scalar or ()))
+        inside = closure(self.t, {n for a in attrs for node in attribute_expressions(a) if node is not a.cond
+                                  for n in ex.names_in(node)})
+        found = []
+        for inst in self.t.instances:
+            if inst.id not in inside & later or inst.value is None or is_read(inst.id):
+                continue
+            reads = closure(self.t, {inst.id})
+            ready = all(is_read(n) for n in reads if (b := self.t.attribute(n)) is not None and not b.is_instance)
+            if ready and "_io" not in reads and self.facts.instance_kind(self.t, inst) is not None:
+                found.append(inst)
+        return found
+
+    def in_place(self, node: ex.Node, is_read: Callable[[str], bool]) -> list[str]:
+        """Instances that only `node` uses, under a guard that implies their condition: they
+        are computed where the guarded part first needs them, so entries that take another
+        branch never compute them."""
+        found = []
+        for name in sorted(ex.names_in(node)):
+            inst = self.t.attribute(name)
+            if inst is None or not inst.is_instance or inst.value is None or is_read(name) \
+                    or self.facts.instance_kind(self.t, inst) is None or self.uses.get(name, 0) != 1:
+                continue
+            use = guarded_use(node, name)
+            if use is not None and use[1] and (inst.cond is None or implied(inst.cond, use[1])):
+                found.append(name)
+        return found
+
+    @staticmethod
+    def given(a: Attribute) -> frozenset:
+        """What is known while a field is read: its condition holds."""
+        return assume(frozenset(), a.cond) if a.cond is not None else frozenset()
+
+    def spec_path(self, a: Attribute) -> str:
+        """Where errors about a field point: `file:type.field`."""
+        return f"{self.t.spec_path}.{a.id}"
+
+    def skipping(self, a: Attribute) -> bool:
+        """In skip mode a field nobody refers to (no later expression, no `valid`, no
+        repeat-until) is stepped over, not built."""
+        return (self.mode == SKIP and a.id not in self.needed and a.valid is None
+                and a.repeat != "until")
+
+    def steps_over(self, a: Attribute, ref: UserRef) -> bool:
+        """A skipped field of a user type is stepped over by that type's skip reader (a scalar
+        type has none, and a type that reads its parent is built)."""
+        return self.skipping(a) and not ref.target.scalar and not uses_parent(ref.target)
+
+    def stores(self, a: Attribute) -> bool:
+        """An object keeps each field it reads (a lazy one is read by its property); rows keep
+        them in columns; other modes keep nothing."""
+        return self.mode == ROWS or (self.mode == OBJECT and not is_lazy(a))
+
+    # -- sizes -----------------------------------------------------------------------------
+
+    @staticmethod
+    def fixed_width(a: Attribute) -> Optional[int]:
+        """The size of a field that is one primitive of a fixed size, None otherwise."""
+        fixed = isinstance(a.type, Primitive) and a.size is None and not a.size_eos
+        return a.type.size if fixed else None
+
+    def marks_start(self, a: Attribute) -> bool:
+        """The position where the field starts is kept: a failed `valid` reports it (unless it
+        is known from the fixed width), or the field is read in place from there."""
+        return (a.valid is not None and self.fixed_width(a) is None) or a.id in self.byte_indexed
+
+    def size_may_be_negative(self, a: Attribute) -> bool:
+        return not self.facts.nonnegative(a.size, self.given(a))
+
+    @staticmethod
+    def checks_progress(a: Attribute) -> bool:
+        """A repeat that runs until a condition or the end of the stream, whose element may take
+        no bytes: an element that consumed none is an error (else the loop would not end)."""
+        return a.repeat != "expr" and element_min_size(a) == 0
+
+    @staticmethod
+    def substream(a: Attribute) -> bool:
+        """A sized field parsed as a type (not raw bytes or text) is read from its own substream."""
+        return a.type is not None and not isinstance(a.type, Text)
+
+    def fields_read_by_byte(self) -> set[str]:
+        """Sized raw fields that the type's expressions only index with constants, each index
+        proven within the size, and that nothing keeps: they are never sliced out of the buffer,
+        their bytes are read in place."""
+        found = set()
+        for a in self.t.seq:
+            kind = field_kind(a)
+            if kind.base != "bytes" or kind.length is None or kind.nullable or self.skipping(a) or is_lazy(a) \
+                    or (a.valid is not None and (not isinstance(a.valid, dict) or set(a.valid) != {"expr"})):
+                continue
+            if all(self.indexed_safely(a, b) for b in self.t.seq + self.t.instances):
+                found.add(a.id)
+        return found
+
+    def read_in_place(self, a: Attribute) -> bool:
+        return a.id in self.byte_indexed
+
+    def indexed_safely(self, a: Attribute, b: Attribute) -> bool:
+        """Every mention of field `a` in the expressions of `b` is `a[k]`, in an expression
+        that cannot raise (so no index is out of range)."""
+        for node in attribute_expressions(b):
+            names = {a.id, "_"} if b is a and node is not a.cond else {a.id}
+            nodes = list(ex.nodes_in(node))
+            mentions = sum(1 for n in nodes if isinstance(n, ex.Name) and n.name in names)
+            if not mentions:
+                continue
+            indexed = sum(1 for n in nodes if isinstance(n, ex.Index) and isinstance(n.index, ex.Num)
+                          and isinstance(n.target, ex.Name) and n.target.name in names)
+            if b.is_instance:
+                safe = self.facts.instance_kind(self.t, b) is not None
+            else:
+                it = field_kind(b, element=True) if b is a else None
+                safe = self.facts.safe(node, self.given(b) if node is not b.cond else frozenset(), it)
+            if indexed != mentions or not safe:
+                return False
+        return True
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def static_type(self, node: ex.Node, current: Optional[Attribute]) -> Optional[TypeSpec]:
+        """The user type an expression evaluates to, where the spec makes it certain (`_` is an
+        element of `current`)."""
+        if isinstance(node, ex.Name):
+            if node.name == "_parent":
+                return self.t.parents[0] if len(self.t.parents) == 1 else None
+            attr = current if node.name == "_" else self.t.attribute(node.name)
+            return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
+        if isinstance(node, ex.Index):
+            return self.static_type(node.target, current)
+        if isinstance(node, ex.Attr):
+            base = self.static_type(node.target, current)
+            if base is None:
+                return None
+            if node.name == "_parent":
+                return base.parents[0] if len(base.parents) == 1 else None
+            attr = base.attribute(node.name)
+            return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
+        return None
+
+    def plain_instance(self, node: ex.Node, target: TypeSpec, name: str, current: Optional[Attribute]) -> bool:
+        """`node.name`, where `node` is an object of `target`, is an instance that cannot raise,
+        of an object that is certainly there: read as a plain attribute."""
+        inst = target.attribute(name)
+        it = field_kind(current, element=True) if current is not None else None
+        base = self.facts.kind(node, it=it)
+        return not (inst is None or not inst.is_instance or base is None or base.nullable
+                    or self.facts.instance_kind(target, inst) is None)
+
+    def check_operands(self, node: ex.Node, current: Optional[Attribute]) -> None:
+        """An object of a user type used as a number (`container == 1` for `container.value == 1`)
+        is never equal, less or more than it: a generator error, not a branch never taken."""
+        for n in ex.nodes_in(node):
+            operands = (n.left, n.right) if isinstance(n, ex.Binary) and n.op not in ("and", "or") else \
+                (n.operand,) if isinstance(n, ex.Unary) and n.op != "not" else ()
+            for operand in operands:
+                target = self.static_type(operand, current)
+                if target is not None:
+                    raise ex.ExpressionError(f"operator {n.op} applied to a {target.id} object, not a number "
+                                             f"(read one of its fields or instances)")
+
+    # -- valid -----------------------------------------------------------------------------
+
+    def warns(self, a: Attribute) -> bool:
+        """-rdbspec-warn: the server loads what fails this check, so it is told and reading goes on."""
+        return "-rdbspec-warn" in a.raw
+
+    def checks(self, a: Attribute) -> list[Check]:
+        """The checks of a field's `valid`, in the spec's order (none when stepping over a
+        value that only warns: reading it does)."""
+        if a.valid is None or (self.mode == SKIP and self.warns(a)):
+            return []
+        checks = []
+        for kind, rule in self.rules(a).items():
+            if kind in ("eq", "min", "max"):
+                expected = {"eq": "", "min": "at least ", "max": "at most "}[kind]
+                checks.append(Check(kind, (ex.parse(rule),), f"expected {expected}{rule}, found {{_}}"))
+            elif kind == "any-of":
+                allowed = ", ".join(str(r) for r in rule)
+                checks.append(Check(kind, tuple(ex.parse(r) for r in rule), f"expected one of {allowed}, found {{_}}"))
+            elif kind == "expr":
+                node = ex.parse(rule)
+                safe = self.facts.safe(node, self.given(a), field_kind(a, element=True))
+                checks.append(Check(kind, (node,), "", guarded=not safe))
+            else:
+                raise SpecError(self.t.spec.name, f"{a.yaml_path}/valid", f"unsupported valid rule {kind}")
+        if "-rdbspec-message" not in a.raw:
+            return checks
+        return [Check(c.kind, c.operands, a.raw["-rdbspec-message"], c.guarded) for c in checks]
+
+    @staticmethod
+    def rules(a: Attribute) -> dict:
+        return a.valid if isinstance(a.valid, dict) else {"eq": a.valid}
+
+    def message(self, a: Attribute, check: Check,
+                computed: Callable[[str], bool]) -> Iterator[Union[str, MessageValue]]:
+        """The parts of a failed check's message (`-rdbspec-message`): its text, with each
+        `{expression}` (or `{expression:format}`) a value to show. An expression may use `_` and
+        the names the check uses and must be proven not to raise, unless it is a name the check
+        computed already (`computed(name)`, asked when the part is reached, after the parts
+        before it were rendered)."""
+        where = f"{a.yaml_path}/-rdbspec-message"
+        template = check.template
+        if not template or ("-rdbspec-message" not in a.raw and isinstance(a.type, (UserRef, Switch))):
+            raise SpecError(self.t.spec.name, where, "this `valid` needs -rdbspec-message: what was expected, "
+                            "and the value found (as {_} or {_.field})")
+        rules = self.rules(a)
+        allowed = {"_"} | (ex.names_in(ex.parse(rules["expr"])) if "expr" in rules else set())
+        for index, piece in enumerate(re.split(r"\{([^{}]*)\}", " ".join(str(template).split()))):
+            if index % 2 == 0:
+                if "{" in piece or "}" in piece:
+                    raise SpecError(self.t.spec.name, where, f"unbalanced braces in {template!r}")
+                if piece:
+                    yield piece
+                continue
+            formatted = re.fullmatch(r"(.*\S):([#0]?\d*([bdxXs]))", piece)
+            node = ex.parse(formatted.group(1) if formatted else piece)
+            kind = self.facts.kind(node, self.given(a), field_kind(a, element=True))
+            known = isinstance(node, ex.Name) and computed(node.name)
+            fits = not formatted or (kind is not None and not kind.nullable
+                                     and kind.base == ("text" if formatted.group(3) == "s" else "int"))
+            if not ex.names_in(node) <= allowed or not (known or kind is not None) or not fits:
+                raise SpecError(self.t.spec.name, where, f"{{{piece}}} may use only _ and the names of the check, "
+                                "must not raise, and its format must fit its value")
+            yield MessageValue(node, formatted.group(2) if formatted else None)
+
+    # -- instances -------------------------------------------------------------------------
+
+    def storage(self, inst: Attribute) -> str:
+        """How an object keeps a value instance that only combines fields with operators:
+        "field" when it cannot raise (computed with the fields and stored like one), else
+        "computed" (on each access: cheaper than a cache, whose first miss raises
+        AttributeError); any other instance is "cached"."""
+        if not self.facts.cheap_instance(self.t, inst):
+            return "cached"
+        lazy = {a.id for a in self.t.seq if is_lazy(a)}
+        if self.facts.instance_kind(self.t, inst) is None or self.t.used_as_columns or self.t.streamed \
+                or closure(self.t, {inst.id}) & lazy:
+            return "computed"
+        return "field"

@@ -1,0 +1,124 @@
+"""The benchmark's bookkeeping (bench/): the check run that proves a contender did the work, the
+peers' lookup, and the Targets section's verdicts. Nothing here is timed: the walls in the
+Targets tests are given, and only what the report says about them is checked."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.contenders import DUMP_CLI, FULL_DECODE, KEYS_ONLY, REDIS_LOAD, labelled, rdbspec_contenders
+from bench.datasets import Dataset
+from bench.peers import PEERS_ENV, peer_contenders
+from bench.runner import Contender, OutputCheck, Result, RunFailedError, measure, run_check
+from bench.targets import section
+
+ENTRY, KEY = b'{ "id":"', b'\n    "'  # librdb's markers: 8 and 6 bytes long
+
+
+def dataset(tmp_path: Path, entries: int, keys: int) -> Dataset:
+    dump = tmp_path / "dump.rdb"
+    dump.write_bytes(b"REDIS0010")
+    return Dataset("rdb10-test", dump, Path("/usr/bin/redis-server"), 10, entries, keys)
+
+
+def writer(tmp_path: Path, name: str, data: bytes) -> list[str]:
+    """A real child process writing `data` to its stdout."""
+    out = tmp_path / name
+    out.write_bytes(data)
+    return ["cat", str(out)]
+
+
+def test_check_run_counts_markers_cut_by_the_read_size(tmp_path: Path) -> None:
+    # It reads 1 MiB at a time and keeps the last 7 bytes (the longer marker's length - 1) for the next
+    # read: a key marker wholly inside those 7 bytes (counted once, not twice), an entry marker across
+    # the first boundary, a key marker across the second.
+    first = b"x" * ((1 << 20) - 7) + KEY + ENTRY[:1]
+    second = ENTRY[1:] + b"z" * ((1 << 20) - 10) + KEY[:3]
+    third = KEY[3:] + ENTRY * 5 + KEY * 2
+    data = first + second + third
+    assert (len(first), len(second), data.count(ENTRY), data.count(KEY)) == (1 << 20, 1 << 20, 6, 4)
+    argv = writer(tmp_path, "out.json", data)
+    counted = run_check(OutputCheck(lambda ds: argv, ENTRY, KEY), dataset(tmp_path, 0, 0), 60)
+    assert counted == {"entries": 6, "keys": 4, "bytes": len(data)}
+
+
+def test_check_run_that_fails_raises(tmp_path: Path) -> None:
+    check = OutputCheck(lambda ds: [sys.executable, "-c", "import sys; sys.exit('no such file')"], ENTRY, KEY)
+    with pytest.raises(RunFailedError, match="exit 1: no such file"):
+        run_check(check, dataset(tmp_path, 0, 0), 60)
+
+
+def contender(tmp_path: Path, name: str, out: bytes) -> Contender:
+    argv = writer(tmp_path, name, out)
+    return Contender(name, "test", lambda ds: ["true"], decodes_entries=True,
+                     check=OutputCheck(lambda ds: argv, ENTRY, KEY))
+
+
+def test_a_contender_that_skips_entries_is_left_out(tmp_path: Path) -> None:
+    ds = dataset(tmp_path, entries=3, keys=1)  # 3 entries, 2 keys with the stream
+    done = measure(contender(tmp_path, "all", KEY + ENTRY * 3 + KEY), ds, 1, 60, 100, lambda msg: None)
+    short = measure(contender(tmp_path, "short", KEY + ENTRY * 2 + KEY), ds, 1, 60, 100, lambda msg: None)
+    assert done.valid and done.entries == 3
+    assert not short.valid and short.invalid == ["check run counted 2 entries, expected 3"]
+    assert short.status == "ok" and "check run counted 2 entries, expected 3" in short.note
+
+
+def test_absent_peers_are_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PEERS_ENV, str(tmp_path))
+    found, notes = peer_contenders()
+    assert found == []
+    assert [n.split(" skipped: ")[0] for n in notes] == ["librdb rdb-cli (C)", "HDT3213/rdb (Go)"]
+    assert all(f"no executable {tmp_path}/" in n for n in notes)
+
+
+def result(tmp_path: Path, name: str, wall: float, rss_mb: int = 50, backend: str | None = "python",
+           invalid: list[str] | None = None) -> Result:
+    return Result(name, dataset(tmp_path, 3, 1), walls=[wall], rss_kb=rss_mb * 1024, backend=backend,
+                  invalid=invalid or [])
+
+
+def row(lines: list[str], start: str) -> str:
+    (found,) = [ln for ln in lines if ln.startswith(f"| {start}")]
+    return found
+
+
+def test_targets_section_says_met_missed_and_not_measured(tmp_path: Path) -> None:
+    results = [
+        result(tmp_path, labelled(DUMP_CLI, "python"), 1.0, rss_mb=301),
+        result(tmp_path, "librdb rdb-cli (C)", 1.25, backend=None),
+        result(tmp_path, "HDT3213/rdb (Go)", 0.5, backend=None),
+        result(tmp_path, labelled(FULL_DECODE, "python"), 2.0),
+        result(tmp_path, labelled(KEYS_ONLY, "python"), 0.5, invalid=["counted 1 keys, expected 2"]),
+        result(tmp_path, REDIS_LOAD, 0.4, backend=None),
+    ]
+    lines = section(results, ["native backend not built: ..."])
+    assert "* native backend not built: ..." in lines
+    librdb = row(lines, "`rdbspec dump FILE > /dev/null` faster than librdb")
+    assert "rdb10-test: 0.80× (1 s vs librdb-cli 1.25 s)" in librdb and librdb.endswith("| met |")
+    assert row(lines, "`rdbspec dump FILE > /dev/null` faster than HDT").endswith("| **missed** (rdb10-test) |")
+    assert row(lines, "`rdbspec dump` peak RSS").endswith("| rdb10-test: 301 MB | **missed** (rdb10-test) |")
+    full = row(lines, "full decode within 5×")
+    assert "5.00× (2 s vs load 0.4 s)" in full and full.endswith("| met |")
+    assert row(lines, "keys only within 2×").endswith("| — | not measured |")  # its count was wrong
+    assert row(lines, "Spark stream_entries").endswith("| — | not measured |")
+
+
+def test_rdbspec_contenders_run_once_per_backend() -> None:
+    made = rdbspec_contenders(["python", "native"], dump=True)
+    assert [(c.name, c.env) for c in made if c.name.startswith(DUMP_CLI)] == [
+        ("rdbspec dump CLI (python)", {"RDBSPEC_BACKEND": "python"}),
+        ("rdbspec dump CLI (native)", {"RDBSPEC_BACKEND": "native"})]
+    assert len(made) == 8 and {c.backend for c in made} == {"python", "native"}
+
+
+def test_a_native_run_that_loaded_no_native_module_is_left_out(tmp_path: Path) -> None:
+    # what bench.workloads prints when RDBSPEC_BACKEND=native was ignored: no rdbspec_generated.native.* module
+    line = '{"keys": 2, "entries": 3, "native_modules": 0}'
+    c = Contender(labelled(FULL_DECODE, "native"), "test", lambda ds: [sys.executable, "-c", f"print({line!r})"],
+                  decodes_entries=True, reports=True, backend="native")
+    got = measure(c, dataset(tmp_path, entries=3, keys=1), 1, 60, 100, lambda msg: None)
+    assert got.entries == 3 and got.backend == "native"
+    assert got.invalid == ["RDBSPEC_BACKEND=native but no rdbspec_generated.native module was loaded"]
