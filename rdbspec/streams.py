@@ -92,7 +92,9 @@ class EntryFields(Sequence[list[tuple[bytes, bytes]]]):
         return list(zip(row[0::2], row[1::2]))
 
     def __iter__(self) -> Iterator[list[tuple[bytes, bytes]]]:
-        return map(self.__getitem__, range(len(self)))
+        master = self._master_fields
+        for samefields, row in zip(self._samefields, self._rows()):
+            yield list(zip(master, row)) if samefields else list(zip(row[0::2], row[1::2]))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
@@ -101,9 +103,19 @@ class EntryFields(Sequence[list[tuple[bytes, bytes]]]):
         starts = getattr(self._items, "row_starts", None)
         if starts is None:
             return texts(self._items[index])
+        return self._texts()[starts[index]:starts[index + 1]]
+
+    def _rows(self) -> Iterator[list[bytes]]:
+        starts = getattr(self._items, "row_starts", None)
+        if starts is None:
+            return map(texts, self._items)
+        flat = self._texts()
+        return (flat[a:b] for a, b in zip(starts, starts[1:]))
+
+    def _texts(self) -> list[bytes]:
         if self._flat is None:  # one bulk call for the node's elements
             self._flat = texts(self._items.values)
-        return self._flat[starts[index]:starts[index + 1]]
+        return self._flat
 
 
 @dataclass
