@@ -64,9 +64,10 @@ def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecor
 
 
 def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
     for record in _selected(dump, args):
         if not record.skipped_by_server:  # an empty container: a warning says so
-            write_record(out, record, args.include_deleted)
+            write_record(out.buffer, record, args.include_deleted)
 
 
 def element_count(record: api.KeyRecord) -> int:

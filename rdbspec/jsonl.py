@@ -1,5 +1,13 @@
 """The `rdbspec dump` JSON Lines contract: one object per key, byte strings as UTF-8 text
-or {"hex": ...}, stream IDs as "ms-seq" strings."""
+or {"hex": ...}, stream IDs as "ms-seq" strings.
+
+The text is json.dumps(ensure_ascii=False, separators=(",", ":"))'s, byte for byte, written
+by orjson: floats are `Real`, which orjson hands to `_default` to be written as json.dumps
+writes them (1e-07, NaN; orjson writes 1e-7, null); what orjson refuses (an int beyond 64 bits)
+goes through json.dumps. A stream's entries are written a node at a time from its columns, and
+list values at once, by the compiled `rdbspec._jsonl_encode` when it was built, else through
+`entry_json` and `value_json` (same bytes).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +15,32 @@ import json
 import math
 import shutil
 import tempfile
-from typing import Any, TextIO
+from typing import Any, BinaryIO
+
+import orjson
 
 from .api import KeyRecord
-from .streams import Stream, StreamEntry, format_id
+from .streams import EntryColumns, EntryFields, Stream, StreamEntry, format_id
 from .values import ModuleValue
+
+try:  # compiled by setup.py from _jsonl_encode.pyx; absent without a C compiler
+    from . import _jsonl_encode
+except ImportError:
+    _jsonl_encode = None  # type: ignore[assignment]
+
+
+class Real(float):
+    """A float that `dumps` writes as json.dumps does."""
+
+
+_SPECIAL_FLOATS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # json.dumps' names
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, float):  # json.dumps writes float.__repr__ (json.encoder.floatstr)
+        text = float.__repr__(obj)
+        return orjson.Fragment(_SPECIAL_FLOATS.get(text, text))
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 def s(data: bytes) -> Any:
@@ -27,7 +56,7 @@ def number(score: float) -> Any:
         return "nan"
     if math.isinf(score):
         return "inf" if score > 0 else "-inf"
-    return score
+    return Real(score)
 
 
 def entry_json(entry: StreamEntry) -> dict:
@@ -82,21 +111,23 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
         return stream_json(value, include_deleted, with_entries)
     if isinstance(value, ModuleValue):
         return {"module": value.name, "encoding_version": value.encoding_version,
-                "opcodes": [[name, s(v) if isinstance(v, bytes) else v] for name, v in value.opcodes]}
-    if isinstance(value, list):
-        out = []
-        for item in value:
-            if isinstance(item, tuple) and isinstance(item[1], float):
-                out.append([s(item[0]), number(item[1])])
-            elif isinstance(item, tuple):
-                out.append([s(x) for x in item])
-            else:
-                out.append(s(item))
-        return out
+                "opcodes": [[name, s(v) if isinstance(v, bytes) else Real(v) if isinstance(v, float) else v]
+                            for name, v in value.opcodes]}
+    if isinstance(value, list):  # one kind of item per value (see values.py): the first tells which
+        first = value[0] if value else None
+        if isinstance(first, tuple) and isinstance(first[1], float):
+            return [[s(member), number(score)] for member, score in value]
+        if isinstance(first, tuple):
+            return [[s(x) for x in item] for item in value]
+        return [s(item) for item in value]
     return value
 
 
 def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: bool = True) -> dict:
+    return _record_json(record, value_json(record.value, include_deleted, with_entries))
+
+
+def _record_json(record: KeyRecord, value: Any) -> dict:
     out = {
         "db": record.db,
         "key": s(record.key),
@@ -105,7 +136,7 @@ def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: 
         "expire_at_ms": record.expire_at_ms,
         "idle_s": record.idle,
         "freq": record.freq,
-        "value": value_json(record.value, include_deleted, with_entries),
+        "value": value,
     }
     if record.field_expire_at_ms is not None:
         out["field_expire_at_ms"] = [[s(f), t] for f, t in record.field_expire_at_ms]
@@ -115,28 +146,59 @@ def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: 
     return out
 
 
+def _value_json_text(value: Any) -> Any:
+    """`value_json` of a value that is not a stream, a list already serialized when the compiled
+    encoder takes it."""
+    if _jsonl_encode is not None and isinstance(value, list):
+        encoded = _jsonl_encode.encode_list(value)
+        if encoded is not None:
+            return orjson.Fragment(encoded)
+    return value_json(value, include_deleted=False)
+
+
+def dumps_bytes(obj: Any) -> bytes:
+    try:
+        return orjson.dumps(obj, default=_default)
+    except TypeError:  # what orjson does not write (an int beyond 64 bits): json writes it
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return dumps_bytes(obj).decode()
 
 
-_ENTRIES_SLOT = '"entries":null'
+def entries_json(cols: EntryColumns, include_deleted: bool) -> bytes:
+    """A node's entries (live ones, or all with include_deleted) as `entry_json` objects
+    joined by commas."""
+    fields = cols.fields
+    if _jsonl_encode is not None and isinstance(fields, EntryFields):
+        return _jsonl_encode.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields,
+                                             fields.master_fields, fields.items, include_deleted)
+    return orjson.dumps([entry_json(e) for e in cols.entries(include_deleted)])[1:-1]
+
+
+_ENTRIES_SLOT = b'"entries":null'
 _SPOOL_IN_MEMORY = 8 << 20  # bytes of entry JSON kept in memory before spilling to a temporary file
 
 
-def write_record(out: TextIO, record: KeyRecord, include_deleted: bool = False) -> None:
-    """One JSON Lines record; a stream's entries are written one by one, so a million-entry
-    stream never exists as one JSON text or one list of dicts."""
+def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False) -> None:
+    """One JSON Lines record; a stream's entries are written a node at a time, so a
+    million-entry stream never exists as one JSON text or one list of dicts."""
     value = record.value
     if not isinstance(value, Stream):
-        out.write(dumps(record_json(record, include_deleted)) + "\n")
+        out.write(dumps_bytes(_record_json(record, _value_json_text(value))) + b"\n")
         return
     # the entries slot is the only one of its kind: names and values inside are escaped strings
-    head, tail = dumps(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
+    head, tail = dumps_bytes(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
     # entries are checked as they are decoded: spool them, so a bad node leaves no partial line
-    with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, mode="w+", encoding="utf-8") as spool:
-        for index, entry in enumerate(value.entries(include_deleted)):
-            spool.write(("," if index else "") + dumps(entry_json(entry)))
+    with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, mode="w+b") as spool:
+        separator = b""
+        for _, got in value.node_entries():
+            chunk = entries_json(got.columns, include_deleted)
+            if chunk:
+                spool.write(separator + chunk)
+                separator = b","
         spool.seek(0)
-        out.write(head + '"entries":[')
+        out.write(head + b'"entries":[')
         shutil.copyfileobj(spool, out, 1 << 20)
-    out.write("]" + tail + "\n")
+    out.write(b"]" + tail + b"\n")

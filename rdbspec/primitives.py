@@ -1,6 +1,11 @@
 """The smallest readers of generated objects, shared by every value decoder (`values`,
 `streams`) and the dump (`api`): an `rdb_string`'s bytes, a listpack or ziplist entry's bytes,
-the container inside an `rdb_blob`."""
+the container inside an `rdb_blob`.
+
+A repeat of listpack/ziplist entries (and an intset's members) is a plain list with the Python
+backend and a `ScalarColumns` with the native one (issue 14 "Columns contract"): `texts`,
+`pairs` and `values` take either, using the columns' bulk methods (no Python call per element)
+when they are there."""
 
 from __future__ import annotations
 
@@ -23,3 +28,26 @@ def scalar(v: int | bytes) -> bytes:
 def container(blob):
     """The parsed container inside an `rdb_blob`, compressed or not."""
     return blob.plain if blob.plain is not None else blob.lzf
+
+
+def texts(items) -> list[bytes]:
+    """Each entry as `scalar` gives it."""
+    bulk = getattr(items, "texts", None)
+    if bulk is not None:
+        return bulk()
+    return [v if isinstance(v, bytes) else str(v).encode() for v in items]
+
+
+def pairs(items) -> list[tuple[bytes, bytes]]:
+    """Entries 0 and 1, 2 and 3... as (`scalar`, `scalar`) pairs (an odd last entry is left out)."""
+    bulk = getattr(items, "pairs", None)
+    if bulk is not None:
+        return bulk()
+    flat = texts(items)
+    return list(zip(flat[0::2], flat[1::2]))
+
+
+def values(items) -> list[int | bytes]:
+    """The entries as a list (ints and bytes, as read)."""
+    bulk = getattr(items, "values", None)
+    return bulk() if bulk is not None else items if isinstance(items, list) else list(items)

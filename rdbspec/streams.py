@@ -1,9 +1,11 @@
 """The stream model: listpack nodes decoded one at a time into entry columns, consumer groups
 with every pending entry resolved to its consumer, and the checks the server makes on load.
 
-A node's listpack is decoded when its entries are asked for, and not kept: walking a
-million-entry stream holds one node's columns (ms, seq, deleted, fields as parallel lists) at a
-time. `columns()` gathers them all for callers that need random access by ID (XRANGE...).
+A stream keeps its nodes as flat arrays (`NodeTable`: master IDs and listpack offsets, 24
+bytes a node); a node's listpack is decoded when its entries are asked for, and not kept:
+walking a million-entry stream holds one node's columns (IDs, deleted flags, and fields made
+per entry when asked for) at a time. `columns()` gathers them all for callers that need
+random access by ID (XRANGE...).
 Group and PEL checks run when the value is built; entry checks (node counts, ascending IDs,
 the stream length) run as the nodes are decoded, so they report where the walk reaches them.
 
@@ -19,7 +21,9 @@ order, as the server's radix tree holds them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import operator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -27,7 +31,7 @@ from typing import Any
 from rdbspec_generated import WarningSink, collecting, current_sink
 
 from .errors import IntegrityError, InternalError, RdbError
-from .primitives import text
+from .primitives import container, text, texts
 
 MASK64 = (1 << 64) - 1
 StreamId = tuple[int, int]
@@ -41,10 +45,6 @@ def format_id(stream_id: StreamId) -> str:
     return f"{stream_id[0]}-{stream_id[1]}"
 
 
-def _value(v: int | bytes) -> bytes:
-    return v if isinstance(v, bytes) else str(v).encode()
-
-
 @dataclass
 class StreamEntry:
     id: StreamId
@@ -52,28 +52,110 @@ class StreamEntry:
     deleted: bool = False
 
 
+class EntryFields(Sequence[list[tuple[bytes, bytes]]]):
+    """A node's entries' (field, value) pairs, each entry's list made when it is asked for. An
+    entry's items are its values beside the master fields (SAMEFIELDS), else field, value, field,
+    value... A list of lists with the Python backend, a `RaggedColumns` with the native one."""
+
+    __slots__ = ("_items", "_samefields", "_master_fields", "_flat")
+
+    def __init__(self, items: Any, samefields: Sequence[int], master_fields: list[bytes]):
+        self._items = items
+        self._samefields = samefields
+        self._master_fields = master_fields
+        self._flat: list[bytes] | None = None  # every row's texts, for columns
+
+    @property
+    def items(self) -> Any:
+        """Every entry's items (a list per entry, or `RaggedColumns`)."""
+        return self._items
+
+    @property
+    def samefields(self) -> Sequence[int]:
+        """1 where the entry's items are values of the master fields."""
+        return self._samefields
+
+    @property
+    def master_fields(self) -> list[bytes]:
+        return self._master_fields
+
+    def __len__(self) -> int:
+        return len(self._samefields)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        samefields = self._samefields[index]  # IndexError out of range
+        row = self._row(index % len(self))
+        if samefields:
+            return list(zip(self._master_fields, row))
+        return list(zip(row[0::2], row[1::2]))
+
+    def __iter__(self) -> Iterator[list[tuple[bytes, bytes]]]:
+        master = self._master_fields
+        for samefields, row in zip(self._samefields, self._rows()):
+            yield list(zip(master, row)) if samefields else list(zip(row[0::2], row[1::2]))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def _row(self, index: int) -> list[bytes]:
+        starts = getattr(self._items, "row_starts", None)
+        if starts is None:
+            return texts(self._items[index])
+        return self._texts()[starts[index]:starts[index + 1]]
+
+    def _rows(self) -> Iterator[list[bytes]]:
+        starts = getattr(self._items, "row_starts", None)
+        if starts is None:
+            return map(texts, self._items)
+        flat = self._texts()
+        return (flat[a:b] for a, b in zip(starts, starts[1:]))
+
+    def _texts(self) -> list[bytes]:
+        if self._flat is None:  # one bulk call for the node's elements
+            self._flat = texts(self._items.values)
+        return self._flat
+
+
 @dataclass
 class EntryColumns:
-    """Entries as parallel lists, in file order, deleted entries included."""
+    """Entries as parallel columns, in file order, deleted entries included: IDs (uint64 arrays
+    once decoded), deleted flags (0/1 bytes) and each entry's fields (`EntryFields`)."""
 
-    ms: list[int] = field(default_factory=list)
-    seq: list[int] = field(default_factory=list)
-    deleted: list[bool] = field(default_factory=list)
-    fields: list[list[tuple[bytes, bytes]]] = field(default_factory=list)
+    ms: Sequence[int] = field(default_factory=list)
+    seq: Sequence[int] = field(default_factory=list)
+    deleted: Sequence[int] = field(default_factory=list)
+    fields: Sequence[list[tuple[bytes, bytes]]] = field(default_factory=list)
+
+    @classmethod
+    def from_rows(cls, rows: Any, master_id: StreamId, master_fields: list[bytes]) -> EntryColumns:
+        """A generated `stream_entry` columns object: IDs are master + diff, wrapping uint64
+        (redis src/t_stream.c streamIteratorGetID). With the native backend its
+        columns compute the IDs and flags in bulk."""
+        flags = rows.flags
+        if hasattr(flags, "wrapping_u64"):
+            ms, seq = rows.ms_diff.wrapping_u64(master_id[0]), rows.seq_diff.wrapping_u64(master_id[1])
+            deleted, samefields = flags.bits(FLAG_DELETED), flags.bits(FLAG_SAMEFIELDS)
+        else:
+            ms = array("Q", [(master_id[0] + d) & MASK64 for d in rows.ms_diff])
+            seq = array("Q", [(master_id[1] + d) & MASK64 for d in rows.seq_diff])
+            deleted = bytes([f & FLAG_DELETED for f in flags])
+            samefields = bytes([(f & FLAG_SAMEFIELDS) >> 1 for f in flags])
+        return cls(ms, seq, deleted, EntryFields(rows.items, samefields, master_fields))
 
     def __len__(self) -> int:
         return len(self.ms)
 
     def extend(self, other: EntryColumns) -> None:
-        self.ms.extend(other.ms)
-        self.seq.extend(other.seq)
-        self.deleted.extend(other.deleted)
-        self.fields.extend(other.fields)
+        for mine, theirs in ((self.ms, other.ms), (self.seq, other.seq), (self.deleted, other.deleted),
+                             (self.fields, other.fields)):
+            mine.extend(theirs)  # type: ignore[attr-defined]
 
     def entries(self, include_deleted: bool = False) -> Iterator[StreamEntry]:
         for ms, seq, deleted, fields in zip(self.ms, self.seq, self.deleted, self.fields):
             if include_deleted or not deleted:
-                yield StreamEntry((ms, seq), fields, deleted)
+                yield StreamEntry((ms, seq), fields, bool(deleted))
 
 
 @dataclass
@@ -96,8 +178,10 @@ class StreamNode:
 
     @classmethod
     def from_spec(cls, node: Any) -> StreamNode:
-        """A node over a generated `stream_node` (its listpack is read lazily)."""
-        return cls((node.node_key.ms, node.node_key.seq), partial(_node_entries, node))
+        """A node over a generated `stream_node` (its listpack is read lazily; the generated
+        object is not kept)."""
+        master_id = (node.node_key.ms, node.node_key.seq)
+        return cls(master_id, partial(_node_entries, *_listpack_place(node), master_id))
 
     @classmethod
     def of(cls, master_id: StreamId, entries: NodeEntries) -> StreamNode:
@@ -109,6 +193,56 @@ class StreamNode:
 
     def __repr__(self) -> str:
         return f"StreamNode({format_id(self.master_id)})"
+
+
+class NodeTable(Sequence[StreamNode]):
+    """A stream's nodes as flat arrays: master IDs, and where each node's listpack blob sits in
+    the stream the nodes were read from (`source`: see `_listpack_place`); 24 bytes a node,
+    whatever the node count. `table[i]` makes a `StreamNode` that decodes its listpack from there
+    through the generated parser."""
+
+    __slots__ = ("ms", "seq", "offsets", "source")
+
+    def __init__(self, source: Any = None):
+        self.ms, self.seq, self.offsets, self.source = array("Q"), array("Q"), array("q"), source
+
+    @classmethod
+    def from_spec(cls, nodes: Iterable[Any]) -> NodeTable:
+        """The nodes of a generated `stream_value`, in master ID order (the server keeps them in a
+        radix tree keyed by master ID, whatever the file order)."""
+        table = cls()
+        for node in nodes:
+            table.source, offset = _listpack_place(node)
+            table.ms.append(node.node_key.ms)
+            table.seq.append(node.node_key.seq)
+            table.offsets.append(offset)
+        ids = list(zip(table.ms, table.seq))
+        if not all(map(operator.lt, ids, ids[1:])):
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            for column in (table.ms, table.seq, table.offsets):
+                column[:] = array(column.typecode, [column[i] for i in order])
+        return table
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        master_id = (self.ms[index], self.seq[index])
+        return StreamNode(master_id, partial(_node_entries, self.source, self.offsets[index], master_id))
+
+    def __iter__(self) -> Iterator[StreamNode]:
+        return map(self.__getitem__, range(len(self)))
+
+    def master_ids(self) -> list[StreamId]:
+        return list(zip(self.ms, self.seq))
+
+
+def _listpack_place(node: Any) -> tuple[tuple[type, Any], int]:
+    """Where a generated `stream_node`'s listpack blob is: (the node's type, its stream) and the
+    position (the generator keeps a `-rdbspec-lazy` field's position as `_lazy_<field>`)."""
+    return (type(node), node._io), node._lazy_listpack
 
 
 @dataclass
@@ -159,7 +293,7 @@ class Stream:
     first_id: StreamId | None
     max_deleted_entry_id: StreamId | None
     entries_added: int | None
-    nodes: list[StreamNode] = field(default_factory=list)
+    nodes: Sequence[StreamNode] = field(default_factory=list)  # a NodeTable when read from a file
     groups: list[ConsumerGroup] = field(default_factory=list)
     idmp: Idmp | None = None
     origin: tuple[int, bytes] | None = None  # (record offset, key), named by errors
@@ -200,10 +334,11 @@ class Stream:
         stream.warn = current_sink()
         # the server keeps nodes in a radix tree keyed by master ID, so in ID order, whatever the
         # file order, and refuses a master ID twice ("Listpack re-added with existing key")
-        stream.nodes = sorted((StreamNode.from_spec(n) for n in v.nodes), key=lambda n: n.master_id)
-        for before, after in zip(stream.nodes, stream.nodes[1:]):
-            if before.master_id == after.master_id:
-                raise IntegrityError(f"two stream nodes have the master ID {format_id(after.master_id)}")
+        stream.nodes = NodeTable.from_spec(v.nodes)
+        ids = stream.nodes.master_ids()
+        if not all(map(operator.lt, ids, ids[1:])):
+            twice = next(after for before, after in zip(ids, ids[1:]) if before == after)
+            raise IntegrityError(f"two stream nodes have the master ID {format_id(twice)}")
         if stream.length and not stream.nodes:  # "Stream length inconsistent with rax entries"
             raise IntegrityError(f"stream length {stream.length} but no nodes")
         for g in v.groups:
@@ -238,14 +373,17 @@ def walk_nodes(nodes: Iterable[StreamNode], origin: tuple[int, bytes] | None, le
     for node in nodes:
         got = _read_node(node, origin, warn)
         cols = got.columns
-        flagged = sum(cols.deleted)
+        flagged = cols.deleted.count(1)
         if flagged != got.deleted or len(cols) - flagged != got.count:
             _warn(warn, f"stream node {format_id(node.master_id)} declares {got.count} live and "
                         f"{got.deleted} deleted entries but flags {len(cols) - flagged} and {flagged}", origin)
-        for current in zip(cols.ms, cols.seq):
-            if previous is not None and current <= previous:
-                _warn(warn, f"stream entry {format_id(current)} is not after {format_id(previous)}", origin)
-            previous = current
+        ids = ([previous] if previous is not None else []) + list(zip(cols.ms, cols.seq))
+        if not all(map(operator.lt, ids, ids[1:])):  # compared in C; the loop names the culprits
+            for before, current in zip(ids, ids[1:]):
+                if current <= before:
+                    _warn(warn, f"stream entry {format_id(current)} is not after {format_id(before)}", origin)
+        if ids:
+            previous = ids[-1]
         live += len(cols) - flagged
         yield node, got
     if length is not None and live != length:
@@ -273,25 +411,18 @@ def _read_node(node: StreamNode, origin: tuple[int, bytes] | None, warn: Warning
         raise InternalError(err, *(origin or (None, None))) from err
 
 
-def _node_entries(node: Any) -> NodeEntries:
-    """Decodes a generated `stream_node`'s listpack into columns (IDs are master + delta, mod 2^64)."""
-    blob = node.listpack
-    lp = blob.plain if blob.plain is not None else blob.lzf
-    master_ms, master_seq = node.node_key.ms, node.node_key.seq
-    master_fields = [_value(f) for f in lp.master.fields]
-    cols = lp.entries
-    out = EntryColumns()
-    ms_out, seq_out, deleted_out, fields_out = out.ms, out.seq, out.deleted, out.fields
-    for flags, ms_diff, seq_diff, items in zip(cols.flags, cols.ms_diff, cols.seq_diff, cols.items):
-        ms_out.append((master_ms + ms_diff) & MASK64)
-        seq_out.append((master_seq + seq_diff) & MASK64)
-        deleted_out.append(bool(flags & FLAG_DELETED))
-        values = [v if isinstance(v, bytes) else str(v).encode() for v in items]
-        if flags & FLAG_SAMEFIELDS:
-            fields_out.append(list(zip(master_fields, values)))
-        else:
-            fields_out.append(list(zip(values[0::2], values[1::2])))
-    return NodeEntries(lp.master.count, lp.master.deleted, out)
+def _node_entries(source: tuple[type, Any], offset: int, master_id: StreamId) -> NodeEntries:
+    """Decodes the listpack blob at `offset` (spec `stream::stream_listpack`) into columns. It is
+    read by the `listpack` property of a bare node of the generated type that read the stream,
+    so by the same backend."""
+    node_type, io = source
+    node = node_type.__new__(node_type)
+    node._parent = node._root = None
+    node._io, node._lazy_listpack = io, offset
+    lp = container(node.listpack)
+    master = lp.master
+    return NodeEntries(master.count, master.deleted,
+                       EntryColumns.from_rows(lp.entries, master_id, texts(master.fields)))
 
 
 def _group(g, warn: WarningSink | None) -> ConsumerGroup:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import IntegrityError
-from .primitives import container, scalar, text
+from .primitives import container, pairs, text, texts, values
 from .streams import Stream
 
 # value_kind numbers of the spec's `rdb::value_type` enum (Valkey HASH_2 and old Dragonfly
@@ -66,11 +66,6 @@ def legacy_double(d) -> float:
     if number is None:
         raise IntegrityError(f"the score {d.text!r} is not a number (redis src/rdb.c rdbLoadDoubleValue)")
     return number
-
-
-def pairs(items: list) -> list[tuple[bytes, bytes]]:
-    flat = [scalar(v) for v in items]
-    return list(zip(flat[0::2], flat[1::2]))
 
 
 @dataclass
@@ -136,9 +131,15 @@ def _hash_with_ttls(rows: list[tuple[bytes, bytes, int | None]]) -> Decoded:
 
 
 def _listpack_triples(lp) -> Decoded:
-    items = lp.entries
-    rows = [(scalar(items[i]), scalar(items[i + 1]), items[i + 2] or None) for i in range(0, len(items), 3)]
-    return _hash_with_ttls(rows)
+    flat, ttls = texts(lp.entries), values(lp.entries)
+    return _hash_with_ttls(list(zip(flat[0::3], flat[1::3], [t or None for t in ttls[2::3]])))
+
+
+def _quicklist(v) -> list[bytes]:
+    out: list[bytes] = []
+    for node in v.nodes:
+        out.extend(texts(container(node).entries))
+    return out
 
 
 def _quicklist_2(v) -> list[bytes]:
@@ -147,7 +148,7 @@ def _quicklist_2(v) -> list[bytes]:
         if node.container.value == 1:  # QUICKLIST_NODE_CONTAINER_PLAIN
             out.append(text(node.plain))
         else:
-            out.extend(scalar(e) for e in container(node.packed).entries)
+            out.extend(texts(container(node.packed).entries))
     return out
 
 
@@ -211,17 +212,17 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     7: lambda v, t: Decoded(module_value(v)),
     # the last zipmap entry is the end marker (spec zipmap.ksy), not a pair
     9: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries if e.field is not None]),
-    10: lambda v, t: Decoded([scalar(e) for e in container(v).entries]),
-    11: lambda v, t: Decoded([str(m).encode() for m in container(v).members]),
+    10: lambda v, t: Decoded(texts(container(v).entries)),
+    11: lambda v, t: Decoded(texts(container(v).members)),
     12: lambda v, t: Decoded([(m, score(s)) for m, s in pairs(container(v).entries)]),
     13: lambda v, t: Decoded(pairs(container(v).entries)),
-    14: lambda v, t: Decoded([scalar(e) for node in v.nodes for e in container(node).entries]),
+    14: lambda v, t: Decoded(_quicklist(v)),
     15: lambda v, t: Decoded(Stream.from_spec(v, t)),
     16: lambda v, t: Decoded(pairs(container(v).entries)),
     17: lambda v, t: Decoded([(m, score(s)) for m, s in pairs(container(v).entries)]),
     18: lambda v, t: Decoded(_quicklist_2(v)),
     19: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    20: lambda v, t: Decoded([scalar(e) for e in container(v).entries]),
+    20: lambda v, t: Decoded(texts(container(v).entries)),
     21: lambda v, t: Decoded(Stream.from_spec(v, t)),
     22: lambda v, t: _hash_with_ttls([(text(e.field), text(e.value), e.ttl.value or None) for e in v.entries]),
     23: lambda v, t: _listpack_triples(container(v.listpack)),

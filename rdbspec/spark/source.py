@@ -82,6 +82,7 @@ import glob
 import json
 import os
 import sys
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -102,10 +103,11 @@ from pyspark.sql.types import (
 from .. import api, backend, dragonfly
 from ..dragonfly import SUMMARY_NAME
 from ..errors import RdbError, as_internal, internal_error_line
+from ..primitives import texts
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import stream_version
-from ..streams import Stream
+from ..streams import EntryColumns, EntryFields, Stream
 
 FORMAT = "rdb"
 
@@ -357,7 +359,8 @@ def _elements(value: Any) -> int | None:
 
 
 class _Batcher:
-    """Accumulates columns for one table and cuts them into RecordBatches."""
+    """Accumulates columns for one table (Python lists of rows, or Arrow arrays of many rows)
+    and cuts them into RecordBatches."""
 
     def __init__(self, schema: StructType, size: int):
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -366,6 +369,7 @@ class _Batcher:
         self.names = schema.names
         self.size = size
         self.columns: dict[str, list] = {n: [] for n in self.names}
+        self.chunks: list[Any] = []  # Arrow RecordBatches, before the rows of `columns`
         self.rows = 0
 
     def add(self, **row: Any) -> None:
@@ -373,9 +377,12 @@ class _Batcher:
             self.columns[n].append(row.get(n))
         self.rows += 1
 
-    def extend(self, columns: dict[str, list], count: int) -> None:
-        for n in self.names:
-            self.columns[n].extend(columns[n])
+    def add_arrays(self, arrays: dict[str, Any], count: int) -> None:
+        """Rows given as one Arrow array per column (cast to the table's types)."""
+        import pyarrow as pa
+
+        self.chunks.append(pa.RecordBatch.from_arrays(
+            [arrays[f.name].cast(f.type) for f in self.arrow_schema], schema=self.arrow_schema))
         self.rows += count
 
     def full(self) -> bool:
@@ -384,11 +391,14 @@ class _Batcher:
     def take(self):
         import pyarrow as pa
 
-        arrays = [pa.array(self.columns[f.name], type=f.type) for f in self.arrow_schema]
-        batch = pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        if any(self.columns[n] for n in self.names):
+            self.chunks.append(pa.RecordBatch.from_arrays(
+                [pa.array(self.columns[f.name], type=f.type) for f in self.arrow_schema], schema=self.arrow_schema))
+        batch = pa.Table.from_batches(self.chunks, schema=self.arrow_schema).combine_chunks().to_batches()
         self.columns = {n: [] for n in self.names}
+        self.chunks = []
         self.rows = 0
-        return batch
+        return batch[0] if batch else pa.RecordBatch.from_pylist([], schema=self.arrow_schema)
 
 
 def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stream: Any,
@@ -424,21 +434,144 @@ def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stre
 
 def _entry_rows(out: _Batcher, file: str, db: int, key: bytes, nodes: Iterator[tuple[Any, Any]],
                 include_deleted: bool) -> Iterator[Any]:
-    """Adds the `stream_entries` rows of decoded nodes, a node's columns at a time."""
+    """Adds the `stream_entries` rows of decoded nodes: nodes' columns are gathered (numpy, no
+    Python object per row) until the batch is full, then made into Arrow arrays at once."""
+    import pyarrow as pa
+
+    gathered: list[EntryColumns] = []
+    rows = 0
     for _, got in nodes:
-        cols = got.columns
-        if include_deleted or not any(cols.deleted):
-            ms, seq, fields, deleted = cols.ms, cols.seq, cols.fields, cols.deleted
-        else:
-            live = [i for i, d in enumerate(cols.deleted) if not d]
-            ms, seq = [cols.ms[i] for i in live], [cols.seq[i] for i in live]
-            fields, deleted = [cols.fields[i] for i in live], [False] * len(live)
-        n = len(ms)
-        out.extend({"file": [file] * n, "db": [db] * n, "key": [key] * n,
-                    "id": [f"{a}-{b}" for a, b in zip(ms, seq)], "ms": ms, "seq": seq,
-                    "fields": fields, "deleted": deleted}, n)
+        gathered.append(got.columns)
+        rows += len(got.columns)
+        if out.rows + rows >= out.size:
+            out.add_arrays(*_constant_columns(entry_arrays(gathered, include_deleted), pa, file, db, key))
+            gathered, rows = [], 0
+            yield out.take()
+    if gathered:
+        out.add_arrays(*_constant_columns(entry_arrays(gathered, include_deleted), pa, file, db, key))
         if out.full():
             yield out.take()
+
+
+def _constant_columns(arrays: dict[str, Any], pa: Any, file: str, db: int, key: bytes) -> tuple[dict[str, Any], int]:
+    n = len(arrays["ms"])
+    arrays.update(file=pa.repeat(pa.scalar(file, pa.string()), n), db=pa.repeat(pa.scalar(db, pa.int32()), n),
+                  key=pa.repeat(pa.scalar(key, pa.binary()), n))
+    return arrays, n
+
+
+def entry_arrays(nodes: list[EntryColumns], include_deleted: bool = True) -> dict[str, Any]:
+    """Nodes' entries (live ones, or all) as Arrow arrays: id, ms, seq (uint64), deleted, fields
+    (list<struct<field, value>>). Each node's elements and master fields are gathered into one
+    byte buffer (`_node_texts`); the pairs are indexes into them, so Arrow is called once a column."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts, field_at, value_at, pairs = [], [], [], []
+    base = 0
+    for cols in nodes:
+        node = _node_texts(cols)
+        texts.append(node)
+        row_starts, same, master_at = node.row_starts, node.samefields, node.master_at
+        counts = np.diff(row_starts)
+        counts = np.where(same, np.minimum(counts, node.masters), counts // 2)
+        row = np.repeat(np.arange(len(cols)), counts)
+        j = np.arange(len(row)) - np.repeat(np.cumsum(counts) - counts, counts)
+        same_row, first = same[row], row_starts[:-1][row]
+        field_at.append(base + np.where(same_row, master_at + j, first + 2 * j))
+        value_at.append(base + first + np.where(same_row, j, 2 * j + 1))
+        pairs.append(counts)
+        base += node.count
+    ms = np.concatenate([np.frombuffer(_u64(c.ms), dtype=np.uint64) for c in nodes])
+    seq = np.concatenate([np.frombuffer(_u64(c.seq), dtype=np.uint64) for c in nodes])
+    deleted = np.concatenate([np.frombuffer(bytes(c.deleted), dtype=np.uint8) for c in nodes]) != 0
+    pairs_all = np.concatenate(pairs)
+    offsets = np.concatenate([[0], np.cumsum(pairs_all)]).astype(np.int32)
+    all_texts = _binary(texts)
+    pair_struct = pa.StructArray.from_arrays(
+        [all_texts.take(pa.array(np.concatenate(field_at))), all_texts.take(pa.array(np.concatenate(value_at)))],
+        names=["field", "value"])
+    arrays = {"ms": pa.array(ms), "seq": pa.array(seq), "deleted": pa.array(deleted),
+              "fields": pa.ListArray.from_arrays(pa.array(offsets), pair_struct)}
+    if not include_deleted and deleted.any():
+        live = pa.array(~deleted)
+        arrays = {name: column.filter(live) for name, column in arrays.items()}
+    arrays["id"] = pc.binary_join_element_wise(pc.cast(arrays["ms"], pa.string()), pc.cast(arrays["seq"], pa.string()),
+                                               "-")
+    return arrays
+
+
+def _u64(column: Any) -> Any:
+    return column if isinstance(column, array) and column.typecode == "Q" else array("Q", column)
+
+
+@dataclass
+class _NodeTexts:
+    """One node's element texts followed by its master fields: bytes (`data`, `lengths`) or ints
+    (`is_int`, `ints`: their decimal text is made by Arrow), and where each entry's items start."""
+
+    data: Any
+    lengths: Any
+    is_int: Any
+    ints: Any
+    row_starts: Any
+    samefields: Any
+    master_at: int
+    masters: int
+
+    @property
+    def count(self) -> int:
+        return len(self.lengths)
+
+
+def _node_texts(cols: EntryColumns) -> _NodeTexts:
+    """From a `RaggedColumns`: the bytes gathered from its buffer by their offsets; from lists
+    (Python backend, or entries built in memory): their texts."""
+    import numpy as np
+
+    fields, n = cols.fields, len(cols)
+    if isinstance(fields, EntryFields):
+        rows, samefields, master = fields.items, fields.samefields, fields.master_fields
+    else:  # one row per entry, fields and values interleaved
+        rows, samefields, master = [[x for pair in f for x in pair] for f in fields], bytes(n), []
+    same = np.frombuffer(bytes(samefields), dtype=np.uint8) != 0
+    master_lengths = np.array([len(f) for f in master], dtype=np.int64)
+    starts = getattr(rows, "row_starts", None)
+    if starts is None:
+        flat = [t for row in rows for t in texts(row)] + master
+        row_starts = np.concatenate([[0], np.cumsum([len(r) for r in rows], dtype=np.int64)]).astype(np.int64)
+        lengths = np.array([len(t) for t in flat], dtype=np.int64)
+        return _NodeTexts(np.frombuffer(b"".join(flat), dtype=np.uint8), lengths, np.zeros(len(flat), dtype=bool),
+                          np.zeros(len(flat), dtype=np.int64), row_starts, same, len(flat) - len(master), len(master))
+    values = rows.values
+    is_int = np.frombuffer(values.kinds, dtype=np.uint8) == 0
+    begin = np.frombuffer(values.starts, dtype=np.int64)
+    length = np.where(is_int, 0, np.frombuffer(values.lengths, dtype=np.int64))
+    ends = np.cumsum(length)
+    gather = np.repeat(begin - (ends - length), length) + np.arange(int(length.sum()))
+    data = np.frombuffer(values.buf, dtype=np.uint8)[gather]
+    return _NodeTexts(np.concatenate([data, np.frombuffer(b"".join(master), dtype=np.uint8)]),
+                      np.concatenate([length, master_lengths]), np.concatenate([is_int, np.zeros(len(master), bool)]),
+                      np.concatenate([np.frombuffer(values.ints, dtype=np.int64), np.zeros(len(master), np.int64)]),
+                      np.frombuffer(starts, dtype=np.int64), same, len(length), len(master))
+
+
+def _binary(nodes: list[_NodeTexts]) -> Any:
+    """The nodes' texts as one Arrow binary array (ints as decimal text)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lengths = np.concatenate([t.lengths for t in nodes])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    data = np.concatenate([t.data for t in nodes])
+    sliced = pa.Array.from_buffers(pa.large_binary(), len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    is_int = np.concatenate([t.is_int for t in nodes])
+    if is_int.any():
+        decimal = pc.cast(pa.array(np.concatenate([t.ints for t in nodes])), pa.string()).cast(pa.large_binary())
+        sliced = pc.if_else(pa.array(is_int), decimal, sliced)
+    return sliced.cast(pa.binary())
 
 
 def _describe(path: str, err: BaseException, dump: Any) -> str:
