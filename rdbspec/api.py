@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rdbspec_generated import Io, RdbError, collecting
 
@@ -155,14 +155,19 @@ class Dump:
         of the record read at `offset` (with `record`); any other exception is a bug of ours."""
         try:
             return read()
-        except OSError:
-            raise
-        except RdbError as err:
+        except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+            self._failed(err, offset, record)
+
+    def _failed(self, err: Exception, offset: int, record: bool) -> NoReturn:
+        """Raises what a failed read of `_guard` ends in: an OSError as it is, an RdbError with
+        its key, anything else as an internal error (a bug of ours, named with where it was)."""
+        if isinstance(err, OSError):
+            raise err
+        if isinstance(err, RdbError):
             if record and err.key is None:
                 err.key = self._key_at(offset)
-            raise
-        except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with where it was
-            raise InternalError(err, offset, self._key_at(offset) if record else None) from err
+            raise err
+        raise InternalError(err, offset, self._key_at(offset) if record else None) from err
 
     def _key_at(self, offset: int) -> bytes | None:
         """The key of the key/value record at file offset `offset`, to name it in an error met
@@ -176,11 +181,6 @@ class Dump:
         except RdbError:
             return None
         return text(key)
-
-    def _next_record(self) -> tuple[Any, int, int] | None:
-        if self._pending:
-            return self._pending.pop(0)
-        return self._read_record()
 
     def _record_source(self) -> Iterator[tuple[Any, int, int]]:
         """Where `_read_record` takes (record, start, end) from: the generated root's records
@@ -201,7 +201,10 @@ class Dump:
     def _read_record(self) -> tuple[Any, int, int] | None:
         start = self._offset
         self.current = (start, None)
-        item = self._guard(lambda: next(self._expanded, None), start, record=True)
+        try:  # `_guard(..., record=True)` without its call and lambda: this runs once per record
+            item = next(self._expanded, None)
+        except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+            self._failed(err, start, record=True)
         self._offset = self._rdb._stream_pos
         return item
 
@@ -264,7 +267,7 @@ class Dump:
         while True:
             if stop is not None and not self._pending and self._offset >= stop:
                 return
-            item = self._next_record()
+            item = self._pending.pop(0) if self._pending else self._read_record()
             if item is None:
                 break
             record, start, end = item

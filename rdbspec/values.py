@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import IntegrityError
-from .primitives import container, pairs, text, texts, values
+from .primitives import container, pairs, strings, text, texts, values
 from .streams import Stream
 
 # value_kind numbers of the spec's `rdb::value_type` enum (Valkey HASH_2 and old Dragonfly
@@ -49,7 +49,13 @@ def score(v: int | bytes) -> float:
     of its first 127 bytes): text that is not a number reads as 0, as there."""
     if isinstance(v, int):
         return float(v)
-    number = strtod(v[:127])
+    v = v[:127]
+    if b"_" not in v:  # float() reads every other text it accepts as strtod does, the whole of it
+        try:
+            return float(v)
+        except ValueError:
+            pass  # a prefix, hexadecimal, NUL...: strtod's own rules
+    number = strtod(v)
     return 0.0 if number is None else number
 
 
@@ -204,8 +210,8 @@ def _df_cuckoo(v) -> dict:
 
 DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     0: lambda v, t: Decoded(text(v)),
-    1: lambda v, t: Decoded([text(i) for i in v.items]),
-    2: lambda v, t: Decoded([text(i) for i in v.items]),
+    1: lambda v, t: Decoded(strings(v.items)),
+    2: lambda v, t: Decoded(strings(v.items)),
     3: lambda v, t: Decoded([(text(e.member), legacy_double(e.score)) for e in v.entries]),
     4: lambda v, t: Decoded([(text(p.field), text(p.value)) for p in v.entries]),
     5: lambda v, t: Decoded([(text(e.member), e.score) for e in v.entries]),
@@ -269,8 +275,8 @@ ZIPMAP = 9
 
 
 def skipped_when_empty(value_kind: int, value: Any) -> bool:
-    return (value_kind != ZIPMAP and TYPE_NAMES.get(value_kind) in _SKIPPED_WHEN_EMPTY
-            and isinstance(value, list) and not value)
+    return (isinstance(value, list) and not value and value_kind != ZIPMAP
+            and TYPE_NAMES.get(value_kind) in _SKIPPED_WHEN_EMPTY)
 
 
 def decode(value_kind: int, value, type_code: int) -> Decoded:
