@@ -9,6 +9,7 @@ injection with monkeypatch) into real code reading real dumps.
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from pathlib import Path
@@ -194,7 +195,9 @@ def _dump(version: bytes, body: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("text, score", [(b"0x10", 16.0), (b"3.2x", 3.2), (b"abcd", 0.0), (b" 2.5", 2.5),
-                                         (b"\x80\x81\x82\x83", 0.0), (b"1e99", 1e99)])
+                                         (b"\x80\x81\x82\x83", 0.0), (b"1e99", 1e99),
+                                         # texts Python's float() reads otherwise than strtod
+                                         (b"1_00", 1.0), (b"7\x0099", 7.0), (b"-InF", -math.inf)])
 def test_a_listpack_score_reads_as_strtod_reads_it(text: bytes, score: float) -> None:
     """redis src/t_zset.c zzlStrtod: the server reads a score stored as text with strtod, and
     text that is not a number as 0; no check refuses it on load."""
