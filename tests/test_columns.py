@@ -1,6 +1,6 @@
 """The consumers fed from columns (issue 14): value decoders, stream entry columns and the JSON
 Lines writer give the same values and bytes whether the generated objects hold plain lists
-(Python backend) or columns (native backend; here the stand-in of tests/columns_standin.py),
+(Python backend) or columns (native backend: listpacks built here, read by both backends),
 and orjson writes what json.dumps(ensure_ascii=False, separators=(",", ":")) writes."""
 
 from __future__ import annotations
@@ -21,10 +21,21 @@ from rdbspec.values import decode
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
 
-from columns_standin import EntryRows, ScalarColumns  # noqa: E402
+from rdbspec_generated import listpack as python_listpack  # noqa: E402
+from rdbspec_generated import stream as python_stream  # noqa: E402
+from rdbspec_generated.native import listpack as native_listpack  # noqa: E402
+from rdbspec_generated.native import stream as native_stream  # noqa: E402
+from rdbspec_generated.native._columns import ScalarColumns as NativeColumns  # noqa: E402
 
 import build as rdb_bytes  # noqa: E402
 import rdbspec  # noqa: E402
+
+
+def ScalarColumns(items: list[int | bytes]) -> NativeColumns:  # noqa: N802 - stands where the class stood
+    """The native backend's columns of a listpack holding `items`."""
+    cols = native_listpack.Listpack.from_bytes(rdb_bytes.listpack(items)).entries
+    assert isinstance(cols, NativeColumns)
+    return cols
 
 ITEMS: list[int | bytes] = [b"f1", 7, b"", -(1 << 63), (1 << 63) - 1, b"\xff\x00", 0, b"z"]
 
@@ -78,8 +89,22 @@ MASTER_ID = ((1 << 64) - 2, 3)
 MASTER_FIELDS = [b"name", b"\xc0\x80"]
 
 
+def _node_listpack() -> bytes:
+    """ENTRY_ROWS as a node listpack (redis t_stream.c streamAppendItem's layout): the master
+    entry (3 live, 2 deleted, MASTER_FIELDS), then each entry with its num_fields (when not
+    SAMEFIELDS) and lp-count."""
+    elements: list[int | bytes] = [3, 2, len(MASTER_FIELDS), *MASTER_FIELDS, 0]
+    for flags, ms_diff, seq_diff, items in zip(*ENTRY_ROWS):
+        if flags & 2:
+            elements += [flags, ms_diff, seq_diff, *items, len(items) + 3]
+        else:
+            elements += [flags, ms_diff, seq_diff, len(items) // 2, *items, len(items) + 4]
+    return rdb_bytes.listpack(elements)
+
+
 def _columns(native: bool) -> EntryColumns:
-    rows = EntryRows(*ENTRY_ROWS) if native else _rows(*ENTRY_ROWS)
+    rows = (native_stream if native else python_stream).StreamListpack.from_bytes(_node_listpack()).entries
+    assert isinstance(rows.items, list) != native  # lists from the Python backend, columns from the native one
     return EntryColumns.from_rows(rows, MASTER_ID, MASTER_FIELDS)
 
 
@@ -234,10 +259,6 @@ def test_a_node_read_by_both_backends_gives_the_same_entries_json_and_arrays(inc
 
 @pytest.mark.parametrize("kind", [16, 17, 20, 23])
 def test_value_decoders_give_the_same_from_both_backends_listpacks(kind: int) -> None:
-    from rdbspec_generated import listpack as python_listpack
-    from rdbspec_generated.native import listpack as native_listpack
-    from rdbspec_generated.native._columns import ScalarColumns as NativeColumns
-
     data = rdb_bytes.listpack([b"a", 5, b"2.5", b"b", 1700000000000, 0, b"\xc3\xa9", b"inf", -7])
     got = []
     for module in (python_listpack, native_listpack):
