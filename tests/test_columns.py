@@ -201,11 +201,15 @@ def test_a_stream_keeps_flat_arrays_of_its_nodes() -> None:
 
 
 @pytest.mark.parametrize("native", [False, True])
-def test_spark_entry_arrays_hold_what_the_entries_hold(native: bool) -> None:
-    from rdbspec.spark.source import entry_arrays
+def test_spark_entry_batches_hold_what_the_entries_hold(native: bool) -> None:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from rdbspec.spark.entries import entry_batch
+    from rdbspec.spark.source import SCHEMAS
 
     cols = _columns(native)
-    got = {name: column.to_pylist() for name, column in entry_arrays([cols, cols]).items()}
+    batch = entry_batch([cols, cols], True, to_arrow_schema(SCHEMAS["stream_entries"]), "f", 0, b"k")
+    got = {name: batch.column(name).to_pylist() for name in ("id", "ms", "seq", "deleted", "fields")}
     entries = list(cols.entries(include_deleted=True)) * 2
     assert got == {"id": [f"{e.id[0]}-{e.id[1]}" for e in entries], "ms": [e.id[0] for e in entries],
                    "seq": [e.id[1] for e in entries], "deleted": [e.deleted for e in entries],
@@ -238,7 +242,8 @@ def test_a_node_read_by_both_backends_gives_the_same_entries_json_and_arrays(inc
     from rdbspec_generated.native import stream as native_stream
     from rdbspec_generated.native._columns import RaggedColumns
 
-    from rdbspec.spark.source import entry_arrays
+    from rdbspec.spark import _entry_buffers
+    from rdbspec.spark.entries import python_entry_buffers
 
     master, lp = rdb_bytes.stream_node(NODE_ENTRIES, deleted=frozenset({(7, 2)}))
     got = []
@@ -251,10 +256,10 @@ def test_a_node_read_by_both_backends_gives_the_same_entries_json_and_arrays(inc
         assert [(e.id, e.fields, e.deleted) for e in cols.entries(include_deleted=True)] == [
             (sid, fields, sid == (7, 2)) for sid, fields in NODE_ENTRIES]
         assert jsonl.entries_json(cols, include_deleted) == _reference(cols, include_deleted)
-        assert ({k: v.to_pylist() for k, v in entry_arrays([cols, python], include_deleted).items()}
-                == {k: v.to_pylist() for k, v in entry_arrays([python, python], include_deleted).items()})
-    assert entry_arrays([native], include_deleted)["id"].to_pylist() == [
-        f"{ms}-{seq}" for (ms, seq), _ in NODE_ENTRIES if include_deleted or (ms, seq) != (7, 2)]
+        assert (_entry_buffers.entry_buffers([cols, python], include_deleted)
+                == python_entry_buffers([python, python], include_deleted))
+    ids = _entry_buffers.entry_buffers([native], include_deleted)[5]
+    assert ids == b"".join(b"%d-%d" % sid for sid, _ in NODE_ENTRIES if include_deleted or sid != (7, 2))
 
 
 @pytest.mark.parametrize("kind", [16, 17, 20, 23])

@@ -82,7 +82,6 @@ import glob
 import json
 import os
 import sys
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -103,11 +102,11 @@ from pyspark.sql.types import (
 from .. import api, backend, dragonfly
 from ..dragonfly import SUMMARY_NAME
 from ..errors import RdbError, as_internal, internal_error_line
-from ..primitives import texts
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import stream_version
-from ..streams import EntryColumns, EntryFields, Stream
+from ..streams import EntryColumns, Stream
+from .entries import entry_batch
 
 FORMAT = "rdb"
 
@@ -377,13 +376,10 @@ class _Batcher:
             self.columns[n].append(row.get(n))
         self.rows += 1
 
-    def add_arrays(self, arrays: dict[str, Any], count: int) -> None:
-        """Rows given as one Arrow array per column (cast to the table's types)."""
-        import pyarrow as pa
-
-        self.chunks.append(pa.RecordBatch.from_arrays(
-            [arrays[f.name].cast(f.type) for f in self.arrow_schema], schema=self.arrow_schema))
-        self.rows += count
+    def add_batch(self, batch: Any) -> None:
+        """Rows given as a RecordBatch of the table's Arrow schema."""
+        self.chunks.append(batch)
+        self.rows += batch.num_rows
 
     def full(self) -> bool:
         return self.rows >= self.size
@@ -394,10 +390,13 @@ class _Batcher:
         if any(self.columns[n] for n in self.names):
             self.chunks.append(pa.RecordBatch.from_arrays(
                 [pa.array(self.columns[f.name], type=f.type) for f in self.arrow_schema], schema=self.arrow_schema))
-        batch = pa.Table.from_batches(self.chunks, schema=self.arrow_schema).combine_chunks().to_batches()
+        chunks = self.chunks
         self.columns = {n: [] for n in self.names}
         self.chunks = []
         self.rows = 0
+        if len(chunks) == 1:
+            return chunks[0]
+        batch = pa.Table.from_batches(chunks, schema=self.arrow_schema).combine_chunks().to_batches()
         return batch[0] if batch else pa.RecordBatch.from_pylist([], schema=self.arrow_schema)
 
 
@@ -434,144 +433,21 @@ def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stre
 
 def _entry_rows(out: _Batcher, file: str, db: int, key: bytes, nodes: Iterator[tuple[Any, Any]],
                 include_deleted: bool) -> Iterator[Any]:
-    """Adds the `stream_entries` rows of decoded nodes: nodes' columns are gathered (numpy, no
-    Python object per row) until the batch is full, then made into Arrow arrays at once."""
-    import pyarrow as pa
-
+    """Adds the `stream_entries` rows of decoded nodes: nodes' columns are gathered until the
+    batch is full, then made into one RecordBatch at once (`entries.entry_batch`)."""
     gathered: list[EntryColumns] = []
     rows = 0
     for _, got in nodes:
         gathered.append(got.columns)
         rows += len(got.columns)
         if out.rows + rows >= out.size:
-            out.add_arrays(*_constant_columns(entry_arrays(gathered, include_deleted), pa, file, db, key))
+            out.add_batch(entry_batch(gathered, include_deleted, out.arrow_schema, file, db, key))
             gathered, rows = [], 0
             yield out.take()
     if gathered:
-        out.add_arrays(*_constant_columns(entry_arrays(gathered, include_deleted), pa, file, db, key))
+        out.add_batch(entry_batch(gathered, include_deleted, out.arrow_schema, file, db, key))
         if out.full():
             yield out.take()
-
-
-def _constant_columns(arrays: dict[str, Any], pa: Any, file: str, db: int, key: bytes) -> tuple[dict[str, Any], int]:
-    n = len(arrays["ms"])
-    arrays.update(file=pa.repeat(pa.scalar(file, pa.string()), n), db=pa.repeat(pa.scalar(db, pa.int32()), n),
-                  key=pa.repeat(pa.scalar(key, pa.binary()), n))
-    return arrays, n
-
-
-def entry_arrays(nodes: list[EntryColumns], include_deleted: bool = True) -> dict[str, Any]:
-    """Nodes' entries (live ones, or all) as Arrow arrays: id, ms, seq (uint64), deleted, fields
-    (list<struct<field, value>>). Each node's elements and master fields are gathered into one
-    byte buffer (`_node_texts`); the pairs are indexes into them, so Arrow is called once a column."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    texts, field_at, value_at, pairs = [], [], [], []
-    base = 0
-    for cols in nodes:
-        node = _node_texts(cols)
-        texts.append(node)
-        row_starts, same, master_at = node.row_starts, node.samefields, node.master_at
-        counts = np.diff(row_starts)
-        counts = np.where(same, np.minimum(counts, node.masters), counts // 2)
-        row = np.repeat(np.arange(len(cols)), counts)
-        j = np.arange(len(row)) - np.repeat(np.cumsum(counts) - counts, counts)
-        same_row, first = same[row], row_starts[:-1][row]
-        field_at.append(base + np.where(same_row, master_at + j, first + 2 * j))
-        value_at.append(base + first + np.where(same_row, j, 2 * j + 1))
-        pairs.append(counts)
-        base += node.count
-    ms = np.concatenate([np.frombuffer(_u64(c.ms), dtype=np.uint64) for c in nodes])
-    seq = np.concatenate([np.frombuffer(_u64(c.seq), dtype=np.uint64) for c in nodes])
-    deleted = np.concatenate([np.frombuffer(bytes(c.deleted), dtype=np.uint8) for c in nodes]) != 0
-    pairs_all = np.concatenate(pairs)
-    offsets = np.concatenate([[0], np.cumsum(pairs_all)]).astype(np.int32)
-    all_texts = _binary(texts)
-    pair_struct = pa.StructArray.from_arrays(
-        [all_texts.take(pa.array(np.concatenate(field_at))), all_texts.take(pa.array(np.concatenate(value_at)))],
-        names=["field", "value"])
-    arrays = {"ms": pa.array(ms), "seq": pa.array(seq), "deleted": pa.array(deleted),
-              "fields": pa.ListArray.from_arrays(pa.array(offsets), pair_struct)}
-    if not include_deleted and deleted.any():
-        live = pa.array(~deleted)
-        arrays = {name: column.filter(live) for name, column in arrays.items()}
-    arrays["id"] = pc.binary_join_element_wise(pc.cast(arrays["ms"], pa.string()), pc.cast(arrays["seq"], pa.string()),
-                                               "-")
-    return arrays
-
-
-def _u64(column: Any) -> Any:
-    return column if isinstance(column, array) and column.typecode == "Q" else array("Q", column)
-
-
-@dataclass
-class _NodeTexts:
-    """One node's element texts followed by its master fields: bytes (`data`, `lengths`) or ints
-    (`is_int`, `ints`: their decimal text is made by Arrow), and where each entry's items start."""
-
-    data: Any
-    lengths: Any
-    is_int: Any
-    ints: Any
-    row_starts: Any
-    samefields: Any
-    master_at: int
-    masters: int
-
-    @property
-    def count(self) -> int:
-        return len(self.lengths)
-
-
-def _node_texts(cols: EntryColumns) -> _NodeTexts:
-    """From a `RaggedColumns`: the bytes gathered from its buffer by their offsets; from lists
-    (Python backend, or entries built in memory): their texts."""
-    import numpy as np
-
-    fields, n = cols.fields, len(cols)
-    if isinstance(fields, EntryFields):
-        rows, samefields, master = fields.items, fields.samefields, fields.master_fields
-    else:  # one row per entry, fields and values interleaved
-        rows, samefields, master = [[x for pair in f for x in pair] for f in fields], bytes(n), []
-    same = np.frombuffer(bytes(samefields), dtype=np.uint8) != 0
-    master_lengths = np.array([len(f) for f in master], dtype=np.int64)
-    starts = getattr(rows, "row_starts", None)
-    if starts is None:
-        flat = [t for row in rows for t in texts(row)] + master
-        row_starts = np.concatenate([[0], np.cumsum([len(r) for r in rows], dtype=np.int64)]).astype(np.int64)
-        lengths = np.array([len(t) for t in flat], dtype=np.int64)
-        return _NodeTexts(np.frombuffer(b"".join(flat), dtype=np.uint8), lengths, np.zeros(len(flat), dtype=bool),
-                          np.zeros(len(flat), dtype=np.int64), row_starts, same, len(flat) - len(master), len(master))
-    values = rows.values
-    is_int = np.frombuffer(values.kinds, dtype=np.uint8) == 0
-    begin = np.frombuffer(values.starts, dtype=np.int64)
-    length = np.where(is_int, 0, np.frombuffer(values.lengths, dtype=np.int64))
-    ends = np.cumsum(length)
-    gather = np.repeat(begin - (ends - length), length) + np.arange(int(length.sum()))
-    data = np.frombuffer(values.buf, dtype=np.uint8)[gather]
-    return _NodeTexts(np.concatenate([data, np.frombuffer(b"".join(master), dtype=np.uint8)]),
-                      np.concatenate([length, master_lengths]), np.concatenate([is_int, np.zeros(len(master), bool)]),
-                      np.concatenate([np.frombuffer(values.ints, dtype=np.int64), np.zeros(len(master), np.int64)]),
-                      np.frombuffer(starts, dtype=np.int64), same, len(length), len(master))
-
-
-def _binary(nodes: list[_NodeTexts]) -> Any:
-    """The nodes' texts as one Arrow binary array (ints as decimal text)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    lengths = np.concatenate([t.lengths for t in nodes])
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    data = np.concatenate([t.data for t in nodes])
-    sliced = pa.Array.from_buffers(pa.large_binary(), len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    is_int = np.concatenate([t.is_int for t in nodes])
-    if is_int.any():
-        decimal = pc.cast(pa.array(np.concatenate([t.ints for t in nodes])), pa.string()).cast(pa.large_binary())
-        sliced = pc.if_else(pa.array(is_int), decimal, sliced)
-    return sliced.cast(pa.binary())
 
 
 def _describe(path: str, err: BaseException, dump: Any) -> str:
@@ -602,21 +478,26 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
         dump = api.open(path, verify_checksum=opts.verify_checksum, whole_set=False)
         if split.start is not None:
             dump.seek(split.start, split.db)
+        per_key = table not in ("aux", "files")
         for record in dump.keys(split.end):
             records += 1
-            if table in ("aux", "files") or not opts.selects(record):
+            if not per_key:
                 continue
             if table == "keys":
+                if not opts.selects(record):
+                    continue
                 out.add(file=path, db=record.db, key=record.key, key_str=_utf8(record.key),
                         type=record.type_name, rdb_type=record.rdb_type, encoding=record.encoding,
                         expire_at_ms=record.expire_at_ms, idle=record.idle, freq=record.freq,
                         offset=record.offset, size_in_file=record.size, elements=_elements(record.value))
                 if out.full():
                     yield out.take()
-            elif record.type_name == "stream" and split.nodes is not None:
+            elif record.type_name != "stream" or not opts.selects(record):  # the stream tables
+                continue
+            elif split.nodes is not None:
                 yield from _entry_rows(out, path, record.db, record.key, read_nodes(dump, record, split.nodes),
                                        opts.include_deleted)
-            elif record.type_name == "stream":
+            else:
                 yield from _stream_rows(table, out, path, record.db, record.key, record.value,
                                         opts.include_deleted)
         if table == "aux":
