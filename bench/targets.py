@@ -13,7 +13,7 @@ from .runner import Result
 
 RSS_TARGET_MB = 300  # rdbspec dump's peak RSS, whatever the file size
 LOAD_FACTOR_FULL, LOAD_FACTOR_KEYS = 5.0, 2.0  # rdbspec within this many times redis-server's load
-SPARK_ROWS_PER_S = 500_000  # stream_entries query rows/s on local[1]
+SPARK_ROWS_PER_S = 500_000  # stream_entries query rows/s on local[1] (the warm query: see report.py)
 SPARK_SPLIT_SPEEDUP = 1.6  # a split file on local[2] against local[1]
 SPARK_SPLIT_1, SPARK_SPLIT_2 = "spark local[1] split", "spark local[2] split"
 
@@ -54,29 +54,40 @@ def _rss(results: list[Result], ours: str) -> list[Measured]:
 
 
 def _spark_rate(results: list[Result], backend: str) -> list[Measured]:
+    """rows/s of the warm query (judged) and of the cold one (shown beside it)."""
     out = []
     for f, r in _by_file(results, labelled(SPARK_BASELINE, backend)).items():
-        query = r.extra_median("query_s")
-        if query and r.entries:
-            rate = r.entries / query
-            out.append(Measured(f, f"{rate / 1e3:,.0f}k rows/s ({r.entries:,} rows in {query:.3g} s)",
-                                rate >= SPARK_ROWS_PER_S))
+        warm, cold = r.extra_median("warm_query_s"), r.extra_median("cold_query_s")
+        if warm and r.entries:
+            rate = r.entries / warm
+            text = f"{rate / 1e3:,.0f}k rows/s warm ({r.entries:,} rows in {warm:.3g} s)"
+            if cold:
+                text += f"; cold {r.entries / cold / 1e3:,.0f}k rows/s ({cold:.3g} s)"
+            out.append(Measured(f, text, rate >= SPARK_ROWS_PER_S))
     return out
 
 
 def _spark_split(results: list[Result], backend: str) -> list[Measured]:
-    """Query time of the split file on local[1] ÷ on local[2] (and against local[1] unsplit, shown)."""
+    """Query time of the split file on local[1] ÷ on local[2], warm (judged) and cold (shown), and
+    against local[1] unsplit (shown)."""
     one, two = _by_file(results, labelled(SPARK_SPLIT_1, backend)), _by_file(results, labelled(SPARK_SPLIT_2, backend))
     unsplit = _by_file(results, labelled(SPARK_BASELINE, backend))
     out = []
     for f in one:
-        q1, q2 = one[f].extra_median("query_s"), two[f].extra_median("query_s") if f in two else None
-        if not q1 or not q2:
+        if f not in two:
             continue
-        text = f"{q1 / q2:.2f}× ({q2:.3g} s on local[2] vs {q1:.3g} s on local[1]"
-        qu = unsplit[f].extra_median("query_s") if f in unsplit else None
-        text += f"; {qu / q2:.2f}× local[1] unsplit)" if qu else ")"
-        out.append(Measured(f, text, q1 / q2 >= SPARK_SPLIT_SPEEDUP))
+        texts, met = [], None
+        for query in ("warm_query_s", "cold_query_s"):
+            q1, q2 = one[f].extra_median(query), two[f].extra_median(query)
+            if not q1 or not q2:
+                continue
+            text = f"{query.split('_')[0]} {q1 / q2:.2f}× ({q2:.3g} s on local[2] vs {q1:.3g} s on local[1]"
+            qu = unsplit[f].extra_median(query) if f in unsplit else None
+            texts.append(text + (f"; {qu / q2:.2f}× local[1] unsplit)" if qu else ")"))
+            if query == "warm_query_s":
+                met = q1 / q2 >= SPARK_SPLIT_SPEEDUP
+        if met is not None:
+            out.append(Measured(f, "; ".join(texts), met))
     return out
 
 
@@ -98,10 +109,10 @@ def targets() -> list[Target]:
                lambda rs, b: _ratio(rs, labelled(FULL_DECODE, b), REDIS_LOAD, "load", lambda x: x <= LOAD_FACTOR_FULL)),
         Target(f"keys only within {LOAD_FACTOR_KEYS:g}× redis-server's load (keys only ÷ load)",
                lambda rs, b: _ratio(rs, labelled(KEYS_ONLY, b), REDIS_LOAD, "load", lambda x: x <= LOAD_FACTOR_KEYS)),
-        Target(f"Spark stream_entries ≥ {SPARK_ROWS_PER_S // 1000}k rows/s query time on local[1] (unsplit)",
-               _spark_rate),
-        Target(f"Spark: a split file on local[2] ≥ {SPARK_SPLIT_SPEEDUP:g}× local[1] (query time, same splits)",
-               _spark_split),
+        Target(f"Spark stream_entries ≥ {SPARK_ROWS_PER_S // 1000}k rows/s query time on local[1] (unsplit; "
+               "judged on the warm query, the cold one beside it)", _spark_rate),
+        Target(f"Spark: a split file on local[2] ≥ {SPARK_SPLIT_SPEEDUP:g}× local[1] (query time, same splits; "
+               "judged on the warm query, the cold one beside it)", _spark_split),
         Target("official Kaitai compiler's Python output: its wall ÷ rdbspec full decode (reported, no bound)",
                lambda rs, b: _ratio(rs, OFFICIAL, labelled(FULL_DECODE, b), "full decode", None)),
     ]
