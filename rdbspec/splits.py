@@ -9,6 +9,12 @@ of reading the file whole.
 
 What cannot be split is one split: a file not over `split_size`, a Dragonfly shard (compressed
 blobs and tagged chunks carry state from record to record), or stdin.
+
+A reader of the stream tables finds rows in stream keys only. For it (`streams_only=True`) a
+split of keys holding no stream is left out, except the last, which reads the end of the file
+and its checksum: the pass read those records with the very parsers a reader would (neither
+decodes a value that is not a stream's), so that reader would find no row and no problem there.
+Its work is then done once, by the pass, rather than twice.
 """
 
 from __future__ import annotations
@@ -38,9 +44,10 @@ class Split:
     nodes: tuple[int, int] | None = None
 
 
-def plan(path: str, split_size: int, stream_nodes: bool = False) -> list[Split]:
+def plan(path: str, split_size: int, stream_nodes: bool = False, streams_only: bool = False) -> list[Split]:
     """The splits of one file. A problem met by the pass ends planning there: the last split
-    runs from the last good boundary to the end, and its reader meets (and reports) it."""
+    runs from the last good boundary to the end, and its reader meets (and reports) it. With
+    `streams_only`, splits of keys without a stream are left out (the last one is kept)."""
     if split_size <= 0:
         raise ValueError(f"split size must be positive, got {split_size}")
     if os.path.getsize(path) <= split_size:
@@ -48,31 +55,37 @@ def plan(path: str, split_size: int, stream_nodes: bool = False) -> list[Split]:
     with api.open(path, verify_checksum=False, whole_set=False) as dump:
         if dump.header.dialect == "dragonfly":
             return [Split(path)]
-        return list(_cut(dump, path, split_size, stream_nodes))
+        return list(_cut(dump, path, split_size, stream_nodes, streams_only))
 
 
-def _cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool) -> Iterator[Split]:
+def _cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool, streams_only: bool) -> Iterator[Split]:
     start: int | None = None  # the open split: where it starts, its database, its first byte
     start_db, start_byte = 0, 0
+    streams = False  # the open split holds a stream key
     boundary: int | None = None  # the end of the last key record, and the database after it
     boundary_db = 0
     try:
         for record in dump.keys():
             end = record.offset + record.size
             big = record.size > split_size
+            is_stream = record.type_name == "stream"
             if big and boundary != start:  # the open split holds keys: close it before this one
-                yield Split(path, start, boundary, start_db)
-                start, start_db, start_byte = boundary, boundary_db, boundary or 0
-            if big and stream_nodes and record.type_name == "stream":
+                if streams or not streams_only:
+                    yield Split(path, start, boundary, start_db)
+                start, start_db, start_byte, streams = boundary, boundary_db, boundary or 0, False
+            if big and stream_nodes and is_stream:
                 offsets = node_offsets(dump, record)
                 parts = max(1, min(len(offsets), -(-record.size // split_size)))
                 for i in range(parts):  # equal node counts: a node is at most stream-node-max-bytes
                     first, last = len(offsets) * i // parts, len(offsets) * (i + 1) // parts
                     yield Split(path, start, end, start_db, (offsets[first] if offsets else 0, last - first))
                 start, start_db, start_byte = end, record.db, end
-            elif end - start_byte >= split_size:
-                yield Split(path, start, end, start_db)
-                start, start_db, start_byte = end, record.db, end
+            else:
+                streams = streams or is_stream
+                if end - start_byte >= split_size:
+                    if streams or not streams_only:
+                        yield Split(path, start, end, start_db)
+                    start, start_db, start_byte, streams = end, record.db, end, False
             boundary, boundary_db = end, record.db
     except RdbError:
         pass  # the last split reads up to the problem and reports it

@@ -13,7 +13,14 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
 import rdbspec  # noqa: E402
-from rdbspec.spark.source import TABLES, CorruptFileError, ReadOptions, read_split  # noqa: E402
+from rdbspec.spark.source import (  # noqa: E402
+    STREAM_TABLES,
+    TABLES,
+    CorruptFileError,
+    ReadOptions,
+    plan_splits,
+    read_split,
+)
 from rdbspec.splits import Split, plan  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -65,6 +72,28 @@ def test_a_big_stream_is_cut_into_node_ranges(dump: Path) -> None:
     assert {bytes(r["key"]) for r in entries} == {b"big:stream"}
     assert len(entries) == split_dump.STREAM_ENTRIES - len(range(5, split_dump.STREAM_ENTRIES, 97))
     assert not plan(str(dump), 64_000, stream_nodes=False)[0].nodes  # other tables read it whole
+
+
+@pytest.mark.parametrize("table", STREAM_TABLES)
+def test_stream_tables_leave_out_the_splits_without_a_stream(dump: Path, table: str, tmp_path: Path) -> None:
+    """The left-out splits hold no row of the table; the last split (EOF, checksum) is kept."""
+    nodes = table == "stream_entries"
+    every, kept = plan(str(dump), 2_000, stream_nodes=nodes), plan(str(dump), 2_000, nodes, streams_only=True)
+    assert kept == plan_splits([str(dump)], ReadOptions.parse({"table": table, "splitSize": "2000"}))
+    left_out = [s for s in every if s not in kept]
+    assert len(left_out) > 10 and set(kept) < set(every) and kept[-1] == every[-1]
+    assert _rows(left_out, table, includeDeleted="true") == []
+    assert _rows(kept, table, includeDeleted="true") == _rows([Split(str(dump))], table, includeDeleted="true")
+    assert plan_splits([str(dump)], ReadOptions.parse({"table": "keys", "splitSize": "2000"})) == plan(str(dump), 2_000)
+    cut = tmp_path / "cut.rdb"  # a problem near the end is still met, by the last split
+    cut.write_bytes(dump.read_bytes()[:-5_000])
+    strict = ReadOptions.parse({"table": table})
+    with pytest.raises(CorruptFileError) as unsplit_error:
+        list(read_split(Split(str(cut)), strict))
+    with pytest.raises(CorruptFileError) as split_error:
+        for s in plan(str(cut), 2_000, nodes, streams_only=True):
+            list(read_split(s, strict))
+    assert str(split_error.value) == str(unsplit_error.value)
 
 
 def test_filters_apply_in_every_split(dump: Path) -> None:

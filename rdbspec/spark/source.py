@@ -21,8 +21,9 @@ Partitioning: one task per file, except that a file over ``splitSize`` bytes is 
 fast index pass on the driver (``rdbspec.splits``: the offsets of key records, stepping over
 values without decoding them) into byte ranges that separate tasks parse; for
 ``stream_entries``, a stream key over ``splitSize`` is further split into ranges of its
-listpack nodes. Rows come out in file order, and a split read gives exactly the rows of an
-unsplit read. (Splits check what they see: with splits, a stream's entry order is checked
+listpack nodes; for the stream tables, the byte ranges holding no stream key (which the index
+pass has read already) are left out. Rows come out in file order, and a split read gives exactly
+the rows of an unsplit read. (Splits check what they see: with splits, a stream's entry order is checked
 within each node range and its live count is not checked against its length.) The ``files``
 and ``aux`` tables always read each file whole. Each task reads with the single-process
 library and yields ``pyarrow.RecordBatch`` es of at most ``batchSize`` rows.
@@ -542,10 +543,11 @@ class RdbPartition(InputPartition):
 
 def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
     """The splits of every file, in order (the index pass runs here, on the driver, for the
-    files over `opts.split_size`)."""
+    files over `opts.split_size`); for the stream tables, without the splits holding no stream."""
     if opts.table in ("files", "aux"):
         return [Split(f) for f in files]
-    return [s for f in files for s in plan(f, opts.split_size, stream_nodes=opts.table == "stream_entries")]
+    return [s for f in files for s in plan(f, opts.split_size, stream_nodes=opts.table == "stream_entries",
+                                           streams_only=opts.table in STREAM_TABLES)]
 
 
 class RdbReader(DataSourceReader):
