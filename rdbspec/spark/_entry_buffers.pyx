@@ -9,60 +9,20 @@ bytes (Python backend); ints are written as their decimal text.
 
 from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free
 from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
-from libc.string cimport memcpy
 
 from array import array as _array
 
+from rdbspec._out cimport Out, put, put_u64
 from rdbspec_generated.native._columns cimport RaggedColumns, ScalarColumns
-
-
-cdef struct Out:
-    char* data
-    Py_ssize_t size
-    Py_ssize_t cap
-
-
-cdef int reserve(Out* out, Py_ssize_t need) except -1:
-    cdef Py_ssize_t cap
-    cdef char* grown
-    if out.size + need <= out.cap:
-        return 0
-    cap = max(2 * out.cap, out.size + need + 4096)
-    grown = <char*>PyMem_Realloc(out.data, cap)
-    if grown == NULL:
-        raise MemoryError()
-    out.data = grown
-    out.cap = cap
-    return 0
-
-
-cdef inline int put(Out* out, const void* data, Py_ssize_t n) except -1:
-    if out.size + n > out.cap:
-        reserve(out, n)
-    memcpy(out.data + out.size, data, n)
-    out.size += n
-    return 0
-
-
-cdef int put_u64_text(Out* out, uint64_t v) except -1:
-    cdef char digits[20]
-    cdef int i = 20
-    while True:
-        i -= 1
-        digits[i] = <char>(48 + v % 10)
-        v //= 10
-        if v == 0:
-            break
-    return put(out, digits + i, 20 - i)
 
 
 cdef int put_i64_text(Out* out, int64_t v) except -1:
     if v < 0:
         put(out, b"-", 1)
-        return put_u64_text(out, <uint64_t>(-(v + 1)) + 1)  # INT64_MIN has no positive int64
-    return put_u64_text(out, <uint64_t>v)
+        return put_u64(out, <uint64_t>(-(v + 1)) + 1)  # INT64_MIN has no positive int64
+    return put_u64(out, <uint64_t>v)
 
 
 cdef class Binary:
@@ -183,9 +143,9 @@ cdef class Builder:
             put(&self.seq, &seq[row], 8)
             flag = 1 if deleted[row] else 0
             put(&self.deleted, &flag, 1)
-            put_u64_text(&self.ids.data, ms[row])
+            put_u64(&self.ids.data, ms[row])
             put(&self.ids.data, b"-", 1)
-            put_u64_text(&self.ids.data, seq[row])
+            put_u64(&self.ids.data, seq[row])
             self.ids.end_item()
             self.rows += 1
             if elements is not None:
