@@ -124,7 +124,8 @@ class CythonTypeEmitter(TypeEmitter):
             elif ref.target.used_as_columns:
                 super().read_user(a, ref, local, io, pos)
             else:
-                self.emit(f"{local} = {self.c_function(ref.target, 'read')}(io, buf, _p, end, &pos, {parent}, root{args})")
+                read = self.c_function(ref.target, "read")
+                self.emit(f"{local} = {read}(io, buf, _p, end, &pos, {parent}, root{args})")
                 if a.type is ref and not a.repeat:
                     self.type_local(local, ref.target)
             return
