@@ -18,7 +18,7 @@ from . import expressions as ex
 from . import render
 from .emit_python import TypeEmitter
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
-from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, skipped_types
+from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, is_lazy, skipped_types
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
@@ -158,6 +158,34 @@ class CythonTypeEmitter(TypeEmitter):
         self.emit(f"{a.id}_column.append(None)")
         self.out.depth -= 1
         self.known[-1].add(local)
+
+    def attribute(self, node: ex.Node, name: str, source: str) -> str | None:
+        value = super().attribute(node, name, source)
+        if self.mode != ROWS or not self.parent_rooted(node) or not self.present(node, name):
+            return value
+        # the same for every row: read once, before the loop (each step's local extends the name
+        # of the one it reads from, so the sorted prologue binds them in order)
+        local = f"{source}_{name}" if source.startswith("_parent") else f"_parent_{name}"
+        self.bound[local] = value if value is not None else f"{source}.{name}"
+        return local
+
+    @staticmethod
+    def parent_rooted(node: ex.Node) -> bool:
+        """`_parent`, or a chain of attributes read from it."""
+        while isinstance(node, ex.Attr):
+            node = node.target
+        return node == ex.Name("_parent")
+
+    def present(self, node: ex.Node, name: str) -> bool:
+        """`name` of `node` is an unconditional field, or a scalar's value test: reading it before
+        the rows cannot fail where reading it in a row would not."""
+        target = self.plan.static_type(node, self.current_attr)
+        if target is None:
+            return False
+        if target.scalar:
+            return True
+        attr = target.attribute(name)
+        return attr is not None and not attr.is_instance and attr.cond is None and not is_lazy(attr)
 
     def row_field(self, a: Attribute) -> bool:
         return self.mode == ROWS and any(a is b for b in self.t.seq)

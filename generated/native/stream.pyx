@@ -1376,14 +1376,17 @@ cdef class StreamEntry:
         buf = io.buf
         end = io.end
         cols = StreamEntryColumns(parent, root, buf)
-        flags_column = cols.flags
-        ms_diff_column = cols.ms_diff
-        seq_diff_column = cols.seq_diff
-        num_fields_column = cols.num_fields
-        items_column = cols.items
-        lp_count_column = cols.lp_count
+        cdef ScalarColumns flags_column = cols.flags
+        cdef ScalarColumns ms_diff_column = cols.ms_diff
+        cdef ScalarColumns seq_diff_column = cols.seq_diff
+        cdef ScalarColumns num_fields_column = cols.num_fields
+        cdef RaggedColumns items_column = cols.items
+        cdef ScalarColumns lp_count_column = cols.lp_count
         _p = acquire(buf, &_view, end)
         try:
+            _parent_master = parent.master
+            _parent_master_num_fields = _parent_master.num_fields
+            _parent_master_num_fields_int_value = (_parent_master_num_fields if isinstance(_parent_master_num_fields, int) else None)
             # without a count, rows run to the end of the stream; each takes at least one byte
             for _ in range(count if count is not None else end - pos):
                 if count is None and pos >= end:
@@ -1420,7 +1423,7 @@ cdef class StreamEntry:
                     num_fields_column.append(None)
                 # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
                 num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-                items_count = ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if ((flags_int_value & 2) != 0) else (2 * num_fields_int_value))
+                items_count = (_parent_master_num_fields_int_value if ((flags_int_value & 2) != 0) else (2 * num_fields_int_value))
                 if items_count < 0 or items_count > end - pos:
                     raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
                 items_values = items_column.values
@@ -1432,7 +1435,7 @@ cdef class StreamEntry:
                 listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, lp_count_column)
                 lp_count = lp_count_column.last()
                 try:
-                    lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == (((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
+                    lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == ((_parent_master_num_fields_int_value + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
                 except (TypeError, ValueError, IndexError):
                     lp_count_ok = False
                 if not lp_count_ok:
