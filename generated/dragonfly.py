@@ -40,7 +40,7 @@ class Dragonfly:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Dragonfly, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -71,7 +71,7 @@ class DfHashWithExpiry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfHashWithExpiry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -142,7 +142,7 @@ class DfHashEntry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfHashEntry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -197,7 +197,7 @@ class DfSetWithExpiry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSetWithExpiry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -267,7 +267,7 @@ class DfSetEntry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSetEntry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -323,7 +323,7 @@ class DfSbf:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -433,7 +433,7 @@ class DfSbfFilter:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbfFilter, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -488,7 +488,7 @@ class DfSbf2:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf2, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -599,7 +599,7 @@ class DfSbf2Filter:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf2Filter, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -664,7 +664,7 @@ class DfChunkList:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, total) -> tuple[DfChunkList, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.total = total
@@ -730,7 +730,7 @@ class DfChunk:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, remaining) -> tuple[DfChunk, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.remaining = remaining
@@ -834,7 +834,7 @@ class DfCms:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCms, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -928,7 +928,7 @@ class DfTopk:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfTopk, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1083,7 +1083,7 @@ class DfTopkItem:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfTopkItem, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1138,7 +1138,7 @@ class DfCuckoo:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCuckoo, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1244,7 +1244,7 @@ class DfCuckooFilter:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCuckooFilter, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1300,7 +1300,7 @@ class DfMask:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfMask, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1344,7 +1344,7 @@ class JournalOffset:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[JournalOffset, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1380,7 +1380,7 @@ class JournalBlob:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[JournalBlob, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1415,7 +1415,7 @@ class FullsyncEnd:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[FullsyncEnd, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1454,7 +1454,7 @@ class ShardDocIndex:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ShardDocIndex, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1507,7 +1507,7 @@ class ShardDoc:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ShardDoc, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1545,7 +1545,7 @@ class VectorIndex:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[VectorIndex, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1600,7 +1600,7 @@ class HnswNode:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HnswNode, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1659,7 +1659,7 @@ class HnswLinks:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HnswLinks, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1710,7 +1710,7 @@ class CompressedBlob:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[CompressedBlob, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1751,7 +1751,7 @@ class TaggedChunk:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[TaggedChunk, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

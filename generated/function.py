@@ -33,7 +33,7 @@ class Function:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Function, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -62,7 +62,7 @@ class Function2:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Function2, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -99,7 +99,7 @@ class FunctionPreGa:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[FunctionPreGa, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -37,7 +37,7 @@ class Hash:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Hash, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -67,7 +67,7 @@ class HashTable:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTable, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -131,7 +131,7 @@ class HashPair:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashPair, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -181,7 +181,7 @@ class HashMetadataPreGa:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashMetadataPreGa, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -252,7 +252,7 @@ class HashTtlEntryPreGa:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTtlEntryPreGa, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -307,7 +307,7 @@ class HashListpackExPreGa:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashListpackExPreGa, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -352,7 +352,7 @@ class HashMetadata:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashMetadata, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -435,7 +435,7 @@ class HashTtlEntry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, min_expire) -> tuple[HashTtlEntry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.min_expire = min_expire
@@ -497,7 +497,7 @@ class HashListpackEx:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashListpackEx, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -555,7 +555,7 @@ class ValkeyHash2:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ValkeyHash2, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -626,7 +626,7 @@ class ValkeyHash2Entry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ValkeyHash2Entry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -42,7 +42,7 @@ class Intset:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Intset, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

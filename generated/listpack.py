@@ -46,7 +46,7 @@ class Listpack:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Listpack, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -149,7 +149,7 @@ class LpBody:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[LpBody, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -39,7 +39,7 @@ class Module:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Module, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -69,7 +69,7 @@ class ModuleValue:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleValue, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -131,7 +131,7 @@ class ModulePreGa:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModulePreGa, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -196,7 +196,7 @@ class ModuleAux:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleAux, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -257,7 +257,7 @@ class ModuleOp:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleOp, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -368,7 +368,7 @@ class KeyMeta:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[KeyMeta, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -415,7 +415,7 @@ class KeyMetaClass:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[KeyMetaClass, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -36,7 +36,7 @@ class Quicklist:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -101,7 +101,7 @@ class Quicklist2:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -166,7 +166,7 @@ class Quicklist2Node:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2Node, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

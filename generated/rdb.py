@@ -50,7 +50,7 @@ class Rdb:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Rdb, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -169,7 +169,7 @@ class Record:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Record, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -315,7 +315,7 @@ class SelectDb:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SelectDb, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -348,7 +348,7 @@ class ResizeDb:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ResizeDb, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -386,7 +386,7 @@ class Aux:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Aux, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -421,7 +421,7 @@ class ExpireTime:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTime, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -456,7 +456,7 @@ class ExpireTimeMs:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTimeMs, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -491,7 +491,7 @@ class Freq:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Freq, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -526,7 +526,7 @@ class Idle:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Idle, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -560,7 +560,7 @@ class SlotInfo:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotInfo, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -600,7 +600,7 @@ class SlotImport:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotImport, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -647,7 +647,7 @@ class SlotRange:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotRange, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -687,7 +687,7 @@ class KeyValue:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code, is_valkey, rdb_version) -> tuple[KeyValue, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.type_code = type_code
@@ -954,7 +954,7 @@ class StringList:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StringList, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

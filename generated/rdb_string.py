@@ -51,7 +51,7 @@ class RdbString:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbString, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -214,7 +214,7 @@ class RdbLen:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbLen, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -338,7 +338,7 @@ class RdbBlob:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, kind) -> tuple[RdbBlob, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.kind = kind
@@ -478,7 +478,7 @@ class RdbDouble:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbDouble, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -40,7 +40,7 @@ class Stream:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Stream, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -83,7 +83,7 @@ class StreamValue:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamValue, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.type_code = type_code
@@ -225,7 +225,7 @@ class StreamNode:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamNode, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -324,7 +324,7 @@ class StreamId:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamId, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -373,7 +373,7 @@ class StreamIdRaw:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdRaw, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -438,7 +438,7 @@ class StreamGroup:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamGroup, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.type_code = type_code
@@ -561,7 +561,7 @@ class StreamPelEntry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamPelEntry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -625,7 +625,7 @@ class StreamConsumer:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamConsumer, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         self.type_code = type_code
@@ -728,7 +728,7 @@ class StreamIdmp:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmp, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -823,7 +823,7 @@ class StreamIdmpProducer:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpProducer, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -899,7 +899,7 @@ class StreamIdmpIid:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpIid, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -952,7 +952,7 @@ class StreamListpack:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamListpack, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -1089,7 +1089,7 @@ class StreamMaster:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamMaster, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

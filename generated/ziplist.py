@@ -48,7 +48,7 @@ class Ziplist:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Ziplist, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -176,7 +176,7 @@ class ZlBody:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZlBody, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -39,7 +39,7 @@ class Zipmap:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zipmap, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -108,7 +108,7 @@ class ZmLen:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmLen, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -181,7 +181,7 @@ class ZmEntry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmEntry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -36,7 +36,7 @@ class Zset:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -66,7 +66,7 @@ class ZsetLegacy:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZsetLegacy, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -130,7 +130,7 @@ class ZsetEntry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZsetEntry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -179,7 +179,7 @@ class Zset2:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset2, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf
@@ -243,7 +243,7 @@ class Zset2Entry:
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset2Entry, int]:
         self = cls.__new__(cls)
-        self._parent = parent
+        self._parent = None
         self._root = root = root if root is not None else self
         self._io = io
         buf = io.buf

@@ -18,12 +18,13 @@ from . import expressions as ex
 from . import render
 from .emit_python import TypeEmitter
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
-from .plan import OBJECT, ROWS, SCALAR, attribute_expressions, element_min_size, skipped_types
+from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, is_lazy, skipped_types
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
             "f4le", "f8le"}
 POINTER = re.compile(r"\b_p\b")
+C_TYPES = {"long long", "bint", "Py_ssize_t"}  # the C types of typed locals (others are classes)
 
 
 def reader_name(ref: Primitive) -> str:
@@ -74,6 +75,7 @@ class CythonTypeEmitter(TypeEmitter):
         self.cdefs: dict[str, str] = {}
         self.span: Attribute | None = None  # set when rendering c_push_<id>: see `raw_bytes`
         self.pushed: set[str] = set()  # row fields pushed into their columns already
+        self.untyped: set[str] = set()  # locals given objects of more than one class
 
     def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
         if self.plan.skipping(a) or not self.pointer or not (ref.fmt.endswith("B") or reader_name(ref) in _READERS):
@@ -117,12 +119,15 @@ class CythonTypeEmitter(TypeEmitter):
         parent = "self" if self.mode == OBJECT else "None"
         if not ref.target.scalar:  # the type's cdef reader, called with the position's address
             if self.plan.steps_over(a, ref):
-                self.emit(f"pos = {self.c_function(ref.target, 'skip')}(io, pos, None, root{args})")
+                self.emit(f"pos = {self.c_function(ref.target, 'skip')}(io, buf, _p, end, pos, None, root{args})")
                 self.emit(f"{local} = None")
             elif ref.target.used_as_columns:
                 super().read_user(a, ref, local, io, pos)
             else:
-                self.emit(f"{local} = {self.c_function(ref.target, 'read')}(io, &pos, {parent}, root{args})")
+                read = self.c_function(ref.target, "read")
+                self.emit(f"{local} = {read}(io, buf, _p, end, &pos, {parent}, root{args})")
+                if a.type is ref and not a.repeat:
+                    self.type_local(local, ref.target)
             return
         if self.row_field(a) and not a.repeat and span_field(ref.target) is not None:
             # a row's scalar goes into its column as it is read; the value is made only for
@@ -154,8 +159,51 @@ class CythonTypeEmitter(TypeEmitter):
         self.out.depth -= 1
         self.known[-1].add(local)
 
+    def attribute(self, node: ex.Node, name: str, source: str) -> str | None:
+        value = super().attribute(node, name, source)
+        if self.mode != ROWS or not self.parent_rooted(node) or not self.present(node, name):
+            return value
+        # the same for every row: read once, before the loop (each step's local extends the name
+        # of the one it reads from, so the sorted prologue binds them in order)
+        local = f"{source}_{name}" if source.startswith("_parent") else f"_parent_{name}"
+        self.bound[local] = value if value is not None else f"{source}.{name}"
+        return local
+
+    @staticmethod
+    def parent_rooted(node: ex.Node) -> bool:
+        """`_parent`, or a chain of attributes read from it."""
+        while isinstance(node, ex.Attr):
+            node = node.target
+        return node == ex.Name("_parent")
+
+    def present(self, node: ex.Node, name: str) -> bool:
+        """`name` of `node` is an unconditional field, or a scalar's value test: reading it before
+        the rows cannot fail where reading it in a row would not."""
+        target = self.plan.static_type(node, self.current_attr)
+        if target is None:
+            return False
+        if target.scalar:
+            return True
+        attr = target.attribute(name)
+        return attr is not None and not attr.is_instance and attr.cond is None and not is_lazy(attr)
+
     def row_field(self, a: Attribute) -> bool:
         return self.mode == ROWS and any(a is b for b in self.t.seq)
+
+    def type_local(self, local: str, target: TypeSpec) -> None:
+        """Declares the local that holds a field of a user type as that type's class, so that
+        the reads of its attributes are C struct accesses, not Python lookups. Only where the
+        function's declarations come first (an object's or a skip reader's body); a local that
+        another statement gives an object of a different class stays untyped."""
+        if self.mode not in (OBJECT, SKIP) or local in self.untyped:
+            return
+        name = target.class_name
+        if target.module != self.t.module:
+            self.cimports.add((target.module, name))
+            name = f"{target.module}__{name}"
+        if self.cdefs.setdefault(local, name) != name:
+            del self.cdefs[local]
+            self.untyped.add(local)
 
     def scalar_function(self, target: TypeSpec, kind: str = "read") -> str:
         """The cdef reader of a scalar type (`c_read_<id>` returns the value, `c_push_<id>`
@@ -177,7 +225,9 @@ class CythonTypeEmitter(TypeEmitter):
 
     def raw_bytes(self, a: Attribute, local: str, data: str, size: str) -> None:
         if a is not self.span:
-            super().raw_bytes(a, local, data, size)
+            # the bytes object made straight from the held view, not through the buffer's slicing
+            super().raw_bytes(a, local, "_p" + data[len("buf"):] if self.pointer and data.startswith("buf[") else data,
+                              size)
             return
         self.emit(f"{local}_start = pos - {size}")
         self.emit(f"{local}_length = {size}")
@@ -285,7 +335,9 @@ class NativeModuleRenderer(render.ModuleRenderer):
 
     def collect(self, emitter, lines: list[str], prologue: bool = True) -> list[str]:
         self.cimports |= emitter.cimports
-        declared = [f"    cdef {ctype} {name} = 0" for name, ctype in sorted(emitter.cdefs.items())]
+        indent = "    " if emitter.mode == SCALAR else "        "
+        declared = [f"{indent}cdef {ctype} {name} = {'0' if ctype in C_TYPES else 'None'}"
+                    for name, ctype in sorted(emitter.cdefs.items())]
         return declared + super().collect(emitter, lines, prologue)
 
     def context(self) -> dict:
@@ -296,7 +348,6 @@ def render_native(builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     """Every file of generated/native/, keyed by its path relative to it."""
     env = render.environment()
     env.tests["pointer"] = uses_pointer
-    env.filters["hold_buffer"] = hold_buffer
     env.filters["dedent"] = lambda lines: [line[4:] if line.startswith("    ") else line for line in lines]
     env.tests["positional"] = lambda lines: any(re.search(r"\bpos\b", line) for line in lines)
     skipped = skipped_types(roots)

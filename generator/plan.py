@@ -127,6 +127,27 @@ def uses_parent(t: TypeSpec) -> bool:
     return "_parent" in referenced_names(t)
 
 
+def keeps_parent(t: TypeSpec) -> bool:
+    """Whether an object of `t` keeps Kaitai's `_parent` back-reference: only when an expression
+    of its own reads `_parent` after the read (a property), or one of a type read below it reads
+    an object's `_parent` (`_parent._parent`). Elsewhere `_parent` is None: the objects of a
+    record then form no reference cycle and are freed as soon as they are dropped, rather than
+    by the cyclic garbage collector (15% of a full decode with the native backend)."""
+    if uses_parent(t):
+        return True
+    seen, pending = {id(t)}, [t]
+    while pending:
+        for a in pending.pop().seq:
+            for ref in type_refs(a.type):
+                if isinstance(ref, UserRef) and id(ref.target) not in seen:
+                    seen.add(id(ref.target))
+                    pending.append(ref.target)
+                    if any(isinstance(n, ex.Attr) and n.name == "_parent"
+                           for node in expressions_of(ref.target) for n in ex.nodes_in(node)):
+                        return True
+    return False
+
+
 def is_lazy(a: Attribute) -> bool:
     """A `-rdbspec-lazy` field: an object steps over it and decodes it on each access."""
     return bool(a.raw.get("-rdbspec-lazy"))

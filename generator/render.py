@@ -10,7 +10,7 @@ import jinja2
 
 from .emit_python import TypeEmitter
 from .model import Attribute, Builder, TypeSpec
-from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, skipped_types
+from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, skipped_types
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -65,6 +65,7 @@ class TypeView:
     rows_prologue: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     properties: list[PropertyView] = field(default_factory=list)
+    keeps_parent: bool = True  # see plan.keeps_parent
 
 
 class ModuleRenderer:
@@ -105,6 +106,7 @@ class ModuleRenderer:
             return view
         emitter = self.emitter(self.builder, t, OBJECT)
         view.body = self.collect(emitter, emitter.body())
+        view.keeps_parent = keeps_parent(t)
         view.fields = [a.id for a in t.seq]
         lazy = [a for a in t.seq if is_lazy(a)]
         storage = {inst.id: emitter.plan.storage(inst) for inst in t.instances}

@@ -42,7 +42,7 @@ class FunctionLibrary:
     engine: bytes | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class KeyRecord:
     """One key: where it is in the file and what is known before its value is decoded."""
 

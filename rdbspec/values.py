@@ -141,6 +141,13 @@ def _listpack_triples(lp) -> Decoded:
     return _hash_with_ttls(list(zip(flat[0::3], flat[1::3], [t or None for t in ttls[2::3]])))
 
 
+def scored(entries) -> list[tuple[bytes, float]]:
+    """A ziplist or listpack sorted set's (member, score) pairs: the members' texts and the scores
+    read from the entries as stored (an integer score is not turned into text and back)."""
+    members, raw = texts(entries)[0::2], values(entries)[1::2]
+    return list(zip(members[:len(raw)], map(score, raw)))
+
+
 def _quicklist(v) -> list[bytes]:
     out: list[bytes] = []
     for node in v.nodes:
@@ -220,12 +227,12 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     9: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries if e.field is not None]),
     10: lambda v, t: Decoded(texts(container(v).entries)),
     11: lambda v, t: Decoded(texts(container(v).members)),
-    12: lambda v, t: Decoded([(m, score(s)) for m, s in pairs(container(v).entries)]),
+    12: lambda v, t: Decoded(scored(container(v).entries)),
     13: lambda v, t: Decoded(pairs(container(v).entries)),
     14: lambda v, t: Decoded(_quicklist(v)),
     15: lambda v, t: Decoded(Stream.from_spec(v, t)),
     16: lambda v, t: Decoded(pairs(container(v).entries)),
-    17: lambda v, t: Decoded([(m, score(s)) for m, s in pairs(container(v).entries)]),
+    17: lambda v, t: Decoded(scored(container(v).entries)),
     18: lambda v, t: Decoded(_quicklist_2(v)),
     19: lambda v, t: Decoded(Stream.from_spec(v, t)),
     20: lambda v, t: Decoded(texts(container(v).entries)),

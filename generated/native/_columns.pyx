@@ -80,14 +80,14 @@ cdef class ScalarColumns:
         self.n += 1
         return 0
 
-    def append(self, value) -> None:
+    cpdef append(self, value):
         """Adds an integer or None (the elements that are not bytes of `buf`)."""
         if value is None:
             self.push_none()
         else:
             self.push_int(value)
 
-    def last(self):
+    cpdef object last(self):
         """The last element, as the Python backend holds it."""
         return self.item(self.n - 1)
 
@@ -200,7 +200,7 @@ cdef class RaggedColumns:
         self.rows = 0
         self._row_starts = array.clone(_INT64, 1, True)
 
-    def close_row(self) -> None:
+    cpdef close_row(self):
         """Ends the current row at the elements pushed so far."""
         array.resize_smart(self._row_starts, self.rows + 2)
         (<int64_t*>self._row_starts.data.as_voidptr)[self.rows + 1] = self.values.n

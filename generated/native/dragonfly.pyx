@@ -13,6 +13,8 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
@@ -31,9 +33,7 @@ cdef class Dragonfly:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveEntry"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
@@ -44,22 +44,25 @@ cdef class Dragonfly:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_dragonfly(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_dragonfly(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_dragonfly(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one dragonfly at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Dragonfly c_read_dragonfly(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one dragonfly at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Dragonfly self = Dragonfly.__new__(Dragonfly)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-
     _at[0] = pos
     return self
 
@@ -70,11 +73,7 @@ cdef class DfHashWithExpiry:
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_fields
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -85,28 +84,40 @@ cdef class DfHashWithExpiry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_hash_with_expiry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_hash_with_expiry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_hash_with_expiry without building it; returns the position after it."""
-        return c_skip_df_hash_with_expiry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_hash_with_expiry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_hash_with_expiry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_hash_with_expiry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_hash_with_expiry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfHashWithExpiry self = DfHashWithExpiry.__new__(DfHashWithExpiry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_fields = num_fields
     # entries: The fields.
     entries_count = num_fields.value
@@ -114,32 +125,28 @@ cdef object c_read_df_hash_with_expiry(object io, Py_ssize_t* _at, object parent
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        entries_item = c_read_df_hash_entry(io, &pos, self, root)
+        entries_item = c_read_df_hash_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_hash_with_expiry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_hash_with_expiry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_hash_with_expiry); returns the position after it."""
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # entries: The fields.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        pos = c_skip_df_hash_entry(io, pos, None, root)
+        pos = c_skip_df_hash_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
-
     return pos
 
 
@@ -148,12 +155,7 @@ cdef class DfHashEntry:
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object field
-    cdef public object value
-    cdef public object ttl
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "field", "value", "ttl", )  # the fields, as in the Python class
 
     @classmethod
@@ -164,56 +166,65 @@ cdef class DfHashEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_hash_entry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_hash_entry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_hash_entry without building it; returns the position after it."""
-        return c_skip_df_hash_entry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_hash_entry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_hash_entry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_hash_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfHashEntry c_read_df_hash_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_hash_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfHashEntry self = DfHashEntry.__new__(DfHashEntry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString field = None
+    cdef rdb_string__RdbString ttl = None
+    cdef rdb_string__RdbString value = None
     # field: Field name.
-    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    field = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.field = field
     # value: Field value.
-    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.value = value
     # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
-    ttl = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    ttl = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.ttl = ttl
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_hash_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_hash_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_hash_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_hash_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_hash_entry); returns the position after it."""
     # field: Field name.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     field = None
     # value: Field value.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     value = None
     # ttl: Decimal seconds since 2023-02-01 UTC (usually int-encoded), or -1.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     ttl = None
-
     return pos
 
 
@@ -222,11 +233,7 @@ cdef class DfSetWithExpiry:
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_members
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -237,28 +244,40 @@ cdef class DfSetWithExpiry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_set_with_expiry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_set_with_expiry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_set_with_expiry without building it; returns the position after it."""
-        return c_skip_df_set_with_expiry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_set_with_expiry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_set_with_expiry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_set_with_expiry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_set_with_expiry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfSetWithExpiry self = DfSetWithExpiry.__new__(DfSetWithExpiry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_members = None
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_members = num_members
     # entries: The members.
     entries_count = num_members.value
@@ -266,32 +285,28 @@ cdef object c_read_df_set_with_expiry(object io, Py_ssize_t* _at, object parent,
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        entries_item = c_read_df_set_entry(io, &pos, self, root)
+        entries_item = c_read_df_set_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_set_with_expiry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_set_with_expiry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_set_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_set_with_expiry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_set_with_expiry); returns the position after it."""
+    cdef rdb_string__RdbLen num_members = None
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # entries: The members.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        pos = c_skip_df_set_entry(io, pos, None, root)
+        pos = c_skip_df_set_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
-
     return pos
 
 
@@ -300,11 +315,7 @@ cdef class DfSetEntry:
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object member
-    cdef public object ttl
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "member", "ttl", )  # the fields, as in the Python class
 
     @classmethod
@@ -315,50 +326,58 @@ cdef class DfSetEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_set_entry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_set_entry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_set_entry without building it; returns the position after it."""
-        return c_skip_df_set_entry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_set_entry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_set_entry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_set_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfSetEntry c_read_df_set_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_set_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfSetEntry self = DfSetEntry.__new__(DfSetEntry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString member = None
+    cdef rdb_string__RdbString ttl = None
     # member: The member.
-    member = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    member = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.member = member
     # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
-    ttl = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    ttl = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.ttl = ttl
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_set_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_set_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_set_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_set_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_set_entry); returns the position after it."""
     # member: The member.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     member = None
     # ttl: Decimal seconds since 2023-02-01 UTC, or -1.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     ttl = None
-
     return pos
 
 
@@ -368,17 +387,7 @@ cdef class DfSbf:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object options
-    cdef public object grow_factor
-    cdef public object fp_prob
-    cdef public object prev_size
-    cdef public object current_size
-    cdef public object max_capacity
-    cdef public object num_filters
-    cdef public object filters
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
@@ -389,81 +398,88 @@ cdef class DfSbf:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_sbf(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_sbf(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf without building it; returns the position after it."""
-        return c_skip_df_sbf(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_sbf(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_sbf(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_sbf at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef DfSbf self = DfSbf.__new__(DfSbf)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # options: Options, always 0.
-        options = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.options = options
-        # grow_factor: Growth factor.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
-        grow_factor = rd_f8le(_p, pos)
-        pos += 8
-        self.grow_factor = grow_factor
-        # fp_prob: False-positive probability.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
-        fp_prob = rd_f8le(_p, pos)
-        pos += 8
-        self.fp_prob = fp_prob
-        # prev_size: Previous size.
-        prev_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.prev_size = prev_size
-        # current_size: Current size.
-        current_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.current_size = current_size
-        # max_capacity: Maximum capacity.
-        max_capacity = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.max_capacity = max_capacity
-        # num_filters: Number of filters.
-        num_filters = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.num_filters = num_filters
-        # filters: The filters.
-        filters_count = num_filters.value
-        if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-        filters = []
-        for filters_index in range(filters_count):
-            filters_item = c_read_df_sbf_filter(io, &pos, self, root)
-            filters.append(filters_item)
-        self.filters = filters
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbLen current_size = None
+    cdef rdb_string__RdbLen max_capacity = None
+    cdef rdb_string__RdbLen num_filters = None
+    cdef rdb_string__RdbLen options = None
+    cdef rdb_string__RdbLen prev_size = None
+    # options: Options, always 0.
+    options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.options = options
+    # grow_factor: Growth factor.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
+    grow_factor = rd_f8le(_p, pos)
+    pos += 8
+    self.grow_factor = grow_factor
+    # fp_prob: False-positive probability.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf.fp_prob")
+    fp_prob = rd_f8le(_p, pos)
+    pos += 8
+    self.fp_prob = fp_prob
+    # prev_size: Previous size.
+    prev_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.prev_size = prev_size
+    # current_size: Current size.
+    current_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.current_size = current_size
+    # max_capacity: Maximum capacity.
+    max_capacity = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.max_capacity = max_capacity
+    # num_filters: Number of filters.
+    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.num_filters = num_filters
+    # filters: The filters.
+    filters_count = num_filters.value
+    if filters_count < 0 or filters_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+    filters = []
+    for filters_index in range(filters_count):
+        filters_item = c_read_df_sbf_filter(io, buf, _p, end, &pos, self, root)
+        filters.append(filters_item)
+    self.filters = filters
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_sbf(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_sbf at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_sbf); returns the position after it."""
+    cdef rdb_string__RdbLen num_filters = None
     # options: Options, always 0.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     options = None
     # grow_factor: Growth factor.
     if pos + 8 > end:
@@ -476,26 +492,25 @@ cdef Py_ssize_t c_skip_df_sbf(object io, Py_ssize_t pos, object parent, object r
     fp_prob = None
     pos += 8
     # prev_size: Previous size.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     prev_size = None
     # current_size: Current size.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     current_size = None
     # max_capacity: Maximum capacity.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     max_capacity = None
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
     for filters_index in range(filters_count):
-        pos = c_skip_df_sbf_filter(io, pos, None, root)
+        pos = c_skip_df_sbf_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
         filters.append(filters_item)
-
     return pos
 
 
@@ -504,11 +519,7 @@ cdef class DfSbfFilter:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object hash_cnt
-    cdef public object blob
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "hash_cnt", "blob", )  # the fields, as in the Python class
 
     @classmethod
@@ -519,50 +530,58 @@ cdef class DfSbfFilter:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_sbf_filter(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_sbf_filter(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf_filter without building it; returns the position after it."""
-        return c_skip_df_sbf_filter(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_sbf_filter(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_sbf_filter(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_sbf_filter at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfSbfFilter c_read_df_sbf_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf_filter at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfSbfFilter self = DfSbfFilter.__new__(DfSbfFilter)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString blob = None
+    cdef rdb_string__RdbLen hash_cnt = None
     # hash_cnt: Number of hash functions.
-    hash_cnt = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    hash_cnt = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.hash_cnt = hash_cnt
     # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
-    blob = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    blob = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.blob = blob
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_sbf_filter(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_sbf_filter at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_sbf_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf_filter at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_sbf_filter); returns the position after it."""
     # hash_cnt: Number of hash functions.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     hash_cnt = None
     # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     blob = None
-
     return pos
 
 
@@ -571,17 +590,7 @@ cdef class DfSbf2:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object options
-    cdef public object grow_factor
-    cdef public object fp_prob
-    cdef public object prev_size
-    cdef public object current_size
-    cdef public object max_capacity
-    cdef public object num_filters
-    cdef public object filters
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
@@ -592,81 +601,88 @@ cdef class DfSbf2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_sbf2(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_sbf2(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf2 without building it; returns the position after it."""
-        return c_skip_df_sbf2(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_sbf2(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_sbf2(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_sbf2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef DfSbf2 self = DfSbf2.__new__(DfSbf2)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # options: Options, always 0.
-        options = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.options = options
-        # grow_factor: Growth factor.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
-        grow_factor = rd_f8le(_p, pos)
-        pos += 8
-        self.grow_factor = grow_factor
-        # fp_prob: False-positive probability.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
-        fp_prob = rd_f8le(_p, pos)
-        pos += 8
-        self.fp_prob = fp_prob
-        # prev_size: Previous size.
-        prev_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.prev_size = prev_size
-        # current_size: Current size.
-        current_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.current_size = current_size
-        # max_capacity: Maximum capacity.
-        max_capacity = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.max_capacity = max_capacity
-        # num_filters: Number of filters.
-        num_filters = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.num_filters = num_filters
-        # filters: The filters.
-        filters_count = num_filters.value
-        if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-        filters = []
-        for filters_index in range(filters_count):
-            filters_item = c_read_df_sbf2_filter(io, &pos, self, root)
-            filters.append(filters_item)
-        self.filters = filters
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbLen current_size = None
+    cdef rdb_string__RdbLen max_capacity = None
+    cdef rdb_string__RdbLen num_filters = None
+    cdef rdb_string__RdbLen options = None
+    cdef rdb_string__RdbLen prev_size = None
+    # options: Options, always 0.
+    options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.options = options
+    # grow_factor: Growth factor.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
+    grow_factor = rd_f8le(_p, pos)
+    pos += 8
+    self.grow_factor = grow_factor
+    # fp_prob: False-positive probability.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_sbf2.fp_prob")
+    fp_prob = rd_f8le(_p, pos)
+    pos += 8
+    self.fp_prob = fp_prob
+    # prev_size: Previous size.
+    prev_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.prev_size = prev_size
+    # current_size: Current size.
+    current_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.current_size = current_size
+    # max_capacity: Maximum capacity.
+    max_capacity = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.max_capacity = max_capacity
+    # num_filters: Number of filters.
+    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.num_filters = num_filters
+    # filters: The filters.
+    filters_count = num_filters.value
+    if filters_count < 0 or filters_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+    filters = []
+    for filters_index in range(filters_count):
+        filters_item = c_read_df_sbf2_filter(io, buf, _p, end, &pos, self, root)
+        filters.append(filters_item)
+    self.filters = filters
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_sbf2(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_sbf2 at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_sbf2); returns the position after it."""
+    cdef rdb_string__RdbLen num_filters = None
     # options: Options, always 0.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     options = None
     # grow_factor: Growth factor.
     if pos + 8 > end:
@@ -679,26 +695,25 @@ cdef Py_ssize_t c_skip_df_sbf2(object io, Py_ssize_t pos, object parent, object 
     fp_prob = None
     pos += 8
     # prev_size: Previous size.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     prev_size = None
     # current_size: Current size.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     current_size = None
     # max_capacity: Maximum capacity.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     max_capacity = None
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
     for filters_index in range(filters_count):
-        pos = c_skip_df_sbf2_filter(io, pos, None, root)
+        pos = c_skip_df_sbf2_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
         filters.append(filters_item)
-
     return pos
 
 
@@ -707,12 +722,7 @@ cdef class DfSbf2Filter:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object hash_cnt
-    cdef public object total_size
-    cdef public object chunks
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "hash_cnt", "total_size", "chunks", )  # the fields, as in the Python class
 
     @classmethod
@@ -723,63 +733,73 @@ cdef class DfSbf2Filter:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_sbf2_filter(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_sbf2_filter(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_sbf2_filter without building it; returns the position after it."""
-        return c_skip_df_sbf2_filter(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_sbf2_filter(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_sbf2_filter(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_sbf2_filter at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfSbf2Filter c_read_df_sbf2_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_sbf2_filter at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfSbf2Filter self = DfSbf2Filter.__new__(DfSbf2Filter)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef DfChunkList chunks = None
+    cdef rdb_string__RdbLen hash_cnt = None
+    cdef rdb_string__RdbLen total_size = None
     # hash_cnt: Number of hash functions.
-    hash_cnt = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    hash_cnt = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.hash_cnt = hash_cnt
     # total_size: Total size of the filter bits.
-    total_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    total_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.total_size = total_size
     # chunks: The filter bits, in chunks.
     total_size_value = total_size.value
     if (total_size_value > 0):
-        chunks = c_read_df_chunk_list(io, &pos, self, root, total_size_value)
+        chunks = c_read_df_chunk_list(io, buf, _p, end, &pos, self, root, total_size_value)
     else:
         chunks = None
     self.chunks = chunks
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_sbf2_filter(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_sbf2_filter at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_sbf2_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_sbf2_filter at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_sbf2_filter); returns the position after it."""
+    cdef rdb_string__RdbLen total_size = None
     # hash_cnt: Number of hash functions.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     hash_cnt = None
     # total_size: Total size of the filter bits.
-    total_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    total_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # chunks: The filter bits, in chunks.
     total_size_value = total_size.value
     if (total_size_value > 0):
-        pos = c_skip_df_chunk_list(io, pos, None, root, total_size_value)
+        pos = c_skip_df_chunk_list(io, buf, _p, end, pos, None, root, total_size_value)
         chunks = None
     else:
         chunks = None
-
     return pos
 
 
@@ -791,11 +811,7 @@ cdef class DfChunkList:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object total
-    cdef public object chunks
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "total", "chunks", )  # the fields, as in the Python class
 
     @classmethod
@@ -806,58 +822,64 @@ cdef class DfChunkList:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, total):
-        obj = c_read_df_chunk_list(io, &pos, parent, root, total)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_chunk_list(io, buf, _p, end, &pos, parent, root, total)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, total):
         """Steps over one df_chunk_list without building it; returns the position after it."""
-        return c_skip_df_chunk_list(io, pos, parent, root, total)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_chunk_list(io, buf, _p, end, pos, parent, root, total)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_chunk_list(object io, Py_ssize_t* _at, object parent, object root, total):
-    """Reads one df_chunk_list at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfChunkList c_read_df_chunk_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, total):
+    """Reads one df_chunk_list at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfChunkList self = DfChunkList.__new__(DfChunkList)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.total = total
-    buf = io.buf
-    end = io.end
     # chunks: The chunks, in order.
     chunks = []
     chunks_index = 0
     while True:
-        chunks_item = c_read_df_chunk(io, &pos, self, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
+        chunks_item = c_read_df_chunk(io, buf, _p, end, &pos, self, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
         chunks.append(chunks_item)
         if (chunks_item.rest == 0):
             break
         chunks_index += 1
     self.chunks = chunks
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_chunk_list(object io, Py_ssize_t pos, object parent, object root, total) except -1:
-    """Steps over one df_chunk_list at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_chunk_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, total) except -1:
+    """Steps over one df_chunk_list at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_chunk_list); returns the position after it."""
     # chunks: The chunks, in order.
     chunks = []
     chunks_index = 0
     while True:
-        chunks_item = c_read_df_chunk(io, &pos, None, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
+        chunks_item = c_read_df_chunk(io, buf, _p, end, &pos, None, root, (total if (chunks_index == 0) else chunks[(chunks_index - 1)].rest))
         chunks.append(chunks_item)
         if (chunks_item.rest == 0):
             break
         chunks_index += 1
-
     return pos
 
 
@@ -869,13 +891,7 @@ cdef class DfChunk:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object remaining
-    cdef public object data
-    cdef public object _m_data_len
-    cdef public object _m_rest
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "remaining", "data", "_m_data_len", "_m_rest", )  # the fields, as in the Python class
 
     def __cinit__(self):
@@ -890,13 +906,27 @@ cdef class DfChunk:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, remaining):
-        obj = c_read_df_chunk(io, &pos, parent, root, remaining)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_chunk(io, buf, _p, end, &pos, parent, root, remaining)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, remaining):
         """Steps over one df_chunk without building it; returns the position after it."""
-        return c_skip_df_chunk(io, pos, parent, root, remaining)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_chunk(io, buf, _p, end, pos, parent, root, remaining)
+        finally:
+            PyBuffer_Release(&_view)
 
     @property
     def data_len(self):
@@ -921,21 +951,19 @@ cdef class DfChunk:
         return rest
 
 
-cdef object c_read_df_chunk(object io, Py_ssize_t* _at, object parent, object root, remaining):
-    """Reads one df_chunk at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfChunk c_read_df_chunk(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, remaining):
+    """Reads one df_chunk at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfChunk self = DfChunk.__new__(DfChunk)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.remaining = remaining
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString data = None
     # data: The chunk, non-empty and at most the bytes remaining once decoded.
     data_pos = pos
-    data = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    data = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     data_len = (data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value))
     self._m_data_len = data_len
     try:
@@ -945,20 +973,17 @@ cdef object c_read_df_chunk(object io, Py_ssize_t* _at, object parent, object ro
     if not data_ok:
         raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
     self.data = data
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_chunk(object io, Py_ssize_t pos, object parent, object root, remaining) except -1:
-    """Steps over one df_chunk at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_chunk(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, remaining) except -1:
+    """Steps over one df_chunk at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_chunk); returns the position after it."""
+    cdef rdb_string__RdbString data = None
     # data: The chunk, non-empty and at most the bytes remaining once decoded.
     data_pos = pos
-    data = rdb_string__c_read_rdb_string(io, &pos, None, root)
+    data = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, None, root)
     data_len = (data.ulen.value if data.is_lzf else (len(str(data.int_value)) if data.is_int else data.len.value))
     try:
         data_ok = ((data_len > 0) and (data_len <= remaining))
@@ -966,7 +991,6 @@ cdef Py_ssize_t c_skip_df_chunk(object io, Py_ssize_t pos, object parent, object
         data_ok = False
     if not data_ok:
         raise invalid(io, data_pos, "dragonfly:df_chunk.data", 'expected a chunk of 1 to ' + repr(remaining) + ' bytes, found ' + repr(data_len))
-
     return pos
 
 
@@ -975,13 +999,7 @@ cdef class DfCms:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCMSObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object width
-    cdef public object depth
-    cdef public object total_count
-    cdef public object counters
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "width", "depth", "total_count", "counters", )  # the fields, as in the Python class
 
     @classmethod
@@ -992,70 +1010,76 @@ cdef class DfCms:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_cms(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_cms(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_cms without building it; returns the position after it."""
-        return c_skip_df_cms(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_cms(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_cms(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_cms at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfCms c_read_df_cms(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_cms at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef DfCms self = DfCms.__new__(DfCms)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # width: Sketch width.
-        width = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.width = width
-        # depth: Sketch depth.
-        depth = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.depth = depth
-        # total_count: Total count.
-        total_count = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.total_count = total_count
-        # counters: The counters, row by row.
-        counters_count = (width.value * depth.value)
-        if counters_count < 0 or counters_count > (end - pos) // 8:
-            raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-        counters = ScalarColumns(buf)
-        for counters_index in range(counters_count):
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
-            counters_item = rd_s8le(_p, pos)
-            pos += 8
-            counters.append(counters_item)
-        self.counters = counters
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbLen depth = None
+    cdef rdb_string__RdbLen total_count = None
+    cdef rdb_string__RdbLen width = None
+    # width: Sketch width.
+    width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.width = width
+    # depth: Sketch depth.
+    depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.depth = depth
+    # total_count: Total count.
+    total_count = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.total_count = total_count
+    # counters: The counters, row by row.
+    counters_count = (width.value * depth.value)
+    if counters_count < 0 or counters_count > (end - pos) // 8:
+        raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+    counters = ScalarColumns(buf)
+    for counters_index in range(counters_count):
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
+        counters_item = rd_s8le(_p, pos)
+        pos += 8
+        counters.append(counters_item)
+    self.counters = counters
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_cms(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_cms at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_cms(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_cms at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_cms); returns the position after it."""
+    cdef rdb_string__RdbLen depth = None
+    cdef rdb_string__RdbLen width = None
     # width: Sketch width.
-    width = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # depth: Sketch depth.
-    depth = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # total_count: Total count.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     total_count = None
     # counters: The counters, row by row.
     counters_count = (width.value * depth.value)
@@ -1068,7 +1092,6 @@ cdef Py_ssize_t c_skip_df_cms(object io, Py_ssize_t pos, object parent, object r
         counters_item = None
         pos += 8
         counters.append(counters_item)
-
     return pos
 
 
@@ -1078,18 +1101,7 @@ cdef class DfTopk:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object options
-    cdef public object k
-    cdef public object width
-    cdef public object depth
-    cdef public object decay
-    cdef public object heap_size
-    cdef public object heap
-    cdef public object counter_bytes
-    cdef public object counters
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "options", "k", "width", "depth", "decay", "heap_size", "heap", "counter_bytes", "counters", )  # the fields, as in the Python class
 
     @classmethod
@@ -1100,103 +1112,112 @@ cdef class DfTopk:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_topk(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_topk(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_topk without building it; returns the position after it."""
-        return c_skip_df_topk(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_topk(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_topk(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_topk at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_topk at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef DfTopk self = DfTopk.__new__(DfTopk)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # options: Options, always 0.
-        options = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.options = options
-        # k: Number of top items.
-        k = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.k = k
-        # width: Sketch width.
-        width = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.width = width
-        # depth: Sketch depth.
-        depth = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.depth = depth
-        # decay: Decay factor.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
-        decay = rd_f8le(_p, pos)
-        pos += 8
-        self.decay = decay
-        # heap_size: Number of heap items.
-        heap_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.heap_size = heap_size
-        # heap: The heap items.
-        heap_count = heap_size.value
-        if heap_count < 0 or heap_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
-        heap = []
-        for heap_index in range(heap_count):
-            heap_item = c_read_df_topk_item(io, &pos, self, root)
-            heap.append(heap_item)
-        self.heap = heap
-        # counter_bytes: Size of the counter array in bytes.
-        counter_bytes_pos = pos
-        counter_bytes = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        counter_bytes_value = counter_bytes.value
-        if not ((counter_bytes_value % 4) == 0):
-            raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
-        self.counter_bytes = counter_bytes
-        # counters: The counters.
-        counters_count = (counter_bytes_value // 4)
-        if counters_count < 0 or counters_count > (end - pos) // 4:
-            raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-        counters = ScalarColumns(buf)
-        for counters_index in range(counters_count):
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
-            counters_item = rd_u4le(_p, pos)
-            pos += 4
-            counters.append(counters_item)
-        self.counters = counters
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbLen counter_bytes = None
+    cdef rdb_string__RdbLen depth = None
+    cdef rdb_string__RdbLen heap_size = None
+    cdef rdb_string__RdbLen k = None
+    cdef rdb_string__RdbLen options = None
+    cdef rdb_string__RdbLen width = None
+    # options: Options, always 0.
+    options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.options = options
+    # k: Number of top items.
+    k = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.k = k
+    # width: Sketch width.
+    width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.width = width
+    # depth: Sketch depth.
+    depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.depth = depth
+    # decay: Decay factor.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
+    decay = rd_f8le(_p, pos)
+    pos += 8
+    self.decay = decay
+    # heap_size: Number of heap items.
+    heap_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.heap_size = heap_size
+    # heap: The heap items.
+    heap_count = heap_size.value
+    if heap_count < 0 or heap_count > (end - pos) // 2:
+        raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
+    heap = []
+    for heap_index in range(heap_count):
+        heap_item = c_read_df_topk_item(io, buf, _p, end, &pos, self, root)
+        heap.append(heap_item)
+    self.heap = heap
+    # counter_bytes: Size of the counter array in bytes.
+    counter_bytes_pos = pos
+    counter_bytes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    counter_bytes_value = counter_bytes.value
+    if not ((counter_bytes_value % 4) == 0):
+        raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
+    self.counter_bytes = counter_bytes
+    # counters: The counters.
+    counters_count = (counter_bytes_value // 4)
+    if counters_count < 0 or counters_count > (end - pos) // 4:
+        raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+    counters = ScalarColumns(buf)
+    for counters_index in range(counters_count):
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
+        counters_item = rd_u4le(_p, pos)
+        pos += 4
+        counters.append(counters_item)
+    self.counters = counters
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_topk(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_topk at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_topk at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_topk); returns the position after it."""
+    cdef rdb_string__RdbLen counter_bytes = None
+    cdef rdb_string__RdbLen heap_size = None
     # options: Options, always 0.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     options = None
     # k: Number of top items.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     k = None
     # width: Sketch width.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     width = None
     # depth: Sketch depth.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     depth = None
     # decay: Decay factor.
     if pos + 8 > end:
@@ -1204,19 +1225,19 @@ cdef Py_ssize_t c_skip_df_topk(object io, Py_ssize_t pos, object parent, object 
     decay = None
     pos += 8
     # heap_size: Number of heap items.
-    heap_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    heap_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # heap: The heap items.
     heap_count = heap_size.value
     if heap_count < 0 or heap_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
     heap = []
     for heap_index in range(heap_count):
-        pos = c_skip_df_topk_item(io, pos, None, root)
+        pos = c_skip_df_topk_item(io, buf, _p, end, pos, None, root)
         heap_item = None
         heap.append(heap_item)
     # counter_bytes: Size of the counter array in bytes.
     counter_bytes_pos = pos
-    counter_bytes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    counter_bytes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     counter_bytes_value = counter_bytes.value
     if not ((counter_bytes_value % 4) == 0):
         raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
@@ -1231,7 +1252,6 @@ cdef Py_ssize_t c_skip_df_topk(object io, Py_ssize_t pos, object parent, object 
         counters_item = None
         pos += 4
         counters.append(counters_item)
-
     return pos
 
 
@@ -1240,11 +1260,7 @@ cdef class DfTopkItem:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object item
-    cdef public object count
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "item", "count", )  # the fields, as in the Python class
 
     @classmethod
@@ -1255,50 +1271,58 @@ cdef class DfTopkItem:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_topk_item(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_topk_item(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_topk_item without building it; returns the position after it."""
-        return c_skip_df_topk_item(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_topk_item(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_topk_item(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_topk_item at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfTopkItem c_read_df_topk_item(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_topk_item at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfTopkItem self = DfTopkItem.__new__(DfTopkItem)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen count_ = None
+    cdef rdb_string__RdbString item = None
     # item: The item.
-    item = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.item = item
     # count: Its count.
-    count_ = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.count = count_
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_topk_item(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_topk_item at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_topk_item(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_topk_item at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_topk_item); returns the position after it."""
     # item: The item.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     item = None
     # count: Its count.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     count_ = None
-
     return pos
 
 
@@ -1307,17 +1331,7 @@ cdef class DfCuckoo:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object slots_per_bucket
-    cdef public object max_iter
-    cdef public object expansion
-    cdef public object num_buckets
-    cdef public object num_items
-    cdef public object num_deletes
-    cdef public object num_filters
-    cdef public object filters
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "slots_per_bucket", "max_iter", "expansion", "num_buckets", "num_items", "num_deletes", "num_filters", "filters", )  # the fields, as in the Python class
 
     @classmethod
@@ -1328,46 +1342,64 @@ cdef class DfCuckoo:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_cuckoo(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_cuckoo(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_cuckoo without building it; returns the position after it."""
-        return c_skip_df_cuckoo(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_cuckoo(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_cuckoo(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_cuckoo at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfCuckoo c_read_df_cuckoo(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_cuckoo at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfCuckoo self = DfCuckoo.__new__(DfCuckoo)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen expansion = None
+    cdef rdb_string__RdbLen max_iter = None
+    cdef rdb_string__RdbLen num_buckets = None
+    cdef rdb_string__RdbLen num_deletes = None
+    cdef rdb_string__RdbLen num_filters = None
+    cdef rdb_string__RdbLen num_items = None
+    cdef rdb_string__RdbLen slots_per_bucket = None
     # slots_per_bucket: Slots per bucket.
-    slots_per_bucket = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    slots_per_bucket = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.slots_per_bucket = slots_per_bucket
     # max_iter: Maximum kick iterations.
-    max_iter = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    max_iter = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.max_iter = max_iter
     # expansion: Expansion factor.
-    expansion = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    expansion = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.expansion = expansion
     # num_buckets: Number of buckets.
-    num_buckets = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_buckets = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_buckets = num_buckets
     # num_items: Number of items.
-    num_items = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_items = num_items
     # num_deletes: Number of deletes.
-    num_deletes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_deletes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_deletes = num_deletes
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_filters = num_filters
     # filters: The filters.
     filters_count = num_filters.value
@@ -1375,50 +1407,46 @@ cdef object c_read_df_cuckoo(object io, Py_ssize_t* _at, object parent, object r
         raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
     for filters_index in range(filters_count):
-        filters_item = c_read_df_cuckoo_filter(io, &pos, self, root)
+        filters_item = c_read_df_cuckoo_filter(io, buf, _p, end, &pos, self, root)
         filters.append(filters_item)
     self.filters = filters
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_cuckoo(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_cuckoo at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_cuckoo at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_cuckoo); returns the position after it."""
+    cdef rdb_string__RdbLen num_filters = None
     # slots_per_bucket: Slots per bucket.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     slots_per_bucket = None
     # max_iter: Maximum kick iterations.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     max_iter = None
     # expansion: Expansion factor.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     expansion = None
     # num_buckets: Number of buckets.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     num_buckets = None
     # num_items: Number of items.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     num_items = None
     # num_deletes: Number of deletes.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     num_deletes = None
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > end - pos:
         raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
     for filters_index in range(filters_count):
-        pos = c_skip_df_cuckoo_filter(io, pos, None, root)
+        pos = c_skip_df_cuckoo_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
         filters.append(filters_item)
-
     return pos
 
 
@@ -1427,11 +1455,7 @@ cdef class DfCuckooFilter:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object size
-    cdef public object chunks
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "size", "chunks", )  # the fields, as in the Python class
 
     @classmethod
@@ -1442,57 +1466,66 @@ cdef class DfCuckooFilter:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_cuckoo_filter(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_cuckoo_filter(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one df_cuckoo_filter without building it; returns the position after it."""
-        return c_skip_df_cuckoo_filter(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_df_cuckoo_filter(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_df_cuckoo_filter(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_cuckoo_filter at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfCuckooFilter c_read_df_cuckoo_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_cuckoo_filter at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef DfCuckooFilter self = DfCuckooFilter.__new__(DfCuckooFilter)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef DfChunkList chunks = None
+    cdef rdb_string__RdbLen size = None
     # size: Size of the table in bytes.
-    size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.size = size
     # chunks: The table bytes, in chunks.
     size_value = size.value
     if (size_value > 0):
-        chunks = c_read_df_chunk_list(io, &pos, self, root, size_value)
+        chunks = c_read_df_chunk_list(io, buf, _p, end, &pos, self, root, size_value)
     else:
         chunks = None
     self.chunks = chunks
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_df_cuckoo_filter(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one df_cuckoo_filter at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_df_cuckoo_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one df_cuckoo_filter at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_df_cuckoo_filter); returns the position after it."""
+    cdef rdb_string__RdbLen size = None
     # size: Size of the table in bytes.
-    size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # chunks: The table bytes, in chunks.
     size_value = size.value
     if (size_value > 0):
-        pos = c_skip_df_chunk_list(io, pos, None, root, size_value)
+        pos = c_skip_df_chunk_list(io, buf, _p, end, pos, None, root, size_value)
         chunks = None
     else:
         chunks = None
-
     return pos
 
 
@@ -1501,11 +1534,7 @@ cdef class DfMask:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveEntry"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object flags
-    cdef public object mc_flags
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "flags", "mc_flags", )  # the fields, as in the Python class
 
     @classmethod
@@ -1516,43 +1545,40 @@ cdef class DfMask:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_df_mask(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_df_mask(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_df_mask(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one df_mask at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef DfMask c_read_df_mask(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one df_mask at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef DfMask self = DfMask.__new__(DfMask)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
+    # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
+    flags = rd_u4le(_p, pos)
+    pos += 4
+    self.flags = flags
+    # mc_flags: Memcached flags.
+    if ((flags & 2) != 0):
         if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
-        flags = rd_u4le(_p, pos)
+            raise truncated(io, pos, 4, "dragonfly:df_mask.mc_flags")
+        mc_flags = rd_u4le(_p, pos)
         pos += 4
-        self.flags = flags
-        # mc_flags: Memcached flags.
-        if ((flags & 2) != 0):
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:df_mask.mc_flags")
-            mc_flags = rd_u4le(_p, pos)
-            pos += 4
-        else:
-            mc_flags = None
-        self.mc_flags = mc_flags
-    finally:
-        PyBuffer_Release(&_view)
-
+    else:
+        mc_flags = None
+    self.mc_flags = mc_flags
     _at[0] = pos
     return self
 
@@ -1562,10 +1588,7 @@ cdef class JournalOffset:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSaver::SendJournalOffset"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object offset
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "offset", )  # the fields, as in the Python class
 
     @classmethod
@@ -1576,34 +1599,31 @@ cdef class JournalOffset:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_journal_offset(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_journal_offset(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_journal_offset(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one journal_offset at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef JournalOffset c_read_journal_offset(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one journal_offset at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef JournalOffset self = JournalOffset.__new__(JournalOffset)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # offset: Journal offset (u64 LE).
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:journal_offset.offset")
-        offset = rd_u8le(_p, pos)
-        pos += 8
-        self.offset = offset
-    finally:
-        PyBuffer_Release(&_view)
-
+    # offset: Journal offset (u64 LE).
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:journal_offset.offset")
+    offset = rd_u8le(_p, pos)
+    pos += 8
+    self.offset = offset
     _at[0] = pos
     return self
 
@@ -1613,11 +1633,7 @@ cdef class JournalBlob:
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleJournalBlob"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_entries
-    cdef public object journal
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_entries", "journal", )  # the fields, as in the Python class
 
     @classmethod
@@ -1628,28 +1644,33 @@ cdef class JournalBlob:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_journal_blob(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_journal_blob(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_journal_blob(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one journal_blob at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef JournalBlob c_read_journal_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one journal_blob at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef JournalBlob self = JournalBlob.__new__(JournalBlob)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString journal = None
+    cdef rdb_string__RdbLen num_entries = None
     # num_entries: Number of journal entries.
-    num_entries = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_entries = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_entries = num_entries
     # journal: The serialized journal entries (notes §9.5).
-    journal = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    journal = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.journal = journal
-
     _at[0] = pos
     return self
 
@@ -1659,10 +1680,7 @@ cdef class FullsyncEnd:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSaver::SendFullSyncCut"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object padding
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "padding", )  # the fields, as in the Python class
 
     @classmethod
@@ -1673,29 +1691,32 @@ cdef class FullsyncEnd:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_fullsync_end(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_fullsync_end(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_fullsync_end(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one fullsync_end at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef FullsyncEnd c_read_fullsync_end(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one fullsync_end at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef FullsyncEnd self = FullsyncEnd.__new__(FullsyncEnd)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
     # padding: Eight zero bytes.
     padding_size = 8
     if pos + padding_size > end:
         raise truncated(io, pos, padding_size, "dragonfly:fullsync_end.padding")
     pos += padding_size
-    padding = buf[pos - padding_size:pos]
+    padding = _p[pos - padding_size:pos]
     self.padding = padding
-
     _at[0] = pos
     return self
 
@@ -1705,13 +1726,7 @@ cdef class ShardDocIndex:
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object shard_id
-    cdef public object index_name
-    cdef public object count
-    cdef public object docs
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "shard_id", "index_name", "count", "docs", )  # the fields, as in the Python class
 
     @classmethod
@@ -1722,29 +1737,36 @@ cdef class ShardDocIndex:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_shard_doc_index(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_shard_doc_index(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_shard_doc_index(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one shard_doc_index at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ShardDocIndex c_read_shard_doc_index(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one shard_doc_index at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ShardDocIndex self = ShardDocIndex.__new__(ShardDocIndex)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen count_ = None
+    cdef rdb_string__RdbString index_name = None
+    cdef rdb_string__RdbLen shard_id = None
     # shard_id: Shard id.
-    shard_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    shard_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.shard_id = shard_id
     # index_name: Search index name.
-    index_name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    index_name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.index_name = index_name
     # count: Number of documents.
-    count_ = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.count = count_
     # docs: The documents.
     docs_count = count_.value
@@ -1752,10 +1774,9 @@ cdef object c_read_shard_doc_index(object io, Py_ssize_t* _at, object parent, ob
         raise invalid(io, pos, "dragonfly:shard_doc_index.docs", f'count {docs_count} exceeds the {end - pos} bytes that remain')
     docs = []
     for docs_index in range(docs_count):
-        docs_item = c_read_shard_doc(io, &pos, self, root)
+        docs_item = c_read_shard_doc(io, buf, _p, end, &pos, self, root)
         docs.append(docs_item)
     self.docs = docs
-
     _at[0] = pos
     return self
 
@@ -1765,11 +1786,7 @@ cdef class ShardDoc:
 
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object key
-    cdef public object doc_id
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "key", "doc_id", )  # the fields, as in the Python class
 
     @classmethod
@@ -1780,28 +1797,33 @@ cdef class ShardDoc:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_shard_doc(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_shard_doc(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_shard_doc(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one shard_doc at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ShardDoc c_read_shard_doc(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one shard_doc at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ShardDoc self = ShardDoc.__new__(ShardDoc)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen doc_id = None
+    cdef rdb_string__RdbString key = None
     # key: The key.
-    key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    key = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.key = key
     # doc_id: The document id.
-    doc_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    doc_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.doc_id = doc_id
-
     _at[0] = pos
     return self
 
@@ -1811,13 +1833,7 @@ cdef class VectorIndex:
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object index_key
-    cdef public object enterpoint
-    cdef public object num_nodes
-    cdef public object nodes
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "index_key", "enterpoint", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
@@ -1828,29 +1844,36 @@ cdef class VectorIndex:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_vector_index(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_vector_index(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_vector_index(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one vector_index at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef VectorIndex c_read_vector_index(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one vector_index at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef VectorIndex self = VectorIndex.__new__(VectorIndex)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen enterpoint = None
+    cdef rdb_string__RdbString index_key = None
+    cdef rdb_string__RdbLen num_nodes = None
     # index_key: Index key.
-    index_key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    index_key = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.index_key = index_key
     # enterpoint: HNSW entry point.
-    enterpoint = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    enterpoint = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.enterpoint = enterpoint
     # num_nodes: Number of nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_nodes = num_nodes
     # nodes: The nodes.
     nodes_count = num_nodes.value
@@ -1858,10 +1881,9 @@ cdef object c_read_vector_index(object io, Py_ssize_t* _at, object parent, objec
         raise invalid(io, pos, "dragonfly:vector_index.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
     for nodes_index in range(nodes_count):
-        nodes_item = c_read_hnsw_node(io, &pos, self, root)
+        nodes_item = c_read_hnsw_node(io, buf, _p, end, &pos, self, root)
         nodes.append(nodes_item)
     self.nodes = nodes
-
     _at[0] = pos
     return self
 
@@ -1871,13 +1893,7 @@ cdef class HnswNode:
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object internal_id
-    cdef public object global_id
-    cdef public object level
-    cdef public object levels
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "internal_id", "global_id", "level", "levels", )  # the fields, as in the Python class
 
     @classmethod
@@ -1888,55 +1904,52 @@ cdef class HnswNode:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hnsw_node(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hnsw_node(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_hnsw_node(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hnsw_node at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HnswNode c_read_hnsw_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hnsw_node at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef HnswNode self = HnswNode.__new__(HnswNode)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # internal_id: Internal id.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
-        internal_id = rd_u4le(_p, pos)
-        pos += 4
-        self.internal_id = internal_id
-        # global_id: Global id.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "dragonfly:hnsw_node.global_id")
-        global_id = rd_u8le(_p, pos)
-        pos += 8
-        self.global_id = global_id
-        # level: Top level of the node.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:hnsw_node.level")
-        level = rd_u4le(_p, pos)
-        pos += 4
-        self.level = level
-        # levels: Links for levels 0..level.
-        levels_count = (level + 1)
-        if levels_count < 0 or levels_count > (end - pos) // 4:
-            raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
-        levels = []
-        for levels_index in range(levels_count):
-            levels_item = c_read_hnsw_links(io, &pos, self, root)
-            levels.append(levels_item)
-        self.levels = levels
-    finally:
-        PyBuffer_Release(&_view)
-
+    # internal_id: Internal id.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
+    internal_id = rd_u4le(_p, pos)
+    pos += 4
+    self.internal_id = internal_id
+    # global_id: Global id.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "dragonfly:hnsw_node.global_id")
+    global_id = rd_u8le(_p, pos)
+    pos += 8
+    self.global_id = global_id
+    # level: Top level of the node.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "dragonfly:hnsw_node.level")
+    level = rd_u4le(_p, pos)
+    pos += 4
+    self.level = level
+    # levels: Links for levels 0..level.
+    levels_count = (level + 1)
+    if levels_count < 0 or levels_count > (end - pos) // 4:
+        raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
+    levels = []
+    for levels_index in range(levels_count):
+        levels_item = c_read_hnsw_links(io, buf, _p, end, &pos, self, root)
+        levels.append(levels_item)
+    self.levels = levels
     _at[0] = pos
     return self
 
@@ -1946,11 +1959,7 @@ cdef class HnswLinks:
 
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_links
-    cdef public object links
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_links", "links", )  # the fields, as in the Python class
 
     @classmethod
@@ -1961,46 +1970,43 @@ cdef class HnswLinks:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hnsw_links(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hnsw_links(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_hnsw_links(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hnsw_links at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HnswLinks c_read_hnsw_links(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hnsw_links at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef HnswLinks self = HnswLinks.__new__(HnswLinks)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # num_links: Number of links.
+    # num_links: Number of links.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
+    num_links = rd_u4le(_p, pos)
+    pos += 4
+    self.num_links = num_links
+    # links: Linked internal ids.
+    links_count = num_links
+    if links_count < 0 or links_count > (end - pos) // 4:
+        raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
+    links = ScalarColumns(buf)
+    for links_index in range(links_count):
         if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
-        num_links = rd_u4le(_p, pos)
+            raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
+        links_item = rd_u4le(_p, pos)
         pos += 4
-        self.num_links = num_links
-        # links: Linked internal ids.
-        links_count = num_links
-        if links_count < 0 or links_count > (end - pos) // 4:
-            raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
-        links = ScalarColumns(buf)
-        for links_index in range(links_count):
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
-            links_item = rd_u4le(_p, pos)
-            pos += 4
-            links.append(links_item)
-        self.links = links
-    finally:
-        PyBuffer_Release(&_view)
-
+        links.append(links_item)
+    self.links = links
     _at[0] = pos
     return self
 
@@ -2011,11 +2017,7 @@ cdef class CompressedBlob:
 
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::CompressBlob"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object csize
-    cdef public object data
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "csize", "data", )  # the fields, as in the Python class
 
     @classmethod
@@ -2026,32 +2028,36 @@ cdef class CompressedBlob:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_compressed_blob(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_compressed_blob(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_compressed_blob(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one compressed_blob at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef CompressedBlob c_read_compressed_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one compressed_blob at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef CompressedBlob self = CompressedBlob.__new__(CompressedBlob)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen csize = None
     # csize: Compressed size.
-    csize = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    csize = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.csize = csize
     # data: The compressed frame.
     data_size = csize.value
     if pos + data_size > end:
         raise truncated(io, pos, data_size, "dragonfly:compressed_blob.data")
     pos += data_size
-    data = buf[pos - data_size:pos]
+    data = _p[pos - data_size:pos]
     self.data = data
-
     _at[0] = pos
     return self
 
@@ -2061,12 +2067,7 @@ cdef class TaggedChunk:
 
     Written by: dragonfly src/server/rdb_save.cc MemBufController::PushTagHeader"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object stream_id
-    cdef public object payload_len
-    cdef public object payload
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "stream_id", "payload_len", "payload", )  # the fields, as in the Python class
 
     @classmethod
@@ -2077,49 +2078,46 @@ cdef class TaggedChunk:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_tagged_chunk(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_tagged_chunk(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_tagged_chunk(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one tagged_chunk at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef TaggedChunk c_read_tagged_chunk(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one tagged_chunk at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef TaggedChunk self = TaggedChunk.__new__(TaggedChunk)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # stream_id: Chunk stream id (non-zero).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
-        stream_id = rd_u4le(_p, pos)
-        pos += 4
-        if stream_id < 1:
-            raise invalid(io, pos - 4, "dragonfly:tagged_chunk.stream_id", 'expected at least 1, found ' + repr(stream_id))
-        self.stream_id = stream_id
-        # payload_len: Payload length (non-zero).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
-        payload_len = rd_u4le(_p, pos)
-        pos += 4
-        if payload_len < 1:
-            raise invalid(io, pos - 4, "dragonfly:tagged_chunk.payload_len", 'expected at least 1, found ' + repr(payload_len))
-        self.payload_len = payload_len
-        # payload: The chunk payload.
-        if pos + payload_len > end:
-            raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
-        pos += payload_len
-        payload = buf[pos - payload_len:pos]
-        self.payload = payload
-    finally:
-        PyBuffer_Release(&_view)
-
+    # stream_id: Chunk stream id (non-zero).
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")
+    stream_id = rd_u4le(_p, pos)
+    pos += 4
+    if stream_id < 1:
+        raise invalid(io, pos - 4, "dragonfly:tagged_chunk.stream_id", 'expected at least 1, found ' + repr(stream_id))
+    self.stream_id = stream_id
+    # payload_len: Payload length (non-zero).
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "dragonfly:tagged_chunk.payload_len")
+    payload_len = rd_u4le(_p, pos)
+    pos += 4
+    if payload_len < 1:
+        raise invalid(io, pos - 4, "dragonfly:tagged_chunk.payload_len", 'expected at least 1, found ' + repr(payload_len))
+    self.payload_len = payload_len
+    # payload: The chunk payload.
+    if pos + payload_len > end:
+        raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
+    pos += payload_len
+    payload = _p[pos - payload_len:pos]
+    self.payload = payload
     _at[0] = pos
     return self

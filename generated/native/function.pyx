@@ -13,6 +13,8 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
 
@@ -27,9 +29,7 @@ cdef class Function:
 
     Written by: redis src/rdb.c rdbSaveFunctions"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
@@ -40,22 +40,25 @@ cdef class Function:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_function(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_function(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_function(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one function at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Function c_read_function(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one function at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Function self = Function.__new__(Function)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-
     _at[0] = pos
     return self
 
@@ -65,10 +68,7 @@ cdef class Function2:
 
     Written by: redis src/rdb.c rdbFunctionLoad"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object library_code
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "library_code", )  # the fields, as in the Python class
 
     @classmethod
@@ -79,25 +79,29 @@ cdef class Function2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_function2(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_function2(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_function2(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one function2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Function2 c_read_function2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one function2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Function2 self = Function2.__new__(Function2)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString library_code = None
     # library_code: The library code, e.g. "#!lua name=mylib ...".
-    library_code = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    library_code = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.library_code = library_code
-
     _at[0] = pos
     return self
 
@@ -108,14 +112,7 @@ cdef class FunctionPreGa:
 
     Written by: redis 7.0-rc1 src/rdb.c rdbSaveFunctions"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object name
-    cdef public object engine
-    cdef public object has_desc
-    cdef public object desc
-    cdef public object code
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "name", "engine", "has_desc", "desc", "code", )  # the fields, as in the Python class
 
     @classmethod
@@ -126,39 +123,47 @@ cdef class FunctionPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_function_pre_ga(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_function_pre_ga(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_function_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one function_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef FunctionPreGa c_read_function_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one function_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef FunctionPreGa self = FunctionPreGa.__new__(FunctionPreGa)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString code = None
+    cdef rdb_string__RdbString desc = None
+    cdef rdb_string__RdbString engine = None
+    cdef rdb_string__RdbLen has_desc = None
+    cdef rdb_string__RdbString name = None
     # name: Function name.
-    name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.name = name
     # engine: Engine name (e.g. LUA).
-    engine = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    engine = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.engine = engine
     # has_desc: 1 when a description follows, else 0. The server reads a description after any
-    has_desc = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    has_desc = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.has_desc = has_desc
     # desc: The description.
     if (has_desc.value != 0):
-        desc = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        desc = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     else:
         desc = None
     self.desc = desc
     # code: The function code.
-    code = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    code = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.code = code
-
     _at[0] = pos
     return self

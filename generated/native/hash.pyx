@@ -13,6 +13,9 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -32,9 +35,7 @@ cdef class Hash:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
@@ -45,22 +46,25 @@ cdef class Hash:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_hash(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Hash c_read_hash(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Hash self = Hash.__new__(Hash)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-
     _at[0] = pos
     return self
 
@@ -70,11 +74,7 @@ cdef class HashTable:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_fields
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -85,28 +85,40 @@ cdef class HashTable:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash_table(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_table(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_table without building it; returns the position after it."""
-        return c_skip_hash_table(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_table(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_hash_table(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash_table at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_table at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef HashTable self = HashTable.__new__(HashTable)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_fields = num_fields
     # entries: The field/value pairs.
     entries_count = num_fields.value
@@ -114,32 +126,28 @@ cdef object c_read_hash_table(object io, Py_ssize_t* _at, object parent, object 
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        entries_item = c_read_hash_pair(io, &pos, self, root)
+        entries_item = c_read_hash_pair(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_table(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one hash_table at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_table at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_table); returns the position after it."""
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # entries: The field/value pairs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        pos = c_skip_hash_pair(io, pos, None, root)
+        pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
-
     return pos
 
 
@@ -148,11 +156,7 @@ cdef class HashPair:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object field
-    cdef public object value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
@@ -163,50 +167,58 @@ cdef class HashPair:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash_pair(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_pair(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_pair without building it; returns the position after it."""
-        return c_skip_hash_pair(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_pair(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_hash_pair(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash_pair at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashPair c_read_hash_pair(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_pair at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef HashPair self = HashPair.__new__(HashPair)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString field = None
+    cdef rdb_string__RdbString value = None
     # field: Field name.
-    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    field = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.field = field
     # value: Field value.
-    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.value = value
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_pair(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one hash_pair at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_hash_pair(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_pair at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_pair); returns the position after it."""
     # field: Field name.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     field = None
     # value: Field value.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     value = None
-
     return pos
 
 
@@ -216,11 +228,7 @@ cdef class HashMetadataPreGa:
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_fields
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -231,28 +239,40 @@ cdef class HashMetadataPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash_metadata_pre_ga(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_metadata_pre_ga(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_metadata_pre_ga without building it; returns the position after it."""
-        return c_skip_hash_metadata_pre_ga(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_metadata_pre_ga(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_hash_metadata_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash_metadata_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_metadata_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef HashMetadataPreGa self = HashMetadataPreGa.__new__(HashMetadataPreGa)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_fields = num_fields
     # entries: The fields with their absolute TTLs.
     entries_count = num_fields.value
@@ -260,32 +280,28 @@ cdef object c_read_hash_metadata_pre_ga(object io, Py_ssize_t* _at, object paren
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        entries_item = c_read_hash_ttl_entry_pre_ga(io, &pos, self, root)
+        entries_item = c_read_hash_ttl_entry_pre_ga(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one hash_metadata_pre_ga at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_metadata_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_metadata_pre_ga); returns the position after it."""
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # entries: The fields with their absolute TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        pos = c_skip_hash_ttl_entry_pre_ga(io, pos, None, root)
+        pos = c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
-
     return pos
 
 
@@ -294,12 +310,7 @@ cdef class HashTtlEntryPreGa:
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object ttl
-    cdef public object field
-    cdef public object value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "ttl", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
@@ -310,56 +321,65 @@ cdef class HashTtlEntryPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash_ttl_entry_pre_ga(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_ttl_entry_pre_ga(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_ttl_entry_pre_ga without building it; returns the position after it."""
-        return c_skip_hash_ttl_entry_pre_ga(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_hash_ttl_entry_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash_ttl_entry_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashTtlEntryPreGa c_read_hash_ttl_entry_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_ttl_entry_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef HashTtlEntryPreGa self = HashTtlEntryPreGa.__new__(HashTtlEntryPreGa)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString field = None
+    cdef rdb_string__RdbLen ttl = None
+    cdef rdb_string__RdbString value = None
     # ttl: Absolute expiry time in unix ms, or 0 for none.
-    ttl = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    ttl = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.ttl = ttl
     # field: Field name.
-    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    field = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.field = field
     # value: Field value.
-    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.value = value
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_ttl_entry_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one hash_ttl_entry_pre_ga at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_hash_ttl_entry_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_ttl_entry_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_ttl_entry_pre_ga); returns the position after it."""
     # ttl: Absolute expiry time in unix ms, or 0 for none.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     ttl = None
     # field: Field name.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     field = None
     # value: Field value.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     value = None
-
     return pos
 
 
@@ -369,10 +389,7 @@ cdef class HashListpackExPreGa:
 
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object listpack
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "listpack", )  # the fields, as in the Python class
 
     @classmethod
@@ -383,44 +400,51 @@ cdef class HashListpackExPreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash_listpack_ex_pre_ga(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_listpack_ex_pre_ga(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_listpack_ex_pre_ga without building it; returns the position after it."""
-        return c_skip_hash_listpack_ex_pre_ga(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_listpack_ex_pre_ga(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_hash_listpack_ex_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash_listpack_ex_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashListpackExPreGa c_read_hash_listpack_ex_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_listpack_ex_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef HashListpackExPreGa self = HashListpackExPreGa.__new__(HashListpackExPreGa)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbBlob listpack = None
     # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-    listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
+    listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
     self.listpack = listpack
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_listpack_ex_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one hash_listpack_ex_pre_ga at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_hash_listpack_ex_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_listpack_ex_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_listpack_ex_pre_ga); returns the position after it."""
     # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
     listpack = None
-
     return pos
 
 
@@ -430,12 +454,7 @@ cdef class HashMetadata:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object min_expire
-    cdef public object num_fields
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "min_expire", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -446,84 +465,80 @@ cdef class HashMetadata:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash_metadata(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_metadata(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_metadata without building it; returns the position after it."""
-        return c_skip_hash_metadata(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_metadata(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_hash_metadata(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash_metadata at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_metadata at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef HashMetadata self = HashMetadata.__new__(HashMetadata)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-        min_expire = rd_u8le(_p, pos)
-        pos += 8
-        self.min_expire = min_expire
-        # num_fields: Number of fields.
-        num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.num_fields = num_fields
-        # entries: The fields with their relative TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            entries_item = c_read_hash_ttl_entry(io, &pos, self, root, min_expire)
-            entries.append(entries_item)
-        self.entries = entries
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbLen num_fields = None
+    # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+    min_expire = rd_u8le(_p, pos)
+    pos += 8
+    self.min_expire = min_expire
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.num_fields = num_fields
+    # entries: The fields with their relative TTLs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        entries_item = c_read_hash_ttl_entry(io, buf, _p, end, &pos, self, root, min_expire)
+        entries.append(entries_item)
+    self.entries = entries
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_metadata(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one hash_metadata at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
-        min_expire = rd_u8le(_p, pos)
-        pos += 8
-        # num_fields: Number of fields.
-        num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
-        # entries: The fields with their relative TTLs.
-        entries_count = num_fields.value
-        if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries = []
-        for entries_index in range(entries_count):
-            pos = c_skip_hash_ttl_entry(io, pos, None, root, min_expire)
-            entries_item = None
-            entries.append(entries_item)
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_hash_metadata(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_metadata at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_metadata); returns the position after it."""
+    cdef rdb_string__RdbLen num_fields = None
+    # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
+    min_expire = rd_u8le(_p, pos)
+    pos += 8
+    # num_fields: Number of fields.
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    # entries: The fields with their relative TTLs.
+    entries_count = num_fields.value
+    if entries_count < 0 or entries_count > (end - pos) // 3:
+        raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries = []
+    for entries_index in range(entries_count):
+        pos = c_skip_hash_ttl_entry(io, buf, _p, end, pos, None, root, min_expire)
+        entries_item = None
+        entries.append(entries_item)
     return pos
 
 
@@ -532,13 +547,7 @@ cdef class HashTtlEntry:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object min_expire
-    cdef public object ttl
-    cdef public object field
-    cdef public object value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "min_expire", "ttl", "field", "value", )  # the fields, as in the Python class
 
     @classmethod
@@ -549,13 +558,27 @@ cdef class HashTtlEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, min_expire):
-        obj = c_read_hash_ttl_entry(io, &pos, parent, root, min_expire)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_ttl_entry(io, buf, _p, end, &pos, parent, root, min_expire)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, min_expire):
         """Steps over one hash_ttl_entry without building it; returns the position after it."""
-        return c_skip_hash_ttl_entry(io, pos, parent, root, min_expire)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_ttl_entry(io, buf, _p, end, pos, parent, root, min_expire)
+        finally:
+            PyBuffer_Release(&_view)
 
     @property
     def expire_at(self):
@@ -564,48 +587,43 @@ cdef class HashTtlEntry:
         return ((self.ttl.value + self.min_expire) - 1) if (self.ttl.value != 0) else None
 
 
-cdef object c_read_hash_ttl_entry(object io, Py_ssize_t* _at, object parent, object root, min_expire):
-    """Reads one hash_ttl_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashTtlEntry c_read_hash_ttl_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, min_expire):
+    """Reads one hash_ttl_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef HashTtlEntry self = HashTtlEntry.__new__(HashTtlEntry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.min_expire = min_expire
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString field = None
+    cdef rdb_string__RdbLen ttl = None
+    cdef rdb_string__RdbString value = None
     # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-    ttl = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    ttl = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.ttl = ttl
     # field: Field name.
-    field = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    field = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.field = field
     # value: Field value.
-    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.value = value
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_ttl_entry(object io, Py_ssize_t pos, object parent, object root, min_expire) except -1:
-    """Steps over one hash_ttl_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_hash_ttl_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, min_expire) except -1:
+    """Steps over one hash_ttl_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_ttl_entry); returns the position after it."""
     # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     ttl = None
     # field: Field name.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     field = None
     # value: Field value.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     value = None
-
     return pos
 
 
@@ -615,11 +633,7 @@ cdef class HashListpackEx:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object min_expire
-    cdef public object listpack
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "min_expire", "listpack", )  # the fields, as in the Python class
 
     @classmethod
@@ -630,61 +644,62 @@ cdef class HashListpackEx:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_hash_listpack_ex(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_listpack_ex(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_listpack_ex without building it; returns the position after it."""
-        return c_skip_hash_listpack_ex(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_listpack_ex(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_hash_listpack_ex(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one hash_listpack_ex at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef HashListpackEx c_read_hash_listpack_ex(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_listpack_ex at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef HashListpackEx self = HashListpackEx.__new__(HashListpackEx)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
-        min_expire = rd_u8le(_p, pos)
-        pos += 8
-        self.min_expire = min_expire
-        # listpack: Listpack of field, value, ttl triples.
-        listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
-        self.listpack = listpack
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbBlob listpack = None
+    # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
+    min_expire = rd_u8le(_p, pos)
+    pos += 8
+    self.min_expire = min_expire
+    # listpack: Listpack of field, value, ttl triples.
+    listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+    self.listpack = listpack
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_hash_listpack_ex(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one hash_listpack_ex at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_hash_listpack_ex(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_listpack_ex at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_listpack_ex); returns the position after it."""
     # min_expire: Smallest field expiry in unix ms, or 0; ignored by the loader.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "hash:hash_listpack_ex.min_expire")
     min_expire = None
     pos += 8
     # listpack: Listpack of field, value, ttl triples.
-    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
     listpack = None
-
     return pos
 
 
@@ -697,11 +712,7 @@ cdef class ValkeyHash2:
 
     Written by: valkey src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_fields
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -712,28 +723,40 @@ cdef class ValkeyHash2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_valkey_hash_2(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_valkey_hash_2(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one valkey_hash_2 without building it; returns the position after it."""
-        return c_skip_valkey_hash_2(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_valkey_hash_2(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_valkey_hash_2(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one valkey_hash_2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one valkey_hash_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ValkeyHash2 self = ValkeyHash2.__new__(ValkeyHash2)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_fields = num_fields
     # entries: The fields with their expiry.
     entries_count = num_fields.value
@@ -741,32 +764,28 @@ cdef object c_read_valkey_hash_2(object io, Py_ssize_t* _at, object parent, obje
         raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        entries_item = c_read_valkey_hash_2_entry(io, &pos, self, root)
+        entries_item = c_read_valkey_hash_2_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_valkey_hash_2(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one valkey_hash_2 at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one valkey_hash_2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_valkey_hash_2); returns the position after it."""
+    cdef rdb_string__RdbLen num_fields = None
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # entries: The fields with their expiry.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 10:
         raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        pos = c_skip_valkey_hash_2_entry(io, pos, None, root)
+        pos = c_skip_valkey_hash_2_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
-
     return pos
 
 
@@ -775,12 +794,7 @@ cdef class ValkeyHash2Entry:
 
     Written by: valkey src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object field
-    cdef public object value
-    cdef public object expire_ms
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "field", "value", "expire_ms", )  # the fields, as in the Python class
 
     @classmethod
@@ -791,75 +805,71 @@ cdef class ValkeyHash2Entry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_valkey_hash_2_entry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_valkey_hash_2_entry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one valkey_hash_2_entry without building it; returns the position after it."""
-        return c_skip_valkey_hash_2_entry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_valkey_hash_2_entry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_valkey_hash_2_entry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one valkey_hash_2_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ValkeyHash2Entry c_read_valkey_hash_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one valkey_hash_2_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef ValkeyHash2Entry self = ValkeyHash2Entry.__new__(ValkeyHash2Entry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # field: Field name.
-        field = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        self.field = field
-        # value: Field value.
-        value = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        self.value = value
-        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-        expire_ms = rd_s8le(_p, pos)
-        pos += 8
-        if expire_ms < -1:
-            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
-        self.expire_ms = expire_ms
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbString field = None
+    cdef rdb_string__RdbString value = None
+    # field: Field name.
+    field = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+    self.field = field
+    # value: Field value.
+    value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+    self.value = value
+    # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+    expire_ms = rd_s8le(_p, pos)
+    pos += 8
+    if expire_ms < -1:
+        raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
+    self.expire_ms = expire_ms
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_valkey_hash_2_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one valkey_hash_2_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # field: Field name.
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
-        field = None
-        # value: Field value.
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
-        value = None
-        # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
-        expire_ms = rd_s8le(_p, pos)
-        pos += 8
-        if expire_ms < -1:
-            raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_valkey_hash_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one valkey_hash_2_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_valkey_hash_2_entry); returns the position after it."""
+    # field: Field name.
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
+    field = None
+    # value: Field value.
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
+    value = None
+    # expire_ms: Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "hash:valkey_hash_2_entry.expire_ms")
+    expire_ms = rd_s8le(_p, pos)
+    pos += 8
+    if expire_ms < -1:
+        raise invalid(io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", 'expected at least -1, found ' + repr(expire_ms))
     return pos

@@ -27,12 +27,7 @@ cdef class Intset:
 
     Written by: redis src/intset.c intsetValidateIntegrity"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object encoding
-    cdef public object length
-    cdef public object members
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "encoding", "length", "members", )  # the fields, as in the Python class
 
     @classmethod
@@ -43,129 +38,123 @@ cdef class Intset:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_intset(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_intset(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one intset without building it; returns the position after it."""
-        return c_skip_intset(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_intset(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_intset(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one intset at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one intset at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef Intset self = Intset.__new__(Intset)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.encoding")
-        encoding = rd_u4le(_p, pos)
-        pos += 4
-        if encoding not in (2, 4, 8,):
-            raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
-        self.encoding = encoding
-        # length: Number of members; an empty intset is corrupt.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.length")
-        length = rd_u4le(_p, pos)
-        pos += 4
-        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
-            raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
-        self.length = length
-        # members: The members, sorted ascending.
-        members_count = length
-        if members_count < 0 or members_count > end - pos + 1:
-            raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-        members = ScalarColumns(buf)
-        for members_index in range(members_count):
-            members_item_on = encoding
-            if members_item_on == 2:
-                if pos + 2 > end:
-                    raise truncated(io, pos, 2, "intset:intset.members")
-                members_item = rd_s2le(_p, pos)
-                pos += 2
-            elif members_item_on == 4:
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "intset:intset.members")
-                members_item = rd_s4le(_p, pos)
-                pos += 4
-            elif members_item_on == 8:
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "intset:intset.members")
-                members_item = rd_s8le(_p, pos)
-                pos += 8
-            else:
-                members_item = None
-            members.append(members_item)
-        self.members = members
-    finally:
-        PyBuffer_Release(&_view)
-
+    # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "intset:intset.encoding")
+    encoding = rd_u4le(_p, pos)
+    pos += 4
+    if encoding not in (2, 4, 8,):
+        raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
+    self.encoding = encoding
+    # length: Number of members; an empty intset is corrupt.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "intset:intset.length")
+    length = rd_u4le(_p, pos)
+    pos += 4
+    if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+        raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
+    self.length = length
+    # members: The members, sorted ascending.
+    members_count = length
+    if members_count < 0 or members_count > end - pos + 1:
+        raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+    members = ScalarColumns(buf)
+    for members_index in range(members_count):
+        members_item_on = encoding
+        if members_item_on == 2:
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "intset:intset.members")
+            members_item = rd_s2le(_p, pos)
+            pos += 2
+        elif members_item_on == 4:
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "intset:intset.members")
+            members_item = rd_s4le(_p, pos)
+            pos += 4
+        elif members_item_on == 8:
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "intset:intset.members")
+            members_item = rd_s8le(_p, pos)
+            pos += 8
+        else:
+            members_item = None
+        members.append(members_item)
+    self.members = members
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_intset(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one intset at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.encoding")
-        encoding = rd_u4le(_p, pos)
-        pos += 4
-        if encoding not in (2, 4, 8,):
-            raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
-        # length: Number of members; an empty intset is corrupt.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "intset:intset.length")
-        length = rd_u4le(_p, pos)
-        pos += 4
-        if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
-            raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
-        # members: The members, sorted ascending.
-        members_count = length
-        if members_count < 0 or members_count > end - pos + 1:
-            raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-        members = []
-        for members_index in range(members_count):
-            members_item_on = encoding
-            if members_item_on == 2:
-                if pos + 2 > end:
-                    raise truncated(io, pos, 2, "intset:intset.members")
-                members_item = None
-                pos += 2
-            elif members_item_on == 4:
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "intset:intset.members")
-                members_item = None
-                pos += 4
-            elif members_item_on == 8:
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "intset:intset.members")
-                members_item = None
-                pos += 8
-            else:
-                members_item = None
-            members.append(members_item)
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one intset at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_intset); returns the position after it."""
+    # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "intset:intset.encoding")
+    encoding = rd_u4le(_p, pos)
+    pos += 4
+    if encoding not in (2, 4, 8,):
+        raise invalid(io, pos - 4, "intset:intset.encoding", 'expected one of 2, 4, 8, found ' + repr(encoding))
+    # length: Number of members; an empty intset is corrupt.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "intset:intset.length")
+    length = rd_u4le(_p, pos)
+    pos += 4
+    if not ((length > 0) and ((8 + (length * encoding)) == (io.end - io.start))):
+        raise invalid(io, pos - 4, "intset:intset.length", 'expected members filling the ' + repr((io.end - io.start)) + '-byte intset (' + repr(encoding) + ' bytes each, at least one), found ' + repr(length))
+    # members: The members, sorted ascending.
+    members_count = length
+    if members_count < 0 or members_count > end - pos + 1:
+        raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+    members = []
+    for members_index in range(members_count):
+        members_item_on = encoding
+        if members_item_on == 2:
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "intset:intset.members")
+            members_item = None
+            pos += 2
+        elif members_item_on == 4:
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "intset:intset.members")
+            members_item = None
+            pos += 4
+        elif members_item_on == 8:
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "intset:intset.members")
+            members_item = None
+            pos += 8
+        else:
+            members_item = None
+        members.append(members_item)
     return pos

@@ -28,14 +28,7 @@ cdef class Listpack:
 
     Written by: redis src/listpack.c lpValidateIntegrity"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object total_bytes
-    cdef public object num_elements
-    cdef public object body
-    cdef public object terminator
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "body", "terminator", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -46,107 +39,101 @@ cdef class Listpack:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_listpack(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_listpack(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one listpack without building it; returns the position after it."""
-        return c_skip_listpack(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_listpack(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_listpack(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one listpack at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one listpack at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef Listpack self = Listpack.__new__(Listpack)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        self.total_bytes = total_bytes
-        # num_elements: Number of entries, or 65535 when unknown (count by scanning).
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:listpack.num_elements")
-        num_elements = rd_u2le(_p, pos)
-        pos += 2
-        self.num_elements = num_elements
-        # body: The entries, without the header and the EOF byte.
-        body_size = (total_bytes - 7)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "listpack:listpack.body")
-        body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
-        pos += body_size
-        body = LpBody._read(body_io, body_io.start, self, root)[0]
-        self.body = body
-        # terminator: LP_EOF, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
-        self.terminator = terminator
-        # entries: The entries of the listpack (each one a scalar, see `lp_entry`).
-        self.entries = body.entries
-    finally:
-        PyBuffer_Release(&_view)
-
+    # total_bytes: Total size of the listpack in bytes; must equal the blob size.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
+    total_bytes = rd_u4le(_p, pos)
+    pos += 4
+    if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+    self.total_bytes = total_bytes
+    # num_elements: Number of entries, or 65535 when unknown (count by scanning).
+    if pos + 2 > end:
+        raise truncated(io, pos, 2, "listpack:listpack.num_elements")
+    num_elements = rd_u2le(_p, pos)
+    pos += 2
+    self.num_elements = num_elements
+    # body: The entries, without the header and the EOF byte.
+    body_size = (total_bytes - 7)
+    if body_size < 0 or pos + body_size > end:
+        raise truncated(io, pos, body_size, "listpack:listpack.body")
+    body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
+    pos += body_size
+    body = LpBody._read(body_io, body_io.start, self, root)[0]
+    self.body = body
+    # terminator: LP_EOF, always 0xFF.
+    if pos >= end:
+        raise truncated(io, pos, 1, "listpack:listpack.terminator")
+    terminator = _p[pos]
+    pos += 1
+    if terminator != 255:
+        raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
+    self.terminator = terminator
+    # entries: The entries of the listpack (each one a scalar, see `lp_entry`).
+    self.entries = body.entries
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_listpack(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one listpack at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # total_bytes: Total size of the listpack in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        # num_elements: Number of entries, or 65535 when unknown (count by scanning).
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "listpack:listpack.num_elements")
-        num_elements = None
-        pos += 2
-        # body: The entries, without the header and the EOF byte.
-        body_size = (total_bytes - 7)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "listpack:listpack.body")
-        pos += body_size
-        body = None
-        # terminator: LP_EOF, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "listpack:listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_listpack(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one listpack at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_listpack); returns the position after it."""
+    # total_bytes: Total size of the listpack in bytes; must equal the blob size.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
+    total_bytes = rd_u4le(_p, pos)
+    pos += 4
+    if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        raise invalid(io, pos - 4, "listpack:listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+    # num_elements: Number of entries, or 65535 when unknown (count by scanning).
+    if pos + 2 > end:
+        raise truncated(io, pos, 2, "listpack:listpack.num_elements")
+    num_elements = None
+    pos += 2
+    # body: The entries, without the header and the EOF byte.
+    body_size = (total_bytes - 7)
+    if body_size < 0 or pos + body_size > end:
+        raise truncated(io, pos, body_size, "listpack:listpack.body")
+    pos += body_size
+    body = None
+    # terminator: LP_EOF, always 0xFF.
+    if pos >= end:
+        raise truncated(io, pos, 1, "listpack:listpack.terminator")
+    terminator = _p[pos]
+    pos += 1
+    if terminator != 255:
+        raise invalid(io, pos - 1, "listpack:listpack.terminator", 'expected 255, found ' + repr(terminator))
     return pos
 
 
@@ -155,10 +142,7 @@ cdef class LpBody:
 
     Written by: redis src/listpack.c lpValidateNext"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -169,60 +153,54 @@ cdef class LpBody:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_lp_body(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_lp_body(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one lp_body without building it; returns the position after it."""
-        return c_skip_lp_body(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_lp_body(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_lp_body(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one lp_body at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef LpBody c_read_lp_body(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one lp_body at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef LpBody self = LpBody.__new__(LpBody)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # entries: Listpack entries, in order.
-        entries = ScalarColumns(buf)
-        while pos < end:
-            c_push_lp_entry(io, buf, _p, end, &pos, self, root, entries)
-        self.entries = entries
-    finally:
-        PyBuffer_Release(&_view)
-
+    # entries: Listpack entries, in order.
+    entries = ScalarColumns(buf)
+    while pos < end:
+        c_push_lp_entry(io, buf, _p, end, &pos, self, root, entries)
+    self.entries = entries
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_lp_body(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one lp_body at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # entries: Listpack entries, in order.
-        entries = []
-        while pos < end:
-            entries_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-            entries.append(entries_item)
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_lp_body(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one lp_body at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_lp_body); returns the position after it."""
+    # entries: Listpack entries, in order.
+    entries = []
+    while pos < end:
+        entries_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+        entries.append(entries_item)
     return pos
 
 
@@ -300,7 +278,7 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
         if pos + str_len > end:
             raise truncated(io, pos, str_len, "listpack:lp_entry.str")
         pos += str_len
-        str_ = buf[pos - str_len:pos]
+        str_ = _p[pos - str_len:pos]
     else:
         str_ = None
     # backlen: Size of encoding+data, stored after the data in 1..5 bytes: the first byte holds the

@@ -13,6 +13,8 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
@@ -31,9 +33,7 @@ cdef class Module:
 
     Written by: redis src/module.c moduleTypeEncodeId"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
@@ -44,22 +44,25 @@ cdef class Module:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_module(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_module(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_module(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one module at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Module c_read_module(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one module at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Module self = Module.__new__(Module)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-
     _at[0] = pos
     return self
 
@@ -69,11 +72,7 @@ cdef class ModuleValue:
 
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object module_id
-    cdef public object ops
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "module_id", "ops", )  # the fields, as in the Python class
 
     @classmethod
@@ -84,63 +83,70 @@ cdef class ModuleValue:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_module_value(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_module_value(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one module_value without building it; returns the position after it."""
-        return c_skip_module_value(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_module_value(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_module_value(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one module_value at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ModuleValue c_read_module_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_value at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ModuleValue self = ModuleValue.__new__(ModuleValue)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen module_id = None
     # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
-    module_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.module_id = module_id
     # ops: The opcode stream; the last element is the EOF opcode.
     ops = []
     ops_index = 0
     while True:
-        ops_item = c_read_module_op(io, &pos, self, root)
+        ops_item = c_read_module_op(io, buf, _p, end, &pos, self, root)
         ops.append(ops_item)
         if (ops_item.opcode.value == 0):
             break
         ops_index += 1
     self.ops = ops
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_module_value(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one module_value at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_module_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one module_value at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_module_value); returns the position after it."""
     # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     module_id = None
     # ops: The opcode stream; the last element is the EOF opcode.
     ops = []
     ops_index = 0
     while True:
-        ops_item = c_read_module_op(io, &pos, None, root)
+        ops_item = c_read_module_op(io, buf, _p, end, &pos, None, root)
         ops.append(ops_item)
         if (ops_item.opcode.value == 0):
             break
         ops_index += 1
-
     return pos
 
 
@@ -150,10 +156,7 @@ cdef class ModulePreGa:
 
     Written by: redis src/rdb.c rdbLoadObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object module_id
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "module_id", )  # the fields, as in the Python class
 
     @classmethod
@@ -164,49 +167,57 @@ cdef class ModulePreGa:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_module_pre_ga(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_module_pre_ga(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one module_pre_ga without building it; returns the position after it."""
-        return c_skip_module_pre_ga(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_module_pre_ga(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_module_pre_ga(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one module_pre_ga at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ModulePreGa c_read_module_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ModulePreGa self = ModulePreGa.__new__(ModulePreGa)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen module_id = None
     # module_id: The module type id; always rejected.
     module_id_pos = pos
-    module_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     if not False:
         raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
     self.module_id = module_id
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_module_pre_ga(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one module_pre_ga at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_module_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one module_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_module_pre_ga); returns the position after it."""
+    cdef rdb_string__RdbLen module_id = None
     # module_id: The module type id; always rejected.
     module_id_pos = pos
-    module_id = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     if not False:
         raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
-
     return pos
 
 
@@ -216,13 +227,7 @@ cdef class ModuleAux:
 
     Written by: redis src/module.c rdbSaveSingleModuleAux"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object module_id
-    cdef public object when_opcode
-    cdef public object when
-    cdef public object ops
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "module_id", "when_opcode", "when", "ops", )  # the fields, as in the Python class
 
     @classmethod
@@ -233,44 +238,50 @@ cdef class ModuleAux:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_module_aux(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_module_aux(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_module_aux(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one module_aux at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ModuleAux c_read_module_aux(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_aux at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ModuleAux self = ModuleAux.__new__(ModuleAux)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen module_id = None
+    cdef rdb_string__RdbLen when = None
+    cdef rdb_string__RdbLen when_opcode = None
     # module_id: The module type id.
-    module_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.module_id = module_id
     # when_opcode: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
     when_opcode_pos = pos
-    when_opcode = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    when_opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     if not (when_opcode.value == 2):
         raise invalid(io, when_opcode_pos, "module:module_aux.when_opcode", 'expected 2 (RDB_MODULE_OPCODE_UINT), found ' + repr(when_opcode.value))
     self.when_opcode = when_opcode
     # when: 1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
-    when = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    when = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.when = when
     # ops: The opcode stream; the last element is the EOF opcode.
     ops = []
     ops_index = 0
     while True:
-        ops_item = c_read_module_op(io, &pos, self, root)
+        ops_item = c_read_module_op(io, buf, _p, end, &pos, self, root)
         ops.append(ops_item)
         if (ops_item.opcode.value == 0):
             break
         ops_index += 1
     self.ops = ops
-
     _at[0] = pos
     return self
 
@@ -281,14 +292,7 @@ cdef class ModuleOp:
 
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object opcode
-    cdef public object uint_value
-    cdef public object float_value
-    cdef public object double_value
-    cdef public object string_value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "opcode", "uint_value", "float_value", "double_value", "string_value", )  # the fields, as in the Python class
 
     @classmethod
@@ -299,77 +303,82 @@ cdef class ModuleOp:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_module_op(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_module_op(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one module_op without building it; returns the position after it."""
-        return c_skip_module_op(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_module_op(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_module_op(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one module_op at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one module_op at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef ModuleOp self = ModuleOp.__new__(ModuleOp)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
-        opcode_pos = pos
-        opcode = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        opcode_value = opcode.value
-        if not ((not opcode.is_encoded) and (opcode_value <= 5)):
-            raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
-        self.opcode = opcode
-        # uint_value, float_value, double_value, string_value: at most one of them is present
-        uint_value = float_value = double_value = string_value = None
-        if ((opcode_value == 1) or (opcode_value == 2)):
-            # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-            uint_value = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        elif (opcode_value == 3):
-            # float_value: FLOAT value, binary32 LE.
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "module:module_op.float_value")
-            float_value = rd_f4le(_p, pos)
-            pos += 4
-        elif (opcode_value == 4):
-            # double_value: DOUBLE value, binary64 LE.
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "module:module_op.double_value")
-            double_value = rd_f8le(_p, pos)
-            pos += 8
-        elif (opcode_value == 5):
-            # string_value: STRING value.
-            string_value = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        self.uint_value = uint_value
-        self.float_value = float_value
-        self.double_value = double_value
-        self.string_value = string_value
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbLen opcode = None
+    cdef rdb_string__RdbString string_value = None
+    cdef rdb_string__RdbLen uint_value = None
+    # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
+    opcode_pos = pos
+    opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    opcode_value = opcode.value
+    if not ((not opcode.is_encoded) and (opcode_value <= 5)):
+        raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
+    self.opcode = opcode
+    # uint_value, float_value, double_value, string_value: at most one of them is present
+    uint_value = float_value = double_value = string_value = None
+    if ((opcode_value == 1) or (opcode_value == 2)):
+        # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
+        uint_value = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    elif (opcode_value == 3):
+        # float_value: FLOAT value, binary32 LE.
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "module:module_op.float_value")
+        float_value = rd_f4le(_p, pos)
+        pos += 4
+    elif (opcode_value == 4):
+        # double_value: DOUBLE value, binary64 LE.
+        if pos + 8 > end:
+            raise truncated(io, pos, 8, "module:module_op.double_value")
+        double_value = rd_f8le(_p, pos)
+        pos += 8
+    elif (opcode_value == 5):
+        # string_value: STRING value.
+        string_value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+    self.uint_value = uint_value
+    self.float_value = float_value
+    self.double_value = double_value
+    self.string_value = string_value
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_module_op(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one module_op at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_module_op(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one module_op at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_module_op); returns the position after it."""
+    cdef rdb_string__RdbLen opcode = None
     # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
     opcode_pos = pos
-    opcode = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     opcode_value = opcode.value
     if not ((not opcode.is_encoded) and (opcode_value <= 5)):
         raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
@@ -377,7 +386,7 @@ cdef Py_ssize_t c_skip_module_op(object io, Py_ssize_t pos, object parent, objec
     uint_value = float_value = double_value = string_value = None
     if ((opcode_value == 1) or (opcode_value == 2)):
         # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
-        pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
         uint_value = None
     elif (opcode_value == 3):
         # float_value: FLOAT value, binary32 LE.
@@ -393,9 +402,8 @@ cdef Py_ssize_t c_skip_module_op(object io, Py_ssize_t pos, object parent, objec
         pos += 8
     elif (opcode_value == 5):
         # string_value: STRING value.
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         string_value = None
-
     return pos
 
 
@@ -405,11 +413,7 @@ cdef class KeyMeta:
 
     Written by: redis src/keymeta.c rdbSaveKeyMetadata"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_classes
-    cdef public object classes
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_classes", "classes", )  # the fields, as in the Python class
 
     @classmethod
@@ -420,23 +424,28 @@ cdef class KeyMeta:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_key_meta(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_key_meta(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_key_meta(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one key_meta at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef KeyMeta c_read_key_meta(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one key_meta at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef KeyMeta self = KeyMeta.__new__(KeyMeta)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_classes = None
     # num_classes: Number of metadata classes.
-    num_classes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_classes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_classes = num_classes
     # classes: The metadata classes.
     classes_count = num_classes.value
@@ -444,10 +453,9 @@ cdef object c_read_key_meta(object io, Py_ssize_t* _at, object parent, object ro
         raise invalid(io, pos, "module:key_meta.classes", f'count {classes_count} exceeds the {end - pos} bytes that remain')
     classes = []
     for classes_index in range(classes_count):
-        classes_item = c_read_key_meta_class(io, &pos, self, root)
+        classes_item = c_read_key_meta_class(io, buf, _p, end, &pos, self, root)
         classes.append(classes_item)
     self.classes = classes
-
     _at[0] = pos
     return self
 
@@ -457,14 +465,7 @@ cdef class KeyMetaClass:
 
     Written by: redis src/keymeta.c rdbSaveKeyMetadata"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object class_spec
-    cdef public object ops
-    cdef public object flags
-    cdef public object version
-    cdef public object _m_name
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "class_spec", "ops", "flags", "version", "_m_name", )  # the fields, as in the Python class
 
     def __cinit__(self):
@@ -478,7 +479,14 @@ cdef class KeyMetaClass:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_key_meta_class(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_key_meta_class(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @property
@@ -492,43 +500,33 @@ cdef class KeyMetaClass:
         return name
 
 
-cdef object c_read_key_meta_class(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one key_meta_class at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef KeyMetaClass c_read_key_meta_class(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one key_meta_class at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef KeyMetaClass self = KeyMetaClass.__new__(KeyMetaClass)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "module:key_meta_class.class_spec")
-        class_spec = rd_u4le(_p, pos)
-        pos += 4
-        self.class_spec = class_spec
-        # ops: The module-opcode stream written by the class's rdb_save callback.
-        ops = []
-        ops_index = 0
-        while True:
-            ops_item = c_read_module_op(io, &pos, self, root)
-            ops.append(ops_item)
-            if (ops_item.opcode.value == 0):
-                break
-            ops_index += 1
-        self.ops = ops
-        # flags: Flag bits of the class.
-        self.flags = (class_spec & 7)
-        # version: Class version (0..31).
-        self.version = ((class_spec >> 3) & 31)
-    finally:
-        PyBuffer_Release(&_view)
-
+    # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "module:key_meta_class.class_spec")
+    class_spec = rd_u4le(_p, pos)
+    pos += 4
+    self.class_spec = class_spec
+    # ops: The module-opcode stream written by the class's rdb_save callback.
+    ops = []
+    ops_index = 0
+    while True:
+        ops_item = c_read_module_op(io, buf, _p, end, &pos, self, root)
+        ops.append(ops_item)
+        if (ops_item.opcode.value == 0):
+            break
+        ops_index += 1
+    self.ops = ops
+    # flags: Flag bits of the class.
+    self.flags = (class_spec & 7)
+    # version: Class version (0..31).
+    self.version = ((class_spec >> 3) & 31)
     _at[0] = pos
     return self

@@ -13,6 +13,9 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -31,11 +34,7 @@ cdef class Quicklist:
 
     Written by: redis src/rdb.c rdbLoadObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_nodes
-    cdef public object nodes
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
@@ -46,28 +45,40 @@ cdef class Quicklist:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_quicklist(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_quicklist(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist without building it; returns the position after it."""
-        return c_skip_quicklist(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_quicklist(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_quicklist(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one quicklist at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Quicklist self = Quicklist.__new__(Quicklist)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_nodes = None
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_nodes = num_nodes
     # nodes: The nodes, each a ziplist (possibly LZF-compressed).
     nodes_count = num_nodes.value
@@ -75,32 +86,28 @@ cdef object c_read_quicklist(object io, Py_ssize_t* _at, object parent, object r
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
     for nodes_index in range(nodes_count):
-        nodes_item = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
+        nodes_item = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
         nodes.append(nodes_item)
     self.nodes = nodes
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_quicklist(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one quicklist at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one quicklist at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_quicklist); returns the position after it."""
+    cdef rdb_string__RdbLen num_nodes = None
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # nodes: The nodes, each a ziplist (possibly LZF-compressed).
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
     for nodes_index in range(nodes_count):
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
         nodes_item = None
         nodes.append(nodes_item)
-
     return pos
 
 
@@ -110,11 +117,7 @@ cdef class Quicklist2:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_nodes
-    cdef public object nodes
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
 
     @classmethod
@@ -125,28 +128,40 @@ cdef class Quicklist2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_quicklist_2(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_quicklist_2(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist_2 without building it; returns the position after it."""
-        return c_skip_quicklist_2(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_quicklist_2(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_quicklist_2(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one quicklist_2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Quicklist2 self = Quicklist2.__new__(Quicklist2)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_nodes = None
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_nodes = num_nodes
     # nodes: The nodes.
     nodes_count = num_nodes.value
@@ -154,32 +169,28 @@ cdef object c_read_quicklist_2(object io, Py_ssize_t* _at, object parent, object
         raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
     for nodes_index in range(nodes_count):
-        nodes_item = c_read_quicklist_2_node(io, &pos, self, root)
+        nodes_item = c_read_quicklist_2_node(io, buf, _p, end, &pos, self, root)
         nodes.append(nodes_item)
     self.nodes = nodes
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_quicklist_2(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one quicklist_2 at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one quicklist_2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_quicklist_2); returns the position after it."""
+    cdef rdb_string__RdbLen num_nodes = None
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
     for nodes_index in range(nodes_count):
-        pos = c_skip_quicklist_2_node(io, pos, None, root)
+        pos = c_skip_quicklist_2_node(io, buf, _p, end, pos, None, root)
         nodes_item = None
         nodes.append(nodes_item)
-
     return pos
 
 
@@ -188,12 +199,7 @@ cdef class Quicklist2Node:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object container
-    cdef public object plain
-    cdef public object packed
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "container", "plain", "packed", )  # the fields, as in the Python class
 
     @classmethod
@@ -204,29 +210,43 @@ cdef class Quicklist2Node:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_quicklist_2_node(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_quicklist_2_node(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist_2_node without building it; returns the position after it."""
-        return c_skip_quicklist_2_node(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_quicklist_2_node(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_quicklist_2_node(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one quicklist_2_node at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist_2_node at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Quicklist2Node self = Quicklist2Node.__new__(Quicklist2Node)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen container = None
+    cdef rdb_string__RdbBlob packed = None
+    cdef rdb_string__RdbString plain = None
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
     container_pos = pos
-    container = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     container_value = container.value
     if not ((container_value == 1) or (container_value == 2)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
@@ -235,26 +255,23 @@ cdef object c_read_quicklist_2_node(object io, Py_ssize_t* _at, object parent, o
     plain = packed = None
     if (container_value == 1):
         # plain: A PLAIN node's single element.
-        plain = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        plain = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     elif (container_value == 2):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        packed = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
+        packed = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
     self.plain = plain
     self.packed = packed
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_quicklist_2_node(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one quicklist_2_node at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one quicklist_2_node at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_quicklist_2_node); returns the position after it."""
+    cdef rdb_string__RdbLen container = None
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
     container_pos = pos
-    container = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     container_value = container.value
     if not ((container_value == 1) or (container_value == 2)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
@@ -262,11 +279,10 @@ cdef Py_ssize_t c_skip_quicklist_2_node(object io, Py_ssize_t pos, object parent
     plain = packed = None
     if (container_value == 1):
         # plain: A PLAIN node's single element.
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         plain = None
     elif (container_value == 2):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
         packed = None
-
     return pos

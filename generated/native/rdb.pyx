@@ -59,6 +59,8 @@ from .quicklist cimport c_read_quicklist as quicklist__c_read_quicklist
 from .quicklist cimport c_read_quicklist_2 as quicklist__c_read_quicklist_2
 from .quicklist cimport c_skip_quicklist as quicklist__c_skip_quicklist
 from .quicklist cimport c_skip_quicklist_2 as quicklist__c_skip_quicklist_2
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -89,15 +91,7 @@ cdef class Rdb:
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object magic
-    cdef public object records
-    cdef public object checksum
-    cdef public object _m_is_valkey
-    cdef public object _m_version
-    cdef public object _stream_pos
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "magic", "records", "checksum", "_m_is_valkey", "_m_version", "_stream_pos", )  # the fields, as in the Python class
 
     def __cinit__(self):
@@ -113,7 +107,14 @@ cdef class Rdb:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_rdb(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_rdb(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     def iter_records(self):
@@ -169,17 +170,14 @@ cdef class Rdb:
         return version
 
 
-cdef object c_read_rdb(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one rdb at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Rdb self = Rdb.__new__(Rdb)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
     # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
     magic_pos = pos
     magic_size = 9
@@ -194,7 +192,6 @@ cdef object c_read_rdb(object io, Py_ssize_t* _at, object parent, object root):
     if not magic_ok:
         raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081')
     self.magic = magic
-
     self._stream_pos = pos
     _at[0] = pos
     return self
@@ -207,12 +204,7 @@ cdef class Record:
 
     Written by: redis src/rdb.c rdbLoadRioWithLoadingCtx"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object opcode
-    cdef public object body
-    cdef public object _m_kind
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "opcode", "body", "_m_kind", )  # the fields, as in the Python class
 
     def __cinit__(self):
@@ -226,7 +218,14 @@ cdef class Record:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_record(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_record(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @property
@@ -240,92 +239,82 @@ cdef class Record:
         return kind
 
 
-cdef object c_read_record(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one record at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one record at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef Record self = Record.__new__(Record)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
+    # opcode: The opcode or value type byte. Unknown codes are invalid.
+    if pos >= end:
+        raise truncated(io, pos, 1, "rdb:record.opcode")
+    opcode = _p[pos]
+    pos += 1
     try:
-        # opcode: The opcode or value type byte. Unknown codes are invalid.
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb:record.opcode")
-        opcode = _p[pos]
-        pos += 1
-        try:
-            opcode_ok = (((opcode >= 243) or ((opcode <= 22) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
-        except (TypeError, ValueError, IndexError):
-            opcode_ok = False
-        if not opcode_ok:
-            raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
-        self.opcode = opcode
-        # body: The payload; absent for EOF.
-        kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
-        self._m_kind = kind
-        if (kind != 255):
-            body_on = kind
-            if body_on == 254:
-                body = c_read_select_db(io, &pos, self, root)
-            elif body_on == 253:
-                body = c_read_expire_time(io, &pos, self, root)
-            elif body_on == 252:
-                body = c_read_expire_time_ms(io, &pos, self, root)
-            elif body_on == 251:
-                body = c_read_resize_db(io, &pos, self, root)
-            elif body_on == 250:
-                body = c_read_aux(io, &pos, self, root)
-            elif body_on == 249:
-                body = c_read_freq(io, &pos, self, root)
-            elif body_on == 248:
-                body = c_read_idle(io, &pos, self, root)
-            elif body_on == 247:
-                body = module__c_read_module_aux(io, &pos, self, root)
-            elif body_on == 246:
-                body = function__c_read_function_pre_ga(io, &pos, self, root)
-            elif body_on == 245:
-                body = function__c_read_function2(io, &pos, self, root)
-            elif body_on == 244:
-                body = c_read_slot_info(io, &pos, self, root)
-            elif body_on == 243:
-                body = module__c_read_key_meta(io, &pos, self, root)
-            elif body_on == 499:
-                body = c_read_slot_import(io, &pos, self, root)
-            elif body_on == 224:
-                body = dragonfly__c_read_tagged_chunk(io, &pos, self, root)
-            elif body_on == 223:
-                body = dragonfly__c_read_shard_doc_index(io, &pos, self, root)
-            elif body_on == 222:
-                body = dragonfly__c_read_vector_index(io, &pos, self, root)
-            elif body_on == 220:
-                body = dragonfly__c_read_df_mask(io, &pos, self, root)
-            elif body_on == 211:
-                body = dragonfly__c_read_journal_offset(io, &pos, self, root)
-            elif body_on == 210:
-                body = dragonfly__c_read_journal_blob(io, &pos, self, root)
-            elif body_on == 202:
-                body = dragonfly__c_read_compressed_blob(io, &pos, self, root)
-            elif body_on == 201:
-                body = dragonfly__c_read_compressed_blob(io, &pos, self, root)
-            elif body_on == 200:
-                body = dragonfly__c_read_fullsync_end(io, &pos, self, root)
-            elif body_on == 256:
-                body = c_read_key_value(io, &pos, self, root, opcode, root.is_valkey, root.version)
-            else:
-                body = None
+        opcode_ok = (((opcode >= 243) or ((opcode <= 22) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
+    except (TypeError, ValueError, IndexError):
+        opcode_ok = False
+    if not opcode_ok:
+        raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
+    self.opcode = opcode
+    # body: The payload; absent for EOF.
+    kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
+    self._m_kind = kind
+    if (kind != 255):
+        body_on = kind
+        if body_on == 254:
+            body = c_read_select_db(io, buf, _p, end, &pos, self, root)
+        elif body_on == 253:
+            body = c_read_expire_time(io, buf, _p, end, &pos, self, root)
+        elif body_on == 252:
+            body = c_read_expire_time_ms(io, buf, _p, end, &pos, self, root)
+        elif body_on == 251:
+            body = c_read_resize_db(io, buf, _p, end, &pos, self, root)
+        elif body_on == 250:
+            body = c_read_aux(io, buf, _p, end, &pos, self, root)
+        elif body_on == 249:
+            body = c_read_freq(io, buf, _p, end, &pos, self, root)
+        elif body_on == 248:
+            body = c_read_idle(io, buf, _p, end, &pos, self, root)
+        elif body_on == 247:
+            body = module__c_read_module_aux(io, buf, _p, end, &pos, self, root)
+        elif body_on == 246:
+            body = function__c_read_function_pre_ga(io, buf, _p, end, &pos, self, root)
+        elif body_on == 245:
+            body = function__c_read_function2(io, buf, _p, end, &pos, self, root)
+        elif body_on == 244:
+            body = c_read_slot_info(io, buf, _p, end, &pos, self, root)
+        elif body_on == 243:
+            body = module__c_read_key_meta(io, buf, _p, end, &pos, self, root)
+        elif body_on == 499:
+            body = c_read_slot_import(io, buf, _p, end, &pos, self, root)
+        elif body_on == 224:
+            body = dragonfly__c_read_tagged_chunk(io, buf, _p, end, &pos, self, root)
+        elif body_on == 223:
+            body = dragonfly__c_read_shard_doc_index(io, buf, _p, end, &pos, self, root)
+        elif body_on == 222:
+            body = dragonfly__c_read_vector_index(io, buf, _p, end, &pos, self, root)
+        elif body_on == 220:
+            body = dragonfly__c_read_df_mask(io, buf, _p, end, &pos, self, root)
+        elif body_on == 211:
+            body = dragonfly__c_read_journal_offset(io, buf, _p, end, &pos, self, root)
+        elif body_on == 210:
+            body = dragonfly__c_read_journal_blob(io, buf, _p, end, &pos, self, root)
+        elif body_on == 202:
+            body = dragonfly__c_read_compressed_blob(io, buf, _p, end, &pos, self, root)
+        elif body_on == 201:
+            body = dragonfly__c_read_compressed_blob(io, buf, _p, end, &pos, self, root)
+        elif body_on == 200:
+            body = dragonfly__c_read_fullsync_end(io, buf, _p, end, &pos, self, root)
+        elif body_on == 256:
+            body = c_read_key_value(io, buf, _p, end, &pos, self, root, opcode, root.is_valkey, root.version)
         else:
             body = None
-        self.body = body
-    finally:
-        PyBuffer_Release(&_view)
-
+    else:
+        body = None
+    self.body = body
     _at[0] = pos
     return self
 
@@ -335,10 +324,7 @@ cdef class SelectDb:
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object db_number
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "db_number", )  # the fields, as in the Python class
 
     @classmethod
@@ -349,25 +335,29 @@ cdef class SelectDb:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_select_db(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_select_db(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_select_db(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one select_db at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef SelectDb c_read_select_db(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one select_db at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef SelectDb self = SelectDb.__new__(SelectDb)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen db_number = None
     # db_number: Database number.
-    db_number = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    db_number = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.db_number = db_number
-
     _at[0] = pos
     return self
 
@@ -377,11 +367,7 @@ cdef class ResizeDb:
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object db_size
-    cdef public object expires_size
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "db_size", "expires_size", )  # the fields, as in the Python class
 
     @classmethod
@@ -392,28 +378,33 @@ cdef class ResizeDb:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_resize_db(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_resize_db(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_resize_db(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one resize_db at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ResizeDb c_read_resize_db(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one resize_db at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ResizeDb self = ResizeDb.__new__(ResizeDb)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen db_size = None
+    cdef rdb_string__RdbLen expires_size = None
     # db_size: Number of keys.
-    db_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    db_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.db_size = db_size
     # expires_size: Number of keys with an expiry.
-    expires_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    expires_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.expires_size = expires_size
-
     _at[0] = pos
     return self
 
@@ -425,11 +416,7 @@ cdef class Aux:
 
     Written by: redis src/rdb.c rdbSaveAuxField"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object key
-    cdef public object value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "key", "value", )  # the fields, as in the Python class
 
     @classmethod
@@ -440,28 +427,33 @@ cdef class Aux:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_aux(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_aux(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_aux(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one aux at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Aux c_read_aux(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one aux at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Aux self = Aux.__new__(Aux)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString key = None
+    cdef rdb_string__RdbString value = None
     # key: Field name.
-    key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    key = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.key = key
     # value: Field value.
-    value = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.value = value
-
     _at[0] = pos
     return self
 
@@ -471,10 +463,7 @@ cdef class ExpireTime:
 
     Written by: redis src/rdb.c rdbLoadTime"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object seconds
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "seconds", )  # the fields, as in the Python class
 
     @classmethod
@@ -485,34 +474,31 @@ cdef class ExpireTime:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_expire_time(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_expire_time(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_expire_time(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one expire_time at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ExpireTime c_read_expire_time(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one expire_time at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef ExpireTime self = ExpireTime.__new__(ExpireTime)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # seconds: Unix time in seconds (host order, LE in practice).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "rdb:expire_time.seconds")
-        seconds = rd_s4le(_p, pos)
-        pos += 4
-        self.seconds = seconds
-    finally:
-        PyBuffer_Release(&_view)
-
+    # seconds: Unix time in seconds (host order, LE in practice).
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "rdb:expire_time.seconds")
+    seconds = rd_s4le(_p, pos)
+    pos += 4
+    self.seconds = seconds
     _at[0] = pos
     return self
 
@@ -522,10 +508,7 @@ cdef class ExpireTimeMs:
 
     Written by: redis src/rdb.c rdbSaveMillisecondTime"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object ms
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "ms", )  # the fields, as in the Python class
 
     @classmethod
@@ -536,34 +519,31 @@ cdef class ExpireTimeMs:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_expire_time_ms(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_expire_time_ms(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_expire_time_ms(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one expire_time_ms at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ExpireTimeMs c_read_expire_time_ms(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one expire_time_ms at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef ExpireTimeMs self = ExpireTimeMs.__new__(ExpireTimeMs)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # ms: Unix time in ms, little-endian (host order before RDB 9).
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
-        ms = rd_s8le(_p, pos)
-        pos += 8
-        self.ms = ms
-    finally:
-        PyBuffer_Release(&_view)
-
+    # ms: Unix time in ms, little-endian (host order before RDB 9).
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
+    ms = rd_s8le(_p, pos)
+    pos += 8
+    self.ms = ms
     _at[0] = pos
     return self
 
@@ -573,10 +553,7 @@ cdef class Freq:
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object lfu_freq
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "lfu_freq", )  # the fields, as in the Python class
 
     @classmethod
@@ -587,34 +564,31 @@ cdef class Freq:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_freq(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_freq(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_freq(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one freq at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Freq c_read_freq(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one freq at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef Freq self = Freq.__new__(Freq)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # lfu_freq: LFU counter (0..255).
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb:freq.lfu_freq")
-        lfu_freq = _p[pos]
-        pos += 1
-        self.lfu_freq = lfu_freq
-    finally:
-        PyBuffer_Release(&_view)
-
+    # lfu_freq: LFU counter (0..255).
+    if pos >= end:
+        raise truncated(io, pos, 1, "rdb:freq.lfu_freq")
+    lfu_freq = _p[pos]
+    pos += 1
+    self.lfu_freq = lfu_freq
     _at[0] = pos
     return self
 
@@ -624,10 +598,7 @@ cdef class Idle:
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object seconds
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "seconds", )  # the fields, as in the Python class
 
     @classmethod
@@ -638,25 +609,29 @@ cdef class Idle:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_idle(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_idle(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_idle(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one idle at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Idle c_read_idle(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one idle at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Idle self = Idle.__new__(Idle)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen seconds = None
     # seconds: Idle time in seconds.
-    seconds = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    seconds = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.seconds = seconds
-
     _at[0] = pos
     return self
 
@@ -666,12 +641,7 @@ cdef class SlotInfo:
 
     Written by: redis src/rdb.c rdbSaveDb"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object slot_id
-    cdef public object slot_size
-    cdef public object expires_slot_size
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "slot_id", "slot_size", "expires_slot_size", )  # the fields, as in the Python class
 
     @classmethod
@@ -682,31 +652,37 @@ cdef class SlotInfo:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_slot_info(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_slot_info(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_slot_info(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one slot_info at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef SlotInfo c_read_slot_info(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one slot_info at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef SlotInfo self = SlotInfo.__new__(SlotInfo)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen expires_slot_size = None
+    cdef rdb_string__RdbLen slot_id = None
+    cdef rdb_string__RdbLen slot_size = None
     # slot_id: Cluster slot.
-    slot_id = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    slot_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.slot_id = slot_id
     # slot_size: Number of keys in the slot.
-    slot_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    slot_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.slot_size = slot_size
     # expires_slot_size: Number of keys with an expiry in the slot.
-    expires_slot_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    expires_slot_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.expires_slot_size = expires_slot_size
-
     _at[0] = pos
     return self
 
@@ -716,12 +692,7 @@ cdef class SlotImport:
 
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object job_name
-    cdef public object num_ranges
-    cdef public object ranges
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "job_name", "num_ranges", "ranges", )  # the fields, as in the Python class
 
     @classmethod
@@ -732,26 +703,32 @@ cdef class SlotImport:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_slot_import(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_slot_import(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_slot_import(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one slot_import at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one slot_import at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef SlotImport self = SlotImport.__new__(SlotImport)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString job_name = None
+    cdef rdb_string__RdbLen num_ranges = None
     # job_name: Job name (40 bytes when written).
-    job_name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    job_name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.job_name = job_name
     # num_ranges: Number of slot ranges.
-    num_ranges = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_ranges = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_ranges = num_ranges
     # ranges: The slot ranges.
     ranges_count = num_ranges.value
@@ -759,10 +736,9 @@ cdef object c_read_slot_import(object io, Py_ssize_t* _at, object parent, object
         raise invalid(io, pos, "rdb:slot_import.ranges", f'count {ranges_count} exceeds the {end - pos} bytes that remain')
     ranges = []
     for ranges_index in range(ranges_count):
-        ranges_item = c_read_slot_range(io, &pos, self, root)
+        ranges_item = c_read_slot_range(io, buf, _p, end, &pos, self, root)
         ranges.append(ranges_item)
     self.ranges = ranges
-
     _at[0] = pos
     return self
 
@@ -772,11 +748,7 @@ cdef class SlotRange:
 
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object start_slot
-    cdef public object end_slot
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "start_slot", "end_slot", )  # the fields, as in the Python class
 
     @classmethod
@@ -787,28 +759,33 @@ cdef class SlotRange:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_slot_range(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_slot_range(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_slot_range(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one slot_range at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef SlotRange c_read_slot_range(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one slot_range at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef SlotRange self = SlotRange.__new__(SlotRange)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen end_slot = None
+    cdef rdb_string__RdbLen start_slot = None
     # start_slot: First slot.
-    start_slot = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    start_slot = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.start_slot = start_slot
     # end_slot: Last slot.
-    end_slot = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    end_slot = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.end_slot = end_slot
-
     _at[0] = pos
     return self
 
@@ -819,14 +796,7 @@ cdef class KeyValue:
 
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object type_code
-    cdef public object is_valkey
-    cdef public object rdb_version
-    cdef public object key
-    cdef public object _lazy_value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "type_code", "is_valkey", "rdb_version", "key", "_lazy_value", )  # the fields, as in the Python class
 
     @classmethod
@@ -837,7 +807,14 @@ cdef class KeyValue:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code, is_valkey, rdb_version):
-        obj = c_read_key_value(io, &pos, parent, root, type_code, is_valkey, rdb_version)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_key_value(io, buf, _p, end, &pos, parent, root, type_code, is_valkey, rdb_version)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @property
@@ -846,89 +823,95 @@ cdef class KeyValue:
 
         Read from the bytes on every access; not kept."""
         cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
 
         io = self._io
         buf = io.buf
         end = io.end
-        root = self._root
-        pos = self._lazy_value
-        value_kind = (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
-        value_on = value_kind
-        if value_on == 0:
-            value = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        elif value_on == 1:
-            value = c_read_string_list(io, &pos, self, root)
-        elif value_on == 2:
-            value = c_read_string_list(io, &pos, self, root)
-        elif value_on == 3:
-            value = zset__c_read_zset_legacy(io, &pos, self, root)
-        elif value_on == 4:
-            value = hash__c_read_hash_table(io, &pos, self, root)
-        elif value_on == 5:
-            value = zset__c_read_zset_2(io, &pos, self, root)
-        elif value_on == 6:
-            value = module__c_read_module_pre_ga(io, &pos, self, root)
-        elif value_on == 7:
-            value = module__c_read_module_value(io, &pos, self, root)
-        elif value_on == 9:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 4)
-        elif value_on == 10:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
-        elif value_on == 11:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 3)
-        elif value_on == 12:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
-        elif value_on == 13:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 2)
-        elif value_on == 14:
-            value = quicklist__c_read_quicklist(io, &pos, self, root)
-        elif value_on == 15:
-            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
-        elif value_on == 16:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
-        elif value_on == 17:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
-        elif value_on == 18:
-            value = quicklist__c_read_quicklist_2(io, &pos, self, root)
-        elif value_on == 19:
-            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
-        elif value_on == 20:
-            value = rdb_string__c_read_rdb_blob(io, &pos, self, root, 1)
-        elif value_on == 21:
-            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
-        elif value_on == 22:
-            value = hash__c_read_hash_metadata_pre_ga(io, &pos, self, root)
-        elif value_on == 23:
-            value = hash__c_read_hash_listpack_ex_pre_ga(io, &pos, self, root)
-        elif value_on == 24:
-            value = hash__c_read_hash_metadata(io, &pos, self, root)
-        elif value_on == 25:
-            value = hash__c_read_hash_listpack_ex(io, &pos, self, root)
-        elif value_on == 26:
-            value = stream__c_read_stream_value(io, &pos, self, root, self.type_code)
-        elif value_on == 30:
-            value = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        elif value_on == 31:
-            value = dragonfly__c_read_df_hash_with_expiry(io, &pos, self, root)
-        elif value_on == 32:
-            value = dragonfly__c_read_df_set_with_expiry(io, &pos, self, root)
-        elif value_on == 33:
-            value = dragonfly__c_read_df_sbf(io, &pos, self, root)
-        elif value_on == 34:
-            value = dragonfly__c_read_df_sbf2(io, &pos, self, root)
-        elif value_on == 35:
-            value = dragonfly__c_read_df_cms(io, &pos, self, root)
-        elif value_on == 36:
-            value = dragonfly__c_read_df_topk(io, &pos, self, root)
-        elif value_on == 37:
-            value = dragonfly__c_read_df_cuckoo(io, &pos, self, root)
-        elif value_on == 276:
-            value = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        elif value_on == 278:
-            value = hash__c_read_valkey_hash_2(io, &pos, self, root)
-        else:
-            value = None
-        return value
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_value
+            value_kind = (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
+            value_on = value_kind
+            if value_on == 0:
+                value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+            elif value_on == 1:
+                value = c_read_string_list(io, buf, _p, end, &pos, self, root)
+            elif value_on == 2:
+                value = c_read_string_list(io, buf, _p, end, &pos, self, root)
+            elif value_on == 3:
+                value = zset__c_read_zset_legacy(io, buf, _p, end, &pos, self, root)
+            elif value_on == 4:
+                value = hash__c_read_hash_table(io, buf, _p, end, &pos, self, root)
+            elif value_on == 5:
+                value = zset__c_read_zset_2(io, buf, _p, end, &pos, self, root)
+            elif value_on == 6:
+                value = module__c_read_module_pre_ga(io, buf, _p, end, &pos, self, root)
+            elif value_on == 7:
+                value = module__c_read_module_value(io, buf, _p, end, &pos, self, root)
+            elif value_on == 9:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 4)
+            elif value_on == 10:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
+            elif value_on == 11:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 3)
+            elif value_on == 12:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
+            elif value_on == 13:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
+            elif value_on == 14:
+                value = quicklist__c_read_quicklist(io, buf, _p, end, &pos, self, root)
+            elif value_on == 15:
+                value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
+            elif value_on == 16:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+            elif value_on == 17:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+            elif value_on == 18:
+                value = quicklist__c_read_quicklist_2(io, buf, _p, end, &pos, self, root)
+            elif value_on == 19:
+                value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
+            elif value_on == 20:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+            elif value_on == 21:
+                value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
+            elif value_on == 22:
+                value = hash__c_read_hash_metadata_pre_ga(io, buf, _p, end, &pos, self, root)
+            elif value_on == 23:
+                value = hash__c_read_hash_listpack_ex_pre_ga(io, buf, _p, end, &pos, self, root)
+            elif value_on == 24:
+                value = hash__c_read_hash_metadata(io, buf, _p, end, &pos, self, root)
+            elif value_on == 25:
+                value = hash__c_read_hash_listpack_ex(io, buf, _p, end, &pos, self, root)
+            elif value_on == 26:
+                value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
+            elif value_on == 30:
+                value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+            elif value_on == 31:
+                value = dragonfly__c_read_df_hash_with_expiry(io, buf, _p, end, &pos, self, root)
+            elif value_on == 32:
+                value = dragonfly__c_read_df_set_with_expiry(io, buf, _p, end, &pos, self, root)
+            elif value_on == 33:
+                value = dragonfly__c_read_df_sbf(io, buf, _p, end, &pos, self, root)
+            elif value_on == 34:
+                value = dragonfly__c_read_df_sbf2(io, buf, _p, end, &pos, self, root)
+            elif value_on == 35:
+                value = dragonfly__c_read_df_cms(io, buf, _p, end, &pos, self, root)
+            elif value_on == 36:
+                value = dragonfly__c_read_df_topk(io, buf, _p, end, &pos, self, root)
+            elif value_on == 37:
+                value = dragonfly__c_read_df_cuckoo(io, buf, _p, end, &pos, self, root)
+            elif value_on == 276:
+                value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+            elif value_on == 278:
+                value = hash__c_read_valkey_hash_2(io, buf, _p, end, &pos, self, root)
+            else:
+                value = None
+            return value
+        finally:
+            PyBuffer_Release(&_view)
 
     @property
     def value_kind(self):
@@ -940,22 +923,20 @@ cdef class KeyValue:
         return (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
 
 
-cdef object c_read_key_value(object io, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version):
-    """Reads one key_value at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version):
+    """Reads one key_value at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef KeyValue self = KeyValue.__new__(KeyValue)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.type_code = type_code
     self.is_valkey = is_valkey
     self.rdb_version = rdb_version
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString key = None
     # key: The key.
-    key = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    key = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.key = key
     # value: decoded on first access (see the property); stepped over here
     self._lazy_value = pos
@@ -963,116 +944,115 @@ cdef object c_read_key_value(object io, Py_ssize_t* _at, object parent, object r
     value_kind = (278 if (is_valkey and (type_code == 22)) else (276 if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
     value_on = value_kind
     if value_on == 0:
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 1:
-        pos = c_skip_string_list(io, pos, None, root)
+        pos = c_skip_string_list(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 2:
-        pos = c_skip_string_list(io, pos, None, root)
+        pos = c_skip_string_list(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 3:
-        pos = zset__c_skip_zset_legacy(io, pos, None, root)
+        pos = zset__c_skip_zset_legacy(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 4:
-        pos = hash__c_skip_hash_table(io, pos, None, root)
+        pos = hash__c_skip_hash_table(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 5:
-        pos = zset__c_skip_zset_2(io, pos, None, root)
+        pos = zset__c_skip_zset_2(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 6:
-        pos = module__c_skip_module_pre_ga(io, pos, None, root)
+        pos = module__c_skip_module_pre_ga(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 7:
-        pos = module__c_skip_module_value(io, pos, None, root)
+        pos = module__c_skip_module_value(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 9:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 4)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 4)
         value = None
     elif value_on == 10:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
         value = None
     elif value_on == 11:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 3)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 3)
         value = None
     elif value_on == 12:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
         value = None
     elif value_on == 13:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
         value = None
     elif value_on == 14:
-        pos = quicklist__c_skip_quicklist(io, pos, None, root)
+        pos = quicklist__c_skip_quicklist(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 15:
-        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
     elif value_on == 16:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
         value = None
     elif value_on == 17:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
         value = None
     elif value_on == 18:
-        pos = quicklist__c_skip_quicklist_2(io, pos, None, root)
+        pos = quicklist__c_skip_quicklist_2(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 19:
-        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
     elif value_on == 20:
-        pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 1)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
         value = None
     elif value_on == 21:
-        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
     elif value_on == 22:
-        pos = hash__c_skip_hash_metadata_pre_ga(io, pos, None, root)
+        pos = hash__c_skip_hash_metadata_pre_ga(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 23:
-        pos = hash__c_skip_hash_listpack_ex_pre_ga(io, pos, None, root)
+        pos = hash__c_skip_hash_listpack_ex_pre_ga(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 24:
-        pos = hash__c_skip_hash_metadata(io, pos, None, root)
+        pos = hash__c_skip_hash_metadata(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 25:
-        pos = hash__c_skip_hash_listpack_ex(io, pos, None, root)
+        pos = hash__c_skip_hash_listpack_ex(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 26:
-        pos = stream__c_skip_stream_value(io, pos, None, root, type_code)
+        pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
     elif value_on == 30:
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 31:
-        pos = dragonfly__c_skip_df_hash_with_expiry(io, pos, None, root)
+        pos = dragonfly__c_skip_df_hash_with_expiry(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 32:
-        pos = dragonfly__c_skip_df_set_with_expiry(io, pos, None, root)
+        pos = dragonfly__c_skip_df_set_with_expiry(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 33:
-        pos = dragonfly__c_skip_df_sbf(io, pos, None, root)
+        pos = dragonfly__c_skip_df_sbf(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 34:
-        pos = dragonfly__c_skip_df_sbf2(io, pos, None, root)
+        pos = dragonfly__c_skip_df_sbf2(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 35:
-        pos = dragonfly__c_skip_df_cms(io, pos, None, root)
+        pos = dragonfly__c_skip_df_cms(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 36:
-        pos = dragonfly__c_skip_df_topk(io, pos, None, root)
+        pos = dragonfly__c_skip_df_topk(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 37:
-        pos = dragonfly__c_skip_df_cuckoo(io, pos, None, root)
+        pos = dragonfly__c_skip_df_cuckoo(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 276:
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == 278:
-        pos = hash__c_skip_valkey_hash_2(io, pos, None, root)
+        pos = hash__c_skip_valkey_hash_2(io, buf, _p, end, pos, None, root)
         value = None
     else:
         value = None
-
     _at[0] = pos
     return self
 
@@ -1082,11 +1062,7 @@ cdef class StringList:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_items
-    cdef public object items
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_items", "items", )  # the fields, as in the Python class
 
     @classmethod
@@ -1097,28 +1073,40 @@ cdef class StringList:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_string_list(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_string_list(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one string_list without building it; returns the position after it."""
-        return c_skip_string_list(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_string_list(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_string_list(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one string_list at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StringList c_read_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one string_list at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StringList self = StringList.__new__(StringList)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_items = None
     # num_items: Number of elements.
-    num_items = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_items = num_items
     # items: The elements.
     items_count = num_items.value
@@ -1126,30 +1114,26 @@ cdef object c_read_string_list(object io, Py_ssize_t* _at, object parent, object
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
     items = []
     for items_index in range(items_count):
-        items_item = rdb_string__c_read_rdb_string(io, &pos, self, root)
+        items_item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
         items.append(items_item)
     self.items = items
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_string_list(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one string_list at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one string_list at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_string_list); returns the position after it."""
+    cdef rdb_string__RdbLen num_items = None
     # num_items: Number of elements.
-    num_items = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # items: The elements.
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
     items = []
     for items_index in range(items_count):
-        pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         items_item = None
         items.append(items_item)
-
     return pos

@@ -30,17 +30,7 @@ cdef class RdbString:
 
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object len
-    cdef public object raw
-    cdef public object int_value
-    cdef public object clen
-    cdef public object ulen
-    cdef public object lzf
-    cdef public object is_int
-    cdef public object is_lzf
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "len", "raw", "int_value", "clen", "ulen", "lzf", "is_int", "is_lzf", )  # the fields, as in the Python class
 
     @classmethod
@@ -51,105 +41,112 @@ cdef class RdbString:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_rdb_string(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_rdb_string(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one rdb_string without building it; returns the position after it."""
-        return c_skip_rdb_string(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_rdb_string(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_rdb_string(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one rdb_string at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb_string at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef RdbString self = RdbString.__new__(RdbString)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
-        len__pos = pos
-        len_ = c_read_rdb_len(io, &pos, self, root)
-        len_is_encoded = len_.is_encoded
-        len_value = len_.value
-        if not ((not len_is_encoded) or (len_value <= 3)):
-            raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
-        self.len = len_
-        # raw, int_value, clen, ulen, lzf: at most one of them is present
-        is_int = (len_is_encoded and (len_value < 3))
-        is_lzf = (len_is_encoded and (len_value == 3))
-        raw = int_value = clen = ulen = lzf = None
-        if (not len_is_encoded):
-            # raw: The bytes of a plain (not encoded) string.
-            if pos + len_value > end:
-                raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
-            pos += len_value
-            raw = buf[pos - len_value:pos]
-        elif is_int:
-            # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
-            int_value_on = len_value
-            if int_value_on == 0:
-                if pos + 1 > end:
-                    raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
-                int_value = rd_s1le(_p, pos)
-                pos += 1
-            elif int_value_on == 1:
-                if pos + 2 > end:
-                    raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
-                int_value = rd_s2le(_p, pos)
-                pos += 2
-            elif int_value_on == 2:
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
-                int_value = rd_s4le(_p, pos)
-                pos += 4
-            else:
-                int_value = None
-        elif is_lzf:
-            # clen: Compressed length of an LZF string (written before the uncompressed length).
-            clen = c_read_rdb_len(io, &pos, self, root)
-            # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-            ulen = c_read_rdb_len(io, &pos, self, root)
-            # lzf: The decompressed bytes of an LZF string.
-            lzf_size = clen.value
-            if pos + lzf_size > end:
-                raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
-            lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
-            pos += lzf_size
-            lzf = lzf_data
-        self.raw = raw
-        self.int_value = int_value
-        self.clen = clen
-        self.ulen = ulen
-        self.lzf = lzf
-        # is_int: True when the string is stored as an INT8/INT16/INT32 integer.
-        self.is_int = is_int
-        # is_lzf: True when the string is LZF-compressed.
-        self.is_lzf = is_lzf
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef RdbLen clen = None
+    cdef RdbLen len_ = None
+    cdef RdbLen ulen = None
+    # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+    len__pos = pos
+    len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    len_is_encoded = len_.is_encoded
+    len_value = len_.value
+    if not ((not len_is_encoded) or (len_value <= 3)):
+        raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
+    self.len = len_
+    # raw, int_value, clen, ulen, lzf: at most one of them is present
+    is_int = (len_is_encoded and (len_value < 3))
+    is_lzf = (len_is_encoded and (len_value == 3))
+    raw = int_value = clen = ulen = lzf = None
+    if (not len_is_encoded):
+        # raw: The bytes of a plain (not encoded) string.
+        if pos + len_value > end:
+            raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
+        pos += len_value
+        raw = _p[pos - len_value:pos]
+    elif is_int:
+        # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
+        int_value_on = len_value
+        if int_value_on == 0:
+            if pos + 1 > end:
+                raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
+            int_value = rd_s1le(_p, pos)
+            pos += 1
+        elif int_value_on == 1:
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
+            int_value = rd_s2le(_p, pos)
+            pos += 2
+        elif int_value_on == 2:
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
+            int_value = rd_s4le(_p, pos)
+            pos += 4
+        else:
+            int_value = None
+    elif is_lzf:
+        # clen: Compressed length of an LZF string (written before the uncompressed length).
+        clen = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+        # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
+        ulen = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+        # lzf: The decompressed bytes of an LZF string.
+        lzf_size = clen.value
+        if pos + lzf_size > end:
+            raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
+        lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
+        pos += lzf_size
+        lzf = lzf_data
+    self.raw = raw
+    self.int_value = int_value
+    self.clen = clen
+    self.ulen = ulen
+    self.lzf = lzf
+    # is_int: True when the string is stored as an INT8/INT16/INT32 integer.
+    self.is_int = is_int
+    # is_lzf: True when the string is LZF-compressed.
+    self.is_lzf = is_lzf
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_rdb_string(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one rdb_string at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one rdb_string at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_rdb_string); returns the position after it."""
+    cdef RdbLen clen = None
+    cdef RdbLen len_ = None
+    cdef RdbLen ulen = None
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
-    len_ = c_read_rdb_len(io, &pos, None, root)
+    len_ = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
     if not ((not len_is_encoded) or (len_value <= 3)):
@@ -186,16 +183,15 @@ cdef Py_ssize_t c_skip_rdb_string(object io, Py_ssize_t pos, object parent, obje
             int_value = None
     elif is_lzf:
         # clen: Compressed length of an LZF string (written before the uncompressed length).
-        clen = c_read_rdb_len(io, &pos, None, root)
+        clen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
         # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
-        ulen = c_read_rdb_len(io, &pos, None, root)
+        ulen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
         # lzf: The decompressed bytes of an LZF string.
         lzf_size = clen.value
         if pos + lzf_size > end:
             raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
         pos += lzf_size
         lzf = None
-
     return pos
 
 
@@ -207,15 +203,7 @@ cdef class RdbLen:
 
     Written by: redis src/rdb.c rdbSaveLen"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object b0
-    cdef public object b1
-    cdef public object len32
-    cdef public object len64
-    cdef public object is_encoded
-    cdef public object value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "b0", "b1", "len32", "len64", "is_encoded", "value", )  # the fields, as in the Python class
 
     @classmethod
@@ -226,114 +214,108 @@ cdef class RdbLen:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_rdb_len(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_rdb_len(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one rdb_len without building it; returns the position after it."""
-        return c_skip_rdb_len(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_rdb_len(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_rdb_len(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one rdb_len at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef RdbLen c_read_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb_len at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef RdbLen self = RdbLen.__new__(RdbLen)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
-        b0 = _p[pos]
-        pos += 1
-        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
-            raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
-        self.b0 = b0
-        # b1, len32, len64: at most one of them is present, only when b0 >= 64
-        b1 = len32 = len64 = None
-        if b0 >= 64:
-            if ((b0 >> 6) == 1):
-                # b1: Low 8 bits of a 14-bit length.
-                if pos >= end:
-                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-                b1 = _p[pos]
-                pos += 1
-            elif (b0 == 128):
-                # len32: A 32-bit big-endian length.
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-                len32 = rd_u4be(_p, pos)
-                pos += 4
-            elif (b0 == 129):
-                # len64: A 64-bit big-endian length (RDB 8 and later).
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-                len64 = rd_u8be(_p, pos)
-                pos += 8
-        self.b1 = b1
-        self.len32 = len32
-        self.len64 = len64
-        # is_encoded: True for the 11xxxxxx "encoded" marker (a string encoding, not a length).
-        self.is_encoded = ((b0 >> 6) == 3)
-        # value: The decoded length, or the encoding number when `is_encoded`.
-        self.value = ((((b0 & 63) << 8) | b1) if ((b0 >> 6) == 1) else (len32 if (b0 == 128) else (len64 if (b0 == 129) else (b0 & 63))))
-    finally:
-        PyBuffer_Release(&_view)
-
+    # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
+    if pos >= end:
+        raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
+    b0 = _p[pos]
+    pos += 1
+    if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
+        raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
+    self.b0 = b0
+    # b1, len32, len64: at most one of them is present, only when b0 >= 64
+    b1 = len32 = len64 = None
+    if b0 >= 64:
+        if ((b0 >> 6) == 1):
+            # b1: Low 8 bits of a 14-bit length.
+            if pos >= end:
+                raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+            b1 = _p[pos]
+            pos += 1
+        elif (b0 == 128):
+            # len32: A 32-bit big-endian length.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+            len32 = rd_u4be(_p, pos)
+            pos += 4
+        elif (b0 == 129):
+            # len64: A 64-bit big-endian length (RDB 8 and later).
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+            len64 = rd_u8be(_p, pos)
+            pos += 8
+    self.b1 = b1
+    self.len32 = len32
+    self.len64 = len64
+    # is_encoded: True for the 11xxxxxx "encoded" marker (a string encoding, not a length).
+    self.is_encoded = ((b0 >> 6) == 3)
+    # value: The decoded length, or the encoding number when `is_encoded`.
+    self.value = ((((b0 & 63) << 8) | b1) if ((b0 >> 6) == 1) else (len32 if (b0 == 128) else (len64 if (b0 == 129) else (b0 & 63))))
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_rdb_len(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one rdb_len at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
-        b0 = _p[pos]
-        pos += 1
-        if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
-            raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
-        # b1, len32, len64: at most one of them is present, only when b0 >= 64
-        b1 = len32 = len64 = None
-        if b0 >= 64:
-            if ((b0 >> 6) == 1):
-                # b1: Low 8 bits of a 14-bit length.
-                if pos + 1 > end:
-                    raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
-                b1 = None
-                pos += 1
-            elif (b0 == 128):
-                # len32: A 32-bit big-endian length.
-                if pos + 4 > end:
-                    raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
-                len32 = None
-                pos += 4
-            elif (b0 == 129):
-                # len64: A 64-bit big-endian length (RDB 8 and later).
-                if pos + 8 > end:
-                    raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
-                len64 = None
-                pos += 8
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one rdb_len at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_rdb_len); returns the position after it."""
+    # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
+    if pos >= end:
+        raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
+    b0 = _p[pos]
+    pos += 1
+    if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
+        raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
+    # b1, len32, len64: at most one of them is present, only when b0 >= 64
+    b1 = len32 = len64 = None
+    if b0 >= 64:
+        if ((b0 >> 6) == 1):
+            # b1: Low 8 bits of a 14-bit length.
+            if pos + 1 > end:
+                raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+            b1 = None
+            pos += 1
+        elif (b0 == 128):
+            # len32: A 32-bit big-endian length.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+            len32 = None
+            pos += 4
+        elif (b0 == 129):
+            # len64: A 64-bit big-endian length (RDB 8 and later).
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+            len64 = None
+            pos += 8
     return pos
 
 
@@ -345,17 +327,7 @@ cdef class RdbBlob:
 
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object kind
-    cdef public object len
-    cdef public object plain
-    cdef public object clen
-    cdef public object ulen
-    cdef public object lzf
-    cdef public object is_lzf
-    cdef public object payload
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "kind", "len", "plain", "clen", "ulen", "lzf", "is_lzf", "payload", )  # the fields, as in the Python class
 
     @classmethod
@@ -366,30 +338,44 @@ cdef class RdbBlob:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, kind):
-        obj = c_read_rdb_blob(io, &pos, parent, root, kind)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_rdb_blob(io, buf, _p, end, &pos, parent, root, kind)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, kind):
         """Steps over one rdb_blob without building it; returns the position after it."""
-        return c_skip_rdb_blob(io, pos, parent, root, kind)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_rdb_blob(io, buf, _p, end, pos, parent, root, kind)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_rdb_blob(object io, Py_ssize_t* _at, object parent, object root, kind):
-    """Reads one rdb_blob at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, kind):
+    """Reads one rdb_blob at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef RdbBlob self = RdbBlob.__new__(RdbBlob)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.kind = kind
-    buf = io.buf
-    end = io.end
+    cdef RdbLen clen = None
+    cdef RdbLen len_ = None
+    cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
-    len_ = c_read_rdb_len(io, &pos, self, root)
+    len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
     if not ((not len_is_encoded) or (len_value == 3)):
@@ -418,9 +404,9 @@ cdef object c_read_rdb_blob(object io, Py_ssize_t* _at, object parent, object ro
             plain = plain_io.buf[plain_io.start:plain_io.end]
     elif len_is_encoded:
         # clen: Compressed length of an LZF blob.
-        clen = c_read_rdb_len(io, &pos, self, root)
+        clen = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
         # ulen: Uncompressed length of an LZF blob.
-        ulen = c_read_rdb_len(io, &pos, self, root)
+        ulen = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
         # lzf: The container parsed from the LZF-decompressed bytes.
         lzf_size = clen.value
         if pos + lzf_size > end:
@@ -449,20 +435,19 @@ cdef object c_read_rdb_blob(object io, Py_ssize_t* _at, object parent, object ro
     self.is_lzf = len_is_encoded
     # payload: The parsed container, whichever form the blob was stored in.
     self.payload = (lzf if len_is_encoded else plain)
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_rdb_blob(object io, Py_ssize_t pos, object parent, object root, kind) except -1:
-    """Steps over one rdb_blob at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, kind) except -1:
+    """Steps over one rdb_blob at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_rdb_blob); returns the position after it."""
+    cdef RdbLen clen = None
+    cdef RdbLen len_ = None
+    cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
-    len_ = c_read_rdb_len(io, &pos, None, root)
+    len_ = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
     if not ((not len_is_encoded) or (len_value == 3)):
@@ -477,16 +462,15 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, Py_ssize_t pos, object parent, object
         plain = None
     elif len_is_encoded:
         # clen: Compressed length of an LZF blob.
-        clen = c_read_rdb_len(io, &pos, None, root)
+        clen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
         # ulen: Uncompressed length of an LZF blob.
-        ulen = c_read_rdb_len(io, &pos, None, root)
+        ulen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
         # lzf: The container parsed from the LZF-decompressed bytes.
         lzf_size = clen.value
         if pos + lzf_size > end:
             raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
         pos += lzf_size
         lzf = None
-
     return pos
 
 
@@ -496,14 +480,7 @@ cdef class RdbDouble:
 
     Written by: redis src/rdb.c rdbSaveDoubleValue"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object len
-    cdef public object text
-    cdef public object is_nan
-    cdef public object is_pos_inf
-    cdef public object is_neg_inf
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "len", "text", "is_nan", "is_pos_inf", "is_neg_inf", )  # the fields, as in the Python class
 
     @classmethod
@@ -514,82 +491,76 @@ cdef class RdbDouble:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_rdb_double(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_rdb_double(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one rdb_double without building it; returns the position after it."""
-        return c_skip_rdb_double(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_rdb_double(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_rdb_double(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one rdb_double at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef RdbDouble c_read_rdb_double(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one rdb_double at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef RdbDouble self = RdbDouble.__new__(RdbDouble)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
-        len_ = _p[pos]
-        pos += 1
-        self.len = len_
-        # text: The number as printed by the server (`%.17g`).
-        if (len_ < 253):
-            if pos + len_ > end:
-                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
-            pos += len_
-            text = buf[pos - len_:pos].decode('ASCII', 'replace')
-        else:
-            text = None
-        self.text = text
-        # is_nan: True for NaN (the loader rejects NaN scores).
-        self.is_nan = (len_ == 253)
-        # is_pos_inf: True for +inf.
-        self.is_pos_inf = (len_ == 254)
-        # is_neg_inf: True for -inf.
-        self.is_neg_inf = (len_ == 255)
-    finally:
-        PyBuffer_Release(&_view)
-
+    # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
+    if pos >= end:
+        raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
+    len_ = _p[pos]
+    pos += 1
+    self.len = len_
+    # text: The number as printed by the server (`%.17g`).
+    if (len_ < 253):
+        if pos + len_ > end:
+            raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+        pos += len_
+        text = buf[pos - len_:pos].decode('ASCII', 'replace')
+    else:
+        text = None
+    self.text = text
+    # is_nan: True for NaN (the loader rejects NaN scores).
+    self.is_nan = (len_ == 253)
+    # is_pos_inf: True for +inf.
+    self.is_pos_inf = (len_ == 254)
+    # is_neg_inf: True for -inf.
+    self.is_neg_inf = (len_ == 255)
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_rdb_double(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one rdb_double at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
-        if pos >= end:
-            raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
-        len_ = _p[pos]
-        pos += 1
-        # text: The number as printed by the server (`%.17g`).
-        if (len_ < 253):
-            if pos + len_ > end:
-                raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
-            pos += len_
-            text = None
-        else:
-            text = None
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_rdb_double(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one rdb_double at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_rdb_double); returns the position after it."""
+    # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
+    if pos >= end:
+        raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
+    len_ = _p[pos]
+    pos += 1
+    # text: The number as printed by the server (`%.17g`).
+    if (len_ < 253):
+        if pos + len_ > end:
+            raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
+        pos += len_
+        text = None
+    else:
+        text = None
     return pos

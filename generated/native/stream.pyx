@@ -15,6 +15,9 @@ from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 from .listpack cimport c_push_lp_entry as listpack__c_push_lp_entry
 from .listpack cimport c_read_lp_entry as listpack__c_read_lp_entry
+from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -35,9 +38,7 @@ cdef class Stream:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
@@ -48,22 +49,25 @@ cdef class Stream:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_stream(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Stream c_read_stream(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Stream self = Stream.__new__(Stream)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-
     _at[0] = pos
     return self
 
@@ -77,20 +81,7 @@ cdef class StreamValue:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object type_code
-    cdef public object num_nodes
-    cdef public object nodes
-    cdef public object length
-    cdef public object last_id
-    cdef public object first_id
-    cdef public object max_deleted_entry_id
-    cdef public object entries_added
-    cdef public object num_groups
-    cdef public object groups
-    cdef public object idmp
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", )  # the fields, as in the Python class
 
     @classmethod
@@ -101,29 +92,48 @@ cdef class StreamValue:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
-        obj = c_read_stream_value(io, &pos, parent, root, type_code)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_value(io, buf, _p, end, &pos, parent, root, type_code)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, type_code):
         """Steps over one stream_value without building it; returns the position after it."""
-        return c_skip_stream_value(io, pos, parent, root, type_code)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_value(io, buf, _p, end, pos, parent, root, type_code)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_value(object io, Py_ssize_t* _at, object parent, object root, type_code):
-    """Reads one stream_value at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
+    """Reads one stream_value at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StreamValue self = StreamValue.__new__(StreamValue)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.type_code = type_code
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen entries_added = None
+    cdef StreamId first_id = None
+    cdef StreamIdmp idmp = None
+    cdef StreamId last_id = None
+    cdef rdb_string__RdbLen length = None
+    cdef StreamId max_deleted_entry_id = None
+    cdef rdb_string__RdbLen num_groups = None
+    cdef rdb_string__RdbLen num_nodes = None
     # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
-    num_nodes = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_nodes = num_nodes
     # nodes: The listpack nodes, in ascending master ID order.
     nodes_count = num_nodes.value
@@ -131,29 +141,29 @@ cdef object c_read_stream_value(object io, Py_ssize_t* _at, object parent, objec
         raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
     for nodes_index in range(nodes_count):
-        nodes_item = c_read_stream_node(io, &pos, self, root)
+        nodes_item = c_read_stream_node(io, buf, _p, end, &pos, self, root)
         nodes.append(nodes_item)
     self.nodes = nodes
     # length: Number of live (not deleted) entries.
-    length = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    length = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.length = length
     # last_id: The last generated ID.
-    last_id = c_read_stream_id(io, &pos, self, root)
+    last_id = c_read_stream_id(io, buf, _p, end, &pos, self, root)
     self.last_id = last_id
     # first_id, max_deleted_entry_id, entries_added: read together
     first_id = max_deleted_entry_id = entries_added = None
     if (type_code >= 19):
         # first_id: The recorded first entry ID (type >= 19).
-        first_id = c_read_stream_id(io, &pos, self, root)
+        first_id = c_read_stream_id(io, buf, _p, end, &pos, self, root)
         # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-        max_deleted_entry_id = c_read_stream_id(io, &pos, self, root)
+        max_deleted_entry_id = c_read_stream_id(io, buf, _p, end, &pos, self, root)
         # entries_added: Number of entries ever added (type >= 19).
-        entries_added = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        entries_added = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.first_id = first_id
     self.max_deleted_entry_id = max_deleted_entry_id
     self.entries_added = entries_added
     # num_groups: Number of consumer groups.
-    num_groups = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_groups = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_groups = num_groups
     # groups: The consumer groups, in name order.
     groups_count = num_groups.value
@@ -161,73 +171,70 @@ cdef object c_read_stream_value(object io, Py_ssize_t* _at, object parent, objec
         raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
     groups = []
     for groups_index in range(groups_count):
-        groups_item = c_read_stream_group(io, &pos, self, root, type_code)
+        groups_item = c_read_stream_group(io, buf, _p, end, &pos, self, root, type_code)
         groups.append(groups_item)
     self.groups = groups
     # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
     if (type_code >= 26):
-        idmp = c_read_stream_idmp(io, &pos, self, root)
+        idmp = c_read_stream_idmp(io, buf, _p, end, &pos, self, root)
     else:
         idmp = None
     self.idmp = idmp
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_value(object io, Py_ssize_t pos, object parent, object root, type_code) except -1:
-    """Steps over one stream_value at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, type_code) except -1:
+    """Steps over one stream_value at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_value); returns the position after it."""
+    cdef rdb_string__RdbLen num_groups = None
+    cdef rdb_string__RdbLen num_nodes = None
     # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
-    num_nodes = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # nodes: The listpack nodes, in ascending master ID order.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
         raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
     for nodes_index in range(nodes_count):
-        pos = c_skip_stream_node(io, pos, None, root)
+        pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
         nodes_item = None
         nodes.append(nodes_item)
     # length: Number of live (not deleted) entries.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     length = None
     # last_id: The last generated ID.
-    pos = c_skip_stream_id(io, pos, None, root)
+    pos = c_skip_stream_id(io, buf, _p, end, pos, None, root)
     last_id = None
     # first_id, max_deleted_entry_id, entries_added: read together
     first_id = max_deleted_entry_id = entries_added = None
     if (type_code >= 19):
         # first_id: The recorded first entry ID (type >= 19).
-        pos = c_skip_stream_id(io, pos, None, root)
+        pos = c_skip_stream_id(io, buf, _p, end, pos, None, root)
         first_id = None
         # max_deleted_entry_id: The largest ID ever deleted (type >= 19).
-        pos = c_skip_stream_id(io, pos, None, root)
+        pos = c_skip_stream_id(io, buf, _p, end, pos, None, root)
         max_deleted_entry_id = None
         # entries_added: Number of entries ever added (type >= 19).
-        pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
         entries_added = None
     # num_groups: Number of consumer groups.
-    num_groups = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_groups = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # groups: The consumer groups, in name order.
     groups_count = num_groups.value
     if groups_count < 0 or groups_count > (end - pos) // 5:
         raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
     groups = []
     for groups_index in range(groups_count):
-        pos = c_skip_stream_group(io, pos, None, root, type_code)
+        pos = c_skip_stream_group(io, buf, _p, end, pos, None, root, type_code)
         groups_item = None
         groups.append(groups_item)
     # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
     if (type_code >= 26):
-        pos = c_skip_stream_idmp(io, pos, None, root)
+        pos = c_skip_stream_idmp(io, buf, _p, end, pos, None, root)
         idmp = None
     else:
         idmp = None
-
     return pos
 
 
@@ -237,12 +244,7 @@ cdef class StreamNode:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object node_key_len
-    cdef public object node_key
-    cdef public object _lazy_listpack
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "node_key_len", "node_key", "_lazy_listpack", )  # the fields, as in the Python class
 
     @classmethod
@@ -253,13 +255,27 @@ cdef class StreamNode:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_node(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_node(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_node without building it; returns the position after it."""
-        return c_skip_stream_node(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_node(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
     @property
     def listpack(self):
@@ -267,30 +283,35 @@ cdef class StreamNode:
 
         Read from the bytes on every access; not kept."""
         cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
 
+        cdef rdb_string__RdbBlob listpack = None
         io = self._io
         buf = io.buf
         end = io.end
-        root = self._root
-        pos = self._lazy_listpack
-        listpack = rdb_string__c_read_rdb_blob(io, &pos, self, root, 5)
-        return listpack
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_listpack
+            listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 5)
+            return listpack
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_node(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_node at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_node at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StreamNode self = StreamNode.__new__(StreamNode)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen node_key_len = None
     # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
     node_key_len_pos = pos
-    node_key_len = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    node_key_len = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
         raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
     self.node_key_len = node_key_len
@@ -305,22 +326,19 @@ cdef object c_read_stream_node(object io, Py_ssize_t* _at, object parent, object
     # listpack: decoded on first access (see the property); stepped over here
     self._lazy_listpack = pos
     # listpack: The node listpack.
-    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 5)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 5)
     listpack = None
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_node(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_node at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_node at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_node); returns the position after it."""
+    cdef rdb_string__RdbLen node_key_len = None
     # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
     node_key_len_pos = pos
-    node_key_len = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    node_key_len = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
         raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
     # node_key: The master ID of the node (big-endian ms and seq).
@@ -330,9 +348,8 @@ cdef Py_ssize_t c_skip_stream_node(object io, Py_ssize_t pos, object parent, obj
     pos += node_key_size
     node_key = None
     # listpack: The node listpack.
-    pos = rdb_string__c_skip_rdb_blob(io, pos, None, root, 5)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 5)
     listpack = None
-
     return pos
 
 
@@ -341,11 +358,7 @@ cdef class StreamId:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object ms
-    cdef public object seq
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "ms", "seq", )  # the fields, as in the Python class
 
     @classmethod
@@ -356,50 +369,58 @@ cdef class StreamId:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_id(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_id(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_id without building it; returns the position after it."""
-        return c_skip_stream_id(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_id(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_id(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_id at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamId c_read_stream_id(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_id at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StreamId self = StreamId.__new__(StreamId)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen ms = None
+    cdef rdb_string__RdbLen seq = None
     # ms: Milliseconds part.
-    ms = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    ms = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.ms = ms
     # seq: Sequence part.
-    seq = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    seq = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.seq = seq
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_id(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_id at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_id(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_id at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_id); returns the position after it."""
     # ms: Milliseconds part.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     ms = None
     # seq: Sequence part.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     seq = None
-
     return pos
 
 
@@ -408,11 +429,7 @@ cdef class StreamIdRaw:
 
     Written by: redis src/t_stream.c streamEncodeID"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object ms
-    cdef public object seq
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "ms", "seq", )  # the fields, as in the Python class
 
     @classmethod
@@ -423,55 +440,56 @@ cdef class StreamIdRaw:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_id_raw(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_id_raw(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_id_raw without building it; returns the position after it."""
-        return c_skip_stream_id_raw(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_id_raw(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_id_raw(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_id_raw at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamIdRaw c_read_stream_id_raw(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_id_raw at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef StreamIdRaw self = StreamIdRaw.__new__(StreamIdRaw)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # ms: Milliseconds part.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
-        ms = rd_u8be(_p, pos)
-        pos += 8
-        self.ms = ms
-        # seq: Sequence part.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
-        seq = rd_u8be(_p, pos)
-        pos += 8
-        self.seq = seq
-    finally:
-        PyBuffer_Release(&_view)
-
+    # ms: Milliseconds part.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
+    ms = rd_u8be(_p, pos)
+    pos += 8
+    self.ms = ms
+    # seq: Sequence part.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
+    seq = rd_u8be(_p, pos)
+    pos += 8
+    self.seq = seq
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_id_raw(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_id_raw at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_id_raw(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_id_raw at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_id_raw); returns the position after it."""
     # ms: Milliseconds part.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
@@ -482,7 +500,6 @@ cdef Py_ssize_t c_skip_stream_id_raw(object io, Py_ssize_t pos, object parent, o
         raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
     seq = None
     pos += 8
-
     return pos
 
 
@@ -491,17 +508,7 @@ cdef class StreamGroup:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object type_code
-    cdef public object name
-    cdef public object last_id
-    cdef public object entries_read
-    cdef public object pel_size
-    cdef public object pel
-    cdef public object num_consumers
-    cdef public object consumers
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel_size", "pel", "num_consumers", "consumers", )  # the fields, as in the Python class
 
     @classmethod
@@ -512,41 +519,57 @@ cdef class StreamGroup:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
-        obj = c_read_stream_group(io, &pos, parent, root, type_code)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_group(io, buf, _p, end, &pos, parent, root, type_code)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, type_code):
         """Steps over one stream_group without building it; returns the position after it."""
-        return c_skip_stream_group(io, pos, parent, root, type_code)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_group(io, buf, _p, end, pos, parent, root, type_code)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_group(object io, Py_ssize_t* _at, object parent, object root, type_code):
-    """Reads one stream_group at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
+    """Reads one stream_group at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StreamGroup self = StreamGroup.__new__(StreamGroup)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.type_code = type_code
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen entries_read = None
+    cdef StreamId last_id = None
+    cdef rdb_string__RdbString name = None
+    cdef rdb_string__RdbLen num_consumers = None
+    cdef rdb_string__RdbLen pel_size = None
     # name: Group name.
-    name = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.name = name
     # last_id: The group's last delivered ID.
-    last_id = c_read_stream_id(io, &pos, self, root)
+    last_id = c_read_stream_id(io, buf, _p, end, &pos, self, root)
     self.last_id = last_id
     # entries_read: Logical read counter (type >= 19); 2^64-1 means invalid (SCG_INVALID_ENTRIES_READ saved as uint64).
     if (type_code >= 19):
-        entries_read = rdb_string__c_read_rdb_len(io, &pos, self, root)
+        entries_read = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     else:
         entries_read = None
     self.entries_read = entries_read
     # pel_size: Number of entries in the group's global PEL.
-    pel_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.pel_size = pel_size
     # pel: The global pending entries list.
     pel_count = pel_size.value
@@ -554,11 +577,11 @@ cdef object c_read_stream_group(object io, Py_ssize_t* _at, object parent, objec
         raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
     for pel_index in range(pel_count):
-        pel_item = c_read_stream_pel_entry(io, &pos, self, root)
+        pel_item = c_read_stream_pel_entry(io, buf, _p, end, &pos, self, root)
         pel.append(pel_item)
     self.pel = pel
     # num_consumers: Number of consumers.
-    num_consumers = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_consumers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_consumers = num_consumers
     # consumers: The consumers, in name order.
     consumers_count = num_consumers.value
@@ -566,55 +589,52 @@ cdef object c_read_stream_group(object io, Py_ssize_t* _at, object parent, objec
         raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
     consumers = []
     for consumers_index in range(consumers_count):
-        consumers_item = c_read_stream_consumer(io, &pos, self, root, type_code)
+        consumers_item = c_read_stream_consumer(io, buf, _p, end, &pos, self, root, type_code)
         consumers.append(consumers_item)
     self.consumers = consumers
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_group(object io, Py_ssize_t pos, object parent, object root, type_code) except -1:
-    """Steps over one stream_group at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, type_code) except -1:
+    """Steps over one stream_group at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_group); returns the position after it."""
+    cdef rdb_string__RdbLen num_consumers = None
+    cdef rdb_string__RdbLen pel_size = None
     # name: Group name.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     name = None
     # last_id: The group's last delivered ID.
-    pos = c_skip_stream_id(io, pos, None, root)
+    pos = c_skip_stream_id(io, buf, _p, end, pos, None, root)
     last_id = None
     # entries_read: Logical read counter (type >= 19); 2^64-1 means invalid (SCG_INVALID_ENTRIES_READ saved as uint64).
     if (type_code >= 19):
-        pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+        pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
         entries_read = None
     else:
         entries_read = None
     # pel_size: Number of entries in the group's global PEL.
-    pel_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # pel: The global pending entries list.
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 25:
         raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
     for pel_index in range(pel_count):
-        pos = c_skip_stream_pel_entry(io, pos, None, root)
+        pos = c_skip_stream_pel_entry(io, buf, _p, end, pos, None, root)
         pel_item = None
         pel.append(pel_item)
     # num_consumers: Number of consumers.
-    num_consumers = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_consumers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # consumers: The consumers, in name order.
     consumers_count = num_consumers.value
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
         raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
     consumers = []
     for consumers_index in range(consumers_count):
-        pos = c_skip_stream_consumer(io, pos, None, root, type_code)
+        pos = c_skip_stream_consumer(io, buf, _p, end, pos, None, root, type_code)
         consumers_item = None
         consumers.append(consumers_item)
-
     return pos
 
 
@@ -623,12 +643,7 @@ cdef class StreamPelEntry:
 
     Written by: redis src/rdb.c rdbSaveStreamPEL"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object id
-    cdef public object delivery_time
-    cdef public object delivery_count
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "id", "delivery_time", "delivery_count", )  # the fields, as in the Python class
 
     @classmethod
@@ -639,57 +654,60 @@ cdef class StreamPelEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_pel_entry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_pel_entry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_pel_entry without building it; returns the position after it."""
-        return c_skip_stream_pel_entry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_pel_entry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_pel_entry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_pel_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamPelEntry c_read_stream_pel_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_pel_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef StreamPelEntry self = StreamPelEntry.__new__(StreamPelEntry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # id: The pending entry ID (16 raw big-endian bytes).
-        id = c_read_stream_id_raw(io, &pos, self, root)
-        self.id = id
-        # delivery_time: Last delivery time, unix ms (little-endian).
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
-        delivery_time = rd_s8le(_p, pos)
-        pos += 8
-        self.delivery_time = delivery_time
-        # delivery_count: Number of deliveries.
-        delivery_count = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.delivery_count = delivery_count
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbLen delivery_count = None
+    cdef StreamIdRaw id = None
+    # id: The pending entry ID (16 raw big-endian bytes).
+    id = c_read_stream_id_raw(io, buf, _p, end, &pos, self, root)
+    self.id = id
+    # delivery_time: Last delivery time, unix ms (little-endian).
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
+    delivery_time = rd_s8le(_p, pos)
+    pos += 8
+    self.delivery_time = delivery_time
+    # delivery_count: Number of deliveries.
+    delivery_count = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.delivery_count = delivery_count
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_pel_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_pel_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_pel_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_pel_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_pel_entry); returns the position after it."""
     # id: The pending entry ID (16 raw big-endian bytes).
-    pos = c_skip_stream_id_raw(io, pos, None, root)
+    pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
     id = None
     # delivery_time: Last delivery time, unix ms (little-endian).
     if pos + 8 > end:
@@ -697,9 +715,8 @@ cdef Py_ssize_t c_skip_stream_pel_entry(object io, Py_ssize_t pos, object parent
     delivery_time = None
     pos += 8
     # delivery_count: Number of deliveries.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     delivery_count = None
-
     return pos
 
 
@@ -708,15 +725,7 @@ cdef class StreamConsumer:
 
     Written by: redis src/rdb.c rdbSaveStreamConsumers"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object type_code
-    cdef public object name
-    cdef public object seen_time
-    cdef public object active_time
-    cdef public object pel_size
-    cdef public object pel
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel_size", "pel", )  # the fields, as in the Python class
 
     @classmethod
@@ -727,76 +736,80 @@ cdef class StreamConsumer:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root, type_code):
-        obj = c_read_stream_consumer(io, &pos, parent, root, type_code)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_consumer(io, buf, _p, end, &pos, parent, root, type_code)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root, type_code):
         """Steps over one stream_consumer without building it; returns the position after it."""
-        return c_skip_stream_consumer(io, pos, parent, root, type_code)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_consumer(io, buf, _p, end, pos, parent, root, type_code)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_consumer(object io, Py_ssize_t* _at, object parent, object root, type_code):
-    """Reads one stream_consumer at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
+    """Reads one stream_consumer at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef StreamConsumer self = StreamConsumer.__new__(StreamConsumer)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
     self.type_code = type_code
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # name: Consumer name.
-        name = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        self.name = name
-        # seen_time: Last seen time, unix ms (little-endian).
+    cdef rdb_string__RdbString name = None
+    cdef rdb_string__RdbLen pel_size = None
+    # name: Consumer name.
+    name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+    self.name = name
+    # seen_time: Last seen time, unix ms (little-endian).
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
+    seen_time = rd_s8le(_p, pos)
+    pos += 8
+    self.seen_time = seen_time
+    # active_time: Last active time, unix ms (type >= 21).
+    if (type_code >= 21):
         if pos + 8 > end:
-            raise truncated(io, pos, 8, "stream:stream_consumer.seen_time")
-        seen_time = rd_s8le(_p, pos)
+            raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
+        active_time = rd_s8le(_p, pos)
         pos += 8
-        self.seen_time = seen_time
-        # active_time: Last active time, unix ms (type >= 21).
-        if (type_code >= 21):
-            if pos + 8 > end:
-                raise truncated(io, pos, 8, "stream:stream_consumer.active_time")
-            active_time = rd_s8le(_p, pos)
-            pos += 8
-        else:
-            active_time = None
-        self.active_time = active_time
-        # pel_size: Number of entries in the consumer PEL.
-        pel_size = rdb_string__c_read_rdb_len(io, &pos, self, root)
-        self.pel_size = pel_size
-        # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
-        pel_count = pel_size.value
-        if pel_count < 0 or pel_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-        pel = []
-        for pel_index in range(pel_count):
-            pel_item = c_read_stream_id_raw(io, &pos, self, root)
-            pel.append(pel_item)
-        self.pel = pel
-    finally:
-        PyBuffer_Release(&_view)
-
+    else:
+        active_time = None
+    self.active_time = active_time
+    # pel_size: Number of entries in the consumer PEL.
+    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self.pel_size = pel_size
+    # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
+    pel_count = pel_size.value
+    if pel_count < 0 or pel_count > (end - pos) // 16:
+        raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+    pel = []
+    for pel_index in range(pel_count):
+        pel_item = c_read_stream_id_raw(io, buf, _p, end, &pos, self, root)
+        pel.append(pel_item)
+    self.pel = pel
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_consumer(object io, Py_ssize_t pos, object parent, object root, type_code) except -1:
-    """Steps over one stream_consumer at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_consumer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, type_code) except -1:
+    """Steps over one stream_consumer at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_consumer); returns the position after it."""
+    cdef rdb_string__RdbLen pel_size = None
     # name: Consumer name.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     name = None
     # seen_time: Last seen time, unix ms (little-endian).
     if pos + 8 > end:
@@ -812,17 +825,16 @@ cdef Py_ssize_t c_skip_stream_consumer(object io, Py_ssize_t pos, object parent,
     else:
         active_time = None
     # pel_size: Number of entries in the consumer PEL.
-    pel_size = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 16:
         raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
     for pel_index in range(pel_count):
-        pos = c_skip_stream_id_raw(io, pos, None, root)
+        pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
         pel_item = None
         pel.append(pel_item)
-
     return pos
 
 
@@ -831,15 +843,7 @@ cdef class StreamIdmp:
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object duration
-    cdef public object max_entries
-    cdef public object num_producers
-    cdef public object producers
-    cdef public object iids_added
-    cdef public object iids_duplicates
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "duration", "max_entries", "num_producers", "producers", "iids_added", "iids_duplicates", )  # the fields, as in the Python class
 
     @classmethod
@@ -850,34 +854,50 @@ cdef class StreamIdmp:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_idmp(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_idmp(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_idmp without building it; returns the position after it."""
-        return c_skip_stream_idmp(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_idmp(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_idmp(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_idmp at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_idmp at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StreamIdmp self = StreamIdmp.__new__(StreamIdmp)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen duration = None
+    cdef rdb_string__RdbLen iids_added = None
+    cdef rdb_string__RdbLen iids_duplicates = None
+    cdef rdb_string__RdbLen max_entries = None
+    cdef rdb_string__RdbLen num_producers = None
     # duration: IDMP duration in seconds (loader requires 1..86400).
-    duration = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    duration = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.duration = duration
     # max_entries: Maximum IDMP entries per producer (loader requires 1..10000).
-    max_entries = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    max_entries = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.max_entries = max_entries
     # num_producers: Number of producers.
-    num_producers = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_producers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_producers = num_producers
     # producers: The producers, in insertion order.
     producers_count = num_producers.value
@@ -885,50 +905,46 @@ cdef object c_read_stream_idmp(object io, Py_ssize_t* _at, object parent, object
         raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
     producers = []
     for producers_index in range(producers_count):
-        producers_item = c_read_stream_idmp_producer(io, &pos, self, root)
+        producers_item = c_read_stream_idmp_producer(io, buf, _p, end, &pos, self, root)
         producers.append(producers_item)
     self.producers = producers
     # iids_added: Number of idempotency IDs ever added.
-    iids_added = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    iids_added = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.iids_added = iids_added
     # iids_duplicates: Number of duplicates detected.
-    iids_duplicates = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    iids_duplicates = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.iids_duplicates = iids_duplicates
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_idmp(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_idmp at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_idmp(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_idmp at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_idmp); returns the position after it."""
+    cdef rdb_string__RdbLen num_producers = None
     # duration: IDMP duration in seconds (loader requires 1..86400).
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     duration = None
     # max_entries: Maximum IDMP entries per producer (loader requires 1..10000).
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     max_entries = None
     # num_producers: Number of producers.
-    num_producers = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_producers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # producers: The producers, in insertion order.
     producers_count = num_producers.value
     if producers_count < 0 or producers_count > (end - pos) // 2:
         raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
     producers = []
     for producers_index in range(producers_count):
-        pos = c_skip_stream_idmp_producer(io, pos, None, root)
+        pos = c_skip_stream_idmp_producer(io, buf, _p, end, pos, None, root)
         producers_item = None
         producers.append(producers_item)
     # iids_added: Number of idempotency IDs ever added.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     iids_added = None
     # iids_duplicates: Number of duplicates detected.
-    pos = rdb_string__c_skip_rdb_len(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     iids_duplicates = None
-
     return pos
 
 
@@ -937,12 +953,7 @@ cdef class StreamIdmpProducer:
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object pid
-    cdef public object count
-    cdef public object iids
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "pid", "count", "iids", )  # the fields, as in the Python class
 
     @classmethod
@@ -953,31 +964,44 @@ cdef class StreamIdmpProducer:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_idmp_producer(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_idmp_producer(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_idmp_producer without building it; returns the position after it."""
-        return c_skip_stream_idmp_producer(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_idmp_producer(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_idmp_producer(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_idmp_producer at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamIdmpProducer c_read_stream_idmp_producer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_idmp_producer at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StreamIdmpProducer self = StreamIdmpProducer.__new__(StreamIdmpProducer)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen count_ = None
+    cdef rdb_string__RdbString pid = None
     # pid: Producer ID.
-    pid = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    pid = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.pid = pid
     # count: Number of idempotency IDs.
-    count_ = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.count = count_
     # iids: The idempotency IDs.
     iids_count = count_.value
@@ -985,35 +1009,31 @@ cdef object c_read_stream_idmp_producer(object io, Py_ssize_t* _at, object paren
         raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
     iids = []
     for iids_index in range(iids_count):
-        iids_item = c_read_stream_idmp_iid(io, &pos, self, root)
+        iids_item = c_read_stream_idmp_iid(io, buf, _p, end, &pos, self, root)
         iids.append(iids_item)
     self.iids = iids
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_idmp_producer(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_idmp_producer at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_idmp_producer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_idmp_producer at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_idmp_producer); returns the position after it."""
+    cdef rdb_string__RdbLen count_ = None
     # pid: Producer ID.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     pid = None
     # count: Number of idempotency IDs.
-    count_ = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # iids: The idempotency IDs.
     iids_count = count_.value
     if iids_count < 0 or iids_count > (end - pos) // 3:
         raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
     iids = []
     for iids_index in range(iids_count):
-        pos = c_skip_stream_idmp_iid(io, pos, None, root)
+        pos = c_skip_stream_idmp_iid(io, buf, _p, end, pos, None, root)
         iids_item = None
         iids.append(iids_item)
-
     return pos
 
 
@@ -1022,11 +1042,7 @@ cdef class StreamIdmpIid:
 
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object iid
-    cdef public object id
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "iid", "id", )  # the fields, as in the Python class
 
     @classmethod
@@ -1037,50 +1053,58 @@ cdef class StreamIdmpIid:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_idmp_iid(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_idmp_iid(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_idmp_iid without building it; returns the position after it."""
-        return c_skip_stream_idmp_iid(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_idmp_iid(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_idmp_iid(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_idmp_iid at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamIdmpIid c_read_stream_idmp_iid(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_idmp_iid at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef StreamIdmpIid self = StreamIdmpIid.__new__(StreamIdmpIid)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef StreamId id = None
+    cdef rdb_string__RdbString iid = None
     # iid: The idempotency ID.
-    iid = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    iid = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.iid = iid
     # id: The stream entry ID it was mapped to.
-    id = c_read_stream_id(io, &pos, self, root)
+    id = c_read_stream_id(io, buf, _p, end, &pos, self, root)
     self.id = id
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_idmp_iid(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_idmp_iid at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_stream_idmp_iid(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_idmp_iid at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_idmp_iid); returns the position after it."""
     # iid: The idempotency ID.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     iid = None
     # id: The stream entry ID it was mapped to.
-    pos = c_skip_stream_id(io, pos, None, root)
+    pos = c_skip_stream_id(io, buf, _p, end, pos, None, root)
     id = None
-
     return pos
 
 
@@ -1090,14 +1114,7 @@ cdef class StreamListpack:
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object total_bytes
-    cdef public object num_elements
-    cdef public object master
-    cdef public object entries
-    cdef public object terminator
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "total_bytes", "num_elements", "master", "entries", "terminator", )  # the fields, as in the Python class
 
     @classmethod
@@ -1108,109 +1125,105 @@ cdef class StreamListpack:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_listpack(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_listpack(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_listpack without building it; returns the position after it."""
-        return c_skip_stream_listpack(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_listpack(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_listpack(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_listpack at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamListpack c_read_stream_listpack(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_listpack at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef StreamListpack self = StreamListpack.__new__(StreamListpack)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # total_bytes: Total size of the listpack; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        self.total_bytes = total_bytes
-        # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
-        num_elements = rd_u2le(_p, pos)
-        pos += 2
-        self.num_elements = num_elements
-        # master: The master entry.
-        master = c_read_stream_master(io, &pos, self, root)
-        self.master = master
-        # entries: The entries of the node, live and deleted (count + deleted of them).
-        entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
-        if entries_count < 0 or entries_count > (end - pos) // 4:
-            raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
-        self.entries = entries
-        # terminator: LP_EOF; nothing may follow it.
-        if pos >= end:
-            raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if not ((terminator == 255) and (pos >= io.end)):
-            raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
-        self.terminator = terminator
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef StreamMaster master = None
+    # total_bytes: Total size of the listpack; must equal the blob size.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
+    total_bytes = rd_u4le(_p, pos)
+    pos += 4
+    if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+    self.total_bytes = total_bytes
+    # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
+    if pos + 2 > end:
+        raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
+    num_elements = rd_u2le(_p, pos)
+    pos += 2
+    self.num_elements = num_elements
+    # master: The master entry.
+    master = c_read_stream_master(io, buf, _p, end, &pos, self, root)
+    self.master = master
+    # entries: The entries of the node, live and deleted (count + deleted of them).
+    entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
+    if entries_count < 0 or entries_count > (end - pos) // 4:
+        raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
+    self.entries = entries
+    # terminator: LP_EOF; nothing may follow it.
+    if pos >= end:
+        raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
+    terminator = _p[pos]
+    pos += 1
+    if not ((terminator == 255) and (pos >= io.end)):
+        raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
+    self.terminator = terminator
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_listpack(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_listpack at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # total_bytes: Total size of the listpack; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
-        total_bytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
-        # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
-        num_elements = None
-        pos += 2
-        # master: The master entry.
-        master = c_read_stream_master(io, &pos, None, root)
-        # entries: The entries of the node, live and deleted (count + deleted of them).
-        entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
-        if entries_count < 0 or entries_count > (end - pos) // 4:
-            raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-        for _ in range(entries_count):
-            pos = StreamEntry._skip(io, pos, None, root)
-        entries = None
-        # terminator: LP_EOF; nothing may follow it.
-        if pos >= end:
-            raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if not ((terminator == 255) and (pos >= io.end)):
-            raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_stream_listpack(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_listpack at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_listpack); returns the position after it."""
+    cdef StreamMaster master = None
+    # total_bytes: Total size of the listpack; must equal the blob size.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
+    total_bytes = rd_u4le(_p, pos)
+    pos += 4
+    if not ((total_bytes >= 7) and (total_bytes == (io.end - io.start))):
+        raise invalid(io, pos - 4, "stream:stream_listpack.total_bytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 7), found ' + repr(total_bytes))
+    # num_elements: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
+    if pos + 2 > end:
+        raise truncated(io, pos, 2, "stream:stream_listpack.num_elements")
+    num_elements = None
+    pos += 2
+    # master: The master entry.
+    master = c_read_stream_master(io, buf, _p, end, &pos, None, root)
+    # entries: The entries of the node, live and deleted (count + deleted of them).
+    entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
+    if entries_count < 0 or entries_count > (end - pos) // 4:
+        raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+    for _ in range(entries_count):
+        pos = StreamEntry._skip(io, pos, None, root)
+    entries = None
+    # terminator: LP_EOF; nothing may follow it.
+    if pos >= end:
+        raise truncated(io, pos, 1, "stream:stream_listpack.terminator")
+    terminator = _p[pos]
+    pos += 1
+    if not ((terminator == 255) and (pos >= io.end)):
+        raise invalid(io, pos - 1, "stream:stream_listpack.terminator", 'expected the end byte 0xff closing the listpack, found ' + format(terminator, '#04x') + format(('' if (pos >= io.end) else ' followed by more bytes'), 's'))
     return pos
 
 
@@ -1219,14 +1232,7 @@ cdef class StreamMaster:
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object count
-    cdef public object deleted
-    cdef public object num_fields
-    cdef public object fields
-    cdef public object terminator
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "count", "deleted", "num_fields", "fields", "terminator", )  # the fields, as in the Python class
 
     @classmethod
@@ -1237,110 +1243,104 @@ cdef class StreamMaster:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_stream_master(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_stream_master(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one stream_master without building it; returns the position after it."""
-        return c_skip_stream_master(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_stream_master(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_stream_master(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one stream_master at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef StreamMaster c_read_stream_master(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one stream_master at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef StreamMaster self = StreamMaster.__new__(StreamMaster)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # count: Live entries in this node.
-        count__pos = pos
-        count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
-            raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
-        self.count = count_
-        # deleted: Entries flagged deleted in this node.
-        deleted_pos = pos
-        deleted = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
-            raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
-        self.deleted = deleted
-        # num_fields: Number of master fields.
-        num_fields_pos = pos
-        num_fields = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-            raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
-        self.num_fields = num_fields
-        # fields: The master field names.
-        fields_count = num_fields_int_value
-        if fields_count < 0 or fields_count > end - pos:
-            raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
-        fields = ScalarColumns(buf)
-        for fields_index in range(fields_count):
-            listpack__c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
-        self.fields = fields
-        # terminator: Master terminator (lp-count of the master entry), always 0.
-        terminator_pos = pos
-        terminator = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
-        if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
-            warn(io, terminator_pos, "stream:stream_master.terminator", 'expected 0 closing the master entry, found ' + repr(terminator))
-        self.terminator = terminator
-    finally:
-        PyBuffer_Release(&_view)
-
+    # count: Live entries in this node.
+    count__pos = pos
+    count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+    if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+        raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
+    self.count = count_
+    # deleted: Entries flagged deleted in this node.
+    deleted_pos = pos
+    deleted = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+    if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+        raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
+    self.deleted = deleted
+    # num_fields: Number of master fields.
+    num_fields_pos = pos
+    num_fields = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+    num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
+    if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
+        raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
+    self.num_fields = num_fields
+    # fields: The master field names.
+    fields_count = num_fields_int_value
+    if fields_count < 0 or fields_count > end - pos:
+        raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+    fields = ScalarColumns(buf)
+    for fields_index in range(fields_count):
+        listpack__c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
+    self.fields = fields
+    # terminator: Master terminator (lp-count of the master entry), always 0.
+    terminator_pos = pos
+    terminator = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
+    if not (isinstance(terminator, int) and ((terminator if isinstance(terminator, int) else None) == 0)):
+        warn(io, terminator_pos, "stream:stream_master.terminator", 'expected 0 closing the master entry, found ' + repr(terminator))
+    self.terminator = terminator
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_stream_master(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one stream_master at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # count: Live entries in this node.
-        count__pos = pos
-        count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
-            raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
-        # deleted: Entries flagged deleted in this node.
-        deleted_pos = pos
-        deleted = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
-            raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
-        # num_fields: Number of master fields.
-        num_fields_pos = pos
-        num_fields = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-        if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-            raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
-        # fields: The master field names.
-        fields_count = num_fields_int_value
-        if fields_count < 0 or fields_count > end - pos:
-            raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
-        fields = []
-        for fields_index in range(fields_count):
-            fields_item = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-            fields.append(fields_item)
-        # terminator: Master terminator (lp-count of the master entry), always 0.
-        terminator_pos = pos
-        terminator = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_stream_master(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one stream_master at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_stream_master); returns the position after it."""
+    # count: Live entries in this node.
+    count__pos = pos
+    count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+    if not (isinstance(count_, int) and ((count_ if isinstance(count_, int) else None) >= 0)):
+        raise invalid(io, count__pos, "stream:stream_master.count", 'expected the live entry count of the node (an integer >= 0), found ' + repr(count_))
+    # deleted: Entries flagged deleted in this node.
+    deleted_pos = pos
+    deleted = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+    if not (isinstance(deleted, int) and ((deleted if isinstance(deleted, int) else None) >= 0)):
+        raise invalid(io, deleted_pos, "stream:stream_master.deleted", 'expected the deleted entry count of the node (an integer >= 0), found ' + repr(deleted))
+    # num_fields: Number of master fields.
+    num_fields_pos = pos
+    num_fields = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+    num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
+    if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
+        raise invalid(io, num_fields_pos, "stream:stream_master.num_fields", 'expected the number of master fields (an integer >= 0), found ' + repr(num_fields))
+    # fields: The master field names.
+    fields_count = num_fields_int_value
+    if fields_count < 0 or fields_count > end - pos:
+        raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+    fields = []
+    for fields_index in range(fields_count):
+        fields_item = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
+        fields.append(fields_item)
+    # terminator: Master terminator (lp-count of the master entry), always 0.
+    terminator_pos = pos
+    terminator = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
     return pos
 
 
@@ -1351,15 +1351,7 @@ cdef class StreamEntry:
 
     Written by: redis src/t_stream.c streamAppendItem"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object flags
-    cdef public object ms_diff
-    cdef public object seq_diff
-    cdef public object num_fields
-    cdef public object items
-    cdef public object lp_count
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "flags", "ms_diff", "seq_diff", "num_fields", "items", "lp_count", )  # the fields, as in the Python class
 
     @classmethod
@@ -1384,14 +1376,17 @@ cdef class StreamEntry:
         buf = io.buf
         end = io.end
         cols = StreamEntryColumns(parent, root, buf)
-        flags_column = cols.flags
-        ms_diff_column = cols.ms_diff
-        seq_diff_column = cols.seq_diff
-        num_fields_column = cols.num_fields
-        items_column = cols.items
-        lp_count_column = cols.lp_count
+        cdef ScalarColumns flags_column = cols.flags
+        cdef ScalarColumns ms_diff_column = cols.ms_diff
+        cdef ScalarColumns seq_diff_column = cols.seq_diff
+        cdef ScalarColumns num_fields_column = cols.num_fields
+        cdef RaggedColumns items_column = cols.items
+        cdef ScalarColumns lp_count_column = cols.lp_count
         _p = acquire(buf, &_view, end)
         try:
+            _parent_master = parent.master
+            _parent_master_num_fields = _parent_master.num_fields
+            _parent_master_num_fields_int_value = (_parent_master_num_fields if isinstance(_parent_master_num_fields, int) else None)
             # without a count, rows run to the end of the stream; each takes at least one byte
             for _ in range(count if count is not None else end - pos):
                 if count is None and pos >= end:
@@ -1428,7 +1423,7 @@ cdef class StreamEntry:
                     num_fields_column.append(None)
                 # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
                 num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-                items_count = ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if ((flags_int_value & 2) != 0) else (2 * num_fields_int_value))
+                items_count = (_parent_master_num_fields_int_value if ((flags_int_value & 2) != 0) else (2 * num_fields_int_value))
                 if items_count < 0 or items_count > end - pos:
                     raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
                 items_values = items_column.values
@@ -1440,7 +1435,7 @@ cdef class StreamEntry:
                 listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, lp_count_column)
                 lp_count = lp_count_column.last()
                 try:
-                    lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == (((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
+                    lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == ((_parent_master_num_fields_int_value + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
                 except (TypeError, ValueError, IndexError):
                     lp_count_ok = False
                 if not lp_count_ok:

@@ -27,15 +27,7 @@ cdef class Ziplist:
 
     Written by: redis src/ziplist.c ziplistValidateIntegrity"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object zlbytes
-    cdef public object zltail
-    cdef public object zllen
-    cdef public object body
-    cdef public object terminator
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "zlbytes", "zltail", "zllen", "body", "terminator", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -46,122 +38,116 @@ cdef class Ziplist:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_ziplist(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_ziplist(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one ziplist without building it; returns the position after it."""
-        return c_skip_ziplist(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_ziplist(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_ziplist(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one ziplist at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one ziplist at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef Ziplist self = Ziplist.__new__(Ziplist)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
-        zlbytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
-        self.zlbytes = zlbytes
-        # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
-        zltail = rd_u4le(_p, pos)
-        pos += 4
-        if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
-        self.zltail = zltail
-        # zllen: Number of entries, or 65535 when unknown.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-        zllen = rd_u2le(_p, pos)
-        pos += 2
-        self.zllen = zllen
-        # body: The entries, without the 10-byte header and the end byte.
-        body_size = (zlbytes - 11)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-        body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
-        pos += body_size
-        body = ZlBody._read(body_io, body_io.start, self, root)[0]
-        self.body = body
-        # terminator: ZIP_END, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
-        self.terminator = terminator
-        # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
-        self.entries = body.entries
-    finally:
-        PyBuffer_Release(&_view)
-
+    # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
+    zlbytes = rd_u4le(_p, pos)
+    pos += 4
+    if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+        raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
+    self.zlbytes = zlbytes
+    # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
+    zltail = rd_u4le(_p, pos)
+    pos += 4
+    if not (zltail <= ((io.end - io.start) - 1)):
+        raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
+    self.zltail = zltail
+    # zllen: Number of entries, or 65535 when unknown.
+    if pos + 2 > end:
+        raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
+    zllen = rd_u2le(_p, pos)
+    pos += 2
+    self.zllen = zllen
+    # body: The entries, without the 10-byte header and the end byte.
+    body_size = (zlbytes - 11)
+    if body_size < 0 or pos + body_size > end:
+        raise truncated(io, pos, body_size, "ziplist:ziplist.body")
+    body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
+    pos += body_size
+    body = ZlBody._read(body_io, body_io.start, self, root)[0]
+    self.body = body
+    # terminator: ZIP_END, always 0xFF.
+    if pos >= end:
+        raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
+    terminator = _p[pos]
+    pos += 1
+    if terminator != 255:
+        raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
+    self.terminator = terminator
+    # entries: The entries of the ziplist (each one a scalar, see `zl_entry`).
+    self.entries = body.entries
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_ziplist(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one ziplist at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
-        zlbytes = rd_u4le(_p, pos)
-        pos += 4
-        if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
-        # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
-        if pos + 4 > end:
-            raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
-        zltail = rd_u4le(_p, pos)
-        pos += 4
-        if not (zltail <= ((io.end - io.start) - 1)):
-            raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
-        # zllen: Number of entries, or 65535 when unknown.
-        if pos + 2 > end:
-            raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
-        zllen = None
-        pos += 2
-        # body: The entries, without the 10-byte header and the end byte.
-        body_size = (zlbytes - 11)
-        if body_size < 0 or pos + body_size > end:
-            raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-        pos += body_size
-        body = None
-        # terminator: ZIP_END, always 0xFF.
-        if pos >= end:
-            raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
-        terminator = _p[pos]
-        pos += 1
-        if terminator != 255:
-            raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_ziplist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one ziplist at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_ziplist); returns the position after it."""
+    # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
+    zlbytes = rd_u4le(_p, pos)
+    pos += 4
+    if not ((zlbytes >= 11) and (zlbytes == (io.end - io.start))):
+        raise invalid(io, pos - 4, "ziplist:ziplist.zlbytes", 'expected the blob size ' + repr((io.end - io.start)) + ' (at least 11), found ' + repr(zlbytes))
+    # zltail: Offset of the last entry (or of the end byte when the ziplist is empty).
+    if pos + 4 > end:
+        raise truncated(io, pos, 4, "ziplist:ziplist.zltail")
+    zltail = rd_u4le(_p, pos)
+    pos += 4
+    if not (zltail <= ((io.end - io.start) - 1)):
+        raise invalid(io, pos - 4, "ziplist:ziplist.zltail", 'expected an offset inside the ' + repr((io.end - io.start)) + '-byte ziplist, found ' + repr(zltail))
+    # zllen: Number of entries, or 65535 when unknown.
+    if pos + 2 > end:
+        raise truncated(io, pos, 2, "ziplist:ziplist.zllen")
+    zllen = None
+    pos += 2
+    # body: The entries, without the 10-byte header and the end byte.
+    body_size = (zlbytes - 11)
+    if body_size < 0 or pos + body_size > end:
+        raise truncated(io, pos, body_size, "ziplist:ziplist.body")
+    pos += body_size
+    body = None
+    # terminator: ZIP_END, always 0xFF.
+    if pos >= end:
+        raise truncated(io, pos, 1, "ziplist:ziplist.terminator")
+    terminator = _p[pos]
+    pos += 1
+    if terminator != 255:
+        raise invalid(io, pos - 1, "ziplist:ziplist.terminator", 'expected 255, found ' + repr(terminator))
     return pos
 
 
@@ -170,10 +156,7 @@ cdef class ZlBody:
 
     Written by: redis src/ziplist.c zipEntrySafe"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -184,60 +167,54 @@ cdef class ZlBody:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zl_body(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zl_body(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zl_body without building it; returns the position after it."""
-        return c_skip_zl_body(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zl_body(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zl_body(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zl_body at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ZlBody c_read_zl_body(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zl_body at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef ZlBody self = ZlBody.__new__(ZlBody)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # entries: Ziplist entries, in order.
-        entries = ScalarColumns(buf)
-        while pos < end:
-            c_push_zl_entry(io, buf, _p, end, &pos, self, root, entries)
-        self.entries = entries
-    finally:
-        PyBuffer_Release(&_view)
-
+    # entries: Ziplist entries, in order.
+    entries = ScalarColumns(buf)
+    while pos < end:
+        c_push_zl_entry(io, buf, _p, end, &pos, self, root, entries)
+    self.entries = entries
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zl_body(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zl_body at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # entries: Ziplist entries, in order.
-        entries = []
-        while pos < end:
-            entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
-            entries.append(entries_item)
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_zl_body(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zl_body at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zl_body); returns the position after it."""
+    # entries: Ziplist entries, in order.
+    entries = []
+    while pos < end:
+        entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
+        entries.append(entries_item)
     return pos
 
 
@@ -330,7 +307,7 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
         if str_len < 0 or pos + str_len > end:
             raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
         pos += str_len
-        str_ = buf[pos - str_len:pos]
+        str_ = _p[pos - str_len:pos]
     else:
         str_ = None
     int_value = ((int16 if (enc == 192) else (int32 if (enc == 208) else (int64 if (enc == 224) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 240) else (int8 if (enc == 254) else ((enc & 15) - 1)))))) if is_int else None)

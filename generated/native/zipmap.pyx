@@ -28,11 +28,7 @@ cdef class Zipmap:
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object zmlen
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "zmlen", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -43,59 +39,60 @@ cdef class Zipmap:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zipmap(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zipmap(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zipmap without building it; returns the position after it."""
-        return c_skip_zipmap(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zipmap(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zipmap(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zipmap at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Zipmap c_read_zipmap(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zipmap at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef Zipmap self = Zipmap.__new__(Zipmap)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # zmlen: Number of entries, or 254 when unknown.
-        if pos >= end:
-            raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
-        zmlen = _p[pos]
-        pos += 1
-        self.zmlen = zmlen
-        # entries: The field/value pairs, followed by one end-marker entry.
-        entries = []
-        entries_index = 0
-        while True:
-            entries_item = c_read_zm_entry(io, &pos, self, root)
-            entries.append(entries_item)
-            if entries_item.field_len.is_end:
-                break
-            entries_index += 1
-        self.entries = entries
-    finally:
-        PyBuffer_Release(&_view)
-
+    # zmlen: Number of entries, or 254 when unknown.
+    if pos >= end:
+        raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
+    zmlen = _p[pos]
+    pos += 1
+    self.zmlen = zmlen
+    # entries: The field/value pairs, followed by one end-marker entry.
+    entries = []
+    entries_index = 0
+    while True:
+        entries_item = c_read_zm_entry(io, buf, _p, end, &pos, self, root)
+        entries.append(entries_item)
+        if entries_item.field_len.is_end:
+            break
+        entries_index += 1
+    self.entries = entries
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zipmap(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zipmap at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_zipmap(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zipmap at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zipmap); returns the position after it."""
     # zmlen: Number of entries, or 254 when unknown.
     if pos + 1 > end:
         raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
@@ -105,12 +102,11 @@ cdef Py_ssize_t c_skip_zipmap(object io, Py_ssize_t pos, object parent, object r
     entries = []
     entries_index = 0
     while True:
-        entries_item = c_read_zm_entry(io, &pos, None, root)
+        entries_item = c_read_zm_entry(io, buf, _p, end, &pos, None, root)
         entries.append(entries_item)
         if entries_item.field_len.is_end:
             break
         entries_index += 1
-
     return pos
 
 
@@ -119,13 +115,7 @@ cdef class ZmLen:
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object b0
-    cdef public object len32
-    cdef public object is_end
-    cdef public object value
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "b0", "len32", "is_end", "value", )  # the fields, as in the Python class
 
     @classmethod
@@ -136,82 +126,76 @@ cdef class ZmLen:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zm_len(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zm_len(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zm_len without building it; returns the position after it."""
-        return c_skip_zm_len(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zm_len(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zm_len(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zm_len at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ZmLen c_read_zm_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zm_len at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef ZmLen self = ZmLen.__new__(ZmLen)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
-        if pos >= end:
-            raise truncated(io, pos, 1, "zipmap:zm_len.b0")
-        b0 = _p[pos]
-        pos += 1
-        self.b0 = b0
-        # len32: A 32-bit little-endian length.
-        if (b0 == 254):
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "zipmap:zm_len.len32")
-            len32 = rd_u4le(_p, pos)
-            pos += 4
-        else:
-            len32 = None
-        self.len32 = len32
-        # is_end: True for the 0xFF end marker.
-        self.is_end = (b0 == 255)
-        # value: The decoded length.
-        self.value = (len32 if (b0 == 254) else b0)
-    finally:
-        PyBuffer_Release(&_view)
-
+    # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
+    if pos >= end:
+        raise truncated(io, pos, 1, "zipmap:zm_len.b0")
+    b0 = _p[pos]
+    pos += 1
+    self.b0 = b0
+    # len32: A 32-bit little-endian length.
+    if (b0 == 254):
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "zipmap:zm_len.len32")
+        len32 = rd_u4le(_p, pos)
+        pos += 4
+    else:
+        len32 = None
+    self.len32 = len32
+    # is_end: True for the 0xFF end marker.
+    self.is_end = (b0 == 255)
+    # value: The decoded length.
+    self.value = (len32 if (b0 == 254) else b0)
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zm_len(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zm_len at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
-        if pos >= end:
-            raise truncated(io, pos, 1, "zipmap:zm_len.b0")
-        b0 = _p[pos]
-        pos += 1
-        # len32: A 32-bit little-endian length.
-        if (b0 == 254):
-            if pos + 4 > end:
-                raise truncated(io, pos, 4, "zipmap:zm_len.len32")
-            len32 = None
-            pos += 4
-        else:
-            len32 = None
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_zm_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zm_len at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zm_len); returns the position after it."""
+    # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
+    if pos >= end:
+        raise truncated(io, pos, 1, "zipmap:zm_len.b0")
+    b0 = _p[pos]
+    pos += 1
+    # len32: A 32-bit little-endian length.
+    if (b0 == 254):
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "zipmap:zm_len.len32")
+        len32 = None
+        pos += 4
+    else:
+        len32 = None
     return pos
 
 
@@ -220,15 +204,7 @@ cdef class ZmEntry:
 
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object field_len
-    cdef public object field
-    cdef public object value_len
-    cdef public object free
-    cdef public object value
-    cdef public object padding
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "field_len", "field", "value_len", "free", "value", "padding", )  # the fields, as in the Python class
 
     @classmethod
@@ -239,120 +215,118 @@ cdef class ZmEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zm_entry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zm_entry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zm_entry without building it; returns the position after it."""
-        return c_skip_zm_entry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zm_entry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zm_entry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zm_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zm_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef ZmEntry self = ZmEntry.__new__(ZmEntry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # field_len: Length of the field, or the end marker.
-        field_len = c_read_zm_len(io, &pos, self, root)
-        self.field_len = field_len
-        # field, value_len, free, value, padding: read together
-        field_len_is_end = field_len.is_end
-        field = value_len = free = value = padding = None
-        if (not field_len_is_end):
-            # field: The field bytes.
-            field_size = field_len.value
-            if pos + field_size > end:
-                raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
-            pos += field_size
-            field = buf[pos - field_size:pos]
-            # value_len: Length of the value.
-            value_len_pos = pos
-            value_len = c_read_zm_len(io, &pos, self, root)
-            if not (not value_len.is_end):
-                raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
-            # free: Number of unused bytes after the value.
-            if pos >= end:
-                raise truncated(io, pos, 1, "zipmap:zm_entry.free")
-            free = _p[pos]
-            pos += 1
-            # value: The value bytes.
-            value_size = value_len.value
-            if pos + value_size > end:
-                raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
-            pos += value_size
-            value = buf[pos - value_size:pos]
-            # padding: Unused bytes left after the value by an in-place update.
-            if pos + free > end:
-                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
-            pos += free
-            padding = buf[pos - free:pos]
-        self.field = field
-        self.value_len = value_len
-        self.free = free
-        self.value = value
-        self.padding = padding
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef ZmLen field_len = None
+    cdef ZmLen value_len = None
+    # field_len: Length of the field, or the end marker.
+    field_len = c_read_zm_len(io, buf, _p, end, &pos, self, root)
+    self.field_len = field_len
+    # field, value_len, free, value, padding: read together
+    field_len_is_end = field_len.is_end
+    field = value_len = free = value = padding = None
+    if (not field_len_is_end):
+        # field: The field bytes.
+        field_size = field_len.value
+        if pos + field_size > end:
+            raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
+        pos += field_size
+        field = _p[pos - field_size:pos]
+        # value_len: Length of the value.
+        value_len_pos = pos
+        value_len = c_read_zm_len(io, buf, _p, end, &pos, self, root)
+        if not (not value_len.is_end):
+            raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
+        # free: Number of unused bytes after the value.
+        if pos >= end:
+            raise truncated(io, pos, 1, "zipmap:zm_entry.free")
+        free = _p[pos]
+        pos += 1
+        # value: The value bytes.
+        value_size = value_len.value
+        if pos + value_size > end:
+            raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
+        pos += value_size
+        value = _p[pos - value_size:pos]
+        # padding: Unused bytes left after the value by an in-place update.
+        if pos + free > end:
+            raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+        pos += free
+        padding = _p[pos - free:pos]
+    self.field = field
+    self.value_len = value_len
+    self.free = free
+    self.value = value
+    self.padding = padding
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zm_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zm_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # field_len: Length of the field, or the end marker.
-        field_len = c_read_zm_len(io, &pos, None, root)
-        # field, value_len, free, value, padding: read together
-        field_len_is_end = field_len.is_end
-        field = value_len = free = value = padding = None
-        if (not field_len_is_end):
-            # field: The field bytes.
-            field_size = field_len.value
-            if pos + field_size > end:
-                raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
-            pos += field_size
-            field = None
-            # value_len: Length of the value.
-            value_len_pos = pos
-            value_len = c_read_zm_len(io, &pos, None, root)
-            if not (not value_len.is_end):
-                raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
-            # free: Number of unused bytes after the value.
-            if pos >= end:
-                raise truncated(io, pos, 1, "zipmap:zm_entry.free")
-            free = _p[pos]
-            pos += 1
-            # value: The value bytes.
-            value_size = value_len.value
-            if pos + value_size > end:
-                raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
-            pos += value_size
-            value = None
-            # padding: Unused bytes left after the value by an in-place update.
-            if pos + free > end:
-                raise truncated(io, pos, free, "zipmap:zm_entry.padding")
-            pos += free
-            padding = None
-    finally:
-        PyBuffer_Release(&_view)
-
+cdef Py_ssize_t c_skip_zm_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zm_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zm_entry); returns the position after it."""
+    cdef ZmLen field_len = None
+    cdef ZmLen value_len = None
+    # field_len: Length of the field, or the end marker.
+    field_len = c_read_zm_len(io, buf, _p, end, &pos, None, root)
+    # field, value_len, free, value, padding: read together
+    field_len_is_end = field_len.is_end
+    field = value_len = free = value = padding = None
+    if (not field_len_is_end):
+        # field: The field bytes.
+        field_size = field_len.value
+        if pos + field_size > end:
+            raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
+        pos += field_size
+        field = None
+        # value_len: Length of the value.
+        value_len_pos = pos
+        value_len = c_read_zm_len(io, buf, _p, end, &pos, None, root)
+        if not (not value_len.is_end):
+            raise invalid(io, value_len_pos, "zipmap:zm_entry.value_len", 'expected the length of the value, found the end marker 0xff')
+        # free: Number of unused bytes after the value.
+        if pos >= end:
+            raise truncated(io, pos, 1, "zipmap:zm_entry.free")
+        free = _p[pos]
+        pos += 1
+        # value: The value bytes.
+        value_size = value_len.value
+        if pos + value_size > end:
+            raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
+        pos += value_size
+        value = None
+        # padding: Unused bytes left after the value by an in-place update.
+        if pos + free > end:
+            raise truncated(io, pos, free, "zipmap:zm_entry.padding")
+        pos += free
+        padding = None
     return pos

@@ -13,6 +13,9 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
+from .rdb_string cimport RdbDouble as rdb_string__RdbDouble
+from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_double as rdb_string__c_read_rdb_double
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -31,9 +34,7 @@ cdef class Zset:
 
     Written by: redis src/rdb.c rdbSaveObject"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", )  # the fields, as in the Python class
 
     @classmethod
@@ -44,22 +45,25 @@ cdef class Zset:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zset(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zset(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
 
-cdef object c_read_zset(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zset at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Zset c_read_zset(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Zset self = Zset.__new__(Zset)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-
     _at[0] = pos
     return self
 
@@ -69,11 +73,7 @@ cdef class ZsetLegacy:
 
     Written by: redis src/rdb.c rdbLoadDoubleValue"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_members
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -84,28 +84,40 @@ cdef class ZsetLegacy:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zset_legacy(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zset_legacy(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_legacy without building it; returns the position after it."""
-        return c_skip_zset_legacy(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zset_legacy(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zset_legacy(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zset_legacy at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ZsetLegacy c_read_zset_legacy(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_legacy at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ZsetLegacy self = ZsetLegacy.__new__(ZsetLegacy)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_members = None
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_members = num_members
     # entries: The members with their scores.
     entries_count = num_members.value
@@ -113,32 +125,28 @@ cdef object c_read_zset_legacy(object io, Py_ssize_t* _at, object parent, object
         raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        entries_item = c_read_zset_entry(io, &pos, self, root)
+        entries_item = c_read_zset_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zset_legacy(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zset_legacy at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_zset_legacy(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_legacy at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zset_legacy); returns the position after it."""
+    cdef rdb_string__RdbLen num_members = None
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        pos = c_skip_zset_entry(io, pos, None, root)
+        pos = c_skip_zset_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
-
     return pos
 
 
@@ -147,11 +155,7 @@ cdef class ZsetEntry:
 
     Written by: redis src/rdb.c rdbLoadDoubleValue"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object member
-    cdef public object score
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "member", "score", )  # the fields, as in the Python class
 
     @classmethod
@@ -162,50 +166,58 @@ cdef class ZsetEntry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zset_entry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zset_entry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_entry without building it; returns the position after it."""
-        return c_skip_zset_entry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zset_entry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zset_entry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zset_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef ZsetEntry c_read_zset_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef ZsetEntry self = ZsetEntry.__new__(ZsetEntry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbString member = None
+    cdef rdb_string__RdbDouble score = None
     # member: The member.
-    member = rdb_string__c_read_rdb_string(io, &pos, self, root)
+    member = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.member = member
     # score: The score as text (or NaN/inf markers).
-    score = rdb_string__c_read_rdb_double(io, &pos, self, root)
+    score = rdb_string__c_read_rdb_double(io, buf, _p, end, &pos, self, root)
     self.score = score
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zset_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zset_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_zset_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zset_entry); returns the position after it."""
     # member: The member.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     member = None
     # score: The score as text (or NaN/inf markers).
-    pos = rdb_string__c_skip_rdb_double(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_double(io, buf, _p, end, pos, None, root)
     score = None
-
     return pos
 
 
@@ -214,11 +226,7 @@ cdef class Zset2:
 
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object num_members
-    cdef public object entries
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
 
     @classmethod
@@ -229,28 +237,40 @@ cdef class Zset2:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zset_2(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zset_2(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_2 without building it; returns the position after it."""
-        return c_skip_zset_2(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zset_2(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zset_2(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zset_2 at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-
     cdef Zset2 self = Zset2.__new__(Zset2)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
+    cdef rdb_string__RdbLen num_members = None
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, &pos, self, root)
+    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_members = num_members
     # entries: The members with their scores.
     entries_count = num_members.value
@@ -258,32 +278,28 @@ cdef object c_read_zset_2(object io, Py_ssize_t* _at, object parent, object root
         raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        entries_item = c_read_zset_2_entry(io, &pos, self, root)
+        entries_item = c_read_zset_2_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
-
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zset_2(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zset_2 at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zset_2); returns the position after it."""
+    cdef rdb_string__RdbLen num_members = None
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, &pos, None, root)
+    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
         raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
     for entries_index in range(entries_count):
-        pos = c_skip_zset_2_entry(io, pos, None, root)
+        pos = c_skip_zset_2_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
-
     return pos
 
 
@@ -292,11 +308,7 @@ cdef class Zset2Entry:
 
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
-    cdef public object _parent
-    cdef public object _root
-    cdef public object _io
-    cdef public object member
-    cdef public object score
+    # the fields are declared in the .pxd, where other modules' readers see them
     __slots__ = ("_parent", "_root", "_io", "member", "score", )  # the fields, as in the Python class
 
     @classmethod
@@ -307,59 +319,60 @@ cdef class Zset2Entry:
 
     @classmethod
     def _read(cls, io, Py_ssize_t pos, parent, root):
-        obj = c_read_zset_2_entry(io, &pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_zset_2_entry(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
         return obj, pos
 
     @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one zset_2_entry without building it; returns the position after it."""
-        return c_skip_zset_2_entry(io, pos, parent, root)
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_zset_2_entry(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
 
 
-cdef object c_read_zset_2_entry(object io, Py_ssize_t* _at, object parent, object root):
-    """Reads one zset_2_entry at `_at[0]` in `io`, and moves `_at[0]` after it."""
+cdef Zset2Entry c_read_zset_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one zset_2_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
     cdef Py_ssize_t pos = _at[0]
-    cdef Py_ssize_t end
-    cdef Py_buffer _view
-    cdef const unsigned char* _p
-
     cdef Zset2Entry self = Zset2Entry.__new__(Zset2Entry)
-    self._parent = parent
+    self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    buf = io.buf
-    end = io.end
-    _p = acquire(buf, &_view, end)
-    try:
-        # member: The member.
-        member = rdb_string__c_read_rdb_string(io, &pos, self, root)
-        self.member = member
-        # score: The score, IEEE-754 binary64 little-endian.
-        if pos + 8 > end:
-            raise truncated(io, pos, 8, "zset:zset_2_entry.score")
-        score = rd_f8le(_p, pos)
-        pos += 8
-        self.score = score
-    finally:
-        PyBuffer_Release(&_view)
-
+    cdef rdb_string__RdbString member = None
+    # member: The member.
+    member = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+    self.member = member
+    # score: The score, IEEE-754 binary64 little-endian.
+    if pos + 8 > end:
+        raise truncated(io, pos, 8, "zset:zset_2_entry.score")
+    score = rd_f8le(_p, pos)
+    pos += 8
+    self.score = score
     _at[0] = pos
     return self
 
 
-cdef Py_ssize_t c_skip_zset_2_entry(object io, Py_ssize_t pos, object parent, object root) except -1:
-    """Steps over one zset_2_entry at `pos` in `io`; returns the position after it."""
-    cdef Py_ssize_t end
-
-    buf = io.buf
-    end = io.end
+cdef Py_ssize_t c_skip_zset_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one zset_2_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_zset_2_entry); returns the position after it."""
     # member: The member.
-    pos = rdb_string__c_skip_rdb_string(io, pos, None, root)
+    pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     member = None
     # score: The score, IEEE-754 binary64 little-endian.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "zset:zset_2_entry.score")
     score = None
     pos += 8
-
     return pos

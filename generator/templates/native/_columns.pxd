@@ -19,9 +19,13 @@ cdef class ScalarColumns:
     cdef int push_span(self, int64_t start, int64_t length) except -1
     cdef int push_none(self) except -1
     cdef object item(self, Py_ssize_t index)
+    cpdef append(self, value)
+    cpdef object last(self)
 
 
 cdef class RaggedColumns:
     cdef readonly ScalarColumns values
     cdef Py_ssize_t rows
     cdef array.array _row_starts
+
+    cpdef close_row(self)
