@@ -28,6 +28,7 @@ from rdbspec_generated import Io
 from . import api, backend
 from .errors import RdbError
 from .streams import NodeEntries, StreamNode, walk_nodes
+from .values import STREAM_KINDS
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def _cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool, streams
         for record in dump.keys():
             end = record.offset + record.size
             big = record.size > split_size
-            is_stream = record.type_name == "stream"
+            is_stream = record.value_kind in STREAM_KINDS
             if big and boundary != start:  # the open split holds keys: close it before this one
                 if streams or not streams_only:
                     yield Split(path, start, boundary, start_db)

@@ -263,6 +263,9 @@ TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset",
               33: "bloom", 34: "bloom", 35: "cms", 36: "topk", 37: "cuckoo",
               DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hash"}
 
+# the value kinds of a stream: tested once a key, without looking up its name
+STREAM_KINDS = frozenset(kind for kind, name in TYPE_NAMES.items() if name == "stream")
+
 ENCODINGS = {0: "string", 1: "linkedlist", 2: "hashtable", 3: "skiplist", 4: "hashtable", 5: "skiplist",
              6: "module", 7: "module", 9: "zipmap", 10: "ziplist", 11: "intset", 12: "ziplist", 13: "ziplist",
              14: "quicklist", 15: "listpacks", 16: "listpack", 17: "listpack", 18: "quicklist", 19: "listpacks",

@@ -107,6 +107,7 @@ from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import stream_version
 from ..streams import EntryColumns, Stream
+from ..values import STREAM_KINDS
 from .entries import entry_batch
 
 FORMAT = "rdb"
@@ -493,7 +494,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
                         offset=record.offset, size_in_file=record.size, elements=_elements(record.value))
                 if out.full():
                     yield out.take()
-            elif record.type_name != "stream" or not opts.selects(record):  # the stream tables
+            elif record.value_kind not in STREAM_KINDS or not opts.selects(record):  # the stream tables
                 continue
             elif split.nodes is not None:
                 yield from _entry_rows(out, path, record.db, record.key, read_nodes(dump, record, split.nodes),
