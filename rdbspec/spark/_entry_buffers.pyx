@@ -134,8 +134,6 @@ cdef class Builder:
         if isinstance(items, RaggedColumns):
             elements = Elements((<RaggedColumns>items).values)
             row_starts = <int64_t*>(<RaggedColumns>items)._row_starts.data.as_voidptr
-            if row_starts[0] < 0 or row_starts[n] > elements.columns.n:
-                raise ValueError("stream entry rows lie outside their elements")
         for row in range(n):
             if deleted[row] and not include_deleted:
                 continue
@@ -151,8 +149,8 @@ cdef class Builder:
             if elements is not None:
                 first = row_starts[row]
                 count = row_starts[row + 1] - first
-                if count < 0:
-                    raise ValueError("stream entry rows lie outside their elements")
+                if first < 0 or count < 0 or first + count > elements.columns.n:
+                    raise ValueError(f"stream entry {row}'s items lie outside the node's elements")
             else:
                 row_items = items[row]
                 first = 0
