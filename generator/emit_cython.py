@@ -90,7 +90,7 @@ class CythonTypeEmitter(TypeEmitter):
             self.bounds(a, str(ref.size))
             self.emit(f"{local} = rd_{reader_name(ref)}(_p, pos)")
         self.emit(f"pos += {ref.size}")
-        if self.mode == SCALAR and a.cond is None and not a.repeat and local == TypeEmitter.local(a.id) \
+        if self.mode != ROWS and a.cond is None and not a.repeat and local == TypeEmitter.local(a.id) \
                 and fits_int64(ref):
             self.cdefs[local] = "long long"
 

@@ -1564,6 +1564,7 @@ cdef DfMask c_read_df_mask(object io, object buf, const unsigned char* _p, Py_ss
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long flags = 0
     # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
@@ -1923,6 +1924,8 @@ cdef HnswNode c_read_hnsw_node(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long internal_id = 0
+    cdef long long level = 0
     # internal_id: Internal id.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
@@ -1989,6 +1992,7 @@ cdef HnswLinks c_read_hnsw_links(object io, object buf, const unsigned char* _p,
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long num_links = 0
     # num_links: Number of links.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
@@ -2097,6 +2101,8 @@ cdef TaggedChunk c_read_tagged_chunk(object io, object buf, const unsigned char*
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long payload_len = 0
+    cdef long long stream_id = 0
     # stream_id: Chunk stream id (non-zero).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")

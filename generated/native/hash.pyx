@@ -836,6 +836,7 @@ cdef ValkeyHash2Entry c_read_valkey_hash_2_entry(object io, object buf, const un
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long expire_ms = 0
     cdef rdb_string__RdbString field = None
     cdef rdb_string__RdbString value = None
     # field: Field name.
@@ -859,6 +860,7 @@ cdef ValkeyHash2Entry c_read_valkey_hash_2_entry(object io, object buf, const un
 cdef Py_ssize_t c_skip_valkey_hash_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one valkey_hash_2_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_valkey_hash_2_entry); returns the position after it."""
+    cdef long long expire_ms = 0
     # field: Field name.
     pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     field = None

@@ -69,6 +69,8 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long encoding = 0
+    cdef long long length = 0
     # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "intset:intset.encoding")
@@ -118,6 +120,8 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
 cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one intset at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_intset); returns the position after it."""
+    cdef long long encoding = 0
+    cdef long long length = 0
     # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "intset:intset.encoding")

@@ -70,6 +70,9 @@ cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long num_elements = 0
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
@@ -109,6 +112,8 @@ cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py
 cdef Py_ssize_t c_skip_listpack(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one listpack at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_listpack); returns the position after it."""
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "listpack:listpack.total_bytes")

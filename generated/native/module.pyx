@@ -508,6 +508,7 @@ cdef KeyMetaClass c_read_key_meta_class(object io, object buf, const unsigned ch
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long class_spec = 0
     # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "module:key_meta_class.class_spec")

@@ -247,6 +247,7 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long opcode = 0
     # opcode: The opcode or value type byte. Unknown codes are invalid.
     if pos >= end:
         raise truncated(io, pos, 1, "rdb:record.opcode")
@@ -493,6 +494,7 @@ cdef ExpireTime c_read_expire_time(object io, object buf, const unsigned char* _
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long seconds = 0
     # seconds: Unix time in seconds (host order, LE in practice).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "rdb:expire_time.seconds")
@@ -538,6 +540,7 @@ cdef ExpireTimeMs c_read_expire_time_ms(object io, object buf, const unsigned ch
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long ms = 0
     # ms: Unix time in ms, little-endian (host order before RDB 9).
     if pos + 8 > end:
         raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
@@ -583,6 +586,7 @@ cdef Freq c_read_freq(object io, object buf, const unsigned char* _p, Py_ssize_t
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long lfu_freq = 0
     # lfu_freq: LFU counter (0..255).
     if pos >= end:
         raise truncated(io, pos, 1, "rdb:freq.lfu_freq")

@@ -686,6 +686,7 @@ cdef StreamPelEntry c_read_stream_pel_entry(object io, object buf, const unsigne
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen delivery_count = None
+    cdef long long delivery_time = 0
     cdef StreamIdRaw id = None
     # id: The pending entry ID (16 raw big-endian bytes).
     id = c_read_stream_id_raw(io, buf, _p, end, &pos, self, root)
@@ -770,6 +771,7 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
     self.type_code = type_code
     cdef rdb_string__RdbString name = None
     cdef rdb_string__RdbLen pel_size = None
+    cdef long long seen_time = 0
     # name: Consumer name.
     name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.name = name
@@ -1157,6 +1159,9 @@ cdef StreamListpack c_read_stream_listpack(object io, object buf, const unsigned
     self._root = root = root if root is not None else self
     self._io = io
     cdef StreamMaster master = None
+    cdef long long num_elements = 0
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
@@ -1196,6 +1201,8 @@ cdef Py_ssize_t c_skip_stream_listpack(object io, object buf, const unsigned cha
     """Steps over one stream_listpack at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_listpack); returns the position after it."""
     cdef StreamMaster master = None
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")

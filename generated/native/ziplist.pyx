@@ -69,6 +69,10 @@ cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_s
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long terminator = 0
+    cdef long long zlbytes = 0
+    cdef long long zllen = 0
+    cdef long long zltail = 0
     # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
@@ -116,6 +120,9 @@ cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_s
 cdef Py_ssize_t c_skip_ziplist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one ziplist at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_ziplist); returns the position after it."""
+    cdef long long terminator = 0
+    cdef long long zlbytes = 0
+    cdef long long zltail = 0
     # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
