@@ -263,7 +263,7 @@ class CythonTypeEmitter(TypeEmitter):
         ragged = self.row_field(a) and not self.plan.uses.get(a.id)
         target = f"{local}_values" if ragged else local
         self.emit(f"{target} = {a.id}_column.values" if ragged else f"{local} = ScalarColumns(buf)")
-        self.block(f"for {local}_index in range({count}):" if a.repeat == "expr" else "while pos < end:")
+        self.block(self.counted_loop(local, count) if a.repeat == "expr" else "while pos < end:")
         if kind == "scalar":
             ref = a.type
             args = "".join(f", {self.expr(arg)}" for arg in ref.args)
@@ -280,6 +280,11 @@ class CythonTypeEmitter(TypeEmitter):
         if ragged:
             self.emit(f"{a.id}_column.close_row()")
             self.pushed.add(a.id)
+
+    @staticmethod
+    def counted_loop(local: str, count: str) -> str:
+        # the count was checked against the bytes that remain: it fits a C loop
+        return f"for {local}_index in range(<Py_ssize_t>{count}):"
 
     def stream_loop(self, a: Attribute) -> list[str]:
         self.pointer = False

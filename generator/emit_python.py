@@ -296,7 +296,7 @@ class TypeEmitter:
             self.emit(f"{count} = {self.expr(a.repeat_expr)}")
             self.check_count(a, count)
             self.emit(f"{local} = []")
-            self.block(f"for {local}_index in range({count}):")
+            self.block(self.counted_loop(local, count))
         elif a.repeat == "eos":
             self.emit(f"{local} = []")
             self.block("while pos < end:")
@@ -321,6 +321,11 @@ class TypeEmitter:
         self.repeat_until(a, local, item)
         self.loop_item, self.loop_index = outer
         self.end_block()
+
+    @staticmethod
+    def counted_loop(local: str, count: str) -> str:
+        """The header of the loop over a repeat's elements, once `count` has been checked."""
+        return f"for {local}_index in range({count}):"
 
     def repeat_until(self, a: Attribute, local: str, item: str) -> None:
         """After an element of a repeat-until: the loop ends when the condition holds for it."""

@@ -124,7 +124,7 @@ cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const un
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_df_hash_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -143,7 +143,7 @@ cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, object buf, const unsigned
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_hash_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
@@ -284,7 +284,7 @@ cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsi
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_df_set_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -303,7 +303,7 @@ cdef Py_ssize_t c_skip_df_set_with_expiry(object io, object buf, const unsigned 
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_set_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
@@ -466,7 +466,7 @@ cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssiz
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_sbf_filter(io, buf, _p, end, &pos, self, root)
         filters.append(filters_item)
     self.filters = filters
@@ -507,7 +507,7 @@ cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
         filters.append(filters_item)
@@ -669,7 +669,7 @@ cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ss
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_sbf2_filter(io, buf, _p, end, &pos, self, root)
         filters.append(filters_item)
     self.filters = filters
@@ -710,7 +710,7 @@ cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, P
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf2_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
         filters.append(filters_item)
@@ -1058,7 +1058,7 @@ cdef DfCms c_read_df_cms(object io, object buf, const unsigned char* _p, Py_ssiz
     if counters_count < 0 or counters_count > (end - pos) // 8:
         raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
     counters = ScalarColumns(buf)
-    for counters_index in range(counters_count):
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
         counters_item = rd_s8le(_p, pos)
@@ -1086,7 +1086,7 @@ cdef Py_ssize_t c_skip_df_cms(object io, object buf, const unsigned char* _p, Py
     if counters_count < 0 or counters_count > (end - pos) // 8:
         raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
     counters = []
-    for counters_index in range(counters_count):
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
         counters_item = None
@@ -1175,7 +1175,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     if heap_count < 0 or heap_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
     heap = []
-    for heap_index in range(heap_count):
+    for heap_index in range(<Py_ssize_t>heap_count):
         heap_item = c_read_df_topk_item(io, buf, _p, end, &pos, self, root)
         heap.append(heap_item)
     self.heap = heap
@@ -1191,7 +1191,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     if counters_count < 0 or counters_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
     counters = ScalarColumns(buf)
-    for counters_index in range(counters_count):
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
         counters_item = rd_u4le(_p, pos)
@@ -1231,7 +1231,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     if heap_count < 0 or heap_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
     heap = []
-    for heap_index in range(heap_count):
+    for heap_index in range(<Py_ssize_t>heap_count):
         pos = c_skip_df_topk_item(io, buf, _p, end, pos, None, root)
         heap_item = None
         heap.append(heap_item)
@@ -1246,7 +1246,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     if counters_count < 0 or counters_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
     counters = []
-    for counters_index in range(counters_count):
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
         counters_item = None
@@ -1406,7 +1406,7 @@ cdef DfCuckoo c_read_df_cuckoo(object io, object buf, const unsigned char* _p, P
     if filters_count < 0 or filters_count > end - pos:
         raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_cuckoo_filter(io, buf, _p, end, &pos, self, root)
         filters.append(filters_item)
     self.filters = filters
@@ -1443,7 +1443,7 @@ cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p,
     if filters_count < 0 or filters_count > end - pos:
         raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_cuckoo_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
         filters.append(filters_item)
@@ -1774,7 +1774,7 @@ cdef ShardDocIndex c_read_shard_doc_index(object io, object buf, const unsigned 
     if docs_count < 0 or docs_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:shard_doc_index.docs", f'count {docs_count} exceeds the {end - pos} bytes that remain')
     docs = []
-    for docs_index in range(docs_count):
+    for docs_index in range(<Py_ssize_t>docs_count):
         docs_item = c_read_shard_doc(io, buf, _p, end, &pos, self, root)
         docs.append(docs_item)
     self.docs = docs
@@ -1881,7 +1881,7 @@ cdef VectorIndex c_read_vector_index(object io, object buf, const unsigned char*
     if nodes_count < 0 or nodes_count > (end - pos) // 16:
         raise invalid(io, pos, "dragonfly:vector_index.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
-    for nodes_index in range(nodes_count):
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         nodes_item = c_read_hnsw_node(io, buf, _p, end, &pos, self, root)
         nodes.append(nodes_item)
     self.nodes = nodes
@@ -1949,7 +1949,7 @@ cdef HnswNode c_read_hnsw_node(object io, object buf, const unsigned char* _p, P
     if levels_count < 0 or levels_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
     levels = []
-    for levels_index in range(levels_count):
+    for levels_index in range(<Py_ssize_t>levels_count):
         levels_item = c_read_hnsw_links(io, buf, _p, end, &pos, self, root)
         levels.append(levels_item)
     self.levels = levels
@@ -2004,7 +2004,7 @@ cdef HnswLinks c_read_hnsw_links(object io, object buf, const unsigned char* _p,
     if links_count < 0 or links_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
     links = ScalarColumns(buf)
-    for links_index in range(links_count):
+    for links_index in range(<Py_ssize_t>links_count):
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
         links_item = rd_u4le(_p, pos)

@@ -125,7 +125,7 @@ cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p,
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_hash_pair(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -144,7 +144,7 @@ cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
@@ -279,7 +279,7 @@ cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const 
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_hash_ttl_entry_pre_ga(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -298,7 +298,7 @@ cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, object buf, const unsigne
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)
@@ -511,7 +511,7 @@ cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned cha
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_hash_ttl_entry(io, buf, _p, end, &pos, self, root, min_expire)
         entries.append(entries_item)
     self.entries = entries
@@ -535,7 +535,7 @@ cdef Py_ssize_t c_skip_hash_metadata(object io, object buf, const unsigned char*
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry(io, buf, _p, end, pos, None, root, min_expire)
         entries_item = None
         entries.append(entries_item)
@@ -763,7 +763,7 @@ cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char
     if entries_count < 0 or entries_count > (end - pos) // 10:
         raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_valkey_hash_2_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -782,7 +782,7 @@ cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char*
     if entries_count < 0 or entries_count > (end - pos) // 10:
         raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_valkey_hash_2_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
         entries.append(entries_item)

@@ -92,7 +92,7 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
     if members_count < 0 or members_count > end - pos + 1:
         raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
     members = ScalarColumns(buf)
-    for members_index in range(members_count):
+    for members_index in range(<Py_ssize_t>members_count):
         members_item_on = encoding
         if members_item_on == 2:
             if pos + 2 > end:
@@ -141,7 +141,7 @@ cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py
     if members_count < 0 or members_count > end - pos + 1:
         raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
     members = []
-    for members_index in range(members_count):
+    for members_index in range(<Py_ssize_t>members_count):
         members_item_on = encoding
         if members_item_on == 2:
             if pos + 2 > end:

@@ -452,7 +452,7 @@ cdef KeyMeta c_read_key_meta(object io, object buf, const unsigned char* _p, Py_
     if classes_count < 0 or classes_count > (end - pos) // 4:
         raise invalid(io, pos, "module:key_meta.classes", f'count {classes_count} exceeds the {end - pos} bytes that remain')
     classes = []
-    for classes_index in range(classes_count):
+    for classes_index in range(<Py_ssize_t>classes_count):
         classes_item = c_read_key_meta_class(io, buf, _p, end, &pos, self, root)
         classes.append(classes_item)
     self.classes = classes

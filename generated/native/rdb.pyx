@@ -739,7 +739,7 @@ cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _
     if ranges_count < 0 or ranges_count > (end - pos) // 2:
         raise invalid(io, pos, "rdb:slot_import.ranges", f'count {ranges_count} exceeds the {end - pos} bytes that remain')
     ranges = []
-    for ranges_index in range(ranges_count):
+    for ranges_index in range(<Py_ssize_t>ranges_count):
         ranges_item = c_read_slot_range(io, buf, _p, end, &pos, self, root)
         ranges.append(ranges_item)
     self.ranges = ranges
@@ -1117,7 +1117,7 @@ cdef StringList c_read_string_list(object io, object buf, const unsigned char* _
     if items_count < 0 or items_count > end - pos:
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
     items = []
-    for items_index in range(items_count):
+    for items_index in range(<Py_ssize_t>items_count):
         items_item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
         items.append(items_item)
     self.items = items
@@ -1136,7 +1136,7 @@ cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _
     if items_count < 0 or items_count > end - pos:
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
     items = []
-    for items_index in range(items_count):
+    for items_index in range(<Py_ssize_t>items_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         items_item = None
         items.append(items_item)

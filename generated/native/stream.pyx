@@ -140,7 +140,7 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
         raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
-    for nodes_index in range(nodes_count):
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         nodes_item = c_read_stream_node(io, buf, _p, end, &pos, self, root)
         nodes.append(nodes_item)
     self.nodes = nodes
@@ -170,7 +170,7 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     if groups_count < 0 or groups_count > (end - pos) // 5:
         raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
     groups = []
-    for groups_index in range(groups_count):
+    for groups_index in range(<Py_ssize_t>groups_count):
         groups_item = c_read_stream_group(io, buf, _p, end, &pos, self, root, type_code)
         groups.append(groups_item)
     self.groups = groups
@@ -196,7 +196,7 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
         raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
-    for nodes_index in range(nodes_count):
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
         nodes_item = None
         nodes.append(nodes_item)
@@ -225,7 +225,7 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
     if groups_count < 0 or groups_count > (end - pos) // 5:
         raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
     groups = []
-    for groups_index in range(groups_count):
+    for groups_index in range(<Py_ssize_t>groups_count):
         pos = c_skip_stream_group(io, buf, _p, end, pos, None, root, type_code)
         groups_item = None
         groups.append(groups_item)
@@ -576,7 +576,7 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     if pel_count < 0 or pel_count > (end - pos) // 25:
         raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
-    for pel_index in range(pel_count):
+    for pel_index in range(<Py_ssize_t>pel_count):
         pel_item = c_read_stream_pel_entry(io, buf, _p, end, &pos, self, root)
         pel.append(pel_item)
     self.pel = pel
@@ -588,7 +588,7 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
         raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
     consumers = []
-    for consumers_index in range(consumers_count):
+    for consumers_index in range(<Py_ssize_t>consumers_count):
         consumers_item = c_read_stream_consumer(io, buf, _p, end, &pos, self, root, type_code)
         consumers.append(consumers_item)
     self.consumers = consumers
@@ -620,7 +620,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     if pel_count < 0 or pel_count > (end - pos) // 25:
         raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
-    for pel_index in range(pel_count):
+    for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_pel_entry(io, buf, _p, end, pos, None, root)
         pel_item = None
         pel.append(pel_item)
@@ -631,7 +631,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
         raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
     consumers = []
-    for consumers_index in range(consumers_count):
+    for consumers_index in range(<Py_ssize_t>consumers_count):
         pos = c_skip_stream_consumer(io, buf, _p, end, pos, None, root, type_code)
         consumers_item = None
         consumers.append(consumers_item)
@@ -798,7 +798,7 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
     if pel_count < 0 or pel_count > (end - pos) // 16:
         raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
-    for pel_index in range(pel_count):
+    for pel_index in range(<Py_ssize_t>pel_count):
         pel_item = c_read_stream_id_raw(io, buf, _p, end, &pos, self, root)
         pel.append(pel_item)
     self.pel = pel
@@ -833,7 +833,7 @@ cdef Py_ssize_t c_skip_stream_consumer(object io, object buf, const unsigned cha
     if pel_count < 0 or pel_count > (end - pos) // 16:
         raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
-    for pel_index in range(pel_count):
+    for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
         pel_item = None
         pel.append(pel_item)
@@ -906,7 +906,7 @@ cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _
     if producers_count < 0 or producers_count > (end - pos) // 2:
         raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
     producers = []
-    for producers_index in range(producers_count):
+    for producers_index in range(<Py_ssize_t>producers_count):
         producers_item = c_read_stream_idmp_producer(io, buf, _p, end, &pos, self, root)
         producers.append(producers_item)
     self.producers = producers
@@ -937,7 +937,7 @@ cdef Py_ssize_t c_skip_stream_idmp(object io, object buf, const unsigned char* _
     if producers_count < 0 or producers_count > (end - pos) // 2:
         raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
     producers = []
-    for producers_index in range(producers_count):
+    for producers_index in range(<Py_ssize_t>producers_count):
         pos = c_skip_stream_idmp_producer(io, buf, _p, end, pos, None, root)
         producers_item = None
         producers.append(producers_item)
@@ -1010,7 +1010,7 @@ cdef StreamIdmpProducer c_read_stream_idmp_producer(object io, object buf, const
     if iids_count < 0 or iids_count > (end - pos) // 3:
         raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
     iids = []
-    for iids_index in range(iids_count):
+    for iids_index in range(<Py_ssize_t>iids_count):
         iids_item = c_read_stream_idmp_iid(io, buf, _p, end, &pos, self, root)
         iids.append(iids_item)
     self.iids = iids
@@ -1032,7 +1032,7 @@ cdef Py_ssize_t c_skip_stream_idmp_producer(object io, object buf, const unsigne
     if iids_count < 0 or iids_count > (end - pos) // 3:
         raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
     iids = []
-    for iids_index in range(iids_count):
+    for iids_index in range(<Py_ssize_t>iids_count):
         pos = c_skip_stream_idmp_iid(io, buf, _p, end, pos, None, root)
         iids_item = None
         iids.append(iids_item)
@@ -1305,7 +1305,7 @@ cdef StreamMaster c_read_stream_master(object io, object buf, const unsigned cha
     if fields_count < 0 or fields_count > end - pos:
         raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
     fields = ScalarColumns(buf)
-    for fields_index in range(fields_count):
+    for fields_index in range(<Py_ssize_t>fields_count):
         listpack__c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
     self.fields = fields
     # terminator: Master terminator (lp-count of the master entry), always 0.
@@ -1342,7 +1342,7 @@ cdef Py_ssize_t c_skip_stream_master(object io, object buf, const unsigned char*
     if fields_count < 0 or fields_count > end - pos:
         raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
     fields = []
-    for fields_index in range(fields_count):
+    for fields_index in range(<Py_ssize_t>fields_count):
         fields_item = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
         fields.append(fields_item)
     # terminator: Master terminator (lp-count of the master entry), always 0.
@@ -1434,7 +1434,7 @@ cdef class StreamEntry:
                 if items_count < 0 or items_count > end - pos:
                     raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
                 items_values = items_column.values
-                for items_index in range(items_count):
+                for items_index in range(<Py_ssize_t>items_count):
                     listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, items_values)
                 items_column.close_row()
                 # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
