@@ -249,10 +249,10 @@ class CythonTypeEmitter(TypeEmitter):
             return "scalar"
         return "ints" if int_column(ref) and sized else None
 
-    def read_repeated(self, a: Attribute, local: str) -> None:
-        kind = self.column_kind(a)
+    def read_repeated(self, a: Attribute, local: str, yielding: bool = False) -> None:
+        kind = None if yielding else self.column_kind(a)
         if kind is None:
-            super().read_repeated(a, local)
+            super().read_repeated(a, local, yielding)
             return
         if a.repeat == "expr":
             count = f"{local}_count"
@@ -295,6 +295,10 @@ class CythonTypeEmitter(TypeEmitter):
 
     def lazy_body(self, a: Attribute) -> list[str]:
         return self.with_view(super().lazy_body(a))
+
+    def lazy_iter_body(self, a: Attribute) -> list[str]:
+        self.pointer = False  # a generator holds no view of the buffer between its yields
+        return super().lazy_iter_body(a)
 
     @staticmethod
     def with_view(lines: list[str]) -> list[str]:

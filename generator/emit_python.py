@@ -283,7 +283,9 @@ class TypeEmitter:
         self.known[-1].add(local)
         self.store(a, local)
 
-    def read_repeated(self, a: Attribute, local: str) -> None:
+    def read_repeated(self, a: Attribute, local: str, yielding: bool = False) -> None:
+        """Reads a field, each element of a repeat in turn: into a list, or (`yielding`, the
+        body of `iter_<field>`) yielded one by one. A repeat that is stepped over keeps none."""
         if not a.repeat:
             self.read_one(a, local)
             return
@@ -291,17 +293,18 @@ class TypeEmitter:
             self.read_columns(a, local)
             return
         item = f"{local}_item"
+        keep = not yielding and not self.plan.skipping(a)
         if a.repeat == "expr":
             count = f"{local}_count"
             self.emit(f"{count} = {self.expr(a.repeat_expr)}")
             self.check_count(a, count)
-            self.emit(f"{local} = []")
+        if not yielding:
+            self.emit(f"{local} = []" if keep else f"{local} = None")
+        if a.repeat == "expr":
             self.block(self.counted_loop(local, count))
         elif a.repeat == "eos":
-            self.emit(f"{local} = []")
             self.block("while pos < end:")
         else:
-            self.emit(f"{local} = []")
             self.emit(f"{local}_index = 0")
             self.block("while True:")
         outer = (self.loop_item, self.loop_index)
@@ -313,7 +316,10 @@ class TypeEmitter:
         if self.plan.checks_progress(a):
             self.emit(f"{start} = pos")
         self.read_one(a, item)
-        self.emit(f"{local}.append({item})")
+        if keep:
+            self.emit(f"{local}.append({item})")
+        elif yielding:
+            self.emit(f"yield {item}")
         if self.plan.checks_progress(a):
             self.block(f"if pos == {start}:")
             self.emit(f"raise invalid(io, pos, {self.path(a)}, 'repeated element consumed no bytes')")
@@ -676,18 +682,41 @@ class TypeEmitter:
         self.out = Lines(depth=2)
         self.known = [set()]
         local = self.local(a.id)
+        if a.repeat:  # the elements, read one at a time by `iter_<field>`
+            self.absent(a, "None")
+            self.emit(f"return list(self.iter_{a.id}())")
+            return self.out.lines
         self.emit("io = self._io")
         self.emit("buf = io.buf")
         self.emit("end = io.end")
         self.emit("root = self._root")
         self.emit(f"pos = self._lazy_{a.id}")
-        if a.cond is not None:
-            self.block(f"if not {self.expr(a.cond)}:")
-            self.emit("return None")
-            self.end_block()
+        self.absent(a, "None")
         self.read_repeated(a, local)
         self.emit(f"return {local}")
         return self.out.lines
+
+    def lazy_iter_body(self, a: Attribute) -> list[str]:
+        """The body of `iter_<field>` of a repeated `-rdbspec-lazy` field: a generator of its
+        elements read one at a time where they were stepped over, so that a reader of many
+        elements never holds them all (the property is the list of them)."""
+        self.out = Lines(depth=2)
+        self.known = [set()]
+        self.emit("io = self._io")
+        self.emit("buf = io.buf")
+        self.emit("end = io.end")
+        self.emit("root = self._root")
+        self.emit(f"pos = self._lazy_{a.id}")
+        self.absent(a, "")
+        self.read_repeated(a, self.local(a.id), yielding=True)
+        return self.out.lines
+
+    def absent(self, a: Attribute, result: str) -> None:
+        """A lazy field's reader returns `result` at once when the field is not there."""
+        if a.cond is not None:
+            self.block(f"if not {self.expr(a.cond)}:")
+            self.emit(f"return {result}".rstrip())
+            self.end_block()
 
     def stream_loop(self, a: Attribute) -> list[str]:
         """The body of `iter_<field>`: reads one element at a time and yields it."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import tracemalloc
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -198,6 +199,26 @@ def test_a_stream_keeps_flat_arrays_of_its_nodes() -> None:
     assert (stream.nodes.ms.typecode, stream.nodes.offsets.typecode) == ("Q", "q")
     assert [e.id for e in stream.entries()] == [(1, 0), (3, 0), (3, 1), (3, 2), (5, 0), (5, 1)]
     assert stream.nodes[-1].read().columns.fields[1] == [(b"f", b"1")]
+
+
+def test_reading_a_stream_holds_one_node_object_at_a_time(each_backend: str) -> None:
+    """The value's nodes are stepped over when it is read (spec `-rdbspec-lazy`) and taken one
+    by one from `iter_nodes`: what reading a stream of 20,000 nodes allocates at its peak is the
+    flat node arrays (24 bytes a node) and one node, not a list of node objects (450 bytes a node
+    before)."""
+    count = 20_000
+    nodes = [rdb_bytes.stream_node([((i, 0), [(b"f", b"v")])]) for i in range(count)]
+    value = b"".join(rdb_bytes.stream_value(19, nodes, count, (count - 1, 0), (0, 0), (0, 0), count, []))
+    dump = b"REDIS0010" + b"\x13" + rdb_bytes.rdb_str(b"s") + value + b"\xff" + b"\0" * 8
+    key = next(rdbspec.parse(dump).keys())
+    tracemalloc.start()
+    try:
+        stream = key.value
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(stream.nodes) == count and stream.nodes[-1].master_id == (count - 1, 0)
+    assert peak < 60 * count, f"{peak / count:.0f} bytes a node"
 
 
 @pytest.mark.parametrize("native", [False, True])

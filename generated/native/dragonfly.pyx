@@ -142,11 +142,10 @@ cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, object buf, const unsigned
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_hash_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -302,11 +301,10 @@ cdef Py_ssize_t c_skip_df_set_with_expiry(object io, object buf, const unsigned 
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_set_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -506,11 +504,10 @@ cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-    filters = []
+    filters = None
     for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
-        filters.append(filters_item)
     return pos
 
 
@@ -709,11 +706,10 @@ cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, P
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-    filters = []
+    filters = None
     for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf2_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
-        filters.append(filters_item)
     return pos
 
 
@@ -1085,13 +1081,12 @@ cdef Py_ssize_t c_skip_df_cms(object io, object buf, const unsigned char* _p, Py
     counters_count = (width.value * depth.value)
     if counters_count < 0 or counters_count > (end - pos) // 8:
         raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-    counters = []
+    counters = None
     for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
         counters_item = None
         pos += 8
-        counters.append(counters_item)
     return pos
 
 
@@ -1230,11 +1225,10 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     heap_count = heap_size.value
     if heap_count < 0 or heap_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
-    heap = []
+    heap = None
     for heap_index in range(<Py_ssize_t>heap_count):
         pos = c_skip_df_topk_item(io, buf, _p, end, pos, None, root)
         heap_item = None
-        heap.append(heap_item)
     # counter_bytes: Size of the counter array in bytes.
     counter_bytes_pos = pos
     counter_bytes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
@@ -1245,13 +1239,12 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     counters_count = (counter_bytes_value // 4)
     if counters_count < 0 or counters_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-    counters = []
+    counters = None
     for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
         counters_item = None
         pos += 4
-        counters.append(counters_item)
     return pos
 
 
@@ -1442,11 +1435,10 @@ cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p,
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > end - pos:
         raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-    filters = []
+    filters = None
     for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_cuckoo_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
-        filters.append(filters_item)
     return pos
 
 

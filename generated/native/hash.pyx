@@ -143,11 +143,10 @@ cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -297,11 +296,10 @@ cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, object buf, const unsigne
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -534,11 +532,10 @@ cdef Py_ssize_t c_skip_hash_metadata(object io, object buf, const unsigned char*
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry(io, buf, _p, end, pos, None, root, min_expire)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -781,11 +778,10 @@ cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char*
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 10:
         raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_valkey_hash_2_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 

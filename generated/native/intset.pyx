@@ -140,7 +140,7 @@ cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py
     members_count = length
     if members_count < 0 or members_count > end - pos + 1:
         raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-    members = []
+    members = None
     for members_index in range(<Py_ssize_t>members_count):
         members_item_on = encoding
         if members_item_on == 2:
@@ -160,5 +160,4 @@ cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py
             pos += 8
         else:
             members_item = None
-        members.append(members_item)
     return pos

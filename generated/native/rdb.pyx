@@ -1135,9 +1135,8 @@ cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
-    items = []
+    items = None
     for items_index in range(<Py_ssize_t>items_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         items_item = None
-        items.append(items_item)
     return pos

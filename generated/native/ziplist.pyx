@@ -218,10 +218,9 @@ cdef Py_ssize_t c_skip_zl_body(object io, object buf, const unsigned char* _p, P
     """Steps over one zl_body at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zl_body); returns the position after it."""
     # entries: Ziplist entries, in order.
-    entries = []
+    entries = None
     while pos < end:
         entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
-        entries.append(entries_item)
     return pos
 
 

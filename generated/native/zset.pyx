@@ -142,11 +142,10 @@ cdef Py_ssize_t c_skip_zset_legacy(object io, object buf, const unsigned char* _
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_zset_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -295,11 +294,10 @@ cdef Py_ssize_t c_skip_zset_2(object io, object buf, const unsigned char* _p, Py
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
         raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_zset_2_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
