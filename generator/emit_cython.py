@@ -17,6 +17,7 @@ import re
 from . import expressions as ex
 from . import render
 from .emit_python import TypeEmitter
+from .facts import guarded_use, implied
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
 from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, is_lazy, skipped_types
 
@@ -90,9 +91,26 @@ class CythonTypeEmitter(TypeEmitter):
             self.bounds(a, str(ref.size))
             self.emit(f"{local} = rd_{reader_name(ref)}(_p, pos)")
         self.emit(f"pos += {ref.size}")
-        if self.mode != ROWS and a.cond is None and not a.repeat and local == TypeEmitter.local(a.id) \
-                and fits_int64(ref):
+        if self.mode != ROWS and (a.cond is None or self.c_conditional(a)) and not a.repeat \
+                and local == TypeEmitter.local(a.id) and fits_int64(ref):
             self.cdefs[local] = "long long"
+
+    def c_conditional(self, a: Attribute) -> bool:
+        """A conditional number of a scalar reader that every expression reads only where its
+        condition holds (what facts.py proves): a C local, 0 when absent, never read then."""
+        ref = a.type
+        if self.mode != SCALAR or a.cond is None or a.repeat or a.valid is not None \
+                or not isinstance(ref, Primitive) or not fits_int64(ref):
+            return False
+        for node in (n for b in self.t.seq + self.t.instances for n in attribute_expressions(b)):
+            if a.id in ex.names_in(node):
+                use = guarded_use(node, a.id)
+                if use is None or not implied(a.cond, use[1]):
+                    return False
+        return True
+
+    def missing(self, a: Attribute) -> str:
+        return "0" if self.c_conditional(a) else "None"
 
     def read_one(self, a: Attribute, local: str) -> None:
         super().read_one(a, local)

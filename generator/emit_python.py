@@ -225,7 +225,8 @@ class TypeEmitter:
         names = ", ".join(a.id for a in step.attrs)
         summary = "read together" if len(step.branches) == 1 else "at most one of them is present"
         self.out.add(f"# {names}: {summary}" + (f", only when {guard}" if guard else ""))
-        self.emit(" = ".join(self.local(a.id) for a in step.attrs) + " = None")
+        for value in dict.fromkeys(self.missing(a) for a in step.attrs):
+            self.emit(" = ".join(self.local(a.id) for a in step.attrs if self.missing(a) == value) + f" = {value}")
         if guard:
             self.block(f"if {guard}:")
         for index, (test, (_, attrs)) in enumerate(zip(tests, step.branches)):
@@ -276,12 +277,16 @@ class TypeEmitter:
             self.end_block()
             self.emit("else:")
             self.out.depth += 1
-            self.emit(f"{local} = None")
+            self.emit(f"{local} = {self.missing(a)}")
             self.out.depth -= 1
         else:
             self.read_repeated(a, local)
         self.known[-1].add(local)
         self.store(a, local)
+
+    def missing(self, a: Attribute) -> str:
+        """The value of a conditional field's local when the field is not there."""
+        return "None"
 
     def read_repeated(self, a: Attribute, local: str, yielding: bool = False) -> None:
         """Reads a field, each element of a repeat in turn: into a list, or (`yielding`, the

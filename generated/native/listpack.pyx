@@ -222,7 +222,10 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     cdef long long enc = 0
     cdef long long entry_len = 0
     cdef long long header_len = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef long long str_len = 0
     # enc: Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
     if pos >= end:
@@ -232,7 +235,8 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     if not (enc < 245):
         raise invalid(io, pos - 1, "listpack:lp_entry.enc", 'expected an encoding byte below 0xf5, found ' + format(enc, '#04x'))
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
-    b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
+    b1 = int24_lo = int24_hi = int64 = None
+    len32 = int16 = int32 = 0
     if enc >= 192:
         if (((enc & 224) == 192) or ((enc & 240) == 224)):
             # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
@@ -333,7 +337,10 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     cdef long long enc = 0
     cdef long long entry_len = 0
     cdef long long header_len = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef Py_ssize_t str__length = 0
     cdef Py_ssize_t str__start = 0
     cdef long long str_len = 0
@@ -345,7 +352,8 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     if not (enc < 245):
         raise invalid(io, pos - 1, "listpack:lp_entry.enc", 'expected an encoding byte below 0xf5, found ' + format(enc, '#04x'))
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
-    b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
+    b1 = int24_lo = int24_hi = int64 = None
+    len32 = int16 = int32 = 0
     if enc >= 192:
         if (((enc & 224) == 192) or ((enc & 240) == 224)):
             # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.

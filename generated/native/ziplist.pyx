@@ -232,8 +232,14 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
     Written by: redis src/ziplist.c zipEntrySafe"""
     cdef Py_ssize_t pos = _at[0]
     cdef long long enc = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
+    cdef long long int64 = 0
+    cdef long long int8 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef long long prevlen_b0 = 0
+    cdef long long prevlen_u32 = 0
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
@@ -248,7 +254,7 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
         prevlen_u32 = rd_u4le(_p, pos)
         pos += 4
     else:
-        prevlen_u32 = None
+        prevlen_u32 = 0
     # enc: Encoding: 00pppppp 6-bit string, 01pppppp 14-bit string, 0x80 32-bit string,
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
@@ -257,7 +263,8 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
     if not ((((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or ((enc >= 240) and (enc <= 254))):
         raise invalid(io, pos - 1, "ziplist:zl_entry.enc", 'expected a ziplist encoding byte, found ' + format(enc, '#04x'))
     # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
-    b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = None
+    b1 = int24_lo = int24_hi = None
+    len32 = int16 = int32 = int64 = int8 = 0
     if enc >= 64:
         if ((enc & 192) == 64):
             # b1: Low 8 bits of a 14-bit (big-endian) string length.
@@ -346,8 +353,14 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     """c_read_zl_entry whose value goes into `out`; its str bytes stay in the buffer."""
     cdef Py_ssize_t pos = _at[0]
     cdef long long enc = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
+    cdef long long int64 = 0
+    cdef long long int8 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef long long prevlen_b0 = 0
+    cdef long long prevlen_u32 = 0
     cdef Py_ssize_t str__length = 0
     cdef Py_ssize_t str__start = 0
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
@@ -364,7 +377,7 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
         prevlen_u32 = rd_u4le(_p, pos)
         pos += 4
     else:
-        prevlen_u32 = None
+        prevlen_u32 = 0
     # enc: Encoding: 00pppppp 6-bit string, 01pppppp 14-bit string, 0x80 32-bit string,
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
@@ -373,7 +386,8 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     if not ((((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or ((enc >= 240) and (enc <= 254))):
         raise invalid(io, pos - 1, "ziplist:zl_entry.enc", 'expected a ziplist encoding byte, found ' + format(enc, '#04x'))
     # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
-    b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = None
+    b1 = int24_lo = int24_hi = None
+    len32 = int16 = int32 = int64 = int8 = 0
     if enc >= 64:
         if ((enc & 192) == 64):
             # b1: Low 8 bits of a 14-bit (big-endian) string length.
