@@ -55,6 +55,10 @@ cdef inline int put(Out* out, const char* text, Py_ssize_t n) except -1:
     return 0
 
 
+cdef inline int put_literal(Out* out, const char* text) except -1:
+    return put(out, text, strlen(text))
+
+
 cdef int put_u64(Out* out, uint64_t v) except -1:
     cdef char digits[20]
     cdef int i = 20
@@ -336,7 +340,13 @@ cdef bint put_optional_int(Out* out, object v) except -1:
     return True
 
 
-cdef bint put_ttls(Out* out, const char* name, Py_ssize_t n, object ttls) except -1:
+cdef bint put_int_field(Out* out, const char* name, object v) except -1:
+    """`name` (`"name":` after `{` or `,`), then None or an int; False for anything else."""
+    put_literal(out, name)
+    return put_optional_int(out, v)
+
+
+cdef bint put_ttls(Out* out, const char* name, object ttls) except -1:
     """`,"name":[[s(item),ms],...]` (`jsonl.record_json`'s TTL lists); nothing for None, False
     for anything but a list of (bytes, int) pairs."""
     if ttls is None:
@@ -344,7 +354,7 @@ cdef bint put_ttls(Out* out, const char* name, Py_ssize_t n, object ttls) except
     if type(ttls) is not list:
         return False
     cdef Py_ssize_t i
-    put(out, name, n)
+    put_literal(out, name)
     for i, pair in enumerate(<list>ttls):
         if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not bytes or type(pair[1]) is not int:
             return False
@@ -367,33 +377,24 @@ cdef bint put_record(Out* out, record, context) except -1:
     key, type_name = record.key, record.type_name
     if type(key) is not bytes or type(type_name) is not str:
         return False
-    put(out, b'{"db":', 6)
-    if not put_optional_int(out, record.db):
+    if not put_int_field(out, b'{"db":', record.db):
         return False
-    put(out, b',"key":', 7)
+    put_literal(out, b',"key":')
     put_bytes(out, key)
-    put(out, b',"type":', 8)
+    put_literal(out, b',"type":')
     put_str(out, type_name)
-    put(out, b',"rdb_type":', 12)
-    if not put_optional_int(out, record.rdb_type):
+    if not (put_int_field(out, b',"rdb_type":', record.rdb_type)
+            and put_int_field(out, b',"expire_at_ms":', record.expire_at_ms)
+            and put_int_field(out, b',"idle_s":', record.idle)
+            and put_int_field(out, b',"freq":', record.freq)):
         return False
-    put(out, b',"expire_at_ms":', 16)
-    if not put_optional_int(out, record.expire_at_ms):
-        return False
-    put(out, b',"idle_s":', 10)
-    if not put_optional_int(out, record.idle):
-        return False
-    put(out, b',"freq":', 8)
-    if not put_optional_int(out, record.freq):
-        return False
-    put(out, b',"value":', 9)
+    put_literal(out, b',"value":')
     if type(value) is bytes:
         put_bytes(out, value)
     elif not put_items(out, value):
         return False
-    if not put_ttls(out, b',"field_expire_at_ms":[', 23, decoded.field_expire_at_ms):
-        return False
-    if not put_ttls(out, b',"member_expire_at_ms":[', 24, decoded.member_expire_at_ms):
+    if not (put_ttls(out, b',"field_expire_at_ms":[', decoded.field_expire_at_ms)
+            and put_ttls(out, b',"member_expire_at_ms":[', decoded.member_expire_at_ms)):
         return False
     put(out, b"}\n", 2)
     return True
