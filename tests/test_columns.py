@@ -233,20 +233,6 @@ def test_spark_entry_arrays_hold_what_the_entries_hold(native: bool) -> None:
                    "fields": [[{"field": f, "value": v} for f, v in e.fields] for e in entries]}
 
 
-FLOATS = [1e-7, 1e16, 1e22, 0.1, 5e-324, -0.0, 1.7976931348623157e308, 123456.789, 3.0, math.nan, math.inf, -math.inf]
-
-
-def test_the_compiled_list_encoder_writes_what_value_json_gives() -> None:
-    from rdbspec import _jsonl_encode
-
-    texts_ = [bytes([b]) for b in range(256)] + [b"", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", "é😀\u2028".encode()]
-    for value in ([], texts_, list(zip(texts_, reversed(texts_))), [(b"m%d" % i, f) for i, f in enumerate(FLOATS)]):
-        expected = json.dumps(jsonl.value_json(value, False), ensure_ascii=False, separators=(",", ":")).encode()
-        assert _jsonl_encode.encode_list(value) == expected
-    for other in ([1, 2], [(b"a", b"b", b"c")], [(b"a", 1)], [b"a", "b"]):  # not a list value's items
-        assert _jsonl_encode.encode_list(other) is None
-
-
 # -- the real columns: a node listpack read by both backends -------------------------------------
 
 NODE_ENTRIES = [((7, 1), [(b"name", b"v1"), (b"n", b"12")]), ((7, 2), [(b"x", b"\xed\xa0\x80"), (b'q"\\', b"-5")]),
