@@ -111,11 +111,10 @@ class DfHashWithExpiry:
                 "dragonfly:df_hash_with_expiry.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = DfHashEntry._skip(io, pos, None, root)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 
@@ -237,11 +236,10 @@ class DfSetWithExpiry:
                 "dragonfly:df_set_with_expiry.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = DfSetEntry._skip(io, pos, None, root)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 
@@ -403,11 +401,10 @@ class DfSbf:
             raise invalid(
                 io, pos, "dragonfly:df_sbf.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
             )
-        filters = []
+        filters = None
         for filters_index in range(filters_count):
             pos = DfSbfFilter._skip(io, pos, None, root)
             filters_item = None
-            filters.append(filters_item)
         return pos
 
 
@@ -568,11 +565,10 @@ class DfSbf2:
             raise invalid(
                 io, pos, "dragonfly:df_sbf2.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
             )
-        filters = []
+        filters = None
         for filters_index in range(filters_count):
             pos = DfSbf2Filter._skip(io, pos, None, root)
             filters_item = None
-            filters.append(filters_item)
         return pos
 
 
@@ -888,13 +884,12 @@ class DfCms:
                 "dragonfly:df_cms.counters",
                 f"count {counters_count} exceeds the {end - pos} bytes that remain",
             )
-        counters = []
+        counters = None
         for counters_index in range(counters_count):
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
             counters_item = None
             pos += 8
-            counters.append(counters_item)
         return pos
 
 
@@ -1026,11 +1021,10 @@ class DfTopk:
             raise invalid(
                 io, pos, "dragonfly:df_topk.heap", f"count {heap_count} exceeds the {end - pos} bytes that remain"
             )
-        heap = []
+        heap = None
         for heap_index in range(heap_count):
             pos = DfTopkItem._skip(io, pos, None, root)
             heap_item = None
-            heap.append(heap_item)
         # counter_bytes: Size of the counter array in bytes.
         counter_bytes_pos = pos
         counter_bytes, pos = rdb_string.RdbLen._read(io, pos, None, root)
@@ -1051,13 +1045,12 @@ class DfTopk:
                 "dragonfly:df_topk.counters",
                 f"count {counters_count} exceeds the {end - pos} bytes that remain",
             )
-        counters = []
+        counters = None
         for counters_index in range(counters_count):
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
             counters_item = None
             pos += 4
-            counters.append(counters_item)
         return pos
 
 
@@ -1214,11 +1207,10 @@ class DfCuckoo:
                 "dragonfly:df_cuckoo.filters",
                 f"count {filters_count} exceeds the {end - pos} bytes that remain",
             )
-        filters = []
+        filters = None
         for filters_index in range(filters_count):
             pos = DfCuckooFilter._skip(io, pos, None, root)
             filters_item = None
-            filters.append(filters_item)
         return pos
 
 

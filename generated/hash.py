@@ -101,11 +101,10 @@ class HashTable:
             raise invalid(
                 io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = HashPair._skip(io, pos, None, root)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 
@@ -221,11 +220,10 @@ class HashMetadataPreGa:
                 "hash:hash_metadata_pre_ga.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = HashTtlEntryPreGa._skip(io, pos, None, root)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 
@@ -403,11 +401,10 @@ class HashMetadata:
                 "hash:hash_metadata.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 
@@ -595,11 +592,10 @@ class ValkeyHash2:
                 "hash:valkey_hash_2.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = ValkeyHash2Entry._skip(io, pos, None, root)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 

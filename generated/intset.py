@@ -146,7 +146,7 @@ class Intset:
             raise invalid(
                 io, pos, "intset:intset.members", f"count {members_count} exceeds the {end - pos} bytes that remain"
             )
-        members = []
+        members = None
         for members_index in range(members_count):
             members_item_on = encoding
             if members_item_on == 2:
@@ -166,5 +166,4 @@ class Intset:
                 pos += 8
             else:
                 members_item = None
-            members.append(members_item)
         return pos

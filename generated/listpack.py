@@ -168,10 +168,9 @@ class LpBody:
         buf = io.buf
         end = io.end
         # entries: Listpack entries, in order.
-        entries = []
+        entries = None
         while pos < end:
             entries_item, pos = read_lp_entry(io, buf, end, pos, None, root)
-            entries.append(entries_item)
         return pos
 
 

@@ -70,11 +70,10 @@ class Quicklist:
             raise invalid(
                 io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
-        nodes = []
+        nodes = None
         for nodes_index in range(nodes_count):
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
             nodes_item = None
-            nodes.append(nodes_item)
         return pos
 
 
@@ -135,11 +134,10 @@ class Quicklist2:
             raise invalid(
                 io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
-        nodes = []
+        nodes = None
         for nodes_index in range(nodes_count):
             pos = Quicklist2Node._skip(io, pos, None, root)
             nodes_item = None
-            nodes.append(nodes_item)
         return pos
 
 

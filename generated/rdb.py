@@ -988,9 +988,8 @@ class StringList:
             raise invalid(
                 io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
             )
-        items = []
+        items = None
         for items_index in range(items_count):
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             items_item = None
-            items.append(items_item)
         return pos

@@ -63,7 +63,6 @@ class StreamValue:
         "_io",
         "type_code",
         "num_nodes",
-        "nodes",
         "length",
         "last_id",
         "first_id",
@@ -72,6 +71,7 @@ class StreamValue:
         "num_groups",
         "groups",
         "idmp",
+        "_lazy_nodes",
     )
 
     @classmethod
@@ -92,17 +92,18 @@ class StreamValue:
         # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_nodes = num_nodes
-        # nodes: The listpack nodes, in ascending master ID order.
+        # nodes: decoded on first access (see the property); stepped over here
+        self._lazy_nodes = pos
+        # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
             raise invalid(
                 io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
-        nodes = []
+        nodes = None
         for nodes_index in range(nodes_count):
-            nodes_item, pos = StreamNode._read(io, pos, self, root)
-            nodes.append(nodes_item)
-        self.nodes = nodes
+            pos = StreamNode._skip(io, pos, None, root)
+            nodes_item = None
         # length: Number of live (not deleted) entries.
         length, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.length = length
@@ -150,17 +151,16 @@ class StreamValue:
         end = io.end
         # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, None, root)
-        # nodes: The listpack nodes, in ascending master ID order.
+        # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
             raise invalid(
                 io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
-        nodes = []
+        nodes = None
         for nodes_index in range(nodes_count):
             pos = StreamNode._skip(io, pos, None, root)
             nodes_item = None
-            nodes.append(nodes_item)
         # length: Number of live (not deleted) entries.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         length = None
@@ -187,11 +187,10 @@ class StreamValue:
             raise invalid(
                 io, pos, "stream:stream_value.groups", f"count {groups_count} exceeds the {end - pos} bytes that remain"
             )
-        groups = []
+        groups = None
         for groups_index in range(groups_count):
             pos = StreamGroup._skip(io, pos, None, root, type_code)
             groups_item = None
-            groups.append(groups_item)
         # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
         if type_code >= 26:
             pos = StreamIdmp._skip(io, pos, None, root)
@@ -199,6 +198,30 @@ class StreamValue:
         else:
             idmp = None
         return pos
+
+    @property
+    def nodes(self):
+        """The listpack nodes, in ascending master ID order. Stepped over when the stream is read
+        (`_lazy_nodes` is where they start), so that a reader can take them one by one.
+
+        Read from the bytes on every access; not kept."""
+        return list(self.iter_nodes())
+
+    def iter_nodes(self):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes
+        nodes_count = self.num_nodes.value
+        if nodes_count < 0 or nodes_count > (end - pos) // 18:
+            raise invalid(
+                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
+            )
+        for nodes_index in range(nodes_count):
+            nodes_item, pos = StreamNode._read(io, pos, self, root)
+            yield nodes_item
 
 
 class StreamNode:
@@ -514,11 +537,10 @@ class StreamGroup:
             raise invalid(
                 io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
-        pel = []
+        pel = None
         for pel_index in range(pel_count):
             pos = StreamPelEntry._skip(io, pos, None, root)
             pel_item = None
-            pel.append(pel_item)
         # num_consumers: Number of consumers.
         num_consumers, pos = rdb_string.RdbLen._read(io, pos, None, root)
         # consumers: The consumers, in name order.
@@ -530,11 +552,10 @@ class StreamGroup:
                 "stream:stream_group.consumers",
                 f"count {consumers_count} exceeds the {end - pos} bytes that remain",
             )
-        consumers = []
+        consumers = None
         for consumers_index in range(consumers_count):
             pos = StreamConsumer._skip(io, pos, None, root, type_code)
             consumers_item = None
-            consumers.append(consumers_item)
         return pos
 
 
@@ -694,11 +715,10 @@ class StreamConsumer:
             raise invalid(
                 io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
-        pel = []
+        pel = None
         for pel_index in range(pel_count):
             pos = StreamIdRaw._skip(io, pos, None, root)
             pel_item = None
-            pel.append(pel_item)
         return pos
 
 
@@ -786,11 +806,10 @@ class StreamIdmp:
                 "stream:stream_idmp.producers",
                 f"count {producers_count} exceeds the {end - pos} bytes that remain",
             )
-        producers = []
+        producers = None
         for producers_index in range(producers_count):
             pos = StreamIdmpProducer._skip(io, pos, None, root)
             producers_item = None
-            producers.append(producers_item)
         # iids_added: Number of idempotency IDs ever added.
         pos = rdb_string.RdbLen._skip(io, pos, None, root)
         iids_added = None
@@ -869,11 +888,10 @@ class StreamIdmpProducer:
                 "stream:stream_idmp_producer.iids",
                 f"count {iids_count} exceeds the {end - pos} bytes that remain",
             )
-        iids = []
+        iids = None
         for iids_index in range(iids_count):
             pos = StreamIdmpIid._skip(io, pos, None, root)
             iids_item = None
-            iids.append(iids_item)
         return pos
 
 
@@ -1202,10 +1220,9 @@ class StreamMaster:
                 "stream:stream_master.fields",
                 f"count {fields_count} exceeds the {end - pos} bytes that remain",
             )
-        fields = []
+        fields = None
         for fields_index in range(fields_count):
             fields_item, pos = read_lp_entry(io, buf, end, pos, None, root)
-            fields.append(fields_item)
         # terminator: Master terminator (lp-count of the master entry), always 0.
         terminator_pos = pos
         terminator, pos = read_lp_entry(io, buf, end, pos, None, root)

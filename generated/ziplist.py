@@ -195,10 +195,9 @@ class ZlBody:
         buf = io.buf
         end = io.end
         # entries: Ziplist entries, in order.
-        entries = []
+        entries = None
         while pos < end:
             entries_item, pos = read_zl_entry(io, buf, end, pos, None, root)
-            entries.append(entries_item)
         return pos
 
 

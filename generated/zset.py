@@ -100,11 +100,10 @@ class ZsetLegacy:
             raise invalid(
                 io, pos, "zset:zset_legacy.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = ZsetEntry._skip(io, pos, None, root)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 
@@ -213,11 +212,10 @@ class Zset2:
             raise invalid(
                 io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
             pos = Zset2Entry._skip(io, pos, None, root)
             entries_item = None
-            entries.append(entries_item)
         return pos
 
 

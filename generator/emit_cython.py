@@ -17,6 +17,7 @@ import re
 from . import expressions as ex
 from . import render
 from .emit_python import TypeEmitter
+from .facts import guarded_use, implied
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
 from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, is_lazy, skipped_types
 
@@ -90,9 +91,26 @@ class CythonTypeEmitter(TypeEmitter):
             self.bounds(a, str(ref.size))
             self.emit(f"{local} = rd_{reader_name(ref)}(_p, pos)")
         self.emit(f"pos += {ref.size}")
-        if self.mode == SCALAR and a.cond is None and not a.repeat and local == TypeEmitter.local(a.id) \
-                and fits_int64(ref):
+        if self.mode != ROWS and (a.cond is None or self.c_conditional(a)) and not a.repeat \
+                and local == TypeEmitter.local(a.id) and fits_int64(ref):
             self.cdefs[local] = "long long"
+
+    def c_conditional(self, a: Attribute) -> bool:
+        """A conditional number of a scalar reader that every expression reads only where its
+        condition holds (what facts.py proves): a C local, 0 when absent, never read then."""
+        ref = a.type
+        if self.mode != SCALAR or a.cond is None or a.repeat or a.valid is not None \
+                or not isinstance(ref, Primitive) or not fits_int64(ref):
+            return False
+        for node in (n for b in self.t.seq + self.t.instances for n in attribute_expressions(b)):
+            if a.id in ex.names_in(node):
+                use = guarded_use(node, a.id)
+                if use is None or not implied(a.cond, use[1]):
+                    return False
+        return True
+
+    def missing(self, a: Attribute) -> str:
+        return "0" if self.c_conditional(a) else "None"
 
     def read_one(self, a: Attribute, local: str) -> None:
         super().read_one(a, local)
@@ -249,10 +267,10 @@ class CythonTypeEmitter(TypeEmitter):
             return "scalar"
         return "ints" if int_column(ref) and sized else None
 
-    def read_repeated(self, a: Attribute, local: str) -> None:
-        kind = self.column_kind(a)
+    def read_repeated(self, a: Attribute, local: str, yielding: bool = False) -> None:
+        kind = None if yielding else self.column_kind(a)
         if kind is None:
-            super().read_repeated(a, local)
+            super().read_repeated(a, local, yielding)
             return
         if a.repeat == "expr":
             count = f"{local}_count"
@@ -263,7 +281,7 @@ class CythonTypeEmitter(TypeEmitter):
         ragged = self.row_field(a) and not self.plan.uses.get(a.id)
         target = f"{local}_values" if ragged else local
         self.emit(f"{target} = {a.id}_column.values" if ragged else f"{local} = ScalarColumns(buf)")
-        self.block(f"for {local}_index in range({count}):" if a.repeat == "expr" else "while pos < end:")
+        self.block(self.counted_loop(local, count) if a.repeat == "expr" else "while pos < end:")
         if kind == "scalar":
             ref = a.type
             args = "".join(f", {self.expr(arg)}" for arg in ref.args)
@@ -281,6 +299,11 @@ class CythonTypeEmitter(TypeEmitter):
             self.emit(f"{a.id}_column.close_row()")
             self.pushed.add(a.id)
 
+    @staticmethod
+    def counted_loop(local: str, count: str) -> str:
+        # the count was checked against the bytes that remain: it fits a C loop
+        return f"for {local}_index in range(<Py_ssize_t>{count}):"
+
     def stream_loop(self, a: Attribute) -> list[str]:
         self.pointer = False
         return super().stream_loop(a)
@@ -290,6 +313,10 @@ class CythonTypeEmitter(TypeEmitter):
 
     def lazy_body(self, a: Attribute) -> list[str]:
         return self.with_view(super().lazy_body(a))
+
+    def lazy_iter_body(self, a: Attribute) -> list[str]:
+        self.pointer = False  # a generator holds no view of the buffer between its yields
+        return super().lazy_iter_body(a)
 
     @staticmethod
     def with_view(lines: list[str]) -> list[str]:

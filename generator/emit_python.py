@@ -225,7 +225,8 @@ class TypeEmitter:
         names = ", ".join(a.id for a in step.attrs)
         summary = "read together" if len(step.branches) == 1 else "at most one of them is present"
         self.out.add(f"# {names}: {summary}" + (f", only when {guard}" if guard else ""))
-        self.emit(" = ".join(self.local(a.id) for a in step.attrs) + " = None")
+        for value in dict.fromkeys(self.missing(a) for a in step.attrs):
+            self.emit(" = ".join(self.local(a.id) for a in step.attrs if self.missing(a) == value) + f" = {value}")
         if guard:
             self.block(f"if {guard}:")
         for index, (test, (_, attrs)) in enumerate(zip(tests, step.branches)):
@@ -276,14 +277,20 @@ class TypeEmitter:
             self.end_block()
             self.emit("else:")
             self.out.depth += 1
-            self.emit(f"{local} = None")
+            self.emit(f"{local} = {self.missing(a)}")
             self.out.depth -= 1
         else:
             self.read_repeated(a, local)
         self.known[-1].add(local)
         self.store(a, local)
 
-    def read_repeated(self, a: Attribute, local: str) -> None:
+    def missing(self, a: Attribute) -> str:
+        """The value of a conditional field's local when the field is not there."""
+        return "None"
+
+    def read_repeated(self, a: Attribute, local: str, yielding: bool = False) -> None:
+        """Reads a field, each element of a repeat in turn: into a list, or (`yielding`, the
+        body of `iter_<field>`) yielded one by one. A repeat that is stepped over keeps none."""
         if not a.repeat:
             self.read_one(a, local)
             return
@@ -291,17 +298,18 @@ class TypeEmitter:
             self.read_columns(a, local)
             return
         item = f"{local}_item"
+        keep = not yielding and not self.plan.skipping(a)
         if a.repeat == "expr":
             count = f"{local}_count"
             self.emit(f"{count} = {self.expr(a.repeat_expr)}")
             self.check_count(a, count)
-            self.emit(f"{local} = []")
-            self.block(f"for {local}_index in range({count}):")
+        if not yielding:
+            self.emit(f"{local} = []" if keep else f"{local} = None")
+        if a.repeat == "expr":
+            self.block(self.counted_loop(local, count))
         elif a.repeat == "eos":
-            self.emit(f"{local} = []")
             self.block("while pos < end:")
         else:
-            self.emit(f"{local} = []")
             self.emit(f"{local}_index = 0")
             self.block("while True:")
         outer = (self.loop_item, self.loop_index)
@@ -313,7 +321,10 @@ class TypeEmitter:
         if self.plan.checks_progress(a):
             self.emit(f"{start} = pos")
         self.read_one(a, item)
-        self.emit(f"{local}.append({item})")
+        if keep:
+            self.emit(f"{local}.append({item})")
+        elif yielding:
+            self.emit(f"yield {item}")
         if self.plan.checks_progress(a):
             self.block(f"if pos == {start}:")
             self.emit(f"raise invalid(io, pos, {self.path(a)}, 'repeated element consumed no bytes')")
@@ -321,6 +332,11 @@ class TypeEmitter:
         self.repeat_until(a, local, item)
         self.loop_item, self.loop_index = outer
         self.end_block()
+
+    @staticmethod
+    def counted_loop(local: str, count: str) -> str:
+        """The header of the loop over a repeat's elements, once `count` has been checked."""
+        return f"for {local}_index in range({count}):"
 
     def repeat_until(self, a: Attribute, local: str, item: str) -> None:
         """After an element of a repeat-until: the loop ends when the condition holds for it."""
@@ -671,18 +687,41 @@ class TypeEmitter:
         self.out = Lines(depth=2)
         self.known = [set()]
         local = self.local(a.id)
+        if a.repeat:  # the elements, read one at a time by `iter_<field>`
+            self.absent(a, "None")
+            self.emit(f"return list(self.iter_{a.id}())")
+            return self.out.lines
         self.emit("io = self._io")
         self.emit("buf = io.buf")
         self.emit("end = io.end")
         self.emit("root = self._root")
         self.emit(f"pos = self._lazy_{a.id}")
-        if a.cond is not None:
-            self.block(f"if not {self.expr(a.cond)}:")
-            self.emit("return None")
-            self.end_block()
+        self.absent(a, "None")
         self.read_repeated(a, local)
         self.emit(f"return {local}")
         return self.out.lines
+
+    def lazy_iter_body(self, a: Attribute) -> list[str]:
+        """The body of `iter_<field>` of a repeated `-rdbspec-lazy` field: a generator of its
+        elements read one at a time where they were stepped over, so that a reader of many
+        elements never holds them all (the property is the list of them)."""
+        self.out = Lines(depth=2)
+        self.known = [set()]
+        self.emit("io = self._io")
+        self.emit("buf = io.buf")
+        self.emit("end = io.end")
+        self.emit("root = self._root")
+        self.emit(f"pos = self._lazy_{a.id}")
+        self.absent(a, "")
+        self.read_repeated(a, self.local(a.id), yielding=True)
+        return self.out.lines
+
+    def absent(self, a: Attribute, result: str) -> None:
+        """A lazy field's reader returns `result` at once when the field is not there."""
+        if a.cond is not None:
+            self.block(f"if not {self.expr(a.cond)}:")
+            self.emit(f"return {result}".rstrip())
+            self.end_block()
 
     def stream_loop(self, a: Attribute) -> list[str]:
         """The body of `iter_<field>`: reads one element at a time and yields it."""

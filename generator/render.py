@@ -66,6 +66,7 @@ class TypeView:
     fields: list[str] = field(default_factory=list)
     properties: list[PropertyView] = field(default_factory=list)
     keeps_parent: bool = True  # see plan.keeps_parent
+    lazy_iters: list[PropertyView] = field(default_factory=list)  # iter_<field> of repeated lazy fields
 
 
 class ModuleRenderer:
@@ -119,6 +120,10 @@ class ModuleRenderer:
             body = self.collect(prop, prop.lazy_body(a))
             doc = _docstring(a.doc, a.doc_ref, a.id) + "\n\nRead from the bytes on every access; not kept."
             view.properties.append(PropertyView(a.id, doc, body, cached=False))
+            if a.repeat:
+                it = self.emitter(self.builder, t, OBJECT)
+                doc = f"Yields the elements of `{a.id}` one at a time, read where they were stepped over."
+                view.lazy_iters.append(PropertyView(a.id, doc, self.collect(it, it.lazy_iter_body(a)), cached=False))
         if id(t) in self.skipped:
             skip = self.emitter(self.builder, t, SKIP)
             view.skip_body = self.collect(skip, skip.body())

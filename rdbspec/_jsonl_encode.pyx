@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""JSON Lines pieces written in C, byte for byte what `jsonl` writes through orjson otherwise
-(tests/test_columns.py compares them): a stream node's entries from its columns
-(`encode_entries`) and a list value (`encode_list`).
+"""JSON Lines written in C, byte for byte what `jsonl` writes through orjson otherwise
+(tests/test_columns.py and tests/test_jsonl.py compare them): the lines of the key records
+whose value is a string or a list (`write_lines`, a megabyte at a time) and a stream node's
+entries from its columns (`encode_entries`).
 
 An entry is {"id":"ms-seq","fields":[[field,value],...]} with ,"deleted":true when deleted.
 A byte string is a JSON string when it is valid UTF-8 (as Python's decoder judges it), escaped
@@ -11,6 +12,8 @@ as a list of lists of int and bytes (Python backend).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.math cimport isinf, isnan
 from libc.stdint cimport int64_t, uint8_t, uint64_t
@@ -27,6 +30,7 @@ cdef struct Out:
     Py_ssize_t cap
 
 cdef const char* HEX = b"0123456789abcdef"
+cdef Py_ssize_t TEXT_CHUNK = 1 << 16  # input bytes escaped per reserve
 cdef const char* SHORT_ESCAPES = b"btn-fr"  # the letter after the backslash for bytes 8..13 (11 has none)
 
 
@@ -51,6 +55,10 @@ cdef inline int put(Out* out, const char* text, Py_ssize_t n) except -1:
     return 0
 
 
+cdef inline int put_literal(Out* out, const char* text) except -1:
+    return put(out, text, strlen(text))
+
+
 cdef int put_u64(Out* out, uint64_t v) except -1:
     cdef char digits[20]
     cdef int i = 20
@@ -63,15 +71,28 @@ cdef int put_u64(Out* out, uint64_t v) except -1:
     return put(out, digits + i, 20 - i)
 
 
+cdef int put_i64(Out* out, int64_t v) except -1:
+    if v >= 0:
+        return put_u64(out, <uint64_t>v)
+    put(out, b"-", 1)
+    return put_u64(out, <uint64_t>(-(v + 1)) + 1)  # INT64_MIN has no positive int64
+
+
 cdef int put_int_text(Out* out, int64_t v) except -1:
     """An int as a JSON string of its decimal text."""
     put(out, b'"', 1)
-    if v < 0:
-        put(out, b"-", 1)
-        put_u64(out, <uint64_t>(-(v + 1)) + 1)  # INT64_MIN has no positive int64
-    else:
-        put_u64(out, <uint64_t>v)
+    put_i64(out, v)
     return put(out, b'"', 1)
+
+
+cdef int put_int(Out* out, object v) except -1:
+    """A Python int as json writes it: its decimal text, whatever its size."""
+    cdef int overflow = 0
+    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow:
+        text = str(v).encode()
+        return put(out, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+    return put_i64(out, x)
 
 
 cdef bint valid_utf8(const uint8_t* s, Py_ssize_t n) noexcept:
@@ -114,7 +135,7 @@ cdef bint valid_utf8(const uint8_t* s, Py_ssize_t n) noexcept:
 
 cdef int put_text(Out* out, const uint8_t* s, Py_ssize_t n) except -1:
     """A byte string as `jsonl.s` gives it, serialized."""
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, done = 0, end
     cdef uint8_t c
     cdef char* w
     if not valid_utf8(s, n):
@@ -126,32 +147,32 @@ cdef int put_text(Out* out, const uint8_t* s, Py_ssize_t n) except -1:
             w[2 * i + 1] = HEX[s[i] & 15]
         out.size += 2 * n
         return put(out, b'"}', 2)
-    reserve(out, 6 * n + 2)
-    w = out.data + out.size
-    w[0] = 34
-    w += 1
-    for i in range(n):
-        c = s[i]
-        if c == 34 or c == 92:  # " and backslash
-            w[0] = 92
-            w[1] = <char>c
-            w += 2
-        elif c >= 0x20:
-            w[0] = <char>c
-            w += 1
-        elif 8 <= c <= 13 and c != 11:  # json's short escapes \b \t \n \f \r
-            w[0] = 92
-            w[1] = SHORT_ESCAPES[c - 8]
-            w += 2
-        else:
-            memcpy(w, b"\\u00", 4)
-            w[4] = HEX[c >> 4]
-            w[5] = HEX[c & 15]
-            w += 6
-    w[0] = 34
-    w += 1
-    out.size = w - out.data
-    return 0
+    put(out, b'"', 1)
+    while done < n:  # a chunk at a time: room for the longest escape of each byte, not of the whole string
+        end = min(n, done + TEXT_CHUNK)
+        reserve(out, 6 * (end - done))
+        w = out.data + out.size
+        for i in range(done, end):
+            c = s[i]
+            if c == 34 or c == 92:  # " and backslash
+                w[0] = 92
+                w[1] = <char>c
+                w += 2
+            elif c >= 0x20:
+                w[0] = <char>c
+                w += 1
+            elif 8 <= c <= 13 and c != 11:  # json's short escapes \b \t \n \f \r
+                w[0] = 92
+                w[1] = SHORT_ESCAPES[c - 8]
+                w += 2
+            else:
+                memcpy(w, b"\\u00", 4)
+                w[4] = HEX[c >> 4]
+                w[5] = HEX[c & 15]
+                w += 6
+        out.size = w - out.data
+        done = end
+    return put(out, b'"', 1)
 
 
 cdef int put_bytes(Out* out, bytes item) except -1:
@@ -278,34 +299,201 @@ cdef int put_number(Out* out, double x) except -1:
     return 0
 
 
-def encode_list(list value):
+cdef bint put_items(Out* out, list value) except -1:
     """A list value as `jsonl.value_json` gives it, serialized: byte strings, (bytes, bytes)
-    pairs, (bytes, float) pairs (the float as `jsonl.number`). None for any other item."""
-    cdef Out out = Out(NULL, 0, 0)
+    pairs, (bytes, float) pairs (the float as `jsonl.number`). False, written in part, at an item
+    of any other kind."""
     cdef Py_ssize_t i
+    put(out, b"[", 1)
+    for i in range(len(value)):
+        item = value[i]
+        if i:
+            put(out, b",", 1)
+        if type(item) is bytes:
+            put_bytes(out, item)
+            continue
+        if type(item) is not tuple or len(item) != 2 or type(item[0]) is not bytes:
+            return False
+        second = item[1]
+        put(out, b"[", 1)
+        put_bytes(out, item[0])
+        put(out, b",", 1)
+        if type(second) is bytes:
+            put_bytes(out, second)
+        elif type(second) is float:
+            put_number(out, second)
+        else:
+            return False
+        put(out, b"]", 1)
+    put(out, b"]", 1)
+    return True
+
+
+cdef bint put_optional_int(Out* out, object v) except -1:
+    """None or an int as json writes it; False for anything else."""
+    if v is None:
+        put(out, b"null", 4)
+    elif type(v) is int:
+        put_int(out, v)
+    else:
+        return False
+    return True
+
+
+cdef bint put_int_field(Out* out, const char* name, object v) except -1:
+    """`name` (`"name":` after `{` or `,`), then None or an int; False for anything else."""
+    put_literal(out, name)
+    return put_optional_int(out, v)
+
+
+cdef bint put_ttls(Out* out, const char* name, object ttls) except -1:
+    """`,"name":[[s(item),ms],...]` (`jsonl.record_json`'s TTL lists); nothing for None, False
+    for anything but a list of (bytes, int) pairs."""
+    if ttls is None:
+        return True
+    if type(ttls) is not list:
+        return False
+    cdef Py_ssize_t i
+    put_literal(out, name)
+    for i, pair in enumerate(<list>ttls):
+        if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not bytes or type(pair[1]) is not int:
+            return False
+        put(out, b",[" if i else b"[", 2 if i else 1)
+        put_bytes(out, pair[0])
+        put(out, b",", 1)
+        put_int(out, pair[1])
+        put(out, b"]", 1)
+    put(out, b"]", 1)
+    return True
+
+
+cdef bint put_record(Out* out, record, context) except -1:
+    """`record`'s line as `jsonl.record_json` gives it, serialized, when its value is a string or
+    a non-empty list of items `put_items` writes; False, written in part, for any other record."""
+    decoded = record._decode()
+    value = decoded.value
+    if not (type(value) is bytes or type(value) is list and value):
+        return False  # a stream, a module, a sketch; an empty list: the server may skip the key
+    key, type_name = record.key, record.type_name
+    if type(key) is not bytes or type(type_name) is not str:
+        return False
+    if not put_int_field(out, b'{"db":', record.db):
+        return False
+    put_literal(out, b',"key":')
+    put_bytes(out, key)
+    put_literal(out, b',"type":')
+    put_str(out, type_name)
+    if not (put_int_field(out, b',"rdb_type":', record.rdb_type)
+            and put_int_field(out, b',"expire_at_ms":', record.expire_at_ms)
+            and put_int_field(out, b',"idle_s":', record.idle)
+            and put_int_field(out, b',"freq":', record.freq)):
+        return False
+    put_literal(out, b',"value":')
+    if type(value) is bytes:
+        put_bytes(out, value)
+    elif not put_items(out, value):
+        return False
+    if not (put_ttls(out, b',"field_expire_at_ms":[', decoded.field_expire_at_ms)
+            and put_ttls(out, b',"member_expire_at_ms":[', decoded.member_expire_at_ms)):
+        return False
+    put(out, b"}\n", 2)
+    return True
+
+
+cdef bint put_str(Out* out, str text) except -1:
+    cdef Py_ssize_t size
+    cdef const char* data = PyUnicode_AsUTF8AndSize(text, &size)
+    return put_text(out, <const uint8_t*>data, size)
+
+
+cdef bint put_row(Out* out, row, context) except -1:
+    """A row as the JSON object of its names (`context`: `{"name":` then `,"name":`...) and
+    values: None, ints, str, and byte strings as `jsonl.s` gives them."""
+    cdef tuple prefixes = context
+    cdef bytes prefix
+    cdef Py_ssize_t i
+    if len(row) != len(prefixes):
+        raise ValueError(f"a row of {len(row)} values for {len(prefixes)} names")
+    for i in range(len(prefixes)):
+        prefix = prefixes[i]
+        put(out, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
+        value = row[i]
+        if type(value) is bytes:
+            put_bytes(out, value)
+        elif type(value) is str:
+            put_str(out, value)
+        elif not put_optional_int(out, value):
+            raise TypeError(f"{type(value).__name__} is not a row value")
+    put(out, b"}\n", 2)
+    return True
+
+
+ctypedef bint (*LineWriter)(Out* out, object item, object context) except -1
+
+cdef Py_ssize_t WRITE_AT = 1 << 20  # bytes of lines gathered before they are written
+
+
+cdef int write_each(items, LineWriter put_line, context, write, other) except -1:
+    """`put_line` of each item, the lines gathered and given to `write` a megabyte at a time.
+    An item `put_line` does not write (False) goes to `other(item)`, after the lines before it
+    were written. An exception leaves no partial line: the lines before it are written."""
+    cdef Out out = Out(NULL, 0, 0)
+    cdef Py_ssize_t start
     try:
-        put(&out, b"[", 1)
-        for i in range(len(value)):
-            item = value[i]
-            if i:
-                put(&out, b",", 1)
-            if type(item) is bytes:
-                put_bytes(&out, item)
-                continue
-            if type(item) is not tuple or len(item) != 2 or type(item[0]) is not bytes:
-                return None
-            second = item[1]
-            put(&out, b"[", 1)
-            put_bytes(&out, item[0])
-            put(&out, b",", 1)
-            if type(second) is bytes:
-                put_bytes(&out, second)
-            elif type(second) is float:
-                put_number(&out, second)
-            else:
-                return None
-            put(&out, b"]", 1)
-        put(&out, b"]", 1)
-        return PyBytes_FromStringAndSize(out.data, out.size)
+        for item in items:
+            start = out.size
+            try:
+                written = put_line(&out, item, context)
+            except BaseException:
+                out.size = start
+                raise
+            if not written:
+                out.size = start
+                give(&out, write)
+                other(item)
+            elif out.size >= WRITE_AT:
+                give(&out, write)
+    finally:
+        try:
+            give(&out, write)
+        finally:
+            PyMem_Free(out.data)
+    return 0
+
+
+cdef int give(Out* out, write) except -1:
+    """Hands the lines gathered to `write`; a buffer grown past a few megabytes by a long line
+    is let go."""
+    if out.size == 0:
+        return 0
+    data = PyBytes_FromStringAndSize(out.data, out.size)
+    out.size = 0
+    if out.cap > 4 * WRITE_AT:
+        PyMem_Free(out.data)
+        out.data, out.cap = NULL, 0
+    write(data)
+    return 0
+
+
+def write_lines(records, write, other) -> None:
+    """Each key record's JSON line (`jsonl.record_json`'s, serialized), given to `write` a
+    megabyte at a time; a record whose value is not a string or a non-empty list (a stream, a
+    module, a sketch, an empty container) goes to `other(record)` (see `write_each`)."""
+    write_each(records, put_record, None, write, other)
+
+
+def write_rows(names, rows, write) -> None:
+    """Each row (values: None, int, str, bytes) as the JSON object of `names` and its values,
+    one line each, given to `write` a megabyte at a time."""
+    cdef Out out = Out(NULL, 0, 0)
+    prefixes = []
+    try:
+        for i, name in enumerate(names):
+            put(&out, b"," if i else b"{", 1)
+            put_str(&out, name)
+            put(&out, b":", 1)
+            prefixes.append(PyBytes_FromStringAndSize(out.data, out.size))
+            out.size = 0
     finally:
         PyMem_Free(out.data)
+    write_each(rows, put_row, tuple(prefixes), write, None)

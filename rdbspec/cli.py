@@ -11,6 +11,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -22,7 +23,7 @@ from typing import TextIO
 from . import api, backend
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
 from .errors import EXIT_CODES, InternalError, RdbError, as_internal, exit_code, internal_error_line, print_warnings
-from .jsonl import dumps, s, write_record
+from .jsonl import s, write_records, write_rows
 from .spark.pipeline import register as register_pipeline
 from .stream_commands.cli import register as register_stream_commands
 from .streams import Stream
@@ -49,8 +50,17 @@ class Progress:
 
 
 def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecord]:
+    """The keys `--db`, `--type` and `--key` select, showing progress on a terminal; the dump's
+    own iterator when there is neither (no Python step of ours per key)."""
     pattern = getattr(args, "key", None)
     progress = Progress(len(dump.source.buffer))
+    if not (args.db or args.type or pattern is not None or progress.enabled):
+        return dump.keys()
+    return _filtered(dump, args, pattern, progress)
+
+
+def _filtered(dump: api.Dump, args: argparse.Namespace, pattern: re.Pattern[bytes] | None,
+              progress: Progress) -> Iterator[api.KeyRecord]:
     for record in dump.keys():
         progress.update(record.offset)
         if args.db and record.db not in args.db:
@@ -65,9 +75,7 @@ def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecor
 
 def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
-    for record in _selected(dump, args):
-        if not record.skipped_by_server:  # an empty container: a warning says so
-            write_record(out.buffer, record, args.include_deleted)
+    write_records(out.buffer, _selected(dump, args), args.include_deleted)
 
 
 def element_count(record: api.KeyRecord) -> int:
@@ -78,18 +86,19 @@ def element_count(record: api.KeyRecord) -> int:
 
 
 def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    rows = ([r.db, s(r.key), r.type_name, r.encoding, r.size, element_count(r)] for r in _selected(dump, args))
+    rows = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r)] for r in _selected(dump, args))
     if args.top:
         rows = iter(sorted(rows, key=lambda row: -row[4])[:args.top])
     header = ["db", "key", "type", "encoding", "size_in_file", "elements"]
     if args.csv:
         writer = csv.writer(out)
         writer.writerow(header)
-        for row in rows:
-            writer.writerow([json.dumps(c) if isinstance(c, dict) else c for c in row])
+        for db, key, *rest in rows:
+            text = s(key)
+            writer.writerow([db, json.dumps(text) if isinstance(text, dict) else text, *rest])
     else:
-        for row in rows:
-            out.write(dumps(dict(zip(header, row))) + "\n")
+        out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
+        write_rows(out.buffer, header, rows)
 
 
 def check(record: api.KeyRecord) -> None:

@@ -4,9 +4,10 @@ or {"hex": ...}, stream IDs as "ms-seq" strings.
 The text is json.dumps(ensure_ascii=False, separators=(",", ":"))'s, byte for byte, written
 by orjson: floats are `Real`, which orjson hands to `_default` to be written as json.dumps
 writes them (1e-07, NaN; orjson writes 1e-7, null); what orjson refuses (an int beyond 64 bits)
-goes through json.dumps. A stream's entries are written a node at a time from its columns, and
-list values at once, by the compiled `rdbspec._jsonl_encode` when it was built, else through
-`entry_json` and `value_json` (same bytes).
+goes through json.dumps. When the compiled `rdbspec._jsonl_encode` was built, it writes the
+lines of string and list keys whole (`write_records`) and `rdbspec keys`' rows (`write_rows`),
+a megabyte at a time, and a stream's entries a node at a time from its columns; else
+`record_json`, `entry_json` and `value_json` do (same bytes).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import math
 import shutil
 import tempfile
+from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
 
 import orjson
@@ -124,10 +126,7 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
 
 
 def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: bool = True) -> dict:
-    return _record_json(record, value_json(record.value, include_deleted, with_entries))
-
-
-def _record_json(record: KeyRecord, value: Any) -> dict:
+    value = value_json(record.value, include_deleted, with_entries)
     out = {
         "db": record.db,
         "key": s(record.key),
@@ -144,16 +143,6 @@ def _record_json(record: KeyRecord, value: Any) -> dict:
     if member_ttls is not None:
         out["member_expire_at_ms"] = [[s(m), t] for m, t in member_ttls]
     return out
-
-
-def _value_json_text(value: Any) -> Any:
-    """`value_json` of a value that is not a stream, a list already serialized when the compiled
-    encoder takes it."""
-    if _jsonl_encode is not None and isinstance(value, list):
-        encoded = _jsonl_encode.encode_list(value)
-        if encoded is not None:
-            return orjson.Fragment(encoded)
-    return value_json(value, include_deleted=False)
 
 
 def dumps_bytes(obj: Any) -> bytes:
@@ -186,7 +175,7 @@ def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False
     million-entry stream never exists as one JSON text or one list of dicts."""
     value = record.value
     if not isinstance(value, Stream):
-        out.write(dumps_bytes(_record_json(record, _value_json_text(value))) + b"\n")
+        out.write(dumps_bytes(record_json(record)) + b"\n")
         return
     # the entries slot is the only one of its kind: names and values inside are escaped strings
     head, tail = dumps_bytes(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
@@ -202,3 +191,28 @@ def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False
         out.write(head + b'"entries":[')
         shutil.copyfileobj(spool, out, 1 << 20)
     out.write(b"]" + tail + b"\n")
+
+
+def write_records(out: BinaryIO, records: Iterable[KeyRecord], include_deleted: bool = False) -> None:
+    """`rdbspec dump`'s lines: `write_record` of each record the server loads (an empty
+    container it skips is left out: a warning says so). The compiled encoder writes the lines
+    it can and hands the others back."""
+    def write_loaded(record: KeyRecord) -> None:
+        if not record.skipped_by_server:
+            write_record(out, record, include_deleted)
+
+    if _jsonl_encode is None:
+        for record in records:
+            write_loaded(record)
+    else:
+        _jsonl_encode.write_lines(records, out.write, write_loaded)
+
+
+def write_rows(out: BinaryIO, names: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Each row as one JSON line: the object of `names` and the row's values (None, ints, str,
+    byte strings as `s` gives them)."""
+    if _jsonl_encode is not None:
+        _jsonl_encode.write_rows(names, rows, out.write)
+        return
+    for row in rows:
+        out.write(dumps_bytes(dict(zip(names, [s(v) if isinstance(v, bytes) else v for v in row]))) + b"\n")

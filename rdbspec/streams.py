@@ -201,23 +201,29 @@ class NodeTable(Sequence[StreamNode]):
     whatever the node count. `table[i]` makes a `StreamNode` that decodes its listpack from there
     through the generated parser."""
 
-    __slots__ = ("ms", "seq", "offsets", "source")
+    __slots__ = ("ms", "seq", "offsets", "source", "ascending")
 
     def __init__(self, source: Any = None):
         self.ms, self.seq, self.offsets, self.source = array("Q"), array("Q"), array("q"), source
+        self.ascending = True  # the file held the nodes in strictly ascending master ID order
 
     @classmethod
     def from_spec(cls, nodes: Iterable[Any]) -> NodeTable:
         """The nodes of a generated `stream_value`, in master ID order (the server keeps them in a
         radix tree keyed by master ID, whatever the file order)."""
         table = cls()
+        last, ascending = None, True
         for node in nodes:
             table.source, offset = _listpack_place(node)
-            table.ms.append(node.node_key.ms)
-            table.seq.append(node.node_key.seq)
+            master_id = (node.node_key.ms, node.node_key.seq)
+            ascending = ascending and (last is None or last < master_id)
+            last = master_id
+            table.ms.append(master_id[0])
+            table.seq.append(master_id[1])
             table.offsets.append(offset)
-        ids = list(zip(table.ms, table.seq))
-        if not all(map(operator.lt, ids, ids[1:])):
+        table.ascending = ascending
+        if not ascending:  # rare: only then a list of the IDs is made
+            ids = table.master_ids()
             order = sorted(range(len(ids)), key=ids.__getitem__)
             for column in (table.ms, table.seq, table.offsets):
                 column[:] = array(column.typecode, [column[i] for i in order])
@@ -334,8 +340,8 @@ class Stream:
         stream.warn = current_sink()
         # the server keeps nodes in a radix tree keyed by master ID, so in ID order, whatever the
         # file order, and refuses a master ID twice ("Listpack re-added with existing key")
-        stream.nodes = NodeTable.from_spec(v.nodes)
-        ids = stream.nodes.master_ids()
+        stream.nodes = NodeTable.from_spec(v.iter_nodes())  # one node object at a time
+        ids = [] if stream.nodes.ascending else stream.nodes.master_ids()
         if not all(map(operator.lt, ids, ids[1:])):
             twice = next(after for before, after in zip(ids, ids[1:]) if before == after)
             raise IntegrityError(f"two stream nodes have the master ID {format_id(twice)}")

@@ -31,7 +31,10 @@ types:
         type: stream_node
         repeat: expr
         repeat-expr: num_nodes.value
-        doc: The listpack nodes, in ascending master ID order.
+        -rdbspec-lazy: true
+        doc: |
+          The listpack nodes, in ascending master ID order. Stepped over when the stream is read
+          (`_lazy_nodes` is where they start), so that a reader can take them one by one.
       - id: length
         type: rdb_string::rdb_len
         doc: Number of live (not deleted) entries.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import tracemalloc
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -200,6 +201,26 @@ def test_a_stream_keeps_flat_arrays_of_its_nodes() -> None:
     assert stream.nodes[-1].read().columns.fields[1] == [(b"f", b"1")]
 
 
+def test_reading_a_stream_holds_one_node_object_at_a_time(each_backend: str) -> None:
+    """The value's nodes are stepped over when it is read (spec `-rdbspec-lazy`) and taken one
+    by one from `iter_nodes`: what reading a stream of 20,000 nodes allocates at its peak is the
+    flat node arrays (24 bytes a node) and one node, not a list of node objects (450 bytes a node
+    before)."""
+    count = 20_000
+    nodes = [rdb_bytes.stream_node([((i, 0), [(b"f", b"v")])]) for i in range(count)]
+    value = b"".join(rdb_bytes.stream_value(19, nodes, count, (count - 1, 0), (0, 0), (0, 0), count, []))
+    dump = b"REDIS0010" + b"\x13" + rdb_bytes.rdb_str(b"s") + value + b"\xff" + b"\0" * 8
+    key = next(rdbspec.parse(dump).keys())
+    tracemalloc.start()
+    try:
+        stream = key.value
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(stream.nodes) == count and stream.nodes[-1].master_id == (count - 1, 0)
+    assert peak < 60 * count, f"{peak / count:.0f} bytes a node"
+
+
 @pytest.mark.parametrize("native", [False, True])
 def test_spark_entry_batches_hold_what_the_entries_hold(native: bool) -> None:
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -214,20 +235,6 @@ def test_spark_entry_batches_hold_what_the_entries_hold(native: bool) -> None:
     assert got == {"id": [f"{e.id[0]}-{e.id[1]}" for e in entries], "ms": [e.id[0] for e in entries],
                    "seq": [e.id[1] for e in entries], "deleted": [e.deleted for e in entries],
                    "fields": [[{"field": f, "value": v} for f, v in e.fields] for e in entries]}
-
-
-FLOATS = [1e-7, 1e16, 1e22, 0.1, 5e-324, -0.0, 1.7976931348623157e308, 123456.789, 3.0, math.nan, math.inf, -math.inf]
-
-
-def test_the_compiled_list_encoder_writes_what_value_json_gives() -> None:
-    from rdbspec import _jsonl_encode
-
-    texts_ = [bytes([b]) for b in range(256)] + [b"", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", "é😀\u2028".encode()]
-    for value in ([], texts_, list(zip(texts_, reversed(texts_))), [(b"m%d" % i, f) for i, f in enumerate(FLOATS)]):
-        expected = json.dumps(jsonl.value_json(value, False), ensure_ascii=False, separators=(",", ":")).encode()
-        assert _jsonl_encode.encode_list(value) == expected
-    for other in ([1, 2], [(b"a", b"b", b"c")], [(b"a", 1)], [b"a", "b"]):  # not a list value's items
-        assert _jsonl_encode.encode_list(other) is None
 
 
 # -- the real columns: a node listpack read by both backends -------------------------------------

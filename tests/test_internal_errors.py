@@ -79,14 +79,13 @@ def test_a_bug_while_reading_records_is_an_internal_error(monkeypatch: pytest.Mo
 def test_a_bug_in_a_consumer_names_the_record_it_was_writing(monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     records = key_records(MIXED)
-    seen = []
 
-    def write_record(out, record, include_deleted):  # the second key meets a bug
-        seen.append(record.key)
-        if len(seen) == 2:
-            raise KeyError("injected bug")
+    def write_records(out, records, include_deleted):  # the second key meets a bug
+        for seen, _ in enumerate(records, 1):
+            if seen == 2:
+                raise KeyError("injected bug")
 
-    monkeypatch.setattr(cli, "write_record", write_record)
+    monkeypatch.setattr(cli, "write_records", write_records)
     code, err = run_cli(capsys, "dump", str(MIXED))
     assert code == 70
     assert err == [f"rdbspec: internal error reading {MIXED} at byte {records[1].offset} (key {records[1].key!r}): "

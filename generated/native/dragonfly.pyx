@@ -124,7 +124,7 @@ cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const un
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_df_hash_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -142,11 +142,10 @@ cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, object buf, const unsigned
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_hash_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -284,7 +283,7 @@ cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsi
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_df_set_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -302,11 +301,10 @@ cdef Py_ssize_t c_skip_df_set_with_expiry(object io, object buf, const unsigned 
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_set_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -466,7 +464,7 @@ cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssiz
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_sbf_filter(io, buf, _p, end, &pos, self, root)
         filters.append(filters_item)
     self.filters = filters
@@ -506,11 +504,10 @@ cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-    filters = []
-    for filters_index in range(filters_count):
+    filters = None
+    for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
-        filters.append(filters_item)
     return pos
 
 
@@ -669,7 +666,7 @@ cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ss
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_sbf2_filter(io, buf, _p, end, &pos, self, root)
         filters.append(filters_item)
     self.filters = filters
@@ -709,11 +706,10 @@ cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, P
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-    filters = []
-    for filters_index in range(filters_count):
+    filters = None
+    for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf2_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
-        filters.append(filters_item)
     return pos
 
 
@@ -1058,7 +1054,7 @@ cdef DfCms c_read_df_cms(object io, object buf, const unsigned char* _p, Py_ssiz
     if counters_count < 0 or counters_count > (end - pos) // 8:
         raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
     counters = ScalarColumns(buf)
-    for counters_index in range(counters_count):
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
         counters_item = rd_s8le(_p, pos)
@@ -1085,13 +1081,12 @@ cdef Py_ssize_t c_skip_df_cms(object io, object buf, const unsigned char* _p, Py
     counters_count = (width.value * depth.value)
     if counters_count < 0 or counters_count > (end - pos) // 8:
         raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-    counters = []
-    for counters_index in range(counters_count):
+    counters = None
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 8 > end:
             raise truncated(io, pos, 8, "dragonfly:df_cms.counters")
         counters_item = None
         pos += 8
-        counters.append(counters_item)
     return pos
 
 
@@ -1175,7 +1170,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     if heap_count < 0 or heap_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
     heap = []
-    for heap_index in range(heap_count):
+    for heap_index in range(<Py_ssize_t>heap_count):
         heap_item = c_read_df_topk_item(io, buf, _p, end, &pos, self, root)
         heap.append(heap_item)
     self.heap = heap
@@ -1191,7 +1186,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     if counters_count < 0 or counters_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
     counters = ScalarColumns(buf)
-    for counters_index in range(counters_count):
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
         counters_item = rd_u4le(_p, pos)
@@ -1230,11 +1225,10 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     heap_count = heap_size.value
     if heap_count < 0 or heap_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
-    heap = []
-    for heap_index in range(heap_count):
+    heap = None
+    for heap_index in range(<Py_ssize_t>heap_count):
         pos = c_skip_df_topk_item(io, buf, _p, end, pos, None, root)
         heap_item = None
-        heap.append(heap_item)
     # counter_bytes: Size of the counter array in bytes.
     counter_bytes_pos = pos
     counter_bytes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
@@ -1245,13 +1239,12 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     counters_count = (counter_bytes_value // 4)
     if counters_count < 0 or counters_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
-    counters = []
-    for counters_index in range(counters_count):
+    counters = None
+    for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:df_topk.counters")
         counters_item = None
         pos += 4
-        counters.append(counters_item)
     return pos
 
 
@@ -1406,7 +1399,7 @@ cdef DfCuckoo c_read_df_cuckoo(object io, object buf, const unsigned char* _p, P
     if filters_count < 0 or filters_count > end - pos:
         raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
     filters = []
-    for filters_index in range(filters_count):
+    for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_cuckoo_filter(io, buf, _p, end, &pos, self, root)
         filters.append(filters_item)
     self.filters = filters
@@ -1442,11 +1435,10 @@ cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p,
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > end - pos:
         raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
-    filters = []
-    for filters_index in range(filters_count):
+    filters = None
+    for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_cuckoo_filter(io, buf, _p, end, pos, None, root)
         filters_item = None
-        filters.append(filters_item)
     return pos
 
 
@@ -1564,6 +1556,7 @@ cdef DfMask c_read_df_mask(object io, object buf, const unsigned char* _p, Py_ss
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long flags = 0
     # flags: Bit 0 STICKY, bit 1 MC_FLAGS.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:df_mask.flags")
@@ -1773,7 +1766,7 @@ cdef ShardDocIndex c_read_shard_doc_index(object io, object buf, const unsigned 
     if docs_count < 0 or docs_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:shard_doc_index.docs", f'count {docs_count} exceeds the {end - pos} bytes that remain')
     docs = []
-    for docs_index in range(docs_count):
+    for docs_index in range(<Py_ssize_t>docs_count):
         docs_item = c_read_shard_doc(io, buf, _p, end, &pos, self, root)
         docs.append(docs_item)
     self.docs = docs
@@ -1880,7 +1873,7 @@ cdef VectorIndex c_read_vector_index(object io, object buf, const unsigned char*
     if nodes_count < 0 or nodes_count > (end - pos) // 16:
         raise invalid(io, pos, "dragonfly:vector_index.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
-    for nodes_index in range(nodes_count):
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         nodes_item = c_read_hnsw_node(io, buf, _p, end, &pos, self, root)
         nodes.append(nodes_item)
     self.nodes = nodes
@@ -1923,6 +1916,8 @@ cdef HnswNode c_read_hnsw_node(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long internal_id = 0
+    cdef long long level = 0
     # internal_id: Internal id.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:hnsw_node.internal_id")
@@ -1946,7 +1941,7 @@ cdef HnswNode c_read_hnsw_node(object io, object buf, const unsigned char* _p, P
     if levels_count < 0 or levels_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
     levels = []
-    for levels_index in range(levels_count):
+    for levels_index in range(<Py_ssize_t>levels_count):
         levels_item = c_read_hnsw_links(io, buf, _p, end, &pos, self, root)
         levels.append(levels_item)
     self.levels = levels
@@ -1989,6 +1984,7 @@ cdef HnswLinks c_read_hnsw_links(object io, object buf, const unsigned char* _p,
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long num_links = 0
     # num_links: Number of links.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:hnsw_links.num_links")
@@ -2000,7 +1996,7 @@ cdef HnswLinks c_read_hnsw_links(object io, object buf, const unsigned char* _p,
     if links_count < 0 or links_count > (end - pos) // 4:
         raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
     links = ScalarColumns(buf)
-    for links_index in range(links_count):
+    for links_index in range(<Py_ssize_t>links_count):
         if pos + 4 > end:
             raise truncated(io, pos, 4, "dragonfly:hnsw_links.links")
         links_item = rd_u4le(_p, pos)
@@ -2097,6 +2093,8 @@ cdef TaggedChunk c_read_tagged_chunk(object io, object buf, const unsigned char*
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long payload_len = 0
+    cdef long long stream_id = 0
     # stream_id: Chunk stream id (non-zero).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "dragonfly:tagged_chunk.stream_id")

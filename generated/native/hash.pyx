@@ -125,7 +125,7 @@ cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p,
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_hash_pair(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -143,11 +143,10 @@ cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -279,7 +278,7 @@ cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const 
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_hash_ttl_entry_pre_ga(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -297,11 +296,10 @@ cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, object buf, const unsigne
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -511,7 +509,7 @@ cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned cha
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_hash_ttl_entry(io, buf, _p, end, &pos, self, root, min_expire)
         entries.append(entries_item)
     self.entries = entries
@@ -534,11 +532,10 @@ cdef Py_ssize_t c_skip_hash_metadata(object io, object buf, const unsigned char*
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry(io, buf, _p, end, pos, None, root, min_expire)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -763,7 +760,7 @@ cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char
     if entries_count < 0 or entries_count > (end - pos) // 10:
         raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_valkey_hash_2_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -781,11 +778,10 @@ cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char*
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 10:
         raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_valkey_hash_2_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -836,6 +832,7 @@ cdef ValkeyHash2Entry c_read_valkey_hash_2_entry(object io, object buf, const un
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long expire_ms = 0
     cdef rdb_string__RdbString field = None
     cdef rdb_string__RdbString value = None
     # field: Field name.
@@ -859,6 +856,7 @@ cdef ValkeyHash2Entry c_read_valkey_hash_2_entry(object io, object buf, const un
 cdef Py_ssize_t c_skip_valkey_hash_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one valkey_hash_2_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_valkey_hash_2_entry); returns the position after it."""
+    cdef long long expire_ms = 0
     # field: Field name.
     pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     field = None

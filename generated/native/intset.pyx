@@ -69,6 +69,8 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long encoding = 0
+    cdef long long length = 0
     # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "intset:intset.encoding")
@@ -90,7 +92,7 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
     if members_count < 0 or members_count > end - pos + 1:
         raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
     members = ScalarColumns(buf)
-    for members_index in range(members_count):
+    for members_index in range(<Py_ssize_t>members_count):
         members_item_on = encoding
         if members_item_on == 2:
             if pos + 2 > end:
@@ -118,6 +120,8 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
 cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one intset at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_intset); returns the position after it."""
+    cdef long long encoding = 0
+    cdef long long length = 0
     # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "intset:intset.encoding")
@@ -136,8 +140,8 @@ cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py
     members_count = length
     if members_count < 0 or members_count > end - pos + 1:
         raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
-    members = []
-    for members_index in range(members_count):
+    members = None
+    for members_index in range(<Py_ssize_t>members_count):
         members_item_on = encoding
         if members_item_on == 2:
             if pos + 2 > end:
@@ -156,5 +160,4 @@ cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py
             pos += 8
         else:
             members_item = None
-        members.append(members_item)
     return pos

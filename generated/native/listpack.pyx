@@ -70,6 +70,9 @@ cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long num_elements = 0
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
@@ -109,6 +112,8 @@ cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py
 cdef Py_ssize_t c_skip_listpack(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one listpack at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_listpack); returns the position after it."""
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "listpack:listpack.total_bytes")
@@ -197,10 +202,9 @@ cdef Py_ssize_t c_skip_lp_body(object io, object buf, const unsigned char* _p, P
     """Steps over one lp_body at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_lp_body); returns the position after it."""
     # entries: Listpack entries, in order.
-    entries = []
+    entries = None
     while pos < end:
         entries_item = c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        entries.append(entries_item)
     return pos
 
 
@@ -218,7 +222,10 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     cdef long long enc = 0
     cdef long long entry_len = 0
     cdef long long header_len = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef long long str_len = 0
     # enc: Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
     if pos >= end:
@@ -228,7 +235,8 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     if not (enc < 245):
         raise invalid(io, pos - 1, "listpack:lp_entry.enc", 'expected an encoding byte below 0xf5, found ' + format(enc, '#04x'))
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
-    b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
+    b1 = int24_lo = int24_hi = int64 = None
+    len32 = int16 = int32 = 0
     if enc >= 192:
         if (((enc & 224) == 192) or ((enc & 240) == 224)):
             # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
@@ -329,7 +337,10 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     cdef long long enc = 0
     cdef long long entry_len = 0
     cdef long long header_len = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef Py_ssize_t str__length = 0
     cdef Py_ssize_t str__start = 0
     cdef long long str_len = 0
@@ -341,7 +352,8 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     if not (enc < 245):
         raise invalid(io, pos - 1, "listpack:lp_entry.enc", 'expected an encoding byte below 0xf5, found ' + format(enc, '#04x'))
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
-    b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = None
+    b1 = int24_lo = int24_hi = int64 = None
+    len32 = int16 = int32 = 0
     if enc >= 192:
         if (((enc & 224) == 192) or ((enc & 240) == 224)):
             # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.

@@ -452,7 +452,7 @@ cdef KeyMeta c_read_key_meta(object io, object buf, const unsigned char* _p, Py_
     if classes_count < 0 or classes_count > (end - pos) // 4:
         raise invalid(io, pos, "module:key_meta.classes", f'count {classes_count} exceeds the {end - pos} bytes that remain')
     classes = []
-    for classes_index in range(classes_count):
+    for classes_index in range(<Py_ssize_t>classes_count):
         classes_item = c_read_key_meta_class(io, buf, _p, end, &pos, self, root)
         classes.append(classes_item)
     self.classes = classes
@@ -508,6 +508,7 @@ cdef KeyMetaClass c_read_key_meta_class(object io, object buf, const unsigned ch
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long class_spec = 0
     # class_spec: Class spec (host order u32) - bits 31..8 4-char name, 7..3 version, 2..0 flags.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "module:key_meta_class.class_spec")

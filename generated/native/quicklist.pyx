@@ -85,7 +85,7 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
-    for nodes_index in range(nodes_count):
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         nodes_item = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
         nodes.append(nodes_item)
     self.nodes = nodes
@@ -103,11 +103,10 @@ cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p,
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-    nodes = []
-    for nodes_index in range(nodes_count):
+    nodes = None
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
         nodes_item = None
-        nodes.append(nodes_item)
     return pos
 
 
@@ -168,7 +167,7 @@ cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = []
-    for nodes_index in range(nodes_count):
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         nodes_item = c_read_quicklist_2_node(io, buf, _p, end, &pos, self, root)
         nodes.append(nodes_item)
     self.nodes = nodes
@@ -186,11 +185,10 @@ cdef Py_ssize_t c_skip_quicklist_2(object io, object buf, const unsigned char* _
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-    nodes = []
-    for nodes_index in range(nodes_count):
+    nodes = None
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_quicklist_2_node(io, buf, _p, end, pos, None, root)
         nodes_item = None
-        nodes.append(nodes_item)
     return pos
 
 

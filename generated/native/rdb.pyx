@@ -247,6 +247,7 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long opcode = 0
     # opcode: The opcode or value type byte. Unknown codes are invalid.
     if pos >= end:
         raise truncated(io, pos, 1, "rdb:record.opcode")
@@ -493,6 +494,7 @@ cdef ExpireTime c_read_expire_time(object io, object buf, const unsigned char* _
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long seconds = 0
     # seconds: Unix time in seconds (host order, LE in practice).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "rdb:expire_time.seconds")
@@ -538,6 +540,7 @@ cdef ExpireTimeMs c_read_expire_time_ms(object io, object buf, const unsigned ch
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long ms = 0
     # ms: Unix time in ms, little-endian (host order before RDB 9).
     if pos + 8 > end:
         raise truncated(io, pos, 8, "rdb:expire_time_ms.ms")
@@ -583,6 +586,7 @@ cdef Freq c_read_freq(object io, object buf, const unsigned char* _p, Py_ssize_t
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long lfu_freq = 0
     # lfu_freq: LFU counter (0..255).
     if pos >= end:
         raise truncated(io, pos, 1, "rdb:freq.lfu_freq")
@@ -735,7 +739,7 @@ cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _
     if ranges_count < 0 or ranges_count > (end - pos) // 2:
         raise invalid(io, pos, "rdb:slot_import.ranges", f'count {ranges_count} exceeds the {end - pos} bytes that remain')
     ranges = []
-    for ranges_index in range(ranges_count):
+    for ranges_index in range(<Py_ssize_t>ranges_count):
         ranges_item = c_read_slot_range(io, buf, _p, end, &pos, self, root)
         ranges.append(ranges_item)
     self.ranges = ranges
@@ -1113,7 +1117,7 @@ cdef StringList c_read_string_list(object io, object buf, const unsigned char* _
     if items_count < 0 or items_count > end - pos:
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
     items = []
-    for items_index in range(items_count):
+    for items_index in range(<Py_ssize_t>items_count):
         items_item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
         items.append(items_item)
     self.items = items
@@ -1131,9 +1135,8 @@ cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
-    items = []
-    for items_index in range(items_count):
+    items = None
+    for items_index in range(<Py_ssize_t>items_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         items_item = None
-        items.append(items_item)
     return pos

@@ -245,6 +245,7 @@ cdef RdbLen c_read_rdb_len(object io, object buf, const unsigned char* _p, Py_ss
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long b0 = 0
     # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
     if pos >= end:
         raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
@@ -288,6 +289,7 @@ cdef RdbLen c_read_rdb_len(object io, object buf, const unsigned char* _p, Py_ss
 cdef Py_ssize_t c_skip_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one rdb_len at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_rdb_len); returns the position after it."""
+    cdef long long b0 = 0
     # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
     if pos >= end:
         raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
@@ -522,6 +524,7 @@ cdef RdbDouble c_read_rdb_double(object io, object buf, const unsigned char* _p,
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long len_ = 0
     # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
     if pos >= end:
         raise truncated(io, pos, 1, "rdb_string:rdb_double.len")
@@ -550,6 +553,7 @@ cdef RdbDouble c_read_rdb_double(object io, object buf, const unsigned char* _p,
 cdef Py_ssize_t c_skip_rdb_double(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one rdb_double at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_rdb_double); returns the position after it."""
+    cdef long long len_ = 0
     # len: Length of the text, or 253 (NaN), 254 (+inf), 255 (-inf).
     if pos >= end:
         raise truncated(io, pos, 1, "rdb_string:rdb_double.len")

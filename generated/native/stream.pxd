@@ -15,7 +15,6 @@ cdef class StreamValue:
     cdef public object _io
     cdef public object type_code
     cdef public object num_nodes
-    cdef public object nodes
     cdef public object length
     cdef public object last_id
     cdef public object first_id
@@ -24,6 +23,7 @@ cdef class StreamValue:
     cdef public object num_groups
     cdef public object groups
     cdef public object idmp
+    cdef public object _lazy_nodes
 
 cdef class StreamNode:
     cdef public object _parent

@@ -82,7 +82,7 @@ cdef class StreamValue:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", "_lazy_nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -114,6 +114,30 @@ cdef class StreamValue:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def nodes(self):
+        """The listpack nodes, in ascending master ID order. Stepped over when the stream is read
+        (`_lazy_nodes` is where they start), so that a reader can take them one by one.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_nodes())
+
+    def iter_nodes(self):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes
+        nodes_count = self.num_nodes.value
+        if nodes_count < 0 or nodes_count > (end - pos) // 18:
+            raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        for nodes_index in range(<Py_ssize_t>nodes_count):
+            nodes_item, pos = StreamNode._read(io, pos, self, root)
+            yield nodes_item
+
 
 cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
     """Reads one stream_value at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -135,15 +159,16 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
     num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.num_nodes = num_nodes
-    # nodes: The listpack nodes, in ascending master ID order.
+    # nodes: decoded on first access (see the property); stepped over here
+    self._lazy_nodes = pos
+    # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
         raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-    nodes = []
-    for nodes_index in range(nodes_count):
-        nodes_item = c_read_stream_node(io, buf, _p, end, &pos, self, root)
-        nodes.append(nodes_item)
-    self.nodes = nodes
+    nodes = None
+    for nodes_index in range(<Py_ssize_t>nodes_count):
+        pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
+        nodes_item = None
     # length: Number of live (not deleted) entries.
     length = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.length = length
@@ -170,7 +195,7 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     if groups_count < 0 or groups_count > (end - pos) // 5:
         raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
     groups = []
-    for groups_index in range(groups_count):
+    for groups_index in range(<Py_ssize_t>groups_count):
         groups_item = c_read_stream_group(io, buf, _p, end, &pos, self, root, type_code)
         groups.append(groups_item)
     self.groups = groups
@@ -191,15 +216,14 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
     cdef rdb_string__RdbLen num_nodes = None
     # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
     num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
-    # nodes: The listpack nodes, in ascending master ID order.
+    # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
         raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-    nodes = []
-    for nodes_index in range(nodes_count):
+    nodes = None
+    for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
         nodes_item = None
-        nodes.append(nodes_item)
     # length: Number of live (not deleted) entries.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     length = None
@@ -224,11 +248,10 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
     groups_count = num_groups.value
     if groups_count < 0 or groups_count > (end - pos) // 5:
         raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
-    groups = []
-    for groups_index in range(groups_count):
+    groups = None
+    for groups_index in range(<Py_ssize_t>groups_count):
         pos = c_skip_stream_group(io, buf, _p, end, pos, None, root, type_code)
         groups_item = None
-        groups.append(groups_item)
     # idmp: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
     if (type_code >= 26):
         pos = c_skip_stream_idmp(io, buf, _p, end, pos, None, root)
@@ -576,7 +599,7 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     if pel_count < 0 or pel_count > (end - pos) // 25:
         raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
-    for pel_index in range(pel_count):
+    for pel_index in range(<Py_ssize_t>pel_count):
         pel_item = c_read_stream_pel_entry(io, buf, _p, end, &pos, self, root)
         pel.append(pel_item)
     self.pel = pel
@@ -588,7 +611,7 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
         raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
     consumers = []
-    for consumers_index in range(consumers_count):
+    for consumers_index in range(<Py_ssize_t>consumers_count):
         consumers_item = c_read_stream_consumer(io, buf, _p, end, &pos, self, root, type_code)
         consumers.append(consumers_item)
     self.consumers = consumers
@@ -619,22 +642,20 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 25:
         raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-    pel = []
-    for pel_index in range(pel_count):
+    pel = None
+    for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_pel_entry(io, buf, _p, end, pos, None, root)
         pel_item = None
-        pel.append(pel_item)
     # num_consumers: Number of consumers.
     num_consumers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
     # consumers: The consumers, in name order.
     consumers_count = num_consumers.value
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
         raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
-    consumers = []
-    for consumers_index in range(consumers_count):
+    consumers = None
+    for consumers_index in range(<Py_ssize_t>consumers_count):
         pos = c_skip_stream_consumer(io, buf, _p, end, pos, None, root, type_code)
         consumers_item = None
-        consumers.append(consumers_item)
     return pos
 
 
@@ -686,6 +707,7 @@ cdef StreamPelEntry c_read_stream_pel_entry(object io, object buf, const unsigne
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen delivery_count = None
+    cdef long long delivery_time = 0
     cdef StreamIdRaw id = None
     # id: The pending entry ID (16 raw big-endian bytes).
     id = c_read_stream_id_raw(io, buf, _p, end, &pos, self, root)
@@ -770,6 +792,7 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
     self.type_code = type_code
     cdef rdb_string__RdbString name = None
     cdef rdb_string__RdbLen pel_size = None
+    cdef long long seen_time = 0
     # name: Consumer name.
     name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.name = name
@@ -796,7 +819,7 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
     if pel_count < 0 or pel_count > (end - pos) // 16:
         raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
     pel = []
-    for pel_index in range(pel_count):
+    for pel_index in range(<Py_ssize_t>pel_count):
         pel_item = c_read_stream_id_raw(io, buf, _p, end, &pos, self, root)
         pel.append(pel_item)
     self.pel = pel
@@ -830,11 +853,10 @@ cdef Py_ssize_t c_skip_stream_consumer(object io, object buf, const unsigned cha
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 16:
         raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-    pel = []
-    for pel_index in range(pel_count):
+    pel = None
+    for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
         pel_item = None
-        pel.append(pel_item)
     return pos
 
 
@@ -904,7 +926,7 @@ cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _
     if producers_count < 0 or producers_count > (end - pos) // 2:
         raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
     producers = []
-    for producers_index in range(producers_count):
+    for producers_index in range(<Py_ssize_t>producers_count):
         producers_item = c_read_stream_idmp_producer(io, buf, _p, end, &pos, self, root)
         producers.append(producers_item)
     self.producers = producers
@@ -934,11 +956,10 @@ cdef Py_ssize_t c_skip_stream_idmp(object io, object buf, const unsigned char* _
     producers_count = num_producers.value
     if producers_count < 0 or producers_count > (end - pos) // 2:
         raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
-    producers = []
-    for producers_index in range(producers_count):
+    producers = None
+    for producers_index in range(<Py_ssize_t>producers_count):
         pos = c_skip_stream_idmp_producer(io, buf, _p, end, pos, None, root)
         producers_item = None
-        producers.append(producers_item)
     # iids_added: Number of idempotency IDs ever added.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     iids_added = None
@@ -1008,7 +1029,7 @@ cdef StreamIdmpProducer c_read_stream_idmp_producer(object io, object buf, const
     if iids_count < 0 or iids_count > (end - pos) // 3:
         raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
     iids = []
-    for iids_index in range(iids_count):
+    for iids_index in range(<Py_ssize_t>iids_count):
         iids_item = c_read_stream_idmp_iid(io, buf, _p, end, &pos, self, root)
         iids.append(iids_item)
     self.iids = iids
@@ -1029,11 +1050,10 @@ cdef Py_ssize_t c_skip_stream_idmp_producer(object io, object buf, const unsigne
     iids_count = count_.value
     if iids_count < 0 or iids_count > (end - pos) // 3:
         raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
-    iids = []
-    for iids_index in range(iids_count):
+    iids = None
+    for iids_index in range(<Py_ssize_t>iids_count):
         pos = c_skip_stream_idmp_iid(io, buf, _p, end, pos, None, root)
         iids_item = None
-        iids.append(iids_item)
     return pos
 
 
@@ -1157,6 +1177,9 @@ cdef StreamListpack c_read_stream_listpack(object io, object buf, const unsigned
     self._root = root = root if root is not None else self
     self._io = io
     cdef StreamMaster master = None
+    cdef long long num_elements = 0
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
@@ -1196,6 +1219,8 @@ cdef Py_ssize_t c_skip_stream_listpack(object io, object buf, const unsigned cha
     """Steps over one stream_listpack at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_listpack); returns the position after it."""
     cdef StreamMaster master = None
+    cdef long long terminator = 0
+    cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "stream:stream_listpack.total_bytes")
@@ -1298,7 +1323,7 @@ cdef StreamMaster c_read_stream_master(object io, object buf, const unsigned cha
     if fields_count < 0 or fields_count > end - pos:
         raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
     fields = ScalarColumns(buf)
-    for fields_index in range(fields_count):
+    for fields_index in range(<Py_ssize_t>fields_count):
         listpack__c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
     self.fields = fields
     # terminator: Master terminator (lp-count of the master entry), always 0.
@@ -1334,10 +1359,9 @@ cdef Py_ssize_t c_skip_stream_master(object io, object buf, const unsigned char*
     fields_count = num_fields_int_value
     if fields_count < 0 or fields_count > end - pos:
         raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
-    fields = []
-    for fields_index in range(fields_count):
+    fields = None
+    for fields_index in range(<Py_ssize_t>fields_count):
         fields_item = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
-        fields.append(fields_item)
     # terminator: Master terminator (lp-count of the master entry), always 0.
     terminator_pos = pos
     terminator = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
@@ -1427,7 +1451,7 @@ cdef class StreamEntry:
                 if items_count < 0 or items_count > end - pos:
                     raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
                 items_values = items_column.values
-                for items_index in range(items_count):
+                for items_index in range(<Py_ssize_t>items_count):
                     listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, items_values)
                 items_column.close_row()
                 # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).

@@ -69,6 +69,10 @@ cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_s
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long terminator = 0
+    cdef long long zlbytes = 0
+    cdef long long zllen = 0
+    cdef long long zltail = 0
     # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
@@ -116,6 +120,9 @@ cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_s
 cdef Py_ssize_t c_skip_ziplist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one ziplist at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_ziplist); returns the position after it."""
+    cdef long long terminator = 0
+    cdef long long zlbytes = 0
+    cdef long long zltail = 0
     # zlbytes: Total size of the ziplist in bytes; must equal the blob size.
     if pos + 4 > end:
         raise truncated(io, pos, 4, "ziplist:ziplist.zlbytes")
@@ -211,10 +218,9 @@ cdef Py_ssize_t c_skip_zl_body(object io, object buf, const unsigned char* _p, P
     """Steps over one zl_body at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zl_body); returns the position after it."""
     # entries: Ziplist entries, in order.
-    entries = []
+    entries = None
     while pos < end:
         entries_item = c_read_zl_entry(io, buf, _p, end, &pos, None, root)
-        entries.append(entries_item)
     return pos
 
 
@@ -226,8 +232,14 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
     Written by: redis src/ziplist.c zipEntrySafe"""
     cdef Py_ssize_t pos = _at[0]
     cdef long long enc = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
+    cdef long long int64 = 0
+    cdef long long int8 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef long long prevlen_b0 = 0
+    cdef long long prevlen_u32 = 0
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
@@ -242,7 +254,7 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
         prevlen_u32 = rd_u4le(_p, pos)
         pos += 4
     else:
-        prevlen_u32 = None
+        prevlen_u32 = 0
     # enc: Encoding: 00pppppp 6-bit string, 01pppppp 14-bit string, 0x80 32-bit string,
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
@@ -251,7 +263,8 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
     if not ((((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or ((enc >= 240) and (enc <= 254))):
         raise invalid(io, pos - 1, "ziplist:zl_entry.enc", 'expected a ziplist encoding byte, found ' + format(enc, '#04x'))
     # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
-    b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = None
+    b1 = int24_lo = int24_hi = None
+    len32 = int16 = int32 = int64 = int8 = 0
     if enc >= 64:
         if ((enc & 192) == 64):
             # b1: Low 8 bits of a 14-bit (big-endian) string length.
@@ -340,8 +353,14 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     """c_read_zl_entry whose value goes into `out`; its str bytes stay in the buffer."""
     cdef Py_ssize_t pos = _at[0]
     cdef long long enc = 0
+    cdef long long int16 = 0
+    cdef long long int32 = 0
+    cdef long long int64 = 0
+    cdef long long int8 = 0
     cdef bint is_int = 0
+    cdef long long len32 = 0
     cdef long long prevlen_b0 = 0
+    cdef long long prevlen_u32 = 0
     cdef Py_ssize_t str__length = 0
     cdef Py_ssize_t str__start = 0
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
@@ -358,7 +377,7 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
         prevlen_u32 = rd_u4le(_p, pos)
         pos += 4
     else:
-        prevlen_u32 = None
+        prevlen_u32 = 0
     # enc: Encoding: 00pppppp 6-bit string, 01pppppp 14-bit string, 0x80 32-bit string,
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.enc")
@@ -367,7 +386,8 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     if not ((((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or ((enc >= 240) and (enc <= 254))):
         raise invalid(io, pos - 1, "ziplist:zl_entry.enc", 'expected a ziplist encoding byte, found ' + format(enc, '#04x'))
     # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
-    b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = None
+    b1 = int24_lo = int24_hi = None
+    len32 = int16 = int32 = int64 = int8 = 0
     if enc >= 64:
         if ((enc & 192) == 64):
             # b1: Low 8 bits of a 14-bit (big-endian) string length.

@@ -70,6 +70,7 @@ cdef Zipmap c_read_zipmap(object io, object buf, const unsigned char* _p, Py_ssi
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long zmlen = 0
     # zmlen: Number of entries, or 254 when unknown.
     if pos >= end:
         raise truncated(io, pos, 1, "zipmap:zipmap.zmlen")
@@ -157,6 +158,7 @@ cdef ZmLen c_read_zm_len(object io, object buf, const unsigned char* _p, Py_ssiz
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef long long b0 = 0
     # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
     if pos >= end:
         raise truncated(io, pos, 1, "zipmap:zm_len.b0")
@@ -183,6 +185,7 @@ cdef ZmLen c_read_zm_len(object io, object buf, const unsigned char* _p, Py_ssiz
 cdef Py_ssize_t c_skip_zm_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one zm_len at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zm_len); returns the position after it."""
+    cdef long long b0 = 0
     # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
     if pos >= end:
         raise truncated(io, pos, 1, "zipmap:zm_len.b0")

@@ -124,7 +124,7 @@ cdef ZsetLegacy c_read_zset_legacy(object io, object buf, const unsigned char* _
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_zset_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -142,11 +142,10 @@ cdef Py_ssize_t c_skip_zset_legacy(object io, object buf, const unsigned char* _
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_zset_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
@@ -277,7 +276,7 @@ cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssiz
     if entries_count < 0 or entries_count > (end - pos) // 9:
         raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
     entries = []
-    for entries_index in range(entries_count):
+    for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_zset_2_entry(io, buf, _p, end, &pos, self, root)
         entries.append(entries_item)
     self.entries = entries
@@ -295,11 +294,10 @@ cdef Py_ssize_t c_skip_zset_2(object io, object buf, const unsigned char* _p, Py
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
         raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
-    for entries_index in range(entries_count):
+    entries = None
+    for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_zset_2_entry(io, buf, _p, end, pos, None, root)
         entries_item = None
-        entries.append(entries_item)
     return pos
 
 
