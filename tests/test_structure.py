@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                    "rdbspec.stream_commands", "rdbspec.stream_commands.rules", "rdbspec.stream_commands.ranges",
                    "rdbspec.stream_commands.groups", "rdbspec.stream_commands.xinfo",
                    "rdbspec.stream_commands.commands", "rdbspec.stream_commands.reply",
-                   "rdbspec.spark", "rdbspec.spark.source", "rdbspec.spark.launch"}),
+                   "rdbspec.spark", "rdbspec.spark.source", "rdbspec.spark.entries", "rdbspec.spark.launch"}),
     ("command line", {"rdbspec.command_line", "rdbspec.cli", "rdbspec.__main__", "rdbspec.stream_commands.cli",
                       "rdbspec.spark.pipeline"}),
 ]
@@ -62,7 +62,14 @@ def imported_modules(node: ast.Import | ast.ImportFrom, importer: str) -> list[s
         target = ".".join(base + ([node.module] if node.module else []))
     else:
         target = node.module or ""
-    return [f"{target}.{a.name}" if is_module(f"{target}.{a.name}") else target for a in node.names]
+    return [f"{target}.{a.name}" if is_module(f"{target}.{a.name}") else target for a in node.names
+            if not is_compiled(f"{target}.{a.name}")]
+
+
+def is_compiled(name: str) -> bool:
+    """A hand-written Cython module (`from . import _jsonl_encode`): a leaf, importing nothing of
+    rdbspec when it runs (its cimports are read when it is compiled)."""
+    return (ROOT / Path(*name.split("."))).with_suffix(".pyx").exists()
 
 
 def imports_of(path: Path) -> tuple[set[str], list[str]]:
