@@ -14,61 +14,25 @@ as a list of lists of int and bytes (Python backend).
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free
 from libc.math cimport isinf, isnan
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, strlen
+
+from ._out cimport Out, put, put_u64, reserve
 
 
 cdef extern from "Python.h":
     char* PyOS_double_to_string(double val, char format_code, int precision, int flags, int* type) except NULL
     int Py_DTSF_ADD_DOT_0
 
-cdef struct Out:
-    char* data
-    Py_ssize_t size
-    Py_ssize_t cap
-
 cdef const char* HEX = b"0123456789abcdef"
 cdef Py_ssize_t TEXT_CHUNK = 1 << 16  # input bytes escaped per reserve
 cdef const char* SHORT_ESCAPES = b"btn-fr"  # the letter after the backslash for bytes 8..13 (11 has none)
 
 
-cdef int reserve(Out* out, Py_ssize_t need) except -1:
-    cdef Py_ssize_t cap
-    cdef char* grown
-    if out.size + need <= out.cap:
-        return 0
-    cap = max(2 * out.cap, out.size + need + 4096)
-    grown = <char*>PyMem_Realloc(out.data, cap)
-    if grown == NULL:
-        raise MemoryError()
-    out.data = grown
-    out.cap = cap
-    return 0
-
-
-cdef inline int put(Out* out, const char* text, Py_ssize_t n) except -1:
-    reserve(out, n)
-    memcpy(out.data + out.size, text, n)
-    out.size += n
-    return 0
-
-
 cdef inline int put_literal(Out* out, const char* text) except -1:
     return put(out, text, strlen(text))
-
-
-cdef int put_u64(Out* out, uint64_t v) except -1:
-    cdef char digits[20]
-    cdef int i = 20
-    while True:
-        i -= 1
-        digits[i] = <char>(48 + v % 10)
-        v //= 10
-        if v == 0:
-            break
-    return put(out, digits + i, 20 - i)
 
 
 cdef int put_i64(Out* out, int64_t v) except -1:

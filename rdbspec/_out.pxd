@@ -1,6 +1,7 @@
 # cython: language_level=3
-"""A growing C byte buffer for the hand-written compiled encoders (rdbspec/**/*.pyx): `Out`
-starts as Out(NULL, 0, 0) and its owner frees `data` with PyMem_Free."""
+"""A growing C byte buffer for the hand-written compiled encoders (the JSON Lines encoder, the
+Spark entry buffers): `Out` starts as Out(NULL, 0, 0) and its owner frees `data` with
+PyMem_Free."""
 
 from cpython.mem cimport PyMem_Realloc
 from libc.stdint cimport uint64_t
