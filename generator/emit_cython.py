@@ -17,9 +17,8 @@ import re
 from . import expressions as ex
 from . import render
 from .emit_python import TypeEmitter
-from .facts import guarded_use, implied
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
-from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, is_lazy, skipped_types
+from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, skipped_types
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
@@ -97,17 +96,10 @@ class CythonTypeEmitter(TypeEmitter):
 
     def c_conditional(self, a: Attribute) -> bool:
         """A conditional number of a scalar reader that every expression reads only where its
-        condition holds (what facts.py proves): a C local, 0 when absent, never read then."""
+        condition holds (the plan's proof): a C local, 0 when absent, never read then."""
         ref = a.type
-        if self.mode != SCALAR or a.cond is None or a.repeat or a.valid is not None \
-                or not isinstance(ref, Primitive) or not fits_int64(ref):
-            return False
-        for node in (n for b in self.t.seq + self.t.instances for n in attribute_expressions(b)):
-            if a.id in ex.names_in(node):
-                use = guarded_use(node, a.id)
-                if use is None or not implied(a.cond, use[1]):
-                    return False
-        return True
+        return (self.mode == SCALAR and a.cond is not None and not a.repeat and a.valid is None
+                and isinstance(ref, Primitive) and fits_int64(ref) and self.plan.read_only_when_present(a))
 
     def missing(self, a: Attribute) -> str:
         return "0" if self.c_conditional(a) else "None"
@@ -179,31 +171,13 @@ class CythonTypeEmitter(TypeEmitter):
 
     def attribute(self, node: ex.Node, name: str, source: str) -> str | None:
         value = super().attribute(node, name, source)
-        if self.mode != ROWS or not self.parent_rooted(node) or not self.present(node, name):
+        if self.mode != ROWS or not self.plan.same_for_every_row(node, name, self.current_attr):
             return value
         # the same for every row: read once, before the loop (each step's local extends the name
         # of the one it reads from, so the sorted prologue binds them in order)
         local = f"{source}_{name}" if source.startswith("_parent") else f"_parent_{name}"
         self.bound[local] = value if value is not None else f"{source}.{name}"
         return local
-
-    @staticmethod
-    def parent_rooted(node: ex.Node) -> bool:
-        """`_parent`, or a chain of attributes read from it."""
-        while isinstance(node, ex.Attr):
-            node = node.target
-        return node == ex.Name("_parent")
-
-    def present(self, node: ex.Node, name: str) -> bool:
-        """`name` of `node` is an unconditional field, or a scalar's value test: reading it before
-        the rows cannot fail where reading it in a row would not."""
-        target = self.plan.static_type(node, self.current_attr)
-        if target is None:
-            return False
-        if target.scalar:
-            return True
-        attr = target.attribute(name)
-        return attr is not None and not attr.is_instance and attr.cond is None and not is_lazy(attr)
 
     def row_field(self, a: Attribute) -> bool:
         return self.mode == ROWS and any(a is b for b in self.t.seq)

@@ -691,11 +691,7 @@ class TypeEmitter:
             self.absent(a, "None")
             self.emit(f"return list(self.iter_{a.id}())")
             return self.out.lines
-        self.emit("io = self._io")
-        self.emit("buf = io.buf")
-        self.emit("end = io.end")
-        self.emit("root = self._root")
-        self.emit(f"pos = self._lazy_{a.id}")
+        self.lazy_start(a)
         self.absent(a, "None")
         self.read_repeated(a, local)
         self.emit(f"return {local}")
@@ -707,14 +703,15 @@ class TypeEmitter:
         elements never holds them all (the property is the list of them)."""
         self.out = Lines(depth=2)
         self.known = [set()]
-        self.emit("io = self._io")
-        self.emit("buf = io.buf")
-        self.emit("end = io.end")
-        self.emit("root = self._root")
-        self.emit(f"pos = self._lazy_{a.id}")
+        self.lazy_start(a)
         self.absent(a, "")
         self.read_repeated(a, self.local(a.id), yielding=True)
         return self.out.lines
+
+    def lazy_start(self, a: Attribute) -> None:
+        """A lazy field's reader starts where the object stepped over the field."""
+        for line in ("io = self._io", "buf = io.buf", "end = io.end", "root = self._root", f"pos = self._lazy_{a.id}"):
+            self.emit(line)
 
     def absent(self, a: Attribute, result: str) -> None:
         """A lazy field's reader returns `result` at once when the field is not there."""

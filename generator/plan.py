@@ -333,6 +333,33 @@ class TypePlan:
                 found.append(name)
         return found
 
+    def same_for_every_row(self, node: ex.Node, name: str, current: Optional[Attribute]) -> bool:
+        """`node.name` reads from `_parent` alone, an unconditional field (or a scalar's value
+        test) at each step: a rows reader may read it once before its rows, as it cannot fail
+        there where reading it in a row would not."""
+        root = node
+        while isinstance(root, ex.Attr):
+            root = root.target
+        if root != ex.Name("_parent"):
+            return False
+        target = self.static_type(node, current)
+        if target is None:
+            return False
+        if target.scalar:
+            return True
+        attr = target.attribute(name)
+        return attr is not None and not attr.is_instance and attr.cond is None and not is_lazy(attr)
+
+    def read_only_when_present(self, a: Attribute) -> bool:
+        """Every expression of the type reads the conditional field `a` only where its condition
+        holds (so a target may give it any placeholder value when it is absent)."""
+        for node in expressions_of(self.t):
+            if a.id in ex.names_in(node):
+                use = guarded_use(node, a.id)
+                if use is None or not implied(a.cond, use[1]):
+                    return False
+        return True
+
     @staticmethod
     def given(a: Attribute) -> frozenset:
         """What is known while a field is read: its condition holds."""
