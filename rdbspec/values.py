@@ -143,9 +143,21 @@ def _listpack_triples(lp) -> Decoded:
 
 def scored(entries) -> list[tuple[bytes, float]]:
     """A ziplist or listpack sorted set's (member, score) pairs: the members' texts and the scores
-    read from the entries as stored (an integer score is not turned into text and back)."""
-    members, raw = texts(entries)[0::2], values(entries)[1::2]
-    return list(zip(members[:len(raw)], map(score, raw)))
+    read from the entries' texts (an integer's decimal text reads back as the same float)."""
+    flat = texts(entries)
+    members, scores = flat[0::2], flat[1::2]
+    return list(zip(members[:len(scores)], _scores(scores)))
+
+
+def _scores(texts: list[bytes]) -> list[float]:
+    """`score` of each text, by float() in one pass when no text holds what float() reads and
+    strtod does not (an underscore, or more than the 127 bytes the server reads)."""
+    if b"_" not in b"".join(texts) and max(map(len, texts), default=0) <= 127:
+        try:
+            return list(map(float, texts))
+        except ValueError:  # a prefix, hexadecimal, NUL...: strtod's own rules, text by text
+            pass
+    return list(map(score, texts))
 
 
 def _quicklist(v) -> list[bytes]:

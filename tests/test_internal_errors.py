@@ -208,6 +208,21 @@ def test_a_listpack_score_reads_as_strtod_reads_it(text: bytes, score: float) ->
     assert dict(value)[b"frac"] == score
 
 
+@pytest.mark.parametrize("scores, read", [
+    ([b"2.5", 7, b"-1e3"], [2.5, 7.0, -1000.0]),           # every text float() reads as strtod does
+    ([b"2.5", b"1_0", 3], [2.5, 1.0, 3.0]),                 # one underscore: each text by strtod's rules
+    ([b"1" + b"0" * 127, b"4"], [1e126, 4.0]),             # the server reads the first 127 bytes only
+    ([b"0x1p3", b"nan(x)", b"9"], [8.0, math.nan, 9.0]),    # float() refuses one: strtod's rules again
+])
+def test_a_sorted_set_reads_its_scores_as_strtod_whatever_the_other_scores(scores: list, read: list) -> None:
+    """values.scored reads a container's scores in one float() pass only when every text reads
+    the same there as with strtod (redis src/t_zset.c zzlStrtod)."""
+    entries = [x for i, score in enumerate(scores) for x in (b"m%d" % i, score)]
+    got = values.scored(entries)
+    assert [m for m, _ in got] == [b"m%d" % i for i in range(len(scores))]
+    assert [str(s) for _, s in got] == [str(s) for s in read]  # str: nan equals nan
+
+
 def test_a_type_3_score_that_is_not_a_number_is_refused() -> None:
     """redis src/rdb.c rdbLoadDoubleValue: sscanf("%lg") must read a number, or the load fails."""
     member = b"\x01m"

@@ -16,10 +16,28 @@ from mmap import mmap
 
 from cpython cimport array
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 cdef array.array _BYTES = _array("B")
 cdef array.array _INT64 = _array("q")
+
+
+cdef bytes decimal_text(int64_t value):
+    """`b"%d" % value`, without making an int first."""
+    cdef char digits[20]
+    cdef char* end = digits + 20
+    cdef char* at = end
+    cdef uint64_t rest = <uint64_t>value if value >= 0 else -(<uint64_t>value)  # INT64_MIN too
+    while True:
+        at -= 1
+        at[0] = <char>(48 + rest % 10)
+        rest //= 10
+        if rest == 0:
+            break
+    if value < 0:
+        at -= 1
+        at[0] = 45  # "-"
+    return PyBytes_FromStringAndSize(at, end - at)
 
 
 cdef class ScalarColumns:
@@ -147,7 +165,7 @@ cdef class ScalarColumns:
         cdef Py_ssize_t index
         for index in range(self.n):
             if self.k[index] == 0:
-                out[index] = b"%d" % self.i[index]
+                out[index] = decimal_text(self.i[index])
         return out
 
     def pairs(self) -> list:
