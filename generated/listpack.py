@@ -351,7 +351,7 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
                     else (
                         ((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24)
                         if (enc == 242)
-                        else (int32 if (enc == 243) else int64)
+                        else (int32 if (enc == 243) else (int64 if (enc == 244) else 0))
                     )
                 )
             )

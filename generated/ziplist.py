@@ -296,8 +296,10 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     # str: The bytes of a string entry.
     is_int = enc >= 192
     if not is_int:
-        str_len = enc if (enc < 64) else ((((enc & 63) << 8) | b1) if (enc < 128) else (len32 if (enc == 128) else 0))
-        if str_len < 0 or pos + str_len > end:
+        str_len = (
+            enc if (enc < 64) else ((((enc & 63) << 8) | b1) if ((enc & 192) == 64) else (len32 if (enc == 128) else 0))
+        )
+        if pos + str_len > end:
             raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
         pos += str_len
         str_ = buf[pos - str_len : pos]

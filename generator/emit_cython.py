@@ -13,6 +13,7 @@ reads happen only after those checks.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from . import expressions as ex
 from . import render
@@ -103,6 +104,64 @@ class CythonTypeEmitter(TypeEmitter):
 
     def missing(self, a: Attribute) -> str:
         return "0" if self.c_conditional(a) else "None"
+
+    def by_condition(self) -> list[Attribute] | None:
+        """The scalar's candidates when each is a value instance that holds a value exactly where
+        its condition holds: the result is then told by the conditions (see `scalar_result`)."""
+        candidates = [self.t.attribute(name) for name in self.t.scalar]
+        for attr in candidates:
+            kind = self.plan.kind_where_present(attr) if attr.is_instance and attr.cond is not None else None
+            if kind is None or kind.nullable:
+                return None
+        return candidates
+
+    def c_instance(self, attr: Attribute) -> bool:
+        """A conditional value instance of a scalar reader that is an integer where its condition
+        holds, read only there by every expression (and by the result, when the conditions tell
+        it): a C local, 0 when absent."""
+        if self.mode != SCALAR or attr.cond is None or attr.value is None:
+            return False
+        kind = self.plan.kind_where_present(attr)
+        return (kind is not None and kind.base == "int" and not kind.nullable and self.plan.read_only_when_present(attr)
+                and (attr.id not in self.t.scalar or self.by_condition() is not None))
+
+    def instance_value(self, attr: Attribute) -> str:
+        if not self.c_instance(attr):
+            return super().instance_value(attr)
+        self.cdefs[TypeEmitter.local(attr.id)] = "long long"
+        return f"({super().instance_value(replace(attr, cond=None))} if {self.expr(attr.cond)} else 0)"
+
+    def resolve(self, name: str) -> str:
+        attr = self.t.attribute(name) if name in self.in_place else None
+        if attr is not None and self.c_instance(attr):  # computed in place, where it is present
+            self.cdefs[TypeEmitter.local(name)] = "long long"
+        return super().resolve(name)
+
+    def scalar_result(self) -> str:
+        candidates = self.by_condition()
+        if candidates is None:
+            return super().scalar_result()
+        values = [self.resolve(a.id) for a in candidates]
+        self.flush_pre()
+        result = "None"
+        for attr, value in reversed(list(zip(candidates, values))):
+            result = f"({value} if {self.expr(attr.cond)} else {result})"
+        return result
+
+    def push_lines(self) -> list[str]:
+        """The end of c_push_<id>: the value pushed into `out`, the span's bytes left in the buffer."""
+        span = f"out.push_span({self.local(self.span.id)}_start, {self.local(self.span.id)}_length)"
+        candidates = self.by_condition()
+        if candidates is None:
+            return [f"_value = {self.scalar_result()}", "if _value is _SPAN:", f"    {span}",
+                    "elif _value is None:", "    out.push_none()", "else:", "    out.push_int(_value)"]
+        lines = []
+        for attr in candidates:
+            lines.append(f"{'elif' if lines else 'if'} {self.expr(attr.cond)}:")
+            spanned = attr.value == ex.Name(self.span.id)
+            lines.append(f"    {span}" if spanned else f"    out.push_int({self.resolve(attr.id)})")
+        self.flush_pre()
+        return lines + ["else:", "    out.push_none()"]
 
     def read_one(self, a: Attribute, local: str) -> None:
         super().read_one(a, local)
@@ -325,7 +384,7 @@ class NativeModuleRenderer(render.ModuleRenderer):
             push = self.emitter(self.builder, t, SCALAR)
             push.span = view.span
             lines = push.body()
-            view.push_result = push.scalar_result()
+            view.push_lines = ["    " + line for line in push.push_lines()]
             view.push_body = self.collect(push, lines)
         if t.used_as_columns:  # which fields the rows reader pushes (see CythonTypeEmitter.field)
             rows = self.emitter(self.builder, t, ROWS)

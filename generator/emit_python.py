@@ -183,10 +183,14 @@ class TypeEmitter:
 
     def emit(self, text: str) -> None:
         """Adds a statement, after the instance computations its expressions needed."""
+        self.flush_pre()
+        self.out.add(text)
+
+    def flush_pre(self) -> None:
+        """Adds the instance computations that the expressions translated so far need."""
         for line in self.pre:
             self.out.add(line)
         self.pre.clear()
-        self.out.add(text)
 
     def block(self, header: str) -> None:
         self.emit(header)
@@ -745,9 +749,7 @@ class TypeEmitter:
         names = [self.local(n) for n in self.t.scalar]
         for name in self.t.scalar:
             self.resolve(name)
-        for line in self.pre:
-            self.out.add(line)
-        self.pre.clear()
+        self.flush_pre()
         result = names[-1]
         for name in reversed(names[:-1]):
             result = f"{name} if {name} is not None else {result}"

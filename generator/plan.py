@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from . import expressions as ex
-from .facts import Facts, assume, field_kind, guarded_use, implied
+from .facts import Facts, Kind, assume, field_kind, guarded_use, implied
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef, type_refs
 
@@ -353,12 +353,19 @@ class TypePlan:
     def read_only_when_present(self, a: Attribute) -> bool:
         """Every expression of the type reads the conditional field `a` only where its condition
         holds (so a target may give it any placeholder value when it is absent)."""
-        for node in expressions_of(self.t):
-            if a.id in ex.names_in(node):
-                use = guarded_use(node, a.id)
-                if use is None or not implied(a.cond, use[1]):
-                    return False
+        for b in self.t.seq + self.t.instances:
+            # b's other expressions are evaluated only where b's own condition holds
+            known = self.given(b)
+            for node in attribute_expressions(b):
+                if a.id in ex.names_in(node):
+                    use = guarded_use(node, a.id)
+                    if use is None or not implied(a.cond, use[1] | (frozenset() if node is b.cond else known)):
+                        return False
         return True
+
+    def kind_where_present(self, a: Attribute) -> Optional[Kind]:
+        """What the value instance `a` holds where its condition holds (None: not known)."""
+        return self.facts.kind(a.value, self.given(a)) if a.value is not None else None
 
     @staticmethod
     def given(a: Attribute) -> frozenset:

@@ -143,9 +143,12 @@ types:
           enc == 0xf1 ? int16 :
           enc == 0xf2 ? (uint24 >= 0x800000 ? uint24 - 0x1000000 : uint24) :
           enc == 0xf3 ? int32 :
-          int64
+          enc == 0xf4 ? int64 : 0
         if: is_int
-        doc: The value of an integer entry (7-bit, 13-bit, int16, int24, int32, int64; sign-extended).
+        doc: |
+          The value of an integer entry (7-bit, 13-bit, int16, int24, int32, int64; sign-extended).
+          The final 0 is never taken (`is_int` leaves 0xF4 last); naming 0xF4 lets a generator see
+          that `int64` is read only where it is present.
       uint13:
         value: ((enc & 0x1f) << 8) | b1
         if: (enc & 0xe0) == 0xc0

@@ -120,7 +120,7 @@ types:
       str_len:
         value: >-
           enc < 0x40 ? enc :
-          enc < 0x80 ? (((enc & 0x3f) << 8) | b1) :
+          (enc & 0xc0) == 0x40 ? (((enc & 0x3f) << 8) | b1) :
           enc == 0x80 ? len32 : 0
         doc: Length of the string data (0 for integers).
       uint24:

@@ -4,6 +4,7 @@ small spec that uses every reading mode (object, scalar, columns, lazy, streamed
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -377,6 +378,29 @@ def test_the_plan_of_a_type_says_what_is_read_and_checked(tmp_path: Path) -> Non
         "expected a tag below 0xf0, found ", MessageValue(ex.Name("_"), "#04x")]
     assert plan.read_in_place(check) and not plan.read_in_place(text)
     assert plan.in_place(entry.attribute("value").value, lambda name: False) == ["signed"]
+
+
+def test_a_listpack_entry_is_pushed_without_a_python_object() -> None:
+    """The proofs behind the native `c_push_lp_entry`: every conditional number is read only
+    where its condition holds (b1 inside `uint13`, whose own condition implies b1's), and each
+    candidate of the scalar holds a value exactly where its condition holds, so the entry's
+    integer stays a C number and the result is told by `is_int`."""
+    repo = Path(__file__).resolve().parent.parent
+    builder = Builder(load_tree(repo / "spec"))
+    entry = next(t for t in builder.build()["listpack"].walk() if t.id == "lp_entry")
+    plan = TypePlan(builder, entry, SCALAR)
+    for name in ("b1", "int24_lo", "int24_hi", "int64", "uint13", "uint24", "int_value"):
+        assert plan.read_only_when_present(entry.attribute(name)), name
+    for name in ("uint13", "int_value"):
+        kind = plan.kind_where_present(entry.attribute(name))
+        assert kind is not None and kind.base == "int" and not kind.nullable
+    source = (repo / "generated" / "native" / "listpack.pyx").read_text()
+    push = source[source.index("cdef int c_push_lp_entry"):]
+    push = push[:push.index("return 0")]
+    assert "cdef long long int_value = 0" in push and "cdef long long uint13 = 0" in push
+    assert "is not None" not in push and not re.search(r"\b_value\b", push)  # never boxed to be tested
+    assert push.rstrip().endswith("if is_int:\n        out.push_int(int_value)\n    elif (not is_int):\n"
+                                  "        out.push_span(str__start, str__length)\n    else:\n        out.push_none()")
 
 
 class _CallingReaders(TypeEmitter):

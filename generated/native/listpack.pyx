@@ -216,6 +216,7 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
 
     Written by: redis src/listpack.c lpCurrentEncodedSizeUnsafe"""
     cdef Py_ssize_t pos = _at[0]
+    cdef long long b1 = 0
     cdef Py_ssize_t backlen_pos = 0
     cdef long long backlen_size = 0
     cdef long long backlen_value = 0
@@ -223,10 +224,16 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     cdef long long entry_len = 0
     cdef long long header_len = 0
     cdef long long int16 = 0
+    cdef long long int24_hi = 0
+    cdef long long int24_lo = 0
     cdef long long int32 = 0
+    cdef long long int64 = 0
+    cdef long long int_value = 0
     cdef bint is_int = 0
     cdef long long len32 = 0
     cdef long long str_len = 0
+    cdef long long uint13 = 0
+    cdef long long uint24 = 0
     # enc: Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
     if pos >= end:
         raise truncated(io, pos, 1, "listpack:lp_entry.enc")
@@ -235,8 +242,7 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     if not (enc < 245):
         raise invalid(io, pos - 1, "listpack:lp_entry.enc", 'expected an encoding byte below 0xf5, found ' + format(enc, '#04x'))
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
-    b1 = int24_lo = int24_hi = int64 = None
-    len32 = int16 = int32 = 0
+    b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = 0
     if enc >= 192:
         if (((enc & 224) == 192) or ((enc & 240) == 224)):
             # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
@@ -301,10 +307,10 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     backlen_value = ((<long long>_p[backlen_pos]) if (backlen_size == 1) else ((((<long long>_p[backlen_pos]) << 7) | ((<long long>_p[backlen_pos + 1]) & 127)) if (backlen_size == 2) else (((((<long long>_p[backlen_pos]) << 14) | (((<long long>_p[backlen_pos + 1]) & 127) << 7)) | ((<long long>_p[backlen_pos + 2]) & 127)) if (backlen_size == 3) else ((((((<long long>_p[backlen_pos]) << 21) | (((<long long>_p[backlen_pos + 1]) & 127) << 14)) | (((<long long>_p[backlen_pos + 2]) & 127) << 7)) | ((<long long>_p[backlen_pos + 3]) & 127)) if (backlen_size == 4) else ((((((<long long>_p[backlen_pos]) << 28) | (((<long long>_p[backlen_pos + 1]) & 127) << 21)) | (((<long long>_p[backlen_pos + 2]) & 127) << 14)) | (((<long long>_p[backlen_pos + 3]) & 127) << 7)) | ((<long long>_p[backlen_pos + 4]) & 127))))))
     if not (((((backlen_value == entry_len) and ((backlen_size < 2) or ((<long long>_p[backlen_pos + 1]) >= 128))) and ((backlen_size < 3) or ((<long long>_p[backlen_pos + 2]) >= 128))) and ((backlen_size < 4) or ((<long long>_p[backlen_pos + 3]) >= 128))) and ((backlen_size < 5) or ((<long long>_p[backlen_pos + 4]) >= 128))):
         warn(io, backlen_pos, "listpack:lp_entry.backlen", 'expected the entry size ' + repr(entry_len) + ' in ' + repr(backlen_size) + ' bytes, found ' + repr(bytes(buf[backlen_pos:pos])))
-    int_value = ((enc if (enc < 128) else (((uint13 - 8192) if ((uint13 := (((enc & 31) << 8) | b1)) >= 4096) else uint13) if ((enc & 224) == 192) else (int16 if (enc == 241) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 242) else (int32 if (enc == 243) else int64))))) if is_int else None)
+    int_value = ((enc if (enc < 128) else (((uint13 - 8192) if ((uint13 := (((enc & 31) << 8) | b1)) >= 4096) else uint13) if ((enc & 224) == 192) else (int16 if (enc == 241) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 242) else (int32 if (enc == 243) else (int64 if (enc == 244) else 0)))))) if is_int else 0)
     str_value = (str_ if (not is_int) else None)
     _at[0] = pos
-    return int_value if int_value is not None else str_value
+    return (int_value if is_int else (str_value if (not is_int) else None))
 
 
 def read_lp_entry(io, buf, end, pos, parent, root):
@@ -331,6 +337,7 @@ def read_lp_entry(io, buf, end, pos, parent, root):
 cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, ScalarColumns out) except -1:
     """c_read_lp_entry whose value goes into `out`; its str bytes stay in the buffer."""
     cdef Py_ssize_t pos = _at[0]
+    cdef long long b1 = 0
     cdef Py_ssize_t backlen_pos = 0
     cdef long long backlen_size = 0
     cdef long long backlen_value = 0
@@ -338,12 +345,18 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     cdef long long entry_len = 0
     cdef long long header_len = 0
     cdef long long int16 = 0
+    cdef long long int24_hi = 0
+    cdef long long int24_lo = 0
     cdef long long int32 = 0
+    cdef long long int64 = 0
+    cdef long long int_value = 0
     cdef bint is_int = 0
     cdef long long len32 = 0
     cdef Py_ssize_t str__length = 0
     cdef Py_ssize_t str__start = 0
     cdef long long str_len = 0
+    cdef long long uint13 = 0
+    cdef long long uint24 = 0
     # enc: Encoding byte: 0xxxxxxx 7-bit uint, 10xxxxxx 6-bit string, 110xxxxx 13-bit int,
     if pos >= end:
         raise truncated(io, pos, 1, "listpack:lp_entry.enc")
@@ -352,8 +365,7 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     if not (enc < 245):
         raise invalid(io, pos - 1, "listpack:lp_entry.enc", 'expected an encoding byte below 0xf5, found ' + format(enc, '#04x'))
     # b1, len32, int16, int24_lo, int24_hi, int32, int64: at most one of them is present, only when enc >= 192
-    b1 = int24_lo = int24_hi = int64 = None
-    len32 = int16 = int32 = 0
+    b1 = len32 = int16 = int24_lo = int24_hi = int32 = int64 = 0
     if enc >= 192:
         if (((enc & 224) == 192) or ((enc & 240) == 224)):
             # b1: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
@@ -420,14 +432,12 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     backlen_value = ((<long long>_p[backlen_pos]) if (backlen_size == 1) else ((((<long long>_p[backlen_pos]) << 7) | ((<long long>_p[backlen_pos + 1]) & 127)) if (backlen_size == 2) else (((((<long long>_p[backlen_pos]) << 14) | (((<long long>_p[backlen_pos + 1]) & 127) << 7)) | ((<long long>_p[backlen_pos + 2]) & 127)) if (backlen_size == 3) else ((((((<long long>_p[backlen_pos]) << 21) | (((<long long>_p[backlen_pos + 1]) & 127) << 14)) | (((<long long>_p[backlen_pos + 2]) & 127) << 7)) | ((<long long>_p[backlen_pos + 3]) & 127)) if (backlen_size == 4) else ((((((<long long>_p[backlen_pos]) << 28) | (((<long long>_p[backlen_pos + 1]) & 127) << 21)) | (((<long long>_p[backlen_pos + 2]) & 127) << 14)) | (((<long long>_p[backlen_pos + 3]) & 127) << 7)) | ((<long long>_p[backlen_pos + 4]) & 127))))))
     if not (((((backlen_value == entry_len) and ((backlen_size < 2) or ((<long long>_p[backlen_pos + 1]) >= 128))) and ((backlen_size < 3) or ((<long long>_p[backlen_pos + 2]) >= 128))) and ((backlen_size < 4) or ((<long long>_p[backlen_pos + 3]) >= 128))) and ((backlen_size < 5) or ((<long long>_p[backlen_pos + 4]) >= 128))):
         warn(io, backlen_pos, "listpack:lp_entry.backlen", 'expected the entry size ' + repr(entry_len) + ' in ' + repr(backlen_size) + ' bytes, found ' + repr(bytes(buf[backlen_pos:pos])))
-    int_value = ((enc if (enc < 128) else (((uint13 - 8192) if ((uint13 := (((enc & 31) << 8) | b1)) >= 4096) else uint13) if ((enc & 224) == 192) else (int16 if (enc == 241) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 242) else (int32 if (enc == 243) else int64))))) if is_int else None)
-    str_value = (str_ if (not is_int) else None)
+    int_value = ((enc if (enc < 128) else (((uint13 - 8192) if ((uint13 := (((enc & 31) << 8) | b1)) >= 4096) else uint13) if ((enc & 224) == 192) else (int16 if (enc == 241) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 242) else (int32 if (enc == 243) else (int64 if (enc == 244) else 0)))))) if is_int else 0)
     _at[0] = pos
-    _value = int_value if int_value is not None else str_value
-    if _value is _SPAN:
+    if is_int:
+        out.push_int(int_value)
+    elif (not is_int):
         out.push_span(str__start, str__length)
-    elif _value is None:
-        out.push_none()
     else:
-        out.push_int(_value)
+        out.push_none()
     return 0

@@ -231,15 +231,21 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
 
     Written by: redis src/ziplist.c zipEntrySafe"""
     cdef Py_ssize_t pos = _at[0]
+    cdef long long b1 = 0
     cdef long long enc = 0
     cdef long long int16 = 0
+    cdef long long int24_hi = 0
+    cdef long long int24_lo = 0
     cdef long long int32 = 0
     cdef long long int64 = 0
     cdef long long int8 = 0
+    cdef long long int_value = 0
     cdef bint is_int = 0
     cdef long long len32 = 0
     cdef long long prevlen_b0 = 0
     cdef long long prevlen_u32 = 0
+    cdef long long str_len = 0
+    cdef long long uint24 = 0
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
@@ -263,8 +269,7 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
     if not ((((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or ((enc >= 240) and (enc <= 254))):
         raise invalid(io, pos - 1, "ziplist:zl_entry.enc", 'expected a ziplist encoding byte, found ' + format(enc, '#04x'))
     # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
-    b1 = int24_lo = int24_hi = None
-    len32 = int16 = int32 = int64 = int8 = 0
+    b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = 0
     if enc >= 64:
         if ((enc & 192) == 64):
             # b1: Low 8 bits of a 14-bit (big-endian) string length.
@@ -316,17 +321,17 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
     # str: The bytes of a string entry.
     is_int = (enc >= 192)
     if (not is_int):
-        str_len = (enc if (enc < 64) else ((((enc & 63) << 8) | b1) if (enc < 128) else (len32 if (enc == 128) else 0)))
-        if str_len < 0 or pos + str_len > end:
+        str_len = (enc if (enc < 64) else ((((enc & 63) << 8) | b1) if ((enc & 192) == 64) else (len32 if (enc == 128) else 0)))
+        if pos + str_len > end:
             raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
         pos += str_len
         str_ = _p[pos - str_len:pos]
     else:
         str_ = None
-    int_value = ((int16 if (enc == 192) else (int32 if (enc == 208) else (int64 if (enc == 224) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 240) else (int8 if (enc == 254) else ((enc & 15) - 1)))))) if is_int else None)
+    int_value = ((int16 if (enc == 192) else (int32 if (enc == 208) else (int64 if (enc == 224) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 240) else (int8 if (enc == 254) else ((enc & 15) - 1)))))) if is_int else 0)
     str_value = (str_ if (not is_int) else None)
     _at[0] = pos
-    return int_value if int_value is not None else str_value
+    return (int_value if is_int else (str_value if (not is_int) else None))
 
 
 def read_zl_entry(io, buf, end, pos, parent, root):
@@ -352,17 +357,23 @@ def read_zl_entry(io, buf, end, pos, parent, root):
 cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, ScalarColumns out) except -1:
     """c_read_zl_entry whose value goes into `out`; its str bytes stay in the buffer."""
     cdef Py_ssize_t pos = _at[0]
+    cdef long long b1 = 0
     cdef long long enc = 0
     cdef long long int16 = 0
+    cdef long long int24_hi = 0
+    cdef long long int24_lo = 0
     cdef long long int32 = 0
     cdef long long int64 = 0
     cdef long long int8 = 0
+    cdef long long int_value = 0
     cdef bint is_int = 0
     cdef long long len32 = 0
     cdef long long prevlen_b0 = 0
     cdef long long prevlen_u32 = 0
     cdef Py_ssize_t str__length = 0
     cdef Py_ssize_t str__start = 0
+    cdef long long str_len = 0
+    cdef long long uint24 = 0
     # prevlen_b0: Size of the previous entry if < 254; 0xFE means a u32 LE follows; 0xFF is invalid.
     if pos >= end:
         raise truncated(io, pos, 1, "ziplist:zl_entry.prevlen_b0")
@@ -386,8 +397,7 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     if not ((((((enc < 128) or (enc == 128)) or (enc == 192)) or (enc == 208)) or (enc == 224)) or ((enc >= 240) and (enc <= 254))):
         raise invalid(io, pos - 1, "ziplist:zl_entry.enc", 'expected a ziplist encoding byte, found ' + format(enc, '#04x'))
     # b1, len32, int16, int32, int64, int24_lo, int24_hi, int8: at most one of them is present, only when enc >= 64
-    b1 = int24_lo = int24_hi = None
-    len32 = int16 = int32 = int64 = int8 = 0
+    b1 = len32 = int16 = int32 = int64 = int24_lo = int24_hi = int8 = 0
     if enc >= 64:
         if ((enc & 192) == 64):
             # b1: Low 8 bits of a 14-bit (big-endian) string length.
@@ -439,8 +449,8 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     # str: The bytes of a string entry.
     is_int = (enc >= 192)
     if (not is_int):
-        str_len = (enc if (enc < 64) else ((((enc & 63) << 8) | b1) if (enc < 128) else (len32 if (enc == 128) else 0)))
-        if str_len < 0 or pos + str_len > end:
+        str_len = (enc if (enc < 64) else ((((enc & 63) << 8) | b1) if ((enc & 192) == 64) else (len32 if (enc == 128) else 0)))
+        if pos + str_len > end:
             raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
         pos += str_len
         str__start = pos - str_len
@@ -448,14 +458,12 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
         str_ = _SPAN
     else:
         str_ = None
-    int_value = ((int16 if (enc == 192) else (int32 if (enc == 208) else (int64 if (enc == 224) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 240) else (int8 if (enc == 254) else ((enc & 15) - 1)))))) if is_int else None)
-    str_value = (str_ if (not is_int) else None)
+    int_value = ((int16 if (enc == 192) else (int32 if (enc == 208) else (int64 if (enc == 224) else (((uint24 - 16777216) if ((uint24 := ((int24_hi << 16) | int24_lo)) >= 8388608) else uint24) if (enc == 240) else (int8 if (enc == 254) else ((enc & 15) - 1)))))) if is_int else 0)
     _at[0] = pos
-    _value = int_value if int_value is not None else str_value
-    if _value is _SPAN:
+    if is_int:
+        out.push_int(int_value)
+    elif (not is_int):
         out.push_span(str__start, str__length)
-    elif _value is None:
-        out.push_none()
     else:
-        out.push_int(_value)
+        out.push_none()
     return 0
