@@ -76,6 +76,11 @@ class CythonTypeEmitter(TypeEmitter):
         self.cdefs: dict[str, str] = {}
         self.span: Attribute | None = None  # set when rendering c_push_<id>: see `raw_bytes`
         self.pushed: set[str] = set()  # row fields pushed into their columns already
+        # row scalars read back from their columns as C numbers (`<local>_kind`, `<local>_int`)
+        self.row_views: dict[str, str] = {}  # field id -> its column
+        self.checked: dict[str, frozenset] = {}  # row scalars read and checked: the tests that hold
+        self.present: dict[int, bool] = {}  # reads `x.candidate` proven to give a value (plan.present_reads)
+        self.analyzed: list[ex.Node] = []  # the expressions `present` was computed from, kept alive
         self.untyped: set[str] = set()  # locals given objects of more than one class
 
     def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
@@ -130,12 +135,6 @@ class CythonTypeEmitter(TypeEmitter):
             return super().instance_value(attr)
         self.cdefs[TypeEmitter.local(attr.id)] = "long long"
         return f"({super().instance_value(replace(attr, cond=None))} if {self.expr(attr.cond)} else 0)"
-
-    def resolve(self, name: str) -> str:
-        attr = self.t.attribute(name) if name in self.in_place else None
-        if attr is not None and self.c_instance(attr):  # computed in place, where it is present
-            self.cdefs[TypeEmitter.local(name)] = "long long"
-        return super().resolve(name)
 
     def scalar_result(self) -> str:
         candidates = self.by_condition()
@@ -199,11 +198,17 @@ class CythonTypeEmitter(TypeEmitter):
                     self.type_local(local, ref.target)
             return
         if self.row_field(a) and not a.repeat and span_field(ref.target) is not None:
-            # a row's scalar goes into its column as it is read; the value is made only for
-            # the checks and expressions that read it
+            # a row's scalar goes into its column as it is read; checks and expressions read its
+            # kind and integer back from the column as C numbers, its object only when they need it
             column = f"{a.id}_column"
             self.emit(f"{self.scalar_function(ref.target, 'push')}(io, buf, _p, end, &pos, None, root{args}, {column})")
-            self.emit(f"{local} = {column}.last()")
+            if all(check.kind == "expr" for check in self.plan.checks(a)):  # others compare the object
+                self.emit(f"{local}_kind = {column}.k[{column}.n - 1]")
+                self.emit(f"{local}_int = {column}.i[{column}.n - 1]")
+                self.cdefs[f"{local}_kind"] = self.cdefs[f"{local}_int"] = "long long"
+                self.row_views[a.id] = column
+            else:
+                self.emit(f"{local} = {column}.last()")
             self.pushed.add(a.id)
             return
         self.emit(f"{local} = {self.scalar_function(ref.target)}(io, buf, _p, end, &pos, {parent}, root{args})")
@@ -223,12 +228,63 @@ class CythonTypeEmitter(TypeEmitter):
         self.end_block()
         self.emit("else:")
         self.out.depth += 1
-        self.emit(f"{local} = None")
-        self.emit(f"{a.id}_column.append(None)")
+        if a.id in self.row_views:  # the kind of a missing element: neither integer nor bytes
+            self.emit(f"{local}_kind, {local}_int = 2, 0")
+        else:
+            self.emit(f"{local} = None")
+        self.emit(f"{a.id}_column.push_none()")
         self.out.depth -= 1
         self.known[-1].add(local)
 
+    def expr(self, node: ex.Node) -> str:
+        if self.row_views:
+            self.analyzed.append(node)
+            self.present.update(self.plan.present_reads(node, self.current_attr, self.checked))
+        return super().expr(node)
+
+    def validate(self, a: Attribute, local: str, start: str) -> None:
+        super().validate(a, local, start)
+        if a.id in self.row_views:
+            self.checked[a.id] = self.plan.checked_tests(a)
+
+    def row_view(self, node: ex.Node) -> Attribute | None:
+        """The row scalar read back from its column that `node` names (`_`: the field checked)."""
+        if not isinstance(node, ex.Name):
+            return None
+        a = self.current_attr if node.name == "_" and self.loop_item == self.local_of(self.current_attr) \
+            else self.t.attribute(node.name)
+        return a if a is not None and a.id in self.row_views else None
+
+    def local_of(self, a: Attribute | None) -> str | None:
+        return TypeEmitter.local(a.id) if a is not None else None
+
+    def resolve(self, name: str) -> str:
+        a = self.row_view(ex.Name(name)) if self.row_views else None
+        if a is not None:  # the value itself: made from the column, where an expression needs it
+            return f"{self.row_views[a.id]}.last()"
+        attr = self.t.attribute(name) if name in self.in_place else None
+        if attr is not None and self.c_instance(attr):  # computed in place, where it is present
+            self.cdefs[TypeEmitter.local(name)] = "long long"
+        return super().resolve(name)
+
+    def column_attribute(self, a: Attribute, node: ex.Node, name: str) -> str:
+        """`x.name` of a row scalar read back from its column: its tests and integer are C."""
+        target, local, column = a.type.target, TypeEmitter.local(a.id), self.row_views[a.id]
+        if name in target.scalar_tests:
+            return f"({local}_kind == {0 if target.scalar_kind(target.scalar_tests[name]) == 'int' else 1})"
+        if name not in target.scalar:
+            return self.scalar_attribute(target, name, local)  # names what can be read
+        if target.scalar_kind(name) != "int":
+            return f"({column}.last() if {local}_kind == 1 else None)"
+        if id(node) not in self.present:
+            return f"({local}_int if {local}_kind == 0 else None)"
+        # C where the result stays in 64 bits; else a Python int, whose arithmetic cannot overflow
+        return f"{local}_int" if self.present[id(node)] else f"(<object>{local}_int)"
+
     def attribute(self, node: ex.Node, name: str, source: str) -> str | None:
+        viewed = self.row_view(node) if self.row_views else None
+        if viewed is not None:
+            return self.column_attribute(viewed, node, name)
         value = super().attribute(node, name, source)
         if self.mode != ROWS or not self.plan.same_for_every_row(node, name, self.current_attr):
             return value
@@ -375,6 +431,7 @@ class NativeModuleRenderer(render.ModuleRenderer):
         super().__init__(builder, root, skipped)
         self.cimports: set[tuple[str, str]] = set()
         self.views: list[render.TypeView] = []
+        self.rows_declared: dict[str, list[str]] = {}  # type id -> the C locals of its rows reader
 
     def type_view(self, t: TypeSpec) -> render.TypeView:
         view = super().type_view(t)
@@ -391,6 +448,7 @@ class NativeModuleRenderer(render.ModuleRenderer):
             rows.body()
             view.column_types = {a.id: ("ragged" if a.repeat else "scalar") if a.id in rows.pushed else "list"
                                  for a in t.seq}
+            view.rows_declared = self.rows_declared.get(t.id, [])
         return view
 
     def collect(self, emitter, lines: list[str], prologue: bool = True) -> list[str]:
@@ -398,6 +456,9 @@ class NativeModuleRenderer(render.ModuleRenderer):
         indent = "    " if emitter.mode == SCALAR else "        "
         declared = [f"{indent}cdef {ctype} {name} = {'0' if ctype in C_TYPES else 'None'}"
                     for name, ctype in sorted(emitter.cdefs.items())]
+        if emitter.mode == ROWS:  # the rows reader's body runs in its loop: declared before it
+            self.rows_declared[emitter.t.id] = declared
+            declared = []
         return declared + super().collect(emitter, lines, prologue)
 
     def context(self) -> dict:

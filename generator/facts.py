@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -83,11 +83,14 @@ def assume(facts: frozenset, cond: ex.Node) -> frozenset:
 
 
 def refute(facts: frozenset, cond: ex.Node) -> frozenset:
-    """The facts once `cond` is known not to hold (neither side of an `or` holds)."""
+    """The facts once `cond` is known not to hold (neither side of an `or` holds; a refuted
+    `!=` is an `==`, and the other way round)."""
     if isinstance(cond, ex.Binary) and cond.op == "or":
         return refute(refute(facts, cond.left), cond.right)
     if isinstance(cond, ex.Unary) and cond.op == "not":
         return assume(facts, cond.operand)
+    if isinstance(cond, ex.Binary) and cond.op in ("==", "!="):
+        facts = facts | {ex.Binary("!=" if cond.op == "==" else "==", cond.left, cond.right)}
     return facts | {ex.Unary("not", cond)}
 
 
@@ -454,6 +457,13 @@ def _parts(node: ex.Node, facts: frozenset) -> list[tuple[ex.Node, frozenset]]:
         right = assume(facts, node.left) if node.op == "and" else refute(facts, node.left)
         return [(node.left, facts), (node.right, right)]
     return [(child, facts) for child in ex.children(node)]
+
+
+def facts_along(node: ex.Node, facts: frozenset = frozenset()) -> Iterator[tuple[ex.Node, frozenset]]:
+    """`node` and every expression inside it, each with what is known where it is evaluated."""
+    yield node, facts
+    for child, known in _parts(node, facts):
+        yield from facts_along(child, known)
 
 
 def _always(node: ex.Node) -> list[ex.Node]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from . import expressions as ex
-from .facts import Facts, Kind, assume, field_kind, guarded_use, implied
+from .facts import Facts, Kind, assume, facts_along, field_kind, guarded_use, implied
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef, type_refs
 
@@ -362,6 +362,43 @@ class TypePlan:
                     if use is None or not implied(a.cond, use[1] | (frozenset() if node is b.cond else known)):
                         return False
         return True
+
+    def checked_tests(self, a: Attribute) -> frozenset:
+        """The tests of a scalar field (`-rdbspec-scalar-tests`) that its check, an error and
+        not a warning, makes hold once the field is read."""
+        ref = a.type
+        if not (isinstance(ref, UserRef) and ref.target.scalar and isinstance(a.valid, dict)
+                and "expr" in a.valid) or self.warns(a):
+            return frozenset()
+        known = assume(frozenset(), ex.parse(a.valid["expr"]))
+        return frozenset(test for test in ref.target.scalar_tests if ex.Attr(ex.Name("_"), test) in known)
+
+    def present_reads(self, node: ex.Node, it: Optional[Attribute], checked: dict[str, frozenset]) -> dict[int, bool]:
+        """The reads `x.candidate` in `node`, of a scalar field x, that give a value wherever they
+        are evaluated: the candidate's test is known there, from the expression itself or, for
+        x read and checked before (`checked`: its `checked_tests`), from x's check where x is
+        present. Keyed by the identity of each read's `x` node; `it` is the field `_` names.
+        True where what the expression does with the value cannot leave 64 bits: a comparison,
+        or `&` with a non-negative number."""
+        bounded = {id(child) for n in ex.nodes_in(node) if isinstance(n, ex.Binary) and (
+            n.op in ("==", "!=", "<", "<=", ">", ">=")
+            or n.op == "&" and any(isinstance(side, ex.Num) and side.value >= 0 for side in (n.left, n.right)))
+            for child in (n.left, n.right)}
+        found = {}
+        for n, facts in facts_along(node):
+            if not (isinstance(n, ex.Attr) and isinstance(n.target, ex.Name)):
+                continue
+            name = n.target.name
+            a = it if name == "_" else self.t.attribute(name)
+            target = a.type.target if a is not None and isinstance(a.type, UserRef) else None
+            if target is None or not target.scalar or n.name not in target.scalar:
+                continue
+            tests = {test for test, candidate in target.scalar_tests.items() if candidate == n.name}
+            by_check = name != "_" and tests & checked.get(name, frozenset()) \
+                and (a.cond is None or implied(a.cond, facts))
+            if by_check or any(ex.Attr(n.target, test) in facts for test in tests):
+                found[id(n.target)] = id(n) in bounded
+        return found
 
     def kind_where_present(self, a: Attribute) -> Optional[Kind]:
         """What the value instance `a` holds where its condition holds (None: not known)."""

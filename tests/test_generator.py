@@ -403,6 +403,30 @@ def test_a_listpack_entry_is_pushed_without_a_python_object() -> None:
                                   "        out.push_span(str__start, str__length)\n    else:\n        out.push_none()")
 
 
+def test_a_stream_entry_row_reads_its_checked_numbers_as_c_numbers() -> None:
+    """The proofs behind the native rows reader of `stream_entry`: once `flags` passed its check
+    (`_.is_int`), `flags.int_value` gives a value wherever it is read, and `& 2` keeps it in 64
+    bits; `num_fields.int_value` gives one where the SAMEFIELDS bit is clear (num_fields is
+    there), but doubling it may leave 64 bits: the target computes that with Python ints."""
+    repo = Path(__file__).resolve().parent.parent
+    builder = Builder(load_tree(repo / "spec"))
+    entry = next(t for t in builder.build()["stream"].walk() if t.id == "stream_entry")
+    plan = TypePlan(builder, entry, ROWS)
+    flags, num_fields, items = (entry.attribute(name) for name in ("flags", "num_fields", "items"))
+    checked = {"flags": plan.checked_tests(flags), "num_fields": plan.checked_tests(num_fields)}
+    assert checked == {"flags": {"is_int"}, "num_fields": {"is_int"}}
+    assert not plan.checked_tests(entry.attribute("lp_count"))  # a warning: reading goes on when it fails
+
+    def reads(node: ex.Node, known: dict) -> list[tuple[str, bool]]:
+        found = plan.present_reads(node, None, known)
+        return sorted((n.target.name, found[id(n.target)]) for n in ex.nodes_in(node)
+                      if isinstance(n, ex.Attr) and id(n.target) in found)
+
+    assert reads(num_fields.cond, checked) == [("flags", True)]
+    assert reads(num_fields.cond, {}) == []  # before its check nothing is known of flags
+    assert reads(items.repeat_expr, checked) == [("flags", True), ("num_fields", False)]
+
+
 class _CallingReaders(TypeEmitter):
     """Another emitter of the same plan: numbers are read by calling a reader."""
 

@@ -1394,6 +1394,16 @@ cdef class StreamEntry:
     def _read_rows(cls, count, io, Py_ssize_t pos, parent, root):
         """Reads `count` rows (or up to the end of the stream when None) into columns."""
         cdef Py_ssize_t end
+        cdef long long flags_int = 0
+        cdef long long flags_kind = 0
+        cdef long long lp_count_int = 0
+        cdef long long lp_count_kind = 0
+        cdef long long ms_diff_int = 0
+        cdef long long ms_diff_kind = 0
+        cdef long long num_fields_int = 0
+        cdef long long num_fields_kind = 0
+        cdef long long seq_diff_int = 0
+        cdef long long seq_diff_kind = 0
         cdef Py_buffer _view
         cdef const unsigned char* _p
 
@@ -1418,36 +1428,37 @@ cdef class StreamEntry:
                 # flags: Entry flags; bit 0 DELETED, bit 1 SAMEFIELDS.
                 flags_pos = pos
                 listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, flags_column)
-                flags = flags_column.last()
-                if not isinstance(flags, int):
-                    raise invalid(io, flags_pos, "stream:stream_entry.flags", 'expected the entry flags (an integer), found ' + repr(flags))
+                flags_kind = flags_column.k[flags_column.n - 1]
+                flags_int = flags_column.i[flags_column.n - 1]
+                if not (flags_kind == 0):
+                    raise invalid(io, flags_pos, "stream:stream_entry.flags", 'expected the entry flags (an integer), found ' + repr(flags_column.last()))
                 # ms_diff: id.ms - master.ms (uint64 difference stored as int64).
                 ms_diff_pos = pos
                 listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, ms_diff_column)
-                ms_diff = ms_diff_column.last()
-                if not isinstance(ms_diff, int):
-                    raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", 'expected the ms part of the entry ID, relative to the master ID (an integer), found ' + repr(ms_diff))
+                ms_diff_kind = ms_diff_column.k[ms_diff_column.n - 1]
+                ms_diff_int = ms_diff_column.i[ms_diff_column.n - 1]
+                if not (ms_diff_kind == 0):
+                    raise invalid(io, ms_diff_pos, "stream:stream_entry.ms_diff", 'expected the ms part of the entry ID, relative to the master ID (an integer), found ' + repr(ms_diff_column.last()))
                 # seq_diff: id.seq - master.seq (uint64 difference stored as int64, can be negative).
                 seq_diff_pos = pos
                 listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, seq_diff_column)
-                seq_diff = seq_diff_column.last()
-                if not isinstance(seq_diff, int):
-                    raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", 'expected the seq part of the entry ID, relative to the master ID (an integer), found ' + repr(seq_diff))
+                seq_diff_kind = seq_diff_column.k[seq_diff_column.n - 1]
+                seq_diff_int = seq_diff_column.i[seq_diff_column.n - 1]
+                if not (seq_diff_kind == 0):
+                    raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", 'expected the seq part of the entry ID, relative to the master ID (an integer), found ' + repr(seq_diff_column.last()))
                 # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
-                flags_int_value = (flags if isinstance(flags, int) else None)
-                if ((flags_int_value & 2) == 0):
+                if ((flags_int & 2) == 0):
                     num_fields_pos = pos
                     listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, num_fields_column)
-                    num_fields = num_fields_column.last()
-                    num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-                    if not (isinstance(num_fields, int) and (num_fields_int_value >= 0)):
-                        raise invalid(io, num_fields_pos, "stream:stream_entry.num_fields", 'expected the number of fields of the entry (an integer >= 0), found ' + repr(num_fields))
+                    num_fields_kind = num_fields_column.k[num_fields_column.n - 1]
+                    num_fields_int = num_fields_column.i[num_fields_column.n - 1]
+                    if not ((num_fields_kind == 0) and (num_fields_int >= 0)):
+                        raise invalid(io, num_fields_pos, "stream:stream_entry.num_fields", 'expected the number of fields of the entry (an integer >= 0), found ' + repr(num_fields_column.last()))
                 else:
-                    num_fields = None
-                    num_fields_column.append(None)
+                    num_fields_kind, num_fields_int = 2, 0
+                    num_fields_column.push_none()
                 # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
-                num_fields_int_value = (num_fields if isinstance(num_fields, int) else None)
-                items_count = (_parent_master_num_fields_int_value if ((flags_int_value & 2) != 0) else (2 * num_fields_int_value))
+                items_count = (_parent_master_num_fields_int_value if ((flags_int & 2) != 0) else (2 * (<object>num_fields_int)))
                 if items_count < 0 or items_count > end - pos:
                     raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
                 items_values = items_column.values
@@ -1457,13 +1468,14 @@ cdef class StreamEntry:
                 # lp_count: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
                 lp_count_pos = pos
                 listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, lp_count_column)
-                lp_count = lp_count_column.last()
+                lp_count_kind = lp_count_column.k[lp_count_column.n - 1]
+                lp_count_int = lp_count_column.i[lp_count_column.n - 1]
                 try:
-                    lp_count_ok = (isinstance(lp_count, int) and ((lp_count if isinstance(lp_count, int) else None) == ((_parent_master_num_fields_int_value + 3) if ((flags_int_value & 2) != 0) else ((2 * num_fields_int_value) + 4))))
+                    lp_count_ok = ((lp_count_kind == 0) and (lp_count_int == ((_parent_master_num_fields_int_value + 3) if ((flags_int & 2) != 0) else ((2 * (<object>num_fields_int)) + 4))))
                 except (TypeError, ValueError, IndexError):
                     lp_count_ok = False
                 if not lp_count_ok:
-                    warn(io, lp_count_pos, "stream:stream_entry.lp_count", 'expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found ' + repr(lp_count))
+                    warn(io, lp_count_pos, "stream:stream_entry.lp_count", 'expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found ' + repr(lp_count_column.last()))
         finally:
             PyBuffer_Release(&_view)
         return cols, pos
