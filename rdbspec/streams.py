@@ -33,6 +33,11 @@ from rdbspec_generated import WarningSink, collecting, current_sink
 from .errors import IntegrityError, InternalError, RdbError
 from .primitives import container, text, texts
 
+try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
+    from . import _stream_ids
+except ImportError:
+    _stream_ids = None  # type: ignore[assignment]
+
 MASK64 = (1 << 64) - 1
 StreamId = tuple[int, int]
 FLAG_DELETED = 1
@@ -383,17 +388,26 @@ def walk_nodes(nodes: Iterable[StreamNode], origin: tuple[int, bytes] | None, le
         if flagged != got.deleted or len(cols) - flagged != got.count:
             _warn(warn, f"stream node {format_id(node.master_id)} declares {got.count} live and "
                         f"{got.deleted} deleted entries but flags {len(cols) - flagged} and {flagged}", origin)
-        ids = ([previous] if previous is not None else []) + list(zip(cols.ms, cols.seq))
-        if not all(map(operator.lt, ids, ids[1:])):  # compared in C; the loop names the culprits
+        if not _ascending(cols.ms, cols.seq, previous):  # the loop names the culprits
+            ids = ([previous] if previous is not None else []) + list(zip(cols.ms, cols.seq))
             for before, current in zip(ids, ids[1:]):
                 if current <= before:
                     _warn(warn, f"stream entry {format_id(current)} is not after {format_id(before)}", origin)
-        if ids:
-            previous = ids[-1]
+        if len(cols):
+            previous = (cols.ms[-1], cols.seq[-1])
         live += len(cols) - flagged
         yield node, got
     if length is not None and live != length:
         _warn(warn, f"stream length {length} but {live} live entries (the server answers {length})", origin)
+
+
+def _ascending(ms: Sequence[int], seq: Sequence[int], previous: StreamId | None) -> bool:
+    """Whether the IDs (ms[i], seq[i]) ascend, the first above `previous`: in C for uint64
+    arrays when `_stream_ids` was compiled, else as tuples."""
+    if _stream_ids is not None and isinstance(ms, array) and isinstance(seq, array):
+        return _stream_ids.ascending(ms, seq, previous)
+    ids = ([previous] if previous is not None else []) + list(zip(ms, seq))
+    return all(map(operator.lt, ids, ids[1:]))
 
 
 def _warn(warn: WarningSink | None, reason: str, origin: tuple[int, bytes] | None) -> None:

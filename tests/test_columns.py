@@ -9,12 +9,13 @@ import json
 import math
 import sys
 import tracemalloc
+from array import array
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from rdbspec import jsonl
+from rdbspec import jsonl, streams
 from rdbspec.primitives import pairs, texts, values
 from rdbspec.streams import EntryColumns, EntryFields, NodeTable, Stream
 from rdbspec.values import decode
@@ -306,3 +307,27 @@ def test_stream_entries_batches_hold_every_entry_once_whatever_the_batch_size(tm
     assert [(r["key"], r["id"], r["deleted"], [(f["field"], f["value"]) for f in r["fields"]]) for r in rows] == [
         (key, f"{e.id[0]}-{e.id[1]}", e.deleted, e.fields) for key, e in expected]
     assert len(expected) == (16 if include_deleted else 10) and max(b.num_rows for b in batches) <= 6
+
+
+MAX64 = (1 << 64) - 1
+
+
+@pytest.mark.parametrize("ms, seq, previous, ascending", [
+    ([1, 1, 2], [0, 1, 0], None, True),
+    ([1, 1], [1, 1], None, False),                       # the same ID twice
+    ([2, 1], [0, 9], None, False),                       # ms goes back
+    ([5], [0], (5, 0), False),                           # not above the previous node's last ID
+    ([5], [1], (5, 0), True),
+    ([MAX64], [0], (MAX64 - 1, MAX64), True),            # uint64 bounds, compared unsigned
+    ([0], [0], (MAX64, 0), False),
+    ([], [], (3, 3), True),
+])
+def test_stream_ids_ascend_the_same_in_c_and_as_tuples(monkeypatch: pytest.MonkeyPatch, ms: list[int],
+                                                       seq: list[int], previous, ascending: bool) -> None:
+    """streams.walk_nodes' order check (redis src/t_stream.c: IDs only grow): the compiled
+    `_stream_ids.ascending` on uint64 arrays and the tuple comparison it stands for agree."""
+    columns = (array("Q", ms), array("Q", seq))
+    assert streams._stream_ids is not None  # built by make setup, as the rest of the native backend
+    assert streams._ascending(*columns, previous) is ascending
+    monkeypatch.setattr(streams, "_stream_ids", None)
+    assert streams._ascending(*columns, previous) is ascending
