@@ -1,8 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """JSON Lines written in C, byte for byte what `jsonl` writes through orjson otherwise
 (tests/test_columns.py and tests/test_jsonl.py compare them): the lines of the key records
-whose value is a string or a list (`write_lines`, a megabyte at a time) and a stream node's
-entries from its columns (`encode_entries`).
+whose value is a string or a list (`write_lines`, a megabyte at a time; a value still in its
+containers' entries, `values.Packed`, is written from them) and a stream node's entries from
+its columns (`encode_entries`).
 
 An entry is {"id":"ms-seq","fields":[[field,value],...]} with ,"deleted":true when deleted.
 A byte string is a JSON string when it is valid UTF-8 (as Python's decoder judges it), escaped
@@ -332,12 +333,34 @@ cdef bint put_ttls(Out* out, const char* name, object ttls) except -1:
 
 
 cdef bint put_record(Out* out, record, context) except -1:
-    """`record`'s line as `jsonl.record_json` gives it, serialized, when its value is a string or
-    a non-empty list of items `put_items` writes; False, written in part, for any other record."""
+    """`record`'s line as `jsonl.record_json` gives it, serialized, when its value is left in
+    its containers' entries (`KeyRecord.packed`), a string, or a non-empty list of items
+    `put_items` writes; False, written in part, for any other record."""
+    packed = record.packed()
+    if packed is not None:
+        if not (put_head(out, record) and put_packed(out, packed)):
+            return False
+        put(out, b"}\n", 2)
+        return True
     decoded = record._decode()
     value = decoded.value
     if not (type(value) is bytes or type(value) is list and value):
         return False  # a stream, a module, a sketch; an empty list: the server may skip the key
+    if not put_head(out, record):
+        return False
+    if type(value) is bytes:
+        put_bytes(out, value)
+    elif not put_items(out, value):
+        return False
+    if not (put_ttls(out, b',"field_expire_at_ms":[', decoded.field_expire_at_ms)
+            and put_ttls(out, b',"member_expire_at_ms":[', decoded.member_expire_at_ms)):
+        return False
+    put(out, b"}\n", 2)
+    return True
+
+
+cdef bint put_head(Out* out, record) except -1:
+    """A line's fields up to `"value":`; False, written in part, for a field of another kind."""
     key, type_name = record.key, record.type_name
     if type(key) is not bytes or type(type_name) is not str:
         return False
@@ -353,14 +376,48 @@ cdef bint put_record(Out* out, record, context) except -1:
             and put_int_field(out, b',"freq":', record.freq)):
         return False
     put_literal(out, b',"value":')
-    if type(value) is bytes:
-        put_bytes(out, value)
-    elif not put_items(out, value):
+    return True
+
+
+cdef int put_entry(Out* out, object part, _Elements elements, Py_ssize_t k) except -1:
+    """Entry `k` of a container as `primitives.scalar` gives it, serialized: from the columns
+    (`elements`, native backend) or the list (`part`, Python backend)."""
+    if elements is not None:
+        return elements.put(out, k)
+    return put_object(out, part[k])
+
+
+cdef bint put_packed(Out* out, packed) except -1:
+    """A `values.Packed` value as `jsonl.value_json` writes the list `values.decode` makes of it:
+    [item,...], [[field,value],...] or [[member,score],...]; False for another shape."""
+    shape = packed.shape
+    cdef bint pairs = shape == "pairs", scored = shape == "scored"
+    if not (pairs or scored or shape == "items"):
         return False
-    if not (put_ttls(out, b',"field_expire_at_ms":[', decoded.field_expire_at_ms)
-            and put_ttls(out, b',"member_expire_at_ms":[', decoded.member_expire_at_ms)):
-        return False
-    put(out, b"}\n", 2)
+    cdef list scores = packed.scores if scored else None
+    cdef Py_ssize_t k, n, count, written = 0
+    cdef _Elements elements
+    put(out, b"[", 1)
+    for part in packed.parts:
+        elements = _Elements(part) if hasattr(part, "kinds") else None
+        n = len(part)
+        count = len(scores) if scored else n // 2 if pairs else n
+        for k in range(count):
+            if written:
+                put(out, b",", 1)
+            written += 1
+            if not (pairs or scored):
+                put_entry(out, part, elements, k)
+                continue
+            put(out, b"[", 1)
+            put_entry(out, part, elements, 2 * k)
+            put(out, b",", 1)
+            if scored:
+                put_number(out, scores[k])
+            else:
+                put_entry(out, part, elements, 2 * k + 1)
+            put(out, b"]", 1)
+    put(out, b"]", 1)
     return True
 
 

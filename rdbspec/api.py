@@ -74,23 +74,38 @@ class KeyRecord:
 
     def _decode(self) -> values.Decoded:
         if self._decoded is None:
-            try:
-                with collecting(self._sink):
-                    decoded = values.decode(self.value_kind, self._body.value, self.rdb_type)
-                if isinstance(decoded.value, Stream):
-                    decoded.value.origin = (self.offset, self.key)
-                elif values.skipped_when_empty(self.value_kind, decoded.value):
-                    self._sink(f"empty {self.type_name} key: the server skips it on load", None,
-                               values.EMPTY_KEY_RULE)
-                self._decoded = decoded
-            except IntegrityError as err:
-                raise IntegrityError(err.reason, self.offset, self.key) from None
-            except RdbError as err:
-                err.key = self.key
-                raise
-            except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
-                raise InternalError(err, self.offset, self.key) from err
+            self._decoded = self._decoding(self._decoded_value)
         return self._decoded
+
+    def _decoded_value(self, body_value: Any) -> values.Decoded:
+        decoded = values.decode(self.value_kind, body_value, self.rdb_type)
+        if isinstance(decoded.value, Stream):
+            decoded.value.origin = (self.offset, self.key)
+        elif values.skipped_when_empty(self.value_kind, decoded.value):
+            self._sink(f"empty {self.type_name} key: the server skips it on load", None, values.EMPTY_KEY_RULE)
+        return decoded
+
+    def _decoding(self, decode: Callable[[Any], Any]) -> Any:
+        """`decode` of the generated value, its warnings told to this key's sink, its errors
+        named with this key (an unexpected exception as an internal error)."""
+        try:
+            with collecting(self._sink):
+                return decode(self._body.value)
+        except IntegrityError as err:
+            raise IntegrityError(err.reason, self.offset, self.key) from None
+        except RdbError as err:
+            err.key = self.key
+            raise
+        except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
+            raise InternalError(err, self.offset, self.key) from err
+
+    def packed(self) -> values.Packed | None:
+        """The value left in its containers' entries (`values.Packed`) when its encoding keeps
+        them (listpacks, ziplists, intsets) and it holds an element; None otherwise: read
+        `value`. Checks and warnings as for `value`."""
+        if self._decoded is not None or self.value_kind not in values.PACKERS:
+            return None
+        return self._decoding(lambda body_value: values.packed(self.value_kind, body_value))
 
     @property
     def value(self) -> Any:

@@ -5,9 +5,11 @@ The text is json.dumps(ensure_ascii=False, separators=(",", ":"))'s, byte for by
 by orjson: floats are `Real`, which orjson hands to `_default` to be written as json.dumps
 writes them (1e-07, NaN; orjson writes 1e-7, null); what orjson refuses (an int beyond 64 bits)
 goes through json.dumps. When the compiled `rdbspec._jsonl_encode` was built, it writes the
-lines of string and list keys whole (`write_records`) and `rdbspec keys`' rows (`write_rows`),
-a megabyte at a time, and a stream's entries a node at a time from its columns; else
-`record_json`, `entry_json` and `value_json` do (same bytes).
+lines of string and list keys whole (`write_records`): a list, set, hash or sorted set still in
+its listpack, ziplist or intset entries (`KeyRecord.packed`) straight from them, with no object
+per element; and `rdbspec keys`' rows (`write_rows`), a megabyte at a time, and a stream's
+entries a node at a time from its columns; else `record_json`, `entry_json` and `value_json` do
+(same bytes).
 """
 
 from __future__ import annotations

@@ -286,6 +286,61 @@ ENCODINGS = {0: "string", 1: "linkedlist", 2: "hashtable", 3: "skiplist", 4: "ha
              36: "topk", 37: "cuckoo", DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hashtable"}
 
 
+@dataclass(slots=True)
+class Packed:
+    """A list, set, hash or sorted set left in its containers' entries (listpack, ziplist and
+    intset columns with the native backend, lists with the Python one): what `decode` makes a
+    list of, for a writer that needs no object per element (`rdbspec dump`'s compiled encoder).
+    `shape` says how the entries read, integers as their decimal text: "items" (each entry an
+    element), "pairs" (field, value; an odd last entry left out, as `pairs` does) or "scored"
+    (member, score; `scores` holds the scores as `scored` reads them)."""
+
+    shape: str
+    parts: list[Any]  # each container's entries, in order
+    scores: list[float] | None = None
+
+    def __len__(self) -> int:
+        """How many elements `decode` gives."""
+        if self.scores is not None:
+            return len(self.scores)
+        return sum(len(part) // 2 if self.shape == "pairs" else len(part) for part in self.parts)
+
+
+def _packed_quicklist(v) -> Packed:
+    parts: list[Any] = []
+    for node in v.nodes:  # QUICKLIST_NODE_CONTAINER_PLAIN (1): one element, not a container
+        parts.append([text(node.plain)] if node.container.value == 1 else container(node.packed).entries)
+    return Packed("items", parts)
+
+
+def _packed_scored(v) -> Packed:
+    entries = container(v).entries
+    return Packed("scored", [entries], _scores(texts(entries)[1::2]))
+
+
+PACKERS: dict[int, Callable[[Any], Packed]] = {
+    10: lambda v: Packed("items", [container(v).entries]),
+    11: lambda v: Packed("items", [container(v).members]),
+    12: _packed_scored,
+    13: lambda v: Packed("pairs", [container(v).entries]),
+    14: lambda v: Packed("items", [container(node).entries for node in v.nodes]),
+    16: lambda v: Packed("pairs", [container(v).entries]),
+    17: _packed_scored,
+    18: _packed_quicklist,
+    20: lambda v: Packed("items", [container(v).entries]),
+}
+
+
+def packed(value_kind: int, value) -> Packed | None:
+    """`value` as a `Packed` when its encoding is one of `PACKERS`' and it holds an element;
+    None otherwise (an empty one: the server may skip the key, which `decode` tells)."""
+    packer = PACKERS.get(value_kind)
+    if packer is None:
+        return None
+    got = packer(value)
+    return got if len(got) else None
+
+
 # Lists, sets, sorted sets and hashes that hold nothing: the server skips such a key on load,
 # logging "rdbLoadObject skipping empty key" (redis src/rdb.c rdbLoadObject `goto emptykey`,
 # rdbLoadRioWithLoadingCtx; Redis >= 6.2). An empty intset or zipmap is refused instead

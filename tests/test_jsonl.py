@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rdbspec import cli, jsonl
+from rdbspec import cli, jsonl, values
 from rdbspec.checksum import crc64
 
 TESTS = Path(__file__).resolve().parent
@@ -171,3 +171,27 @@ def test_the_edges_servers_do_not_write(tmp_path: Path, capsys: pytest.CaptureFi
     assert (records[0]["expire_at_ms"], records[0]["idle_s"], records[1]["freq"]) == (-1, (1 << 64) - 1, 255)
     assert records[3]["value"][-4:] == [["m8", 1.7976931348623157e308], ["m9", "inf"], ["m10", "-inf"], ["m11", "nan"]]
     assert [r["key"] for r in records] == [{"hex": "fffe6b6579"}, "list", "empty zipmap", "zset", "hash", "set", "ключ"]
+
+
+@pytest.mark.parametrize("server", ["redis-6.2.14", "redis-7.4.1"])
+def test_container_values_are_written_from_their_entries(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14: the compiled writer writes listpack, ziplist and intset values (lists, sets,
+    hashes, sorted sets; quicklists of them) from their entries, `KeyRecord.packed` (columns with
+    the native backend): `values.decode` never makes their lists; the lines are the Python
+    writer's."""
+    path = TESTS / "corpus" / "real" / server / "mixed_types.rdb"
+    expected = run_with("python", ("dump",), path, tmp_path, capsys)
+    decoded_kinds: list[int] = []
+    real_decode = values.decode
+
+    def decode(value_kind: int, value, type_code: int):
+        decoded_kinds.append(value_kind)
+        return real_decode(value_kind, value, type_code)
+
+    monkeypatch.setattr(values, "decode", decode)
+    assert run_with("compiled", ("dump",), path, tmp_path, capsys) == expected
+    packed_kinds = {10, 11, 12, 13, 14, 16, 17, 18, 20}
+    assert packed_kinds <= set(values.PACKERS)
+    assert not packed_kinds & set(decoded_kinds) and decoded_kinds  # strings, hashtables, streams...
+    assert {json.loads(line)["rdb_type"] for line in expected[1].split(b"\n")[:-1]} & packed_kinds
