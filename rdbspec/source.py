@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import shutil
@@ -22,6 +23,10 @@ class Source:
         self.buffer = buffer
         self.name = name
         self._closers = closers or []
+        self._stop_releasing = None  # a mapped file's pages are released until close() or this object's end
+        if isinstance(buffer, _Mapping) and hasattr(mmap, "MADV_DONTNEED"):
+            _releaser.track(buffer, RELEASE_EVERY_S)
+            self._stop_releasing = weakref.finalize(self, _releaser.untrack, buffer)
 
     def release(self) -> None:
         """Drops the pages of a mapped file from this process: the kernel's page cache keeps
@@ -30,42 +35,91 @@ class Source:
             self.buffer.madvise(mmap.MADV_DONTNEED)
 
     def close(self) -> None:
-        _mapped.discard(self)
+        if self._stop_releasing is not None:
+            self._stop_releasing()
         for closer in reversed(self._closers):
             closer.close()
         self._closers.clear()
 
 
 # A parse touches each page of a dump about once, and mapped pages count in the resident set
-# until the process unmaps them: open maps are released every RELEASE_EVERY_S seconds by one
-# daemon thread, so walking a file bigger than memory keeps the resident set flat.
-RELEASE_EVERY_S = 0.25
-_mapped: weakref.WeakSet[Source] = weakref.WeakSet()
-_releaser_lock = threading.Lock()
-_releaser: threading.Thread | None = None
+# until the process unmaps or releases them: open maps are released every RELEASE_EVERY_S
+# seconds by one thread, so walking a file bigger than memory keeps the resident set flat. The
+# compiled `_page_releaser` runs it in C, without the GIL, so it also runs while one native call
+# reads a value of any size; such a call maps pages fast (a fault maps up to 64 KB: a 270 MB
+# stream got wholly resident between two releases 0.25 s apart), so it runs every 10 ms (a
+# release of a few pages costs microseconds). Without a C compiler, `_PythonReleaser` runs it
+# between Python bytecodes, every 0.25 s: each run takes the GIL from the parse, which reads far
+# slower in Python.
 
 
-def _release_mapped() -> None:
-    while True:
-        time.sleep(RELEASE_EVERY_S)
-        for source in list(_mapped):
-            source.release()
+class _PythonReleaser:
+    """The releasing thread in Python (`_page_releaser`'s interface): it waits for the GIL, so it
+    pauses while a native call holds it."""
+
+    def __init__(self) -> None:
+        self._tracked: set[mmap.mmap] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._every_s = 0.0
+        os.register_at_fork(after_in_child=self._start_in_child)
+
+    def track(self, mapping: mmap.mmap, every_s: float) -> None:
+        self._tracked.add(mapping)
+        self._every_s = every_s
+        self._start()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._release_forever, name="rdbspec-release", daemon=True)
+                self._thread.start()
+
+    def untrack(self, mapping: mmap.mmap) -> None:
+        self._tracked.discard(mapping)
+
+    def _start_in_child(self) -> None:
+        """A forked child has no thread (nor a usable lock): it starts its own for the mappings it inherited."""
+        self._lock, self._thread = threading.Lock(), None
+        if self._tracked:
+            self._start()
+
+    def _release_forever(self) -> None:
+        while True:
+            time.sleep(self._every_s)
+            for mapping in list(self._tracked):
+                with contextlib.suppress(ValueError):  # closed since the list was taken
+                    mapping.madvise(mmap.MADV_DONTNEED)
+
+
+try:  # compiled by setup.py from _page_releaser.pyx; absent without a C compiler
+    from . import _page_releaser as _releaser
+    RELEASE_EVERY_S = 0.01
+except ImportError:
+    _releaser = _PythonReleaser()  # type: ignore[assignment]
+    RELEASE_EVERY_S = 0.25
+
+
+class _Mapping(mmap.mmap):
+    """A read-only file mapping that is untracked before it is unmapped: closed explicitly, the
+    releasing thread must not madvise its range any more (it may be mapped again for anything)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        _releaser.untrack(self)
+        super().close()
+
+    def __exit__(self, *exc_info) -> None:  # mmap's own calls its C close, not close() above
+        self.close()
 
 
 def _map(handle: BinaryIO, name: str) -> Source:
-    global _releaser
     size = os.fstat(handle.fileno()).st_size
     if size == 0:
         handle.close()
         return Source(b"", name)
-    mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    source = Source(mapped, name, [handle])
-    _mapped.add(source)
-    with _releaser_lock:
-        if _releaser is None:
-            _releaser = threading.Thread(target=_release_mapped, name="rdbspec-release", daemon=True)
-            _releaser.start()
-    return source
+    return Source(_Mapping(handle.fileno(), 0, access=mmap.ACCESS_READ), name, [handle])
 
 
 def open_source(path: str | os.PathLike) -> Source:
