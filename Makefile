@@ -89,7 +89,7 @@ test: setup check-generated lint conformance pytest test-asan
 # The native backend built again with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build/asan (never the install), then the golden fixtures (conformance's ours-native), the corpus,
 # the fuzz run, both JSON writers and the mapped pages' releasing thread through it (rdbspec itself
-# imported from build/asan too, so its compiled JSON encoder and releaser are the instrumented ones;
+# imported from build/asan too, so its compiled JSON encoder, stream ID check and releaser are the instrumented ones;
 # -P and pythonpath keep the source tree's out):
 # any report aborts the run (CPython's own leaks are by design, so leak detection is off).
 test-asan: $(STAMP) $(NATIVE_STAMP)
@@ -97,9 +97,10 @@ test-asan: $(STAMP) $(NATIVE_STAMP)
 	RDBSPEC_REQUIRE_NATIVE=1 CFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g1' \
 	  LDFLAGS='-fsanitize=address,undefined' \
 	  $(PY) setup.py -q build --force --build-base $(ASAN) --build-lib $(ASAN)/lib >/dev/null
-	$(ASAN_ENV) $(PY) -P -c 'import rdbspec_generated.native.rdb as m, rdbspec._jsonl_encode as j, rdbspec._page_releaser as r; \
+	$(ASAN_ENV) $(PY) -P -c 'import rdbspec_generated.native.rdb as m, rdbspec._jsonl_encode as j, rdbspec._page_releaser as r, \
+	  rdbspec._stream_ids as s; \
 	  assert all(x.__file__.startswith("$(abspath $(ASAN))") and b"__asan_report" in open(x.__file__, "rb").read() \
-	             for x in (m, j, r)), (m.__file__, j.__file__, r.__file__)'
+	             for x in (m, j, r, s)), (m.__file__, j.__file__, r.__file__, s.__file__)'
 	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native
 	$(ASAN_ENV) $(PY) -m pytest -q -rP -p no:cacheprovider -o pythonpath='$(ASAN)/lib .' \
 	  tests/test_corpus.py tests/test_fuzz.py tests/test_jsonl.py tests/test_source.py
