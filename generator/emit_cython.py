@@ -164,8 +164,19 @@ class CythonTypeEmitter(TypeEmitter):
 
     def read_one(self, a: Attribute, local: str) -> None:
         super().read_one(a, local)
-        if self.mode == SCALAR and a.contents is None and self.plan.marks_start(a):
+        if a.contents is None and self.plan.marks_start(a):
             self.cdefs[f"{local}_pos"] = "Py_ssize_t"  # where the field starts (see read_one)
+
+    @staticmethod
+    def beyond_end(size: str) -> str:
+        return f"{size} > end - pos"  # the end is at or after pos: no sum that could overflow
+
+    def size_checked(self, size: str, local: str) -> str:
+        if self.cdefs.get(size) in C_TYPES or size.isdigit():
+            return size
+        self.emit(f"{local}_nbytes = {size}")  # a Python int that fits: it is at most end - pos
+        self.cdefs[f"{local}_nbytes"] = "Py_ssize_t"
+        return f"{local}_nbytes"
 
     def materialize(self, attr: Attribute) -> None:
         super().materialize(attr)

@@ -508,9 +508,10 @@ class TypeEmitter:
                 self.emit(f"{local}_size = {size}")
                 size = f"{local}_size"
             negative = f"{size} < 0 or " if self.plan.size_may_be_negative(a) else ""
-            self.block(f"if {negative}pos + {size} > end:")
+            self.block(f"if {negative}{self.beyond_end(size)}:")
             self.emit(f"raise truncated(io, pos, {size}, {self.path(a)})")
             self.end_block()
+        size = self.size_checked(size, local)
         if self.plan.skipping(a):
             self.emit(f"pos += {size}")
             self.emit(f"{local} = None")
@@ -548,6 +549,16 @@ class TypeEmitter:
                 self.emit(f"{local} = {data}.decode({ref.encoding!r}, 'replace')")
         else:
             self.read_in(a, ref, local, f"{local}_io", sub_pos)
+
+    @staticmethod
+    def beyond_end(size: str) -> str:
+        """The test that `size` bytes from `pos` pass the end."""
+        return f"pos + {size} > end"
+
+    def size_checked(self, size: str, local: str) -> str:
+        """`size` once it is known to fit in the bytes that remain (a target may hold it in a
+        machine integer from there on)."""
+        return size
 
     def raw_bytes(self, a: Attribute, local: str, data: str, size: str) -> None:
         """A sized raw field's value: its `size` bytes (`data`, just stepped over)."""

@@ -957,6 +957,7 @@ cdef DfChunk c_read_df_chunk(object io, object buf, const unsigned char* _p, Py_
     self._io = io
     self.remaining = remaining
     cdef rdb_string__RdbString data = None
+    cdef Py_ssize_t data_pos = 0
     # data: The chunk, non-empty and at most the bytes remaining once decoded.
     data_pos = pos
     data = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -977,6 +978,7 @@ cdef Py_ssize_t c_skip_df_chunk(object io, object buf, const unsigned char* _p, 
     """Steps over one df_chunk at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_chunk); returns the position after it."""
     cdef rdb_string__RdbString data = None
+    cdef Py_ssize_t data_pos = 0
     # data: The chunk, non-empty and at most the bytes remaining once decoded.
     data_pos = pos
     data = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, None, root)
@@ -1139,6 +1141,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen counter_bytes = None
+    cdef Py_ssize_t counter_bytes_pos = 0
     cdef rdb_string__RdbLen depth = None
     cdef rdb_string__RdbLen heap_size = None
     cdef rdb_string__RdbLen k = None
@@ -1201,6 +1204,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     """Steps over one df_topk at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_topk); returns the position after it."""
     cdef rdb_string__RdbLen counter_bytes = None
+    cdef Py_ssize_t counter_bytes_pos = 0
     cdef rdb_string__RdbLen heap_size = None
     # options: Options, always 0.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
@@ -1703,12 +1707,14 @@ cdef FullsyncEnd c_read_fullsync_end(object io, object buf, const unsigned char*
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef Py_ssize_t padding_nbytes = 0
     # padding: Eight zero bytes.
     padding_size = 8
-    if pos + padding_size > end:
+    if padding_size > end - pos:
         raise truncated(io, pos, padding_size, "dragonfly:fullsync_end.padding")
-    pos += padding_size
-    padding = _p[pos - padding_size:pos]
+    padding_nbytes = padding_size
+    pos += padding_nbytes
+    padding = _p[pos - padding_nbytes:pos]
     self.padding = padding
     _at[0] = pos
     return self
@@ -2044,15 +2050,17 @@ cdef CompressedBlob c_read_compressed_blob(object io, object buf, const unsigned
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen csize = None
+    cdef Py_ssize_t data_nbytes = 0
     # csize: Compressed size.
     csize = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.csize = csize
     # data: The compressed frame.
     data_size = csize.value
-    if pos + data_size > end:
+    if data_size > end - pos:
         raise truncated(io, pos, data_size, "dragonfly:compressed_blob.data")
-    pos += data_size
-    data = _p[pos - data_size:pos]
+    data_nbytes = data_size
+    pos += data_nbytes
+    data = _p[pos - data_nbytes:pos]
     self.data = data
     _at[0] = pos
     return self
@@ -2112,7 +2120,7 @@ cdef TaggedChunk c_read_tagged_chunk(object io, object buf, const unsigned char*
         raise invalid(io, pos - 4, "dragonfly:tagged_chunk.payload_len", 'expected at least 1, found ' + repr(payload_len))
     self.payload_len = payload_len
     # payload: The chunk payload.
-    if pos + payload_len > end:
+    if payload_len > end - pos:
         raise truncated(io, pos, payload_len, "dragonfly:tagged_chunk.payload")
     pos += payload_len
     payload = _p[pos - payload_len:pos]

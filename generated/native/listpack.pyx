@@ -70,6 +70,7 @@ cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef Py_ssize_t body_nbytes = 0
     cdef long long num_elements = 0
     cdef long long terminator = 0
     cdef long long total_bytes = 0
@@ -89,10 +90,11 @@ cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py
     self.num_elements = num_elements
     # body: The entries, without the header and the EOF byte.
     body_size = (total_bytes - 7)
-    if body_size < 0 or pos + body_size > end:
+    if body_size < 0 or body_size > end - pos:
         raise truncated(io, pos, body_size, "listpack:listpack.body")
-    body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
-    pos += body_size
+    body_nbytes = body_size
+    body_io = Io(buf, pos, pos + body_nbytes, io.base, io.origin)
+    pos += body_nbytes
     body = LpBody._read(body_io, body_io.start, self, root)[0]
     self.body = body
     # terminator: LP_EOF, always 0xFF.
@@ -112,6 +114,7 @@ cdef Listpack c_read_listpack(object io, object buf, const unsigned char* _p, Py
 cdef Py_ssize_t c_skip_listpack(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one listpack at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_listpack); returns the position after it."""
+    cdef Py_ssize_t body_nbytes = 0
     cdef long long terminator = 0
     cdef long long total_bytes = 0
     # total_bytes: Total size of the listpack in bytes; must equal the blob size.
@@ -128,9 +131,10 @@ cdef Py_ssize_t c_skip_listpack(object io, object buf, const unsigned char* _p, 
     pos += 2
     # body: The entries, without the header and the EOF byte.
     body_size = (total_bytes - 7)
-    if body_size < 0 or pos + body_size > end:
+    if body_size < 0 or body_size > end - pos:
         raise truncated(io, pos, body_size, "listpack:listpack.body")
-    pos += body_size
+    body_nbytes = body_size
+    pos += body_nbytes
     body = None
     # terminator: LP_EOF, always 0xFF.
     if pos >= end:
@@ -289,7 +293,7 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     str_len = ((enc & 63) if ((enc & 192) == 128) else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0)))
     is_int = (((enc < 128) or ((enc & 224) == 192)) or ((enc >= 241) and (enc <= 244)))
     if (not is_int):
-        if pos + str_len > end:
+        if str_len > end - pos:
             raise truncated(io, pos, str_len, "listpack:lp_entry.str")
         pos += str_len
         str_ = _p[pos - str_len:pos]
@@ -300,7 +304,7 @@ cdef object c_read_lp_entry(object io, object buf, const unsigned char* _p, Py_s
     header_len = (1 if (enc < 128) else (1 if ((enc & 192) == 128) else (2 if ((enc & 224) == 192) else (2 if ((enc & 240) == 224) else (5 if (enc == 240) else (3 if (enc == 241) else (4 if (enc == 242) else (5 if (enc == 243) else 9))))))))
     entry_len = (header_len + str_len)
     backlen_size = (1 if (entry_len <= 127) else (2 if (entry_len < 16383) else (3 if (entry_len < 2097151) else (4 if (entry_len < 268435455) else 5))))
-    if pos + backlen_size > end:
+    if backlen_size > end - pos:
         raise truncated(io, pos, backlen_size, "listpack:lp_entry.backlen")
     # backlen is read byte by byte where it lies, from backlen_pos
     pos += backlen_size
@@ -412,7 +416,7 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     str_len = ((enc & 63) if ((enc & 192) == 128) else ((((enc & 15) << 8) | b1) if ((enc & 240) == 224) else (len32 if (enc == 240) else 0)))
     is_int = (((enc < 128) or ((enc & 224) == 192)) or ((enc >= 241) and (enc <= 244)))
     if (not is_int):
-        if pos + str_len > end:
+        if str_len > end - pos:
             raise truncated(io, pos, str_len, "listpack:lp_entry.str")
         pos += str_len
         str__start = pos - str_len
@@ -425,7 +429,7 @@ cdef int c_push_lp_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     header_len = (1 if (enc < 128) else (1 if ((enc & 192) == 128) else (2 if ((enc & 224) == 192) else (2 if ((enc & 240) == 224) else (5 if (enc == 240) else (3 if (enc == 241) else (4 if (enc == 242) else (5 if (enc == 243) else 9))))))))
     entry_len = (header_len + str_len)
     backlen_size = (1 if (entry_len <= 127) else (2 if (entry_len < 16383) else (3 if (entry_len < 2097151) else (4 if (entry_len < 268435455) else 5))))
-    if pos + backlen_size > end:
+    if backlen_size > end - pos:
         raise truncated(io, pos, backlen_size, "listpack:lp_entry.backlen")
     # backlen is read byte by byte where it lies, from backlen_pos
     pos += backlen_size

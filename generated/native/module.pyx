@@ -199,6 +199,7 @@ cdef ModulePreGa c_read_module_pre_ga(object io, object buf, const unsigned char
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen module_id = None
+    cdef Py_ssize_t module_id_pos = 0
     # module_id: The module type id; always rejected.
     module_id_pos = pos
     module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
@@ -213,6 +214,7 @@ cdef Py_ssize_t c_skip_module_pre_ga(object io, object buf, const unsigned char*
     """Steps over one module_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_module_pre_ga); returns the position after it."""
     cdef rdb_string__RdbLen module_id = None
+    cdef Py_ssize_t module_id_pos = 0
     # module_id: The module type id; always rejected.
     module_id_pos = pos
     module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
@@ -260,6 +262,7 @@ cdef ModuleAux c_read_module_aux(object io, object buf, const unsigned char* _p,
     cdef rdb_string__RdbLen module_id = None
     cdef rdb_string__RdbLen when = None
     cdef rdb_string__RdbLen when_opcode = None
+    cdef Py_ssize_t when_opcode_pos = 0
     # module_id: The module type id.
     module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
     self.module_id = module_id
@@ -335,6 +338,7 @@ cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, P
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen opcode = None
+    cdef Py_ssize_t opcode_pos = 0
     cdef rdb_string__RdbString string_value = None
     cdef rdb_string__RdbLen uint_value = None
     # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
@@ -376,6 +380,7 @@ cdef Py_ssize_t c_skip_module_op(object io, object buf, const unsigned char* _p,
     """Steps over one module_op at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_module_op); returns the position after it."""
     cdef rdb_string__RdbLen opcode = None
+    cdef Py_ssize_t opcode_pos = 0
     # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
     opcode_pos = pos
     opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)

@@ -240,6 +240,7 @@ cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigne
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen container = None
+    cdef Py_ssize_t container_pos = 0
     cdef rdb_string__RdbBlob packed = None
     cdef rdb_string__RdbString plain = None
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
@@ -267,6 +268,7 @@ cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned ch
     """Steps over one quicklist_2_node at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_quicklist_2_node); returns the position after it."""
     cdef rdb_string__RdbLen container = None
+    cdef Py_ssize_t container_pos = 0
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
     container_pos = pos
     container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)

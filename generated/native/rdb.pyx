@@ -178,13 +178,16 @@ cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t e
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef Py_ssize_t magic_nbytes = 0
+    cdef Py_ssize_t magic_pos = 0
     # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
     magic_pos = pos
     magic_size = 9
-    if pos + magic_size > end:
+    if magic_size > end - pos:
         raise truncated(io, pos, magic_size, "rdb:rdb.magic")
-    pos += magic_size
-    magic = buf[pos - magic_size:pos].decode('ASCII', 'replace')
+    magic_nbytes = magic_size
+    pos += magic_nbytes
+    magic = buf[pos - magic_nbytes:pos].decode('ASCII', 'replace')
     try:
         magic_ok = ((((magic[0:5] == 'REDIS') and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 13)) or (((magic[0:6] == 'VALKEY') and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)))
     except (TypeError, ValueError, IndexError):

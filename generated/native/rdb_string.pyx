@@ -74,6 +74,9 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
     self._io = io
     cdef RdbLen clen = None
     cdef RdbLen len_ = None
+    cdef Py_ssize_t len__pos = 0
+    cdef Py_ssize_t lzf_nbytes = 0
+    cdef Py_ssize_t raw_nbytes = 0
     cdef RdbLen ulen = None
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
@@ -89,10 +92,11 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
     raw = int_value = clen = ulen = lzf = None
     if (not len_is_encoded):
         # raw: The bytes of a plain (not encoded) string.
-        if pos + len_value > end:
+        if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
-        pos += len_value
-        raw = _p[pos - len_value:pos]
+        raw_nbytes = len_value
+        pos += raw_nbytes
+        raw = _p[pos - raw_nbytes:pos]
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
         int_value_on = len_value
@@ -120,10 +124,11 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
         ulen = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
         # lzf: The decompressed bytes of an LZF string.
         lzf_size = clen.value
-        if pos + lzf_size > end:
+        if lzf_size > end - pos:
             raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
-        lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
-        pos += lzf_size
+        lzf_nbytes = lzf_size
+        lzf_data = lzf_decompress(buf[pos:pos + lzf_nbytes], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
+        pos += lzf_nbytes
         lzf = lzf_data
     self.raw = raw
     self.int_value = int_value
@@ -143,6 +148,9 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     for c_read_rdb_string); returns the position after it."""
     cdef RdbLen clen = None
     cdef RdbLen len_ = None
+    cdef Py_ssize_t len__pos = 0
+    cdef Py_ssize_t lzf_nbytes = 0
+    cdef Py_ssize_t raw_nbytes = 0
     cdef RdbLen ulen = None
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
@@ -157,9 +165,10 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     raw = int_value = clen = ulen = lzf = None
     if (not len_is_encoded):
         # raw: The bytes of a plain (not encoded) string.
-        if pos + len_value > end:
+        if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
-        pos += len_value
+        raw_nbytes = len_value
+        pos += raw_nbytes
         raw = None
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
@@ -188,9 +197,10 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
         ulen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
         # lzf: The decompressed bytes of an LZF string.
         lzf_size = clen.value
-        if pos + lzf_size > end:
+        if lzf_size > end - pos:
             raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
-        pos += lzf_size
+        lzf_nbytes = lzf_size
+        pos += lzf_nbytes
         lzf = None
     return pos
 
@@ -374,6 +384,9 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
     self.kind = kind
     cdef RdbLen clen = None
     cdef RdbLen len_ = None
+    cdef Py_ssize_t len__pos = 0
+    cdef Py_ssize_t lzf_nbytes = 0
+    cdef Py_ssize_t plain_nbytes = 0
     cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
@@ -387,10 +400,11 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
     plain = clen = ulen = lzf = None
     if (not len_is_encoded):
         # plain: The container parsed from an uncompressed blob.
-        if pos + len_value > end:
+        if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
-        plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
-        pos += len_value
+        plain_nbytes = len_value
+        plain_io = Io(buf, pos, pos + plain_nbytes, io.base, io.origin)
+        pos += plain_nbytes
         plain_on = kind
         if plain_on == 1:
             plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
@@ -411,11 +425,12 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
         ulen = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
         # lzf: The container parsed from the LZF-decompressed bytes.
         lzf_size = clen.value
-        if pos + lzf_size > end:
+        if lzf_size > end - pos:
             raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
-        lzf_data = lzf_decompress(buf[pos:pos + lzf_size], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
+        lzf_nbytes = lzf_size
+        lzf_data = lzf_decompress(buf[pos:pos + lzf_nbytes], ulen.value, io, pos, "rdb_string:rdb_blob.lzf")
         lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
-        pos += lzf_size
+        pos += lzf_nbytes
         lzf_on = kind
         if lzf_on == 1:
             lzf = listpack.Listpack._read(lzf_io, 0, self, root)[0]
@@ -446,6 +461,9 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
     for c_read_rdb_blob); returns the position after it."""
     cdef RdbLen clen = None
     cdef RdbLen len_ = None
+    cdef Py_ssize_t len__pos = 0
+    cdef Py_ssize_t lzf_nbytes = 0
+    cdef Py_ssize_t plain_nbytes = 0
     cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
@@ -458,9 +476,10 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
     plain = clen = ulen = lzf = None
     if (not len_is_encoded):
         # plain: The container parsed from an uncompressed blob.
-        if pos + len_value > end:
+        if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
-        pos += len_value
+        plain_nbytes = len_value
+        pos += plain_nbytes
         plain = None
     elif len_is_encoded:
         # clen: Compressed length of an LZF blob.
@@ -469,9 +488,10 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
         ulen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
         # lzf: The container parsed from the LZF-decompressed bytes.
         lzf_size = clen.value
-        if pos + lzf_size > end:
+        if lzf_size > end - pos:
             raise truncated(io, pos, lzf_size, "rdb_string:rdb_blob.lzf")
-        pos += lzf_size
+        lzf_nbytes = lzf_size
+        pos += lzf_nbytes
         lzf = None
     return pos
 
@@ -533,7 +553,7 @@ cdef RdbDouble c_read_rdb_double(object io, object buf, const unsigned char* _p,
     self.len = len_
     # text: The number as printed by the server (`%.17g`).
     if (len_ < 253):
-        if pos + len_ > end:
+        if len_ > end - pos:
             raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
         pos += len_
         text = buf[pos - len_:pos].decode('ASCII', 'replace')
@@ -561,7 +581,7 @@ cdef Py_ssize_t c_skip_rdb_double(object io, object buf, const unsigned char* _p
     pos += 1
     # text: The number as printed by the server (`%.17g`).
     if (len_ < 253):
-        if pos + len_ > end:
+        if len_ > end - pos:
             raise truncated(io, pos, len_, "rdb_string:rdb_double.text")
         pos += len_
         text = None

@@ -332,6 +332,8 @@ cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbLen node_key_len = None
+    cdef Py_ssize_t node_key_len_pos = 0
+    cdef Py_ssize_t node_key_nbytes = 0
     # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
     node_key_len_pos = pos
     node_key_len = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
@@ -340,10 +342,11 @@ cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _
     self.node_key_len = node_key_len
     # node_key: The master ID of the node (big-endian ms and seq).
     node_key_size = 16
-    if pos + node_key_size > end:
+    if node_key_size > end - pos:
         raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
-    node_key_io = Io(buf, pos, pos + node_key_size, io.base, io.origin)
-    pos += node_key_size
+    node_key_nbytes = node_key_size
+    node_key_io = Io(buf, pos, pos + node_key_nbytes, io.base, io.origin)
+    pos += node_key_nbytes
     node_key = StreamIdRaw._read(node_key_io, node_key_io.start, self, root)[0]
     self.node_key = node_key
     # listpack: decoded on first access (see the property); stepped over here
@@ -359,6 +362,8 @@ cdef Py_ssize_t c_skip_stream_node(object io, object buf, const unsigned char* _
     """Steps over one stream_node at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_node); returns the position after it."""
     cdef rdb_string__RdbLen node_key_len = None
+    cdef Py_ssize_t node_key_len_pos = 0
+    cdef Py_ssize_t node_key_nbytes = 0
     # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
     node_key_len_pos = pos
     node_key_len = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
@@ -366,9 +371,10 @@ cdef Py_ssize_t c_skip_stream_node(object io, object buf, const unsigned char* _
         raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
     # node_key: The master ID of the node (big-endian ms and seq).
     node_key_size = 16
-    if pos + node_key_size > end:
+    if node_key_size > end - pos:
         raise truncated(io, pos, node_key_size, "stream:stream_node.node_key")
-    pos += node_key_size
+    node_key_nbytes = node_key_size
+    pos += node_key_nbytes
     node_key = None
     # listpack: The node listpack.
     pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 5)
@@ -1299,6 +1305,10 @@ cdef StreamMaster c_read_stream_master(object io, object buf, const unsigned cha
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef Py_ssize_t count__pos = 0
+    cdef Py_ssize_t deleted_pos = 0
+    cdef Py_ssize_t num_fields_pos = 0
+    cdef Py_ssize_t terminator_pos = 0
     # count: Live entries in this node.
     count__pos = pos
     count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, self, root)
@@ -1339,6 +1349,10 @@ cdef StreamMaster c_read_stream_master(object io, object buf, const unsigned cha
 cdef Py_ssize_t c_skip_stream_master(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one stream_master at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_master); returns the position after it."""
+    cdef Py_ssize_t count__pos = 0
+    cdef Py_ssize_t deleted_pos = 0
+    cdef Py_ssize_t num_fields_pos = 0
+    cdef Py_ssize_t terminator_pos = 0
     # count: Live entries in this node.
     count__pos = pos
     count_ = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
@@ -1396,14 +1410,19 @@ cdef class StreamEntry:
         cdef Py_ssize_t end
         cdef long long flags_int = 0
         cdef long long flags_kind = 0
+        cdef Py_ssize_t flags_pos = 0
         cdef long long lp_count_int = 0
         cdef long long lp_count_kind = 0
+        cdef Py_ssize_t lp_count_pos = 0
         cdef long long ms_diff_int = 0
         cdef long long ms_diff_kind = 0
+        cdef Py_ssize_t ms_diff_pos = 0
         cdef long long num_fields_int = 0
         cdef long long num_fields_kind = 0
+        cdef Py_ssize_t num_fields_pos = 0
         cdef long long seq_diff_int = 0
         cdef long long seq_diff_kind = 0
+        cdef Py_ssize_t seq_diff_pos = 0
         cdef Py_buffer _view
         cdef const unsigned char* _p
 

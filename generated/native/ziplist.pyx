@@ -69,6 +69,7 @@ cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_s
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
+    cdef Py_ssize_t body_nbytes = 0
     cdef long long terminator = 0
     cdef long long zlbytes = 0
     cdef long long zllen = 0
@@ -97,10 +98,11 @@ cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_s
     self.zllen = zllen
     # body: The entries, without the 10-byte header and the end byte.
     body_size = (zlbytes - 11)
-    if body_size < 0 or pos + body_size > end:
+    if body_size < 0 or body_size > end - pos:
         raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-    body_io = Io(buf, pos, pos + body_size, io.base, io.origin)
-    pos += body_size
+    body_nbytes = body_size
+    body_io = Io(buf, pos, pos + body_nbytes, io.base, io.origin)
+    pos += body_nbytes
     body = ZlBody._read(body_io, body_io.start, self, root)[0]
     self.body = body
     # terminator: ZIP_END, always 0xFF.
@@ -120,6 +122,7 @@ cdef Ziplist c_read_ziplist(object io, object buf, const unsigned char* _p, Py_s
 cdef Py_ssize_t c_skip_ziplist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one ziplist at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_ziplist); returns the position after it."""
+    cdef Py_ssize_t body_nbytes = 0
     cdef long long terminator = 0
     cdef long long zlbytes = 0
     cdef long long zltail = 0
@@ -144,9 +147,10 @@ cdef Py_ssize_t c_skip_ziplist(object io, object buf, const unsigned char* _p, P
     pos += 2
     # body: The entries, without the 10-byte header and the end byte.
     body_size = (zlbytes - 11)
-    if body_size < 0 or pos + body_size > end:
+    if body_size < 0 or body_size > end - pos:
         raise truncated(io, pos, body_size, "ziplist:ziplist.body")
-    pos += body_size
+    body_nbytes = body_size
+    pos += body_nbytes
     body = None
     # terminator: ZIP_END, always 0xFF.
     if pos >= end:
@@ -322,7 +326,7 @@ cdef object c_read_zl_entry(object io, object buf, const unsigned char* _p, Py_s
     is_int = (enc >= 192)
     if (not is_int):
         str_len = (enc if (enc < 64) else ((((enc & 63) << 8) | b1) if ((enc & 192) == 64) else (len32 if (enc == 128) else 0)))
-        if pos + str_len > end:
+        if str_len > end - pos:
             raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
         pos += str_len
         str_ = _p[pos - str_len:pos]
@@ -450,7 +454,7 @@ cdef int c_push_zl_entry(object io, object buf, const unsigned char* _p, Py_ssiz
     is_int = (enc >= 192)
     if (not is_int):
         str_len = (enc if (enc < 64) else ((((enc & 63) << 8) | b1) if ((enc & 192) == 64) else (len32 if (enc == 128) else 0)))
-        if pos + str_len > end:
+        if str_len > end - pos:
             raise truncated(io, pos, str_len, "ziplist:zl_entry.str")
         pos += str_len
         str__start = pos - str_len

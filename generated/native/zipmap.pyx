@@ -250,7 +250,11 @@ cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_
     self._root = root = root if root is not None else self
     self._io = io
     cdef ZmLen field_len = None
+    cdef Py_ssize_t field_nbytes = 0
+    cdef Py_ssize_t padding_nbytes = 0
     cdef ZmLen value_len = None
+    cdef Py_ssize_t value_len_pos = 0
+    cdef Py_ssize_t value_nbytes = 0
     # field_len: Length of the field, or the end marker.
     field_len = c_read_zm_len(io, buf, _p, end, &pos, self, root)
     self.field_len = field_len
@@ -260,10 +264,11 @@ cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_
     if (not field_len_is_end):
         # field: The field bytes.
         field_size = field_len.value
-        if pos + field_size > end:
+        if field_size > end - pos:
             raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
-        pos += field_size
-        field = _p[pos - field_size:pos]
+        field_nbytes = field_size
+        pos += field_nbytes
+        field = _p[pos - field_nbytes:pos]
         # value_len: Length of the value.
         value_len_pos = pos
         value_len = c_read_zm_len(io, buf, _p, end, &pos, self, root)
@@ -276,15 +281,17 @@ cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_
         pos += 1
         # value: The value bytes.
         value_size = value_len.value
-        if pos + value_size > end:
+        if value_size > end - pos:
             raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
-        pos += value_size
-        value = _p[pos - value_size:pos]
+        value_nbytes = value_size
+        pos += value_nbytes
+        value = _p[pos - value_nbytes:pos]
         # padding: Unused bytes left after the value by an in-place update.
-        if pos + free > end:
+        if free > end - pos:
             raise truncated(io, pos, free, "zipmap:zm_entry.padding")
-        pos += free
-        padding = _p[pos - free:pos]
+        padding_nbytes = free
+        pos += padding_nbytes
+        padding = _p[pos - padding_nbytes:pos]
     self.field = field
     self.value_len = value_len
     self.free = free
@@ -298,7 +305,11 @@ cdef Py_ssize_t c_skip_zm_entry(object io, object buf, const unsigned char* _p, 
     """Steps over one zm_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zm_entry); returns the position after it."""
     cdef ZmLen field_len = None
+    cdef Py_ssize_t field_nbytes = 0
+    cdef Py_ssize_t padding_nbytes = 0
     cdef ZmLen value_len = None
+    cdef Py_ssize_t value_len_pos = 0
+    cdef Py_ssize_t value_nbytes = 0
     # field_len: Length of the field, or the end marker.
     field_len = c_read_zm_len(io, buf, _p, end, &pos, None, root)
     # field, value_len, free, value, padding: read together
@@ -307,9 +318,10 @@ cdef Py_ssize_t c_skip_zm_entry(object io, object buf, const unsigned char* _p, 
     if (not field_len_is_end):
         # field: The field bytes.
         field_size = field_len.value
-        if pos + field_size > end:
+        if field_size > end - pos:
             raise truncated(io, pos, field_size, "zipmap:zm_entry.field")
-        pos += field_size
+        field_nbytes = field_size
+        pos += field_nbytes
         field = None
         # value_len: Length of the value.
         value_len_pos = pos
@@ -323,13 +335,15 @@ cdef Py_ssize_t c_skip_zm_entry(object io, object buf, const unsigned char* _p, 
         pos += 1
         # value: The value bytes.
         value_size = value_len.value
-        if pos + value_size > end:
+        if value_size > end - pos:
             raise truncated(io, pos, value_size, "zipmap:zm_entry.value")
-        pos += value_size
+        value_nbytes = value_size
+        pos += value_nbytes
         value = None
         # padding: Unused bytes left after the value by an in-place update.
-        if pos + free > end:
+        if free > end - pos:
             raise truncated(io, pos, free, "zipmap:zm_entry.padding")
-        pos += free
+        padding_nbytes = free
+        pos += padding_nbytes
         padding = None
     return pos
