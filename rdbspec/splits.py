@@ -15,6 +15,11 @@ split of keys holding no stream is left out, except the last, which reads the en
 and its checksum: the pass read those records with the very parsers a reader would (neither
 decodes a value that is not a stream's), so that reader would find no row and no problem there.
 Its work is then done once, by the pass, rather than twice.
+
+A process plans a file once per set of parameters: the plan is kept (`_planned`, 256 of them), keyed by
+the file's identity (device, inode, size, modification time in ns), so a session reading several
+tables of the same dumps, or the same query again, does not repeat the pass; a dump written anew
+(the server writes a temporary file and renames it) is planned anew.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rdbspec_generated import Io
 
@@ -51,12 +57,21 @@ def plan(path: str, split_size: int, stream_nodes: bool = False, streams_only: b
     `streams_only`, splits of keys without a stream are left out (the last one is kept)."""
     if split_size <= 0:
         raise ValueError(f"split size must be positive, got {split_size}")
-    if os.path.getsize(path) <= split_size:
+    stat = os.stat(path)
+    if stat.st_size <= split_size:
         return [Split(path)]
+    return list(_planned(path, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns), split_size,
+                         stream_nodes, streams_only))
+
+
+@lru_cache(maxsize=256)
+def _planned(path: str, identity: tuple[int, int, int, int], split_size: int, stream_nodes: bool,
+             streams_only: bool) -> tuple[Split, ...]:
+    """`plan` of the file `identity` names (device, inode, size, mtime_ns), kept per process."""
     with api.open(path, verify_checksum=False, whole_set=False) as dump:
         if dump.header.dialect == "dragonfly":
-            return [Split(path)]
-        return list(_cut(dump, path, split_size, stream_nodes, streams_only))
+            return (Split(path),)
+        return tuple(_cut(dump, path, split_size, stream_nodes, streams_only))
 
 
 def _cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool, streams_only: bool) -> Iterator[Split]:

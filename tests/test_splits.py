@@ -13,6 +13,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
 import rdbspec  # noqa: E402
+from rdbspec import splits  # noqa: E402
 from rdbspec.spark.source import (  # noqa: E402
     STREAM_TABLES,
     TABLES,
@@ -134,3 +135,21 @@ def test_a_corrupt_file_is_planned_up_to_the_problem(dump: Path, tmp_path: Path)
         for s in splits:
             list(read_split(s, strict))
     assert str(split_error.value) == str(unsplit_error.value)
+
+
+def test_a_file_is_planned_once_until_it_is_written_anew(dump: Path, tmp_path: Path) -> None:
+    path = tmp_path / "planned.rdb"
+    data = dump.read_bytes()
+    path.write_bytes(data)
+    first = plan(str(path), 64_000, stream_nodes=True)
+    before = splits._planned.cache_info()
+    assert plan(str(path), 64_000, stream_nodes=True) == first  # the same query again: no second pass
+    assert splits._planned.cache_info().hits == before.hits + 1
+    assert plan(str(path), 64_000) != first  # other parameters: planned for them
+    half = tmp_path / "half.rdb"
+    half.write_bytes(data[:len(data) // 2])
+    half.replace(path)  # as the server writes a dump: a new file renamed over the old one
+    before = splits._planned.cache_info()
+    again = plan(str(path), 64_000, stream_nodes=True)
+    assert splits._planned.cache_info().misses == before.misses + 1
+    assert again != first and all((s.start or 0) < len(data) // 2 for s in again)
