@@ -7,7 +7,7 @@ record); values are decoded only when `KeyRecord.value` is read.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -272,10 +272,11 @@ class Dump:
             self.slot_imports.append((text(body.job_name),
                                       [(r.start_slot.value, r.end_slot.value) for r in body.ranges]))
 
-    def keys(self, stop: int | None = None) -> Iterator[KeyRecord]:
+    def keys(self, stop: int | None = None, kinds: Container[int] | None = None) -> Iterator[KeyRecord]:
         """Every key in file order. Values are decoded when read, not before. With `stop`, ends
         before the first record at or after that offset (the end of a split), without reading
-        the checksum."""
+        the checksum. With `kinds`, only the keys whose `value_kind` is in it: the others are read
+        (and named by errors met after them) but give no `KeyRecord`."""
         db = self._db
         expire_at_ms = idle = freq = None
         aux_done = self._leading_aux
@@ -291,8 +292,10 @@ class Dump:
                 body = record.body
                 self.last_key = text(body.key)
                 self.current = (start, self.last_key)
-                yield KeyRecord(db, self.last_key, record.opcode, body.value_kind, expire_at_ms,
-                                idle, freq, start, end - start, body, _warn=self.warn)
+                value_kind = body.value_kind
+                if kinds is None or value_kind in kinds:
+                    yield KeyRecord(db, self.last_key, record.opcode, value_kind, expire_at_ms,
+                                    idle, freq, start, end - start, body, _warn=self.warn)
                 expire_at_ms = idle = freq = None
             elif kind == SELECT_DB:
                 db = record.body.db_number.value

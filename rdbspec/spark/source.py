@@ -481,7 +481,8 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
         if split.start is not None:
             dump.seek(split.start, split.db)
         per_key = table not in ("aux", "files")
-        for record in dump.keys(split.end):
+        kinds = STREAM_KINDS if table in STREAM_TABLES else None  # the stream tables' rows are in streams only
+        for record in dump.keys(split.end, kinds):
             records += 1
             if not per_key:
                 continue
@@ -494,7 +495,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
                         offset=record.offset, size_in_file=record.size, elements=_elements(record.value))
                 if out.full():
                     yield out.take()
-            elif record.value_kind not in STREAM_KINDS or not opts.selects(record):  # the stream tables
+            elif not opts.selects(record):  # the stream tables: stream keys only (`kinds`)
                 continue
             elif split.nodes is not None:
                 yield from _entry_rows(out, path, record.db, record.key, read_nodes(dump, record, split.nodes),
