@@ -20,6 +20,8 @@ from libc.math cimport isinf, isnan
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, strlen
 
+from rdbspec_generated.native._columns cimport RaggedColumns, ScalarColumns
+
 from ._out cimport Out, put, put_u64, reserve
 
 
@@ -157,26 +159,22 @@ cdef int put_object(Out* out, object item) except -1:
 
 
 cdef class _Elements:
-    """The raw columns of a `ScalarColumns` (issue 14 "Columns contract")."""
+    """A `ScalarColumns`' entries (issue 14 "Columns contract"): its C arrays, read in place,
+    and a view of the buffer its bytes lie in."""
 
-    cdef const uint8_t[:] kinds
-    cdef const long long[:] ints
-    cdef const long long[:] starts
-    cdef const long long[:] lengths
+    cdef ScalarColumns columns
     cdef const uint8_t[:] buf
 
-    def __init__(self, values):
-        self.kinds = values.kinds
-        self.ints = values.ints
-        self.starts = values.starts
-        self.lengths = values.lengths
-        self.buf = values.buf
+    def __init__(self, ScalarColumns columns):
+        self.columns = columns
+        self.buf = columns.buf
 
     cdef int put(self, Out* out, Py_ssize_t k) except -1:
+        cdef ScalarColumns c = self.columns
         cdef long long start, length
-        if self.kinds[k] == 0:
-            return put_int_text(out, self.ints[k])
-        start, length = self.starts[k], self.lengths[k]
+        if c.k[k] == 0:
+            return put_int_text(out, c.i[k])
+        start, length = c.s[k], c.l[k]
         if start < 0 or length < 0 or start + length > self.buf.shape[0]:
             raise ValueError(f"element {k} lies outside its buffer")
         return put_text(out, &self.buf[start], length)
@@ -198,8 +196,8 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
     for field in master_fields:
         if not isinstance(field, bytes):
             raise TypeError("master fields must be bytes")
-    if hasattr(items, "row_starts"):
-        elements = _Elements(items.values)
+    if isinstance(items, RaggedColumns):
+        elements = _Elements((<RaggedColumns>items).values)
         row_starts = items.row_starts
     try:
         for row in range(n):
@@ -399,7 +397,7 @@ cdef bint put_packed(Out* out, packed) except -1:
     cdef _Elements elements
     put(out, b"[", 1)
     for part in packed.parts:
-        elements = _Elements(part) if hasattr(part, "kinds") else None
+        elements = _Elements(part) if isinstance(part, ScalarColumns) else None
         n = len(part)
         count = len(scores) if scored else n // 2 if pairs else n
         for k in range(count):
