@@ -85,12 +85,12 @@ class KeyRecord:
             self._sink(f"empty {self.type_name} key: the server skips it on load", None, values.EMPTY_KEY_RULE)
         return decoded
 
-    def _decoding(self, decode: Callable[[Any], Any]) -> Any:
-        """`decode` of the generated value, its warnings told to this key's sink, its errors
+    def _decoding(self, decode: Callable[..., Any], *args: Any) -> Any:
+        """`decode(*args, generated value)`, its warnings told to this key's sink, its errors
         named with this key (an unexpected exception as an internal error)."""
         try:
             with collecting(self._sink):
-                return decode(self._body.value)
+                return decode(*args, self._body.value)
         except IntegrityError as err:
             raise IntegrityError(err.reason, self.offset, self.key) from None
         except RdbError as err:
@@ -105,7 +105,7 @@ class KeyRecord:
         `value`. Checks and warnings as for `value`."""
         if self._decoded is not None or self.value_kind not in values.PACKERS:
             return None
-        return self._decoding(lambda body_value: values.packed(self.value_kind, body_value))
+        return self._decoding(values.packed, self.value_kind)
 
     @property
     def value(self) -> Any:

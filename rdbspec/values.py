@@ -160,23 +160,6 @@ def _scores(texts: list[bytes]) -> list[float]:
     return list(map(score, texts))
 
 
-def _quicklist(v) -> list[bytes]:
-    out: list[bytes] = []
-    for node in v.nodes:
-        out.extend(texts(container(node).entries))
-    return out
-
-
-def _quicklist_2(v) -> list[bytes]:
-    out: list[bytes] = []
-    for node in v.nodes:
-        if node.container.value == 1:  # QUICKLIST_NODE_CONTAINER_PLAIN
-            out.append(text(node.plain))
-        else:
-            out.extend(texts(container(node.packed).entries))
-    return out
-
-
 # Dragonfly member TTLs (types 31, 32) are seconds since 2023-02-01 00:00:00 UTC, -1 for none
 # (dragonfly src/server/rdb_save.cc SaveHSetObject / SaveSetObject: SaveLongLongAsString of
 # the member's ExpiryTime(), which MemberTimeSeconds counts from kMemberExpiryBase).
@@ -241,11 +224,11 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     11: lambda v, t: Decoded(texts(container(v).members)),
     12: lambda v, t: Decoded(scored(container(v).entries)),
     13: lambda v, t: Decoded(pairs(container(v).entries)),
-    14: lambda v, t: Decoded(_quicklist(v)),
+    14: lambda v, t: Decoded(PACKERS[14](v).elements()),
     15: lambda v, t: Decoded(Stream.from_spec(v, t)),
     16: lambda v, t: Decoded(pairs(container(v).entries)),
     17: lambda v, t: Decoded(scored(container(v).entries)),
-    18: lambda v, t: Decoded(_quicklist_2(v)),
+    18: lambda v, t: Decoded(PACKERS[18](v).elements()),
     19: lambda v, t: Decoded(Stream.from_spec(v, t)),
     20: lambda v, t: Decoded(texts(container(v).entries)),
     21: lambda v, t: Decoded(Stream.from_spec(v, t)),
@@ -304,6 +287,15 @@ class Packed:
         if self.scores is not None:
             return len(self.scores)
         return sum(len(part) // 2 if self.shape == "pairs" else len(part) for part in self.parts)
+
+    def elements(self) -> list[Any]:
+        """The list `decode` gives: each entry's text, (field, value) or (member, score) pairs."""
+        if self.scores is not None:
+            return list(zip(texts(self.parts[0])[0::2], self.scores))
+        out: list[Any] = []
+        for part in self.parts:
+            out.extend(pairs(part) if self.shape == "pairs" else texts(part))
+        return out
 
 
 def _packed_quicklist(v) -> Packed:
