@@ -262,12 +262,10 @@ class CythonTypeEmitter(TypeEmitter):
         """The row scalar read back from its column that `node` names (`_`: the field checked)."""
         if not isinstance(node, ex.Name):
             return None
-        a = self.current_attr if node.name == "_" and self.loop_item == self.local_of(self.current_attr) \
+        checked = self.current_attr
+        a = checked if node.name == "_" and checked is not None and self.loop_item == TypeEmitter.local(checked.id) \
             else self.t.attribute(node.name)
         return a if a is not None and a.id in self.row_views else None
-
-    def local_of(self, a: Attribute | None) -> str | None:
-        return TypeEmitter.local(a.id) if a is not None else None
 
     def resolve(self, name: str) -> str:
         a = self.row_view(ex.Name(name)) if self.row_views else None

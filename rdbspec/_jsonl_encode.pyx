@@ -22,6 +22,7 @@ from libc.string cimport memcpy, strlen
 
 from rdbspec_generated.native._columns cimport RaggedColumns, ScalarColumns
 
+from ._elements cimport check_entry_columns, element_bytes
 from ._out cimport Out, put, put_u64, reserve
 
 
@@ -171,13 +172,9 @@ cdef class _Elements:
 
     cdef int put(self, Out* out, Py_ssize_t k) except -1:
         cdef ScalarColumns c = self.columns
-        cdef long long start, length
         if c.k[k] == 0:
             return put_int_text(out, c.i[k])
-        start, length = c.s[k], c.l[k]
-        if start < 0 or length < 0 or start + length > self.buf.shape[0]:
-            raise ValueError(f"element {k} lies outside its buffer")
-        return put_text(out, &self.buf[start], length)
+        return put_text(out, element_bytes(c, self.buf, k), c.l[k])
 
 
 def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] seq, const uint8_t[:] deleted,
@@ -191,11 +188,7 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
     cdef _Elements elements = None
     cdef const long long[:] row_starts
     cdef list values
-    if seq.shape[0] != n or deleted.shape[0] != n or samefields.shape[0] != n or len(items) != n:
-        raise ValueError("the entry columns differ in length")
-    for field in master_fields:
-        if not isinstance(field, bytes):
-            raise TypeError("master fields must be bytes")
+    check_entry_columns(n, seq.shape[0], deleted.shape[0], samefields.shape[0], items, master_fields)
     if isinstance(items, RaggedColumns):
         elements = _Elements((<RaggedColumns>items).values)
         row_starts = items.row_starts

@@ -14,6 +14,7 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 
 from array import array as _array
 
+from rdbspec._elements cimport check_entry_columns, element_bytes
 from rdbspec._out cimport Out, put, put_u64
 from rdbspec_generated.native._columns cimport RaggedColumns, ScalarColumns
 
@@ -80,18 +81,10 @@ cdef class Elements:
 
     cdef int add_to(self, Binary out, Py_ssize_t k) except -1:
         cdef ScalarColumns c = self.columns
-        cdef int64_t start, length
         if c.k[k] == 0:
             put_i64_text(&out.data, c.i[k])
             return out.end_item()
-        if c.k[k] != 1:
-            raise ValueError(f"stream entry element {k} is neither bytes nor an integer")
-        start, length = c.s[k], c.l[k]
-        if start < 0 or length < 0 or start + length > self.buf.shape[0]:
-            raise ValueError(f"stream entry element {k} lies outside its buffer")
-        if length == 0:
-            return out.end_item()
-        return out.add(&self.buf[start], length)
+        return out.add(element_bytes(c, self.buf, k), c.l[k])
 
 
 cdef class Builder:
@@ -126,11 +119,7 @@ cdef class Builder:
         cdef int64_t* row_starts = NULL
         cdef list row_items = None
         cdef uint8_t flag
-        if seq.shape[0] != n or deleted.shape[0] != n or samefields.shape[0] != n or len(items) != n:
-            raise ValueError("the entry columns differ in length")
-        for field in master:
-            if not isinstance(field, bytes):
-                raise TypeError("master fields must be bytes")
+        check_entry_columns(n, seq.shape[0], deleted.shape[0], samefields.shape[0], items, master)
         if isinstance(items, RaggedColumns):
             elements = Elements((<RaggedColumns>items).values)
             row_starts = <int64_t*>(<RaggedColumns>items)._row_starts.data.as_voidptr
