@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -26,6 +28,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Dragonfly:
     """Dragonfly extensions (notes §4.3, §2.2, §9). The root type is empty. Compressed blobs
     (0xC9/0xCA) and tagged chunks (0xE0) are exposed as raw envelopes; decompression and
@@ -67,6 +70,7 @@ cdef Dragonfly c_read_dragonfly(object io, object buf, const unsigned char* _p, 
     return self
 
 
+@cython.freelist(32)
 cdef class DfHashWithExpiry:
     """HASH_WITH_EXPIRY (type 31) - `len n`, then n × (field, value, ttl string); the ttl string
     holds seconds since 2023-02-01 00:00:00 UTC (1675209600), or -1 for none.
@@ -149,6 +153,7 @@ cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, object buf, const unsigned
     return pos
 
 
+@cython.freelist(32)
 cdef class DfHashEntry:
     """One field of a Dragonfly HASH_WITH_EXPIRY.
 
@@ -227,6 +232,7 @@ cdef Py_ssize_t c_skip_df_hash_entry(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class DfSetWithExpiry:
     """SET_WITH_EXPIRY (type 32) - `len n`, then n × (member, ttl string) as in type 31.
 
@@ -308,6 +314,7 @@ cdef Py_ssize_t c_skip_df_set_with_expiry(object io, object buf, const unsigned 
     return pos
 
 
+@cython.freelist(32)
 cdef class DfSetEntry:
     """One member of a Dragonfly SET_WITH_EXPIRY.
 
@@ -379,6 +386,7 @@ cdef Py_ssize_t c_skip_df_set_entry(object io, object buf, const unsigned char* 
     return pos
 
 
+@cython.freelist(32)
 cdef class DfSbf:
     """SBF (type 33, scalable bloom filter) - options, grow factor, fp probability, sizes,
     then per filter `len hash_cnt` and the filter bits as one string (SaveString).
@@ -511,6 +519,7 @@ cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py
     return pos
 
 
+@cython.freelist(32)
 cdef class DfSbfFilter:
     """One bloom filter of a type-33 SBF.
 
@@ -582,6 +591,7 @@ cdef Py_ssize_t c_skip_df_sbf_filter(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class DfSbf2:
     """SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and SaveString chunks.
 
@@ -713,6 +723,7 @@ cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, P
     return pos
 
 
+@cython.freelist(32)
 cdef class DfSbf2Filter:
     """One chunked bloom filter of a type-34 SBF2.
 
@@ -799,6 +810,7 @@ cdef Py_ssize_t c_skip_df_sbf2_filter(object io, object buf, const unsigned char
     return pos
 
 
+@cython.freelist(32)
 cdef class DfChunkList:
     """A run of chunks that together hold `total` bytes (SBF2 filters from SaveSBFObject, cuckoo
     tables from SaveCuckooFilterObject), read one after the other until none remain: each
@@ -879,6 +891,7 @@ cdef Py_ssize_t c_skip_df_chunk_list(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class DfChunk:
     """One chunk of a `df_chunk_list`. Each chunk is written with SaveString, so it is an RDB
     string: plain, integer-encoded (a chunk of at most 11 bytes that is a canonical decimal
@@ -992,6 +1005,7 @@ cdef Py_ssize_t c_skip_df_chunk(object io, object buf, const unsigned char* _p, 
     return pos
 
 
+@cython.freelist(32)
 cdef class DfCms:
     """CMS (type 35, count-min sketch) - width, depth, total count, then width*depth i64 LE counters (WriteRaw, no length).
 
@@ -1092,6 +1106,7 @@ cdef Py_ssize_t c_skip_df_cms(object io, object buf, const unsigned char* _p, Py
     return pos
 
 
+@cython.freelist(32)
 cdef class DfTopk:
     """TOPK (type 36) - options, k, width, depth, decay, the heap (items are SaveString strings),
     then `len` of the counter bytes and the raw u32 LE counters (WriteRaw).
@@ -1252,6 +1267,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     return pos
 
 
+@cython.freelist(32)
 cdef class DfTopkItem:
     """One heap item of a TOPK.
 
@@ -1323,6 +1339,7 @@ cdef Py_ssize_t c_skip_df_topk_item(object io, object buf, const unsigned char* 
     return pos
 
 
+@cython.freelist(32)
 cdef class DfCuckoo:
     """CUCKOO (type 37) - filter parameters, then per filter `len size` and SaveString chunks.
 
@@ -1446,6 +1463,7 @@ cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p,
     return pos
 
 
+@cython.freelist(32)
 cdef class DfCuckooFilter:
     """One cuckoo filter's table, in chunks.
 
@@ -1525,6 +1543,7 @@ cdef Py_ssize_t c_skip_df_cuckoo_filter(object io, object buf, const unsigned ch
     return pos
 
 
+@cython.freelist(32)
 cdef class DfMask:
     """DF_MASK opcode (220) payload - u32 LE flags (bit0 STICKY, bit1 MC_FLAGS), then the memcached flags if bit1 is set.
 
@@ -1580,6 +1599,7 @@ cdef DfMask c_read_df_mask(object io, object buf, const unsigned char* _p, Py_ss
     return self
 
 
+@cython.freelist(32)
 cdef class JournalOffset:
     """JOURNAL_OFFSET opcode (211) payload.
 
@@ -1625,6 +1645,7 @@ cdef JournalOffset c_read_journal_offset(object io, object buf, const unsigned c
     return self
 
 
+@cython.freelist(32)
 cdef class JournalBlob:
     """JOURNAL_BLOB opcode (210, replication only) payload.
 
@@ -1672,6 +1693,7 @@ cdef JournalBlob c_read_journal_blob(object io, object buf, const unsigned char*
     return self
 
 
+@cython.freelist(32)
 cdef class FullsyncEnd:
     """FULLSYNC_END opcode (200) payload - 8 zero bytes.
 
@@ -1720,6 +1742,7 @@ cdef FullsyncEnd c_read_fullsync_end(object io, object buf, const unsigned char*
     return self
 
 
+@cython.freelist(32)
 cdef class ShardDocIndex:
     """SHARD_DOC_INDEX opcode (223) payload - shard id, index name, and key → doc id pairs.
 
@@ -1780,6 +1803,7 @@ cdef ShardDocIndex c_read_shard_doc_index(object io, object buf, const unsigned 
     return self
 
 
+@cython.freelist(32)
 cdef class ShardDoc:
     """One key → doc id mapping of SHARD_DOC_INDEX.
 
@@ -1827,6 +1851,7 @@ cdef ShardDoc c_read_shard_doc(object io, object buf, const unsigned char* _p, P
     return self
 
 
+@cython.freelist(32)
 cdef class VectorIndex:
     """VECTOR_INDEX opcode (222) payload - index key, entry point, and HNSW node records (raw LE).
 
@@ -1887,6 +1912,7 @@ cdef VectorIndex c_read_vector_index(object io, object buf, const unsigned char*
     return self
 
 
+@cython.freelist(32)
 cdef class HnswNode:
     """One HNSW node record.
 
@@ -1955,6 +1981,7 @@ cdef HnswNode c_read_hnsw_node(object io, object buf, const unsigned char* _p, P
     return self
 
 
+@cython.freelist(32)
 cdef class HnswLinks:
     """The links of one HNSW level.
 
@@ -2013,6 +2040,7 @@ cdef HnswLinks c_read_hnsw_links(object io, object buf, const unsigned char* _p,
     return self
 
 
+@cython.freelist(32)
 cdef class CompressedBlob:
     """COMPRESSED_ZSTD_BLOB_START (0xC9) / COMPRESSED_LZ4_BLOB_START (0xCA) payload: `len csize`
     and one zstd or LZ4 frame whose content is a sequence of records. Kept raw.
@@ -2066,6 +2094,7 @@ cdef CompressedBlob c_read_compressed_blob(object io, object buf, const unsigned
     return self
 
 
+@cython.freelist(32)
 cdef class TaggedChunk:
     """TAGGED_CHUNK (0xE0) envelope - u32 LE stream id, u32 LE payload length, payload (part of a split entry).
 

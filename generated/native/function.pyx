@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -24,6 +26,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Function:
     """Function library records (notes §2.2). The root type is empty.
 
@@ -63,6 +66,7 @@ cdef Function c_read_function(object io, object buf, const unsigned char* _p, Py
     return self
 
 
+@cython.freelist(32)
 cdef class Function2:
     """FUNCTION2 opcode (245, Redis 7.0-rc3+) payload - the full library source with its shebang.
 
@@ -106,6 +110,7 @@ cdef Function2 c_read_function2(object io, object buf, const unsigned char* _p, 
     return self
 
 
+@cython.freelist(32)
 cdef class FunctionPreGa:
     """FUNCTION opcode (246, Redis 7.0-rc1/rc2 only) payload - name, engine, `len has_desc`,
     [description], code. Current servers reject it.

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -29,6 +31,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Hash:
     """Hash values that are not a bare container blob (notes §4.1, §4.2). The root type is empty.
     Listpack hashes (16) and ziplist hashes (13) are `rdb_string::rdb_blob` values in the record switch.
@@ -69,6 +72,7 @@ cdef Hash c_read_hash(object io, object buf, const unsigned char* _p, Py_ssize_t
     return self
 
 
+@cython.freelist(32)
 cdef class HashTable:
     """HASH (type 4) - `len n`, then n field/value string pairs.
 
@@ -150,6 +154,7 @@ cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p
     return pos
 
 
+@cython.freelist(32)
 cdef class HashPair:
     """One hash field and its value.
 
@@ -221,6 +226,7 @@ cdef Py_ssize_t c_skip_hash_pair(object io, object buf, const unsigned char* _p,
     return pos
 
 
+@cython.freelist(32)
 cdef class HashMetadataPreGa:
     """HASH_METADATA_PRE_GA (Redis type 22, 7.4-rc only) - `len n`, then n ×
     (`len ttl` absolute unix ms (0 = none), field, value).
@@ -303,6 +309,7 @@ cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, object buf, const unsigne
     return pos
 
 
+@cython.freelist(32)
 cdef class HashTtlEntryPreGa:
     """One field of a pre-GA HFE hash.
 
@@ -381,6 +388,7 @@ cdef Py_ssize_t c_skip_hash_ttl_entry_pre_ga(object io, object buf, const unsign
     return pos
 
 
+@cython.freelist(32)
 cdef class HashListpackExPreGa:
     """HASH_LISTPACK_EX_PRE_GA (Redis type 23, 7.4-rc only) - a listpack of
     (field, value, ttl_abs_ms) triples, without the minExpire prefix.
@@ -446,6 +454,7 @@ cdef Py_ssize_t c_skip_hash_listpack_ex_pre_ga(object io, object buf, const unsi
     return pos
 
 
+@cython.freelist(32)
 cdef class HashMetadata:
     """HASH_METADATA (Redis type 24, 7.4 GA) - u64 LE minExpire, `len n`, then n ×
     (`len ttl`, field, value) where ttl 0 = none and otherwise expireAt = ttl + minExpire - 1.
@@ -539,6 +548,7 @@ cdef Py_ssize_t c_skip_hash_metadata(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class HashTtlEntry:
     """One field of a type-24 hash.
 
@@ -624,6 +634,7 @@ cdef Py_ssize_t c_skip_hash_ttl_entry(object io, object buf, const unsigned char
     return pos
 
 
+@cython.freelist(32)
 cdef class HashListpackEx:
     """HASH_LISTPACK_EX (Redis type 25, 7.4 GA) - u64 LE minExpire (0 when no field has a TTL),
     then a listpack of (field, value, ttl) triples, ttl = absolute unix ms or 0.
@@ -700,6 +711,7 @@ cdef Py_ssize_t c_skip_hash_listpack_ex(object io, object buf, const unsigned ch
     return pos
 
 
+@cython.freelist(32)
 cdef class ValkeyHash2:
     """Valkey RDB_TYPE_HASH_2 (type 22 on VALKEY magic, Valkey 9.0+) - `len n`, then n ×
     (field, value, i64 LE expire_ms) with -1 = no expiry. Written for a hashtable-encoded hash
@@ -785,6 +797,7 @@ cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class ValkeyHash2Entry:
     """One field of a Valkey HASH_2.
 

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -20,6 +22,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Intset:
     """An intset (notes §5.3): u32 LE encoding (bytes per member: 2, 4 or 8), u32 LE length,
     then `length` little-endian signed members in ascending order. The size must be exactly

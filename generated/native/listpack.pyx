@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -20,6 +22,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Listpack:
     """A listpack (notes §5.1): u32 LE total_bytes (the whole blob, header and EOF byte included),
     u16 LE num_elements (65535 = unknown), the entries, and the EOF byte 0xFF.
@@ -146,6 +149,7 @@ cdef Py_ssize_t c_skip_listpack(object io, object buf, const unsigned char* _p, 
     return pos
 
 
+@cython.freelist(32)
 cdef class LpBody:
     """The entry area of a listpack (between the 6-byte header and the EOF byte).
 

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -26,6 +28,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Module:
     """Module-serialized data (notes §5.7, §2.3): a module id (a 64-bit RDB length holding 9 name
     characters and the encoding version) followed by a module-opcode stream ended by opcode 0.
@@ -67,6 +70,7 @@ cdef Module c_read_module(object io, object buf, const unsigned char* _p, Py_ssi
     return self
 
 
+@cython.freelist(32)
 cdef class ModuleValue:
     """MODULE_2 (type 7) - `len module_id`, then the module-opcode stream up to and including EOF (0).
 
@@ -150,6 +154,7 @@ cdef Py_ssize_t c_skip_module_value(object io, object buf, const unsigned char* 
     return pos
 
 
+@cython.freelist(32)
 cdef class ModulePreGa:
     """MODULE_PRE_GA (type 6, Redis 4.0-rc): the payload has no opcode framing, so it cannot be
     delimited. Redis rejects it ("Pre-release module format not supported"); so does this spec.
@@ -223,6 +228,7 @@ cdef Py_ssize_t c_skip_module_pre_ga(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class ModuleAux:
     """MODULE_AUX opcode (247) payload - `len module_id`, `len 2` (UINT opcode), `len when`
     (1 BEFORE_RDB, 2 AFTER_RDB), then the module-opcode stream ended by EOF (0).
@@ -289,6 +295,7 @@ cdef ModuleAux c_read_module_aux(object io, object buf, const unsigned char* _p,
     return self
 
 
+@cython.freelist(32)
 cdef class ModuleOp:
     """One element of a module-opcode stream: `len opcode`, then 1 SINT / 2 UINT `len value`,
     3 FLOAT (f4 LE), 4 DOUBLE (f8 LE), 5 STRING (RDB string), or 0 EOF (nothing).
@@ -412,6 +419,7 @@ cdef Py_ssize_t c_skip_module_op(object io, object buf, const unsigned char* _p,
     return pos
 
 
+@cython.freelist(32)
 cdef class KeyMeta:
     """KEY_META opcode (243 on REDIS magic, Redis 8.6+) payload - `len num_classes`, then per class
     a u32 class spec and a module-opcode stream ended by EOF (notes §2.3).
@@ -465,6 +473,7 @@ cdef KeyMeta c_read_key_meta(object io, object buf, const unsigned char* _p, Py_
     return self
 
 
+@cython.freelist(32)
 cdef class KeyMetaClass:
     """One KEY_META class.
 

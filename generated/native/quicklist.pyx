@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -28,6 +30,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Quicklist:
     """LIST_QUICKLIST (type 14, notes §5.5): `len node_count`, then one ziplist blob per node.
     The root type is the type-14 value; `quicklist_2` is type 18.
@@ -110,6 +113,7 @@ cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p,
     return pos
 
 
+@cython.freelist(32)
 cdef class Quicklist2:
     """LIST_QUICKLIST_2 (type 18, notes §5.5): `len node_count`, then per node a container kind
     (1 PLAIN: a single raw element; 2 PACKED: a listpack) and a string.
@@ -192,6 +196,7 @@ cdef Py_ssize_t c_skip_quicklist_2(object io, object buf, const unsigned char* _
     return pos
 
 
+@cython.freelist(32)
 cdef class Quicklist2Node:
     """One type-18 quicklist node.
 

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -80,6 +82,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Rdb:
     """An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
     a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
@@ -200,6 +203,7 @@ cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t e
     return self
 
 
+@cython.freelist(32)
 cdef class Record:
     """One top-level record: an opcode byte, then its payload. Bytes that are not opcodes are
     value types, followed by a key and a value (`key_value`). Per-key prefixes (EXPIRETIME_MS,
@@ -323,6 +327,7 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
     return self
 
 
+@cython.freelist(32)
 cdef class SelectDb:
     """SELECTDB (254) - switch to a database.
 
@@ -366,6 +371,7 @@ cdef SelectDb c_read_select_db(object io, object buf, const unsigned char* _p, P
     return self
 
 
+@cython.freelist(32)
 cdef class ResizeDb:
     """RESIZEDB (251) - hash table sizing hints for the current database.
 
@@ -413,6 +419,7 @@ cdef ResizeDb c_read_resize_db(object io, object buf, const unsigned char* _p, P
     return self
 
 
+@cython.freelist(32)
 cdef class Aux:
     """AUX (250) - a key/value metadata field (redis-ver, ctime, valkey-ver, df-ver, slot-info, lua, ...).
     Valkey 9 writes valkey-ver, redis-bits, ctime, used-mem and aof-base, and no redis-ver
@@ -462,6 +469,7 @@ cdef Aux c_read_aux(object io, object buf, const unsigned char* _p, Py_ssize_t e
     return self
 
 
+@cython.freelist(32)
 cdef class ExpireTime:
     """EXPIRETIME (253, legacy) - expiry of the next key in seconds.
 
@@ -508,6 +516,7 @@ cdef ExpireTime c_read_expire_time(object io, object buf, const unsigned char* _
     return self
 
 
+@cython.freelist(32)
 cdef class ExpireTimeMs:
     """EXPIRETIME_MS (252) - expiry of the next key in milliseconds.
 
@@ -554,6 +563,7 @@ cdef ExpireTimeMs c_read_expire_time_ms(object io, object buf, const unsigned ch
     return self
 
 
+@cython.freelist(32)
 cdef class Freq:
     """FREQ (249) - LFU counter of the next key.
 
@@ -600,6 +610,7 @@ cdef Freq c_read_freq(object io, object buf, const unsigned char* _p, Py_ssize_t
     return self
 
 
+@cython.freelist(32)
 cdef class Idle:
     """IDLE (248) - LRU idle time of the next key.
 
@@ -643,6 +654,7 @@ cdef Idle c_read_idle(object io, object buf, const unsigned char* _p, Py_ssize_t
     return self
 
 
+@cython.freelist(32)
 cdef class SlotInfo:
     """SLOT_INFO (244, Redis 7.4+ cluster mode) - sizes of the slot whose keys follow.
 
@@ -694,6 +706,7 @@ cdef SlotInfo c_read_slot_info(object io, object buf, const unsigned char* _p, P
     return self
 
 
+@cython.freelist(32)
 cdef class SlotImport:
     """SLOT_IMPORT (243 on VALKEY magic, Valkey 9.0+) - a slot migration job and its slot ranges.
 
@@ -750,6 +763,7 @@ cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _
     return self
 
 
+@cython.freelist(32)
 cdef class SlotRange:
     """One inclusive slot range of SLOT_IMPORT.
 
@@ -797,6 +811,7 @@ cdef SlotRange c_read_slot_range(object io, object buf, const unsigned char* _p,
     return self
 
 
+@cython.freelist(32)
 cdef class KeyValue:
     """A key and its value. `type_code` is the record's type byte; the value layout is selected by
     `value_kind`, which maps the byte to the dialect given by the magic.
@@ -1064,6 +1079,7 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
     return self
 
 
+@cython.freelist(32)
 cdef class StringList:
     """LIST (type 1) and SET (type 2) - `len n`, then n strings.
 

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from . import intset, listpack, stream, ziplist, zipmap
@@ -21,6 +23,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class RdbString:
     """An RDB string (notes §3.2): a length (§3.1), then either the raw bytes, an integer
     stored as INT8/INT16/INT32 (little-endian, decoded by the server to its decimal text),
@@ -205,6 +208,7 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     return pos
 
 
+@cython.freelist(32)
 cdef class RdbLen:
     """RDB length encoding (notes §3.1). The two top bits of the first byte select the form:
     00 = 6-bit length, 01 = 14-bit big-endian length, 0x80 = 32-bit big-endian length,
@@ -331,6 +335,7 @@ cdef Py_ssize_t c_skip_rdb_len(object io, object buf, const unsigned char* _p, P
     return pos
 
 
+@cython.freelist(32)
 cdef class RdbBlob:
     """An RDB string whose bytes are a serialized container (listpack, ziplist, intset, zipmap
     or stream node listpack). The blob may be LZF-compressed (notes §3.2: any string can be);
@@ -496,6 +501,7 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
     return pos
 
 
+@cython.freelist(32)
 cdef class RdbDouble:
     """Legacy string-encoded double (type 3 ZSET scores, notes §3.4): one length byte L,
     then L ASCII bytes. L = 253 is NaN, 254 is +inf, 255 is -inf (no bytes follow).

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -31,6 +33,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Stream:
     """Stream values (notes §6). The root type is empty; `stream_value(type_code)` is the value
     of a STREAM_LISTPACKS* key and `stream_listpack` is one node listpack (parsed through
@@ -72,6 +75,7 @@ cdef Stream c_read_stream(object io, object buf, const unsigned char* _p, Py_ssi
     return self
 
 
+@cython.freelist(32)
 cdef class StreamValue:
     """A stream value (notes §6.1): the node listpacks keyed by master ID, the stream metadata
     (length, last id; first id, max deleted id and entries_added since type 19), the consumer
@@ -261,6 +265,7 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamNode:
     """One radix-tree node: the 16-byte master ID key (an RDB string of exactly 16 bytes)
     and the node listpack blob (possibly LZF-compressed).
@@ -382,6 +387,7 @@ cdef Py_ssize_t c_skip_stream_node(object io, object buf, const unsigned char* _
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamId:
     """A stream ID stored as two RDB lengths (metadata IDs).
 
@@ -453,6 +459,7 @@ cdef Py_ssize_t c_skip_stream_id(object io, object buf, const unsigned char* _p,
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamIdRaw:
     """A stream ID stored as 16 raw bytes, big-endian ms then big-endian seq (node keys and PEL IDs).
 
@@ -532,6 +539,7 @@ cdef Py_ssize_t c_skip_stream_id_raw(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamGroup:
     """A consumer group (notes §6.1).
 
@@ -665,6 +673,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamPelEntry:
     """One row of a group's global PEL (no per-record length).
 
@@ -748,6 +757,7 @@ cdef Py_ssize_t c_skip_stream_pel_entry(object io, object buf, const unsigned ch
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamConsumer:
     """A consumer of a group, with its own PEL of bare IDs.
 
@@ -866,6 +876,7 @@ cdef Py_ssize_t c_skip_stream_consumer(object io, object buf, const unsigned cha
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamIdmp:
     """IDMP tail of a type-26 stream (Redis 8.6).
 
@@ -975,6 +986,7 @@ cdef Py_ssize_t c_skip_stream_idmp(object io, object buf, const unsigned char* _
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamIdmpProducer:
     """One IDMP producer with its idempotency IDs.
 
@@ -1063,6 +1075,7 @@ cdef Py_ssize_t c_skip_stream_idmp_producer(object io, object buf, const unsigne
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamIdmpIid:
     """One idempotency ID and the stream ID it produced.
 
@@ -1134,6 +1147,7 @@ cdef Py_ssize_t c_skip_stream_idmp_iid(object io, object buf, const unsigned cha
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamListpack:
     """A stream node listpack (notes §6.2): the listpack header, the master entry, count+deleted
     entries, and the EOF byte. All elements are ordinary listpack entries.
@@ -1258,6 +1272,7 @@ cdef Py_ssize_t c_skip_stream_listpack(object io, object buf, const unsigned cha
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamMaster:
     """The master entry of a node listpack.
 
@@ -1382,6 +1397,7 @@ cdef Py_ssize_t c_skip_stream_master(object io, object buf, const unsigned char*
     return pos
 
 
+@cython.freelist(32)
 cdef class StreamEntry:
     """One stream entry of a node listpack. `items` is the flat list of values (SAMEFIELDS: one
     value per master field) or fields and values interleaved (otherwise).

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -20,6 +22,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Ziplist:
     """A ziplist (notes §5.2): u32 LE zlbytes (== blob size), u32 LE zltail (offset of the last
     entry), u16 LE zllen (65535 = unknown), the entries, and the end byte 0xFF.
@@ -162,6 +165,7 @@ cdef Py_ssize_t c_skip_ziplist(object io, object buf, const unsigned char* _p, P
     return pos
 
 
+@cython.freelist(32)
 cdef class ZlBody:
     """The entry area of a ziplist (between the header and the end byte).
 

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -20,6 +22,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Zipmap:
     """A zipmap (notes §5.4): u8 zmlen (entry count, 254 = unknown), then entries
     { len field_len, field, len value_len, u8 free, value, free bytes of padding }, then 0xFF.
@@ -111,6 +114,7 @@ cdef Py_ssize_t c_skip_zipmap(object io, object buf, const unsigned char* _p, Py
     return pos
 
 
+@cython.freelist(32)
 cdef class ZmLen:
     """Zipmap length field.
 
@@ -202,6 +206,7 @@ cdef Py_ssize_t c_skip_zm_len(object io, object buf, const unsigned char* _p, Py
     return pos
 
 
+@cython.freelist(32)
 cdef class ZmEntry:
     """One zipmap field/value pair, or the end marker.
 

@@ -7,6 +7,8 @@ before every read, exactly as in the Python output; the compiler's own checks ar
 """
 # ruff: noqa
 
+cimport cython
+
 import struct
 
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
@@ -28,6 +30,7 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+@cython.freelist(32)
 cdef class Zset:
     """Sorted-set values that are not a container blob (notes §4.1). The root type is empty.
     Listpack (17) and ziplist (12) sorted sets are `rdb_string::rdb_blob` values in the record switch.
@@ -68,6 +71,7 @@ cdef Zset c_read_zset(object io, object buf, const unsigned char* _p, Py_ssize_t
     return self
 
 
+@cython.freelist(32)
 cdef class ZsetLegacy:
     """ZSET (type 3, legacy) - `len n`, then n × (member, string-encoded double).
 
@@ -149,6 +153,7 @@ cdef Py_ssize_t c_skip_zset_legacy(object io, object buf, const unsigned char* _
     return pos
 
 
+@cython.freelist(32)
 cdef class ZsetEntry:
     """One type-3 member and its string score.
 
@@ -220,6 +225,7 @@ cdef Py_ssize_t c_skip_zset_entry(object io, object buf, const unsigned char* _p
     return pos
 
 
+@cython.freelist(32)
 cdef class Zset2:
     """ZSET_2 (type 5) - `len n`, then n × (member, 8-byte LE binary double). No order is assumed.
 
@@ -301,6 +307,7 @@ cdef Py_ssize_t c_skip_zset_2(object io, object buf, const unsigned char* _p, Py
     return pos
 
 
+@cython.freelist(32)
 cdef class Zset2Entry:
     """One type-5 member and its binary score.
 
