@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 PEERS := ../shared/corpus/peers
 NODE_STAMP := tests/conformance/node_modules/.installed
 NATIVE_STAMP := $(VENV)/.installed-native
-NATIVE_SOURCES := $(wildcard generated/native/*.pyx generated/native/*.pxd) $(shell find rdbspec -name '*.pyx' -o -name '*.pxd')
+NATIVE_SOURCES := $(wildcard generated/native/*.pyx generated/native/*.pxd) $(shell find rdbspec -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 ASAN := build/asan
 # gcc's sanitizer runtimes, preloaded into the (uninstrumented) Python that loads the ASan build
 SANITIZER_LIBS = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
@@ -88,8 +88,9 @@ test: setup check-generated lint conformance pytest test-asan
 
 # The native backend built again with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build/asan (never the install), then the golden fixtures (conformance's ours-native), the corpus,
-# the fuzz run, both JSON writers and the mapped pages' releasing thread through it (rdbspec itself
-# imported from build/asan too, so its compiled JSON encoder, stream ID check and releaser are the instrumented ones;
+# the fuzz run, both JSON writers, the compiled one's float printer (tests/test_shortest_double.py)
+# and the mapped pages' releasing thread through it (rdbspec itself imported from build/asan too,
+# so its compiled JSON encoder, stream ID check and releaser are the instrumented ones;
 # -P and pythonpath keep the source tree's out):
 # any report aborts the run (CPython's own leaks are by design, so leak detection is off).
 test-asan: $(STAMP) $(NATIVE_STAMP)
@@ -103,7 +104,7 @@ test-asan: $(STAMP) $(NATIVE_STAMP)
 	             for x in (m, j, r, s)), (m.__file__, j.__file__, r.__file__, s.__file__)'
 	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native
 	$(ASAN_ENV) $(PY) -m pytest -q -rP -p no:cacheprovider -o pythonpath='$(ASAN)/lib .' \
-	  tests/test_corpus.py tests/test_fuzz.py tests/test_jsonl.py tests/test_source.py
+	  tests/test_corpus.py tests/test_fuzz.py tests/test_jsonl.py tests/test_shortest_double.py tests/test_source.py
 
 # The dumps other projects publish, never copied into the repository: read from ../shared.
 test-peers: $(STAMP)
