@@ -19,13 +19,13 @@ from . import expressions as ex
 from . import render
 from .emit_python import TypeEmitter
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
-from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, skipped_types
+from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, skipped_types, value_fields
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
             "f4le", "f8le"}
 POINTER = re.compile(r"\b_p\b")
-C_TYPES = {"long long", "bint", "Py_ssize_t"}  # the C types of typed locals (others are classes)
+C_TYPES = {"long long", "unsigned long long", "bint", "Py_ssize_t"}  # the C types of typed locals (others are classes)
 
 
 def reader_name(ref: Primitive) -> str:
@@ -57,6 +57,20 @@ def int_column(ref: TypeRef) -> bool:
     return isinstance(ref, Primitive) and fits_int64(ref)
 
 
+_VALUE_FIELDS: dict[int, tuple[TypeSpec, dict[str, str] | None]] = {}  # id(type) -> (type, value_fields)
+
+
+def struct_members(builder, t: TypeSpec) -> dict[str, str] | None:
+    """The C struct a type of unsigned numbers is read into (`c_scan_<id>`): its value
+    instances by C type (plan.value_fields), or None when the type has no such reader."""
+    if id(t) not in _VALUE_FIELDS:
+        kinds = value_fields(builder, t)
+        members = {name: "unsigned long long" if kind == "int" else "bint" for name, kind in kinds.items()} \
+            if kinds else None
+        _VALUE_FIELDS[id(t)] = (t, members)
+    return _VALUE_FIELDS[id(t)][1]
+
+
 def uses_pointer(lines: list[str]) -> bool:
     return any(POINTER.search(line) for line in lines)
 
@@ -82,6 +96,7 @@ class CythonTypeEmitter(TypeEmitter):
         self.present: dict[int, bool] = {}  # reads `x.candidate` proven to give a value (plan.present_reads)
         self.analyzed: list[ex.Node] = []  # the expressions `present` was computed from, kept alive
         self.untyped: set[str] = set()  # locals given objects of more than one class
+        self.structs: set[str] = set()  # locals that hold a struct of c_scan_<id> (declared uninitialized)
 
     def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
         if self.plan.skipping(a) or not self.pointer or not (ref.fmt.endswith("B") or reader_name(ref) in _READERS):
@@ -196,6 +211,17 @@ class CythonTypeEmitter(TypeEmitter):
             return
         args = "".join(f", {self.expr(arg)}" for arg in ref.args)
         parent = "self" if self.mode == OBJECT else "None"
+        if self.mode == SKIP and a.type is ref and a.cond is None and not a.repeat \
+                and not self.plan.steps_over(a, ref) and struct_members(self.builder, ref.target):
+            # a skip reader keeps no object: the numbers it needs are read into a C struct
+            struct = f"{ref.target.class_name}Values"
+            if ref.target.module != self.t.module:
+                self.cimports.add((ref.target.module, struct))
+                struct = f"{ref.target.module}__{struct}"
+            self.emit(f"{self.c_function(ref.target, 'scan')}(io, buf, _p, end, &pos, None, root, &{local})")
+            self.cdefs[local] = struct
+            self.structs.add(local)
+            return
         if not ref.target.scalar:  # the type's cdef reader, called with the position's address
             if self.plan.steps_over(a, ref):
                 self.emit(f"pos = {self.c_function(ref.target, 'skip')}(io, buf, _p, end, pos, None, root{args})")
@@ -426,6 +452,39 @@ class CythonTypeEmitter(TypeEmitter):
         return lines[:at] + hold_buffer(lines[at:], indent)
 
 
+class ValuesEmitter(CythonTypeEmitter):
+    """Renders `c_scan_<id>` of a type of unsigned numbers (`struct_members`): its fields read
+    into C locals as its scalar reader would read them (the same checks, messages and paths),
+    then its value instances stored into the caller's struct `out`. A conditional field is 0
+    where absent (plan.value_fields proves nothing reads it there); 64-bit ones are unsigned."""
+
+    def __init__(self, builder, t: TypeSpec, members: dict[str, str]):
+        super().__init__(builder, t, SCALAR)
+        self.members = members
+        self.plan.uses.update(list(members))
+
+    def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
+        super().read_primitive(a, ref, local)
+        if not fits_int64(ref) and local == TypeEmitter.local(a.id) and (a.cond is None or self.c_conditional(a)):
+            self.cdefs[local] = "unsigned long long"
+
+    def c_conditional(self, a: Attribute) -> bool:
+        return a.cond is not None and a.valid is None and self.plan.read_only_when_present(a)
+
+    def materialize(self, attr: Attribute) -> None:
+        super().materialize(attr)
+        if attr.id in self.members:
+            self.cdefs[TypeEmitter.local(attr.id)] = self.members[attr.id]
+
+    def struct_body(self) -> list[str]:
+        lines = self.body()
+        values = {name: self.resolve(name) for name in self.members}
+        self.flush_pre()
+        for name, value in values.items():
+            self.emit(f"out.{name} = {value}")
+        return lines
+
+
 def hold_buffer(lines: list[str], indent: str) -> list[str]:
     """`lines` run with `_p` pointing into `buf`, whose buffer they hold until they end."""
     return [f"{indent}_p = acquire(buf, &_view, end)", f"{indent}try:"] + ["    " + line for line in lines] \
@@ -452,6 +511,10 @@ class NativeModuleRenderer(render.ModuleRenderer):
             lines = push.body()
             view.push_lines = ["    " + line for line in push.push_lines()]
             view.push_body = self.collect(push, lines)
+        view.values = struct_members(self.builder, t)
+        if view.values:
+            scan = ValuesEmitter(self.builder, t, view.values)
+            view.values_body = self.collect(scan, scan.struct_body())
         if t.used_as_columns:  # which fields the rows reader pushes (see CythonTypeEmitter.field)
             rows = self.emitter(self.builder, t, ROWS)
             rows.body()
@@ -463,7 +526,8 @@ class NativeModuleRenderer(render.ModuleRenderer):
     def collect(self, emitter, lines: list[str], prologue: bool = True) -> list[str]:
         self.cimports |= emitter.cimports
         indent = "    " if emitter.mode == SCALAR else "        "
-        declared = [f"{indent}cdef {ctype} {name} = {'0' if ctype in C_TYPES else 'None'}"
+        declared = [f"{indent}cdef {ctype} {name}" + ("" if name in emitter.structs else
+                                                     f" = {'0' if ctype in C_TYPES else 'None'}")
                     for name, ctype in sorted(emitter.cdefs.items())]
         if emitter.mode == ROWS:  # the rows reader's body runs in its loop: declared before it
             self.rows_declared[emitter.t.id] = declared

@@ -169,6 +169,44 @@ def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
     return set(found)
 
 
+# operators that keep non-negative numbers non-negative (a target may compute them unsigned)
+_NON_NEGATIVE_OPS = {"&", "|", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not"}
+
+
+def value_fields(builder: Builder, t: TypeSpec) -> Optional[dict[str, str]]:
+    """The value instances of a type that is only unsigned numbers (rdb_len), by kind ("int" or
+    "bool"), when a reader may compute them without making an object: no params, every field
+    an unsigned integer read once, every conditional one read only where present, every
+    instance a non-null number or boolean computed with operators that keep numbers
+    non-negative, nothing read from `_parent`, `_root` or `_io`. None for any other type."""
+    if t.params or t.scalar or t.used_as_columns or t.streamed or not t.instances:
+        return None
+    for a in t.seq:
+        ref = a.type
+        if not (isinstance(ref, Primitive) and ref.fmt[-1] in "BHIQ") or a.repeat or a.size is not None \
+                or a.size_eos or a.process is not None or a.contents is not None or is_lazy(a):
+            return None
+    if referenced_names(t) & {"_parent", "_root", "_io", "_index"}:
+        return None
+    plan = TypePlan(builder, t, SCALAR)
+    if any(a.cond is not None and not plan.read_only_when_present(a) for a in t.seq):
+        return None
+    kinds = {}
+    for inst in t.instances:
+        if inst.value is None or inst.cond is not None:
+            return None
+        for n in ex.nodes_in(inst.value):
+            if isinstance(n, (ex.Unary, ex.Binary)) and n.op not in _NON_NEGATIVE_OPS \
+                    or isinstance(n, ex.Num) and not (isinstance(n.value, int) and n.value >= 0) \
+                    or not isinstance(n, (ex.Name, ex.Num, ex.Bool, ex.Unary, ex.Binary, ex.Ternary)):
+                return None
+        kind = plan.facts.instance_kind(t, inst)
+        if kind is None or kind.nullable or kind.base not in ("int", "bool"):
+            return None
+        kinds[inst.id] = kind.base
+    return kinds
+
+
 # -- the records an emitter walks --------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)

@@ -16,9 +16,11 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
@@ -139,9 +141,9 @@ cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const un
 cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_hash_with_expiry at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_hash_with_expiry); returns the position after it."""
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -300,9 +302,9 @@ cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsi
 cdef Py_ssize_t c_skip_df_set_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_set_with_expiry at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_set_with_expiry); returns the position after it."""
-    cdef rdb_string__RdbLen num_members = None
+    cdef rdb_string__RdbLenValues num_members
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
     # entries: The members.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
@@ -483,7 +485,7 @@ cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssiz
 cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_sbf at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_sbf); returns the position after it."""
-    cdef rdb_string__RdbLen num_filters = None
+    cdef rdb_string__RdbLenValues num_filters
     # options: Options, always 0.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     options = None
@@ -507,7 +509,7 @@ cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     max_capacity = None
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_filters)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
@@ -687,7 +689,7 @@ cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ss
 cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_sbf2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_sbf2); returns the position after it."""
-    cdef rdb_string__RdbLen num_filters = None
+    cdef rdb_string__RdbLenValues num_filters
     # options: Options, always 0.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     options = None
@@ -711,7 +713,7 @@ cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, P
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     max_capacity = None
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_filters)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
@@ -794,12 +796,12 @@ cdef DfSbf2Filter c_read_df_sbf2_filter(object io, object buf, const unsigned ch
 cdef Py_ssize_t c_skip_df_sbf2_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_sbf2_filter at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_sbf2_filter); returns the position after it."""
-    cdef rdb_string__RdbLen total_size = None
+    cdef rdb_string__RdbLenValues total_size
     # hash_cnt: Number of hash functions.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     hash_cnt = None
     # total_size: Total size of the filter bits.
-    total_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &total_size)
     # chunks: The filter bits, in chunks.
     total_size_value = total_size.value
     if (total_size_value > 0):
@@ -1084,12 +1086,12 @@ cdef DfCms c_read_df_cms(object io, object buf, const unsigned char* _p, Py_ssiz
 cdef Py_ssize_t c_skip_df_cms(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_cms at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_cms); returns the position after it."""
-    cdef rdb_string__RdbLen depth = None
-    cdef rdb_string__RdbLen width = None
+    cdef rdb_string__RdbLenValues depth
+    cdef rdb_string__RdbLenValues width
     # width: Sketch width.
-    width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &width)
     # depth: Sketch depth.
-    depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &depth)
     # total_count: Total count.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     total_count = None
@@ -1218,9 +1220,9 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
 cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_topk at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_topk); returns the position after it."""
-    cdef rdb_string__RdbLen counter_bytes = None
+    cdef rdb_string__RdbLenValues counter_bytes
     cdef Py_ssize_t counter_bytes_pos = 0
-    cdef rdb_string__RdbLen heap_size = None
+    cdef rdb_string__RdbLenValues heap_size
     # options: Options, always 0.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     options = None
@@ -1239,7 +1241,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     decay = None
     pos += 8
     # heap_size: Number of heap items.
-    heap_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &heap_size)
     # heap: The heap items.
     heap_count = heap_size.value
     if heap_count < 0 or heap_count > (end - pos) // 2:
@@ -1250,7 +1252,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
         heap_item = None
     # counter_bytes: Size of the counter array in bytes.
     counter_bytes_pos = pos
-    counter_bytes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &counter_bytes)
     counter_bytes_value = counter_bytes.value
     if not ((counter_bytes_value % 4) == 0):
         raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
@@ -1431,7 +1433,7 @@ cdef DfCuckoo c_read_df_cuckoo(object io, object buf, const unsigned char* _p, P
 cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_cuckoo at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_cuckoo); returns the position after it."""
-    cdef rdb_string__RdbLen num_filters = None
+    cdef rdb_string__RdbLenValues num_filters
     # slots_per_bucket: Slots per bucket.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     slots_per_bucket = None
@@ -1451,7 +1453,7 @@ cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p,
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     num_deletes = None
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_filters)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > end - pos:
@@ -1530,9 +1532,9 @@ cdef DfCuckooFilter c_read_df_cuckoo_filter(object io, object buf, const unsigne
 cdef Py_ssize_t c_skip_df_cuckoo_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one df_cuckoo_filter at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_cuckoo_filter); returns the position after it."""
-    cdef rdb_string__RdbLen size = None
+    cdef rdb_string__RdbLenValues size
     # size: Size of the table in bytes.
-    size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &size)
     # chunks: The table bytes, in chunks.
     size_value = size.value
     if (size_value > 0):

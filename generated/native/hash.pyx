@@ -17,10 +17,12 @@ from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
@@ -140,9 +142,9 @@ cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p,
 cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one hash_table at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_hash_table); returns the position after it."""
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The field/value pairs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
@@ -295,9 +297,9 @@ cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const 
 cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one hash_metadata_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_hash_metadata_pre_ga); returns the position after it."""
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields with their absolute TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -529,14 +531,14 @@ cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned cha
 cdef Py_ssize_t c_skip_hash_metadata(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one hash_metadata at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_hash_metadata); returns the position after it."""
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
     min_expire = rd_u8le(_p, pos)
     pos += 8
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields with their relative TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -783,9 +785,9 @@ cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char
 cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one valkey_hash_2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_valkey_hash_2); returns the position after it."""
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields with their expiry.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 10:

@@ -16,9 +16,11 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
@@ -218,11 +220,11 @@ cdef ModulePreGa c_read_module_pre_ga(object io, object buf, const unsigned char
 cdef Py_ssize_t c_skip_module_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one module_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_module_pre_ga); returns the position after it."""
-    cdef rdb_string__RdbLen module_id = None
+    cdef rdb_string__RdbLenValues module_id
     cdef Py_ssize_t module_id_pos = 0
     # module_id: The module type id; always rejected.
     module_id_pos = pos
-    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &module_id)
     if not False:
         raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
     return pos
@@ -386,11 +388,11 @@ cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, P
 cdef Py_ssize_t c_skip_module_op(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one module_op at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_module_op); returns the position after it."""
-    cdef rdb_string__RdbLen opcode = None
+    cdef rdb_string__RdbLenValues opcode
     cdef Py_ssize_t opcode_pos = 0
     # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
     opcode_pos = pos
-    opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &opcode)
     opcode_value = opcode.value
     if not ((not opcode.is_encoded) and (opcode_value <= 5)):
         raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))

@@ -17,10 +17,12 @@ from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
@@ -99,9 +101,9 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
 cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one quicklist at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_quicklist); returns the position after it."""
-    cdef rdb_string__RdbLen num_nodes = None
+    cdef rdb_string__RdbLenValues num_nodes
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
     # nodes: The nodes, each a ziplist (possibly LZF-compressed).
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
@@ -182,9 +184,9 @@ cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _
 cdef Py_ssize_t c_skip_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one quicklist_2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_quicklist_2); returns the position after it."""
-    cdef rdb_string__RdbLen num_nodes = None
+    cdef rdb_string__RdbLenValues num_nodes
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
@@ -272,11 +274,11 @@ cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigne
 cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one quicklist_2_node at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_quicklist_2_node); returns the position after it."""
-    cdef rdb_string__RdbLen container = None
+    cdef rdb_string__RdbLenValues container
     cdef Py_ssize_t container_pos = 0
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
     container_pos = pos
-    container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &container)
     container_value = container.value
     if not ((container_value == 1) or (container_value == 2)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))

@@ -62,10 +62,12 @@ from .quicklist cimport c_read_quicklist_2 as quicklist__c_read_quicklist_2
 from .quicklist cimport c_skip_quicklist as quicklist__c_skip_quicklist
 from .quicklist cimport c_skip_quicklist_2 as quicklist__c_skip_quicklist_2
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 from .stream cimport c_read_stream_value as stream__c_read_stream_value
@@ -1147,9 +1149,9 @@ cdef StringList c_read_string_list(object io, object buf, const unsigned char* _
 cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one string_list at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_string_list); returns the position after it."""
-    cdef rdb_string__RdbLen num_items = None
+    cdef rdb_string__RdbLenValues num_items
     # num_items: Number of elements.
-    num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_items)
     # items: The elements.
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:

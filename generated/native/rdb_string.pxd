@@ -4,6 +4,10 @@
 from ._columns cimport ScalarColumns
 
 
+cdef struct RdbLenValues:
+    bint is_encoded
+    unsigned long long value
+
 cdef class RdbString:
     cdef public object _parent
     cdef public object _root
@@ -53,6 +57,7 @@ cdef class RdbDouble:
 
 cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef int c_scan_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, RdbLenValues* out) except -1
 cdef RdbLen c_read_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, kind)

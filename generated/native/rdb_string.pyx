@@ -150,14 +150,14 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     """Steps over one rdb_string at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_rdb_string); returns the position after it."""
     cdef RdbLen clen = None
-    cdef RdbLen len_ = None
+    cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
     cdef Py_ssize_t lzf_nbytes = 0
     cdef Py_ssize_t raw_nbytes = 0
     cdef RdbLen ulen = None
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
-    len_ = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
     if not ((not len_is_encoded) or (len_value <= 3)):
@@ -206,6 +206,52 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
         pos += lzf_nbytes
         lzf = None
     return pos
+
+
+cdef int c_scan_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, RdbLenValues* out) except -1:
+    """Reads one rdb_len at `_at[0]` with c_read_rdb_len's checks, into `out` as C numbers
+    (is_encoded, value) instead of an object; moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef long long b0 = 0
+    cdef long long b1 = 0
+    cdef bint is_encoded = 0
+    cdef long long len32 = 0
+    cdef unsigned long long len64 = 0
+    cdef unsigned long long value = 0
+    # b0: First byte; its two top bits select the form, the low 6 bits carry data for the 6/14-bit and encoded forms.
+    if pos >= end:
+        raise truncated(io, pos, 1, "rdb_string:rdb_len.b0")
+    b0 = _p[pos]
+    pos += 1
+    if not ((((b0 < 128) or (b0 >= 192)) or (b0 == 128)) or (b0 == 129)):
+        raise invalid(io, pos - 1, "rdb_string:rdb_len.b0", 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found ' + format(b0, '#04x'))
+    # b1, len32, len64: at most one of them is present, only when b0 >= 64
+    b1 = len32 = len64 = 0
+    if b0 >= 64:
+        if ((b0 >> 6) == 1):
+            # b1: Low 8 bits of a 14-bit length.
+            if pos >= end:
+                raise truncated(io, pos, 1, "rdb_string:rdb_len.b1")
+            b1 = _p[pos]
+            pos += 1
+        elif (b0 == 128):
+            # len32: A 32-bit big-endian length.
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "rdb_string:rdb_len.len32")
+            len32 = rd_u4be(_p, pos)
+            pos += 4
+        elif (b0 == 129):
+            # len64: A 64-bit big-endian length (RDB 8 and later).
+            if pos + 8 > end:
+                raise truncated(io, pos, 8, "rdb_string:rdb_len.len64")
+            len64 = rd_u8be(_p, pos)
+            pos += 8
+    is_encoded = ((b0 >> 6) == 3)
+    value = ((((b0 & 63) << 8) | b1) if ((b0 >> 6) == 1) else (len32 if (b0 == 128) else (len64 if (b0 == 129) else (b0 & 63))))
+    out.is_encoded = is_encoded
+    out.value = value
+    _at[0] = pos
+    return 0
 
 
 @cython.freelist(32)
@@ -465,14 +511,14 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
     """Steps over one rdb_blob at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_rdb_blob); returns the position after it."""
     cdef RdbLen clen = None
-    cdef RdbLen len_ = None
+    cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
     cdef Py_ssize_t lzf_nbytes = 0
     cdef Py_ssize_t plain_nbytes = 0
     cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
-    len_ = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
     if not ((not len_is_encoded) or (len_value == 3)):

@@ -19,10 +19,12 @@ from .listpack cimport c_push_lp_entry as listpack__c_push_lp_entry
 from .listpack cimport c_read_lp_entry as listpack__c_read_lp_entry
 from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
@@ -216,10 +218,10 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
 cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, type_code) except -1:
     """Steps over one stream_value at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_value); returns the position after it."""
-    cdef rdb_string__RdbLen num_groups = None
-    cdef rdb_string__RdbLen num_nodes = None
+    cdef rdb_string__RdbLenValues num_groups
+    cdef rdb_string__RdbLenValues num_nodes
     # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
-    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
     # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
@@ -247,7 +249,7 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
         pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
         entries_added = None
     # num_groups: Number of consumer groups.
-    num_groups = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_groups)
     # groups: The consumer groups, in name order.
     groups_count = num_groups.value
     if groups_count < 0 or groups_count > (end - pos) // 5:
@@ -366,12 +368,12 @@ cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _
 cdef Py_ssize_t c_skip_stream_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one stream_node at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_node); returns the position after it."""
-    cdef rdb_string__RdbLen node_key_len = None
+    cdef rdb_string__RdbLenValues node_key_len
     cdef Py_ssize_t node_key_len_pos = 0
     cdef Py_ssize_t node_key_nbytes = 0
     # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
     node_key_len_pos = pos
-    node_key_len = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &node_key_len)
     if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
         raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
     # node_key: The master ID of the node (big-endian ms and seq).
@@ -636,8 +638,8 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
 cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, type_code) except -1:
     """Steps over one stream_group at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_group); returns the position after it."""
-    cdef rdb_string__RdbLen num_consumers = None
-    cdef rdb_string__RdbLen pel_size = None
+    cdef rdb_string__RdbLenValues num_consumers
+    cdef rdb_string__RdbLenValues pel_size
     # name: Group name.
     pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     name = None
@@ -651,7 +653,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     else:
         entries_read = None
     # pel_size: Number of entries in the group's global PEL.
-    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &pel_size)
     # pel: The global pending entries list.
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 25:
@@ -661,7 +663,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
         pos = c_skip_stream_pel_entry(io, buf, _p, end, pos, None, root)
         pel_item = None
     # num_consumers: Number of consumers.
-    num_consumers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_consumers)
     # consumers: The consumers, in name order.
     consumers_count = num_consumers.value
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
@@ -846,7 +848,7 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
 cdef Py_ssize_t c_skip_stream_consumer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, type_code) except -1:
     """Steps over one stream_consumer at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_consumer); returns the position after it."""
-    cdef rdb_string__RdbLen pel_size = None
+    cdef rdb_string__RdbLenValues pel_size
     # name: Consumer name.
     pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     name = None
@@ -864,7 +866,7 @@ cdef Py_ssize_t c_skip_stream_consumer(object io, object buf, const unsigned cha
     else:
         active_time = None
     # pel_size: Number of entries in the consumer PEL.
-    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &pel_size)
     # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 16:
@@ -960,7 +962,7 @@ cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _
 cdef Py_ssize_t c_skip_stream_idmp(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one stream_idmp at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_idmp); returns the position after it."""
-    cdef rdb_string__RdbLen num_producers = None
+    cdef rdb_string__RdbLenValues num_producers
     # duration: IDMP duration in seconds (loader requires 1..86400).
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     duration = None
@@ -968,7 +970,7 @@ cdef Py_ssize_t c_skip_stream_idmp(object io, object buf, const unsigned char* _
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     max_entries = None
     # num_producers: Number of producers.
-    num_producers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_producers)
     # producers: The producers, in insertion order.
     producers_count = num_producers.value
     if producers_count < 0 or producers_count > (end - pos) // 2:
@@ -1058,12 +1060,12 @@ cdef StreamIdmpProducer c_read_stream_idmp_producer(object io, object buf, const
 cdef Py_ssize_t c_skip_stream_idmp_producer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one stream_idmp_producer at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_stream_idmp_producer); returns the position after it."""
-    cdef rdb_string__RdbLen count_ = None
+    cdef rdb_string__RdbLenValues count_
     # pid: Producer ID.
     pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
     pid = None
     # count: Number of idempotency IDs.
-    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &count_)
     # iids: The idempotency IDs.
     iids_count = count_.value
     if iids_count < 0 or iids_count > (end - pos) // 3:

@@ -4,6 +4,10 @@
 from ._columns cimport ScalarColumns
 
 
+cdef struct ZmLenValues:
+    bint is_end
+    unsigned long long value
+
 cdef class Zipmap:
     cdef public object _parent
     cdef public object _root
@@ -33,6 +37,7 @@ cdef class ZmEntry:
 
 cdef Zipmap c_read_zipmap(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_zipmap(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef int c_scan_zm_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, ZmLenValues* out) except -1
 cdef ZmLen c_read_zm_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_zm_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)

@@ -114,6 +114,35 @@ cdef Py_ssize_t c_skip_zipmap(object io, object buf, const unsigned char* _p, Py
     return pos
 
 
+cdef int c_scan_zm_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, ZmLenValues* out) except -1:
+    """Reads one zm_len at `_at[0]` with c_read_zm_len's checks, into `out` as C numbers
+    (is_end, value) instead of an object; moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef long long b0 = 0
+    cdef bint is_end = 0
+    cdef long long len32 = 0
+    cdef unsigned long long value = 0
+    # b0: The length if < 254; 254 means a u32 LE follows; 255 is the end marker.
+    if pos >= end:
+        raise truncated(io, pos, 1, "zipmap:zm_len.b0")
+    b0 = _p[pos]
+    pos += 1
+    # len32: A 32-bit little-endian length.
+    if (b0 == 254):
+        if pos + 4 > end:
+            raise truncated(io, pos, 4, "zipmap:zm_len.len32")
+        len32 = rd_u4le(_p, pos)
+        pos += 4
+    else:
+        len32 = 0
+    is_end = (b0 == 255)
+    value = (len32 if (b0 == 254) else b0)
+    out.is_end = is_end
+    out.value = value
+    _at[0] = pos
+    return 0
+
+
 @cython.freelist(32)
 cdef class ZmLen:
     """Zipmap length field.
@@ -309,14 +338,14 @@ cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_
 cdef Py_ssize_t c_skip_zm_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one zm_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zm_entry); returns the position after it."""
-    cdef ZmLen field_len = None
+    cdef ZmLenValues field_len
     cdef Py_ssize_t field_nbytes = 0
     cdef Py_ssize_t padding_nbytes = 0
     cdef ZmLen value_len = None
     cdef Py_ssize_t value_len_pos = 0
     cdef Py_ssize_t value_nbytes = 0
     # field_len: Length of the field, or the end marker.
-    field_len = c_read_zm_len(io, buf, _p, end, &pos, None, root)
+    c_scan_zm_len(io, buf, _p, end, &pos, None, root, &field_len)
     # field, value_len, free, value, padding: read together
     field_len_is_end = field_len.is_end
     field = value_len = free = value = padding = None

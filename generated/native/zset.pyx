@@ -17,10 +17,12 @@ from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 from .rdb_string cimport RdbDouble as rdb_string__RdbDouble
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_double as rdb_string__c_read_rdb_double
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_double as rdb_string__c_skip_rdb_double
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
@@ -139,9 +141,9 @@ cdef ZsetLegacy c_read_zset_legacy(object io, object buf, const unsigned char* _
 cdef Py_ssize_t c_skip_zset_legacy(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one zset_legacy at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zset_legacy); returns the position after it."""
-    cdef rdb_string__RdbLen num_members = None
+    cdef rdb_string__RdbLenValues num_members
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
@@ -293,9 +295,9 @@ cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssiz
 cdef Py_ssize_t c_skip_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
     """Steps over one zset_2 at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zset_2); returns the position after it."""
-    cdef rdb_string__RdbLen num_members = None
+    cdef rdb_string__RdbLenValues num_members
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
