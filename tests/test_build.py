@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 from pathlib import Path
 
 from rdbspec.errors import EXIT_CODES
@@ -76,3 +77,20 @@ def test_install_without_a_compiler_uses_the_python_parsers(tmp_path: Path) -> N
     assert native.stdout == ""
     assert native.stderr.startswith("rdbspec: RDBSPEC_BACKEND=native but the native backend is not built (")
     assert native.stderr.count("\n") == 1
+
+
+def test_the_sdist_holds_the_native_sources(tmp_path: Path) -> None:
+    """An install from the source distribution builds the native backend: setup.py compiles the
+    .pyx files it finds, so the sdist ships them with the .pxd and .h files they need (and not
+    Cython's .c output, which is rebuilt)."""
+    done = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (archive,) = tmp_path.glob("rdbspec-*.tar.gz")
+    with tarfile.open(archive) as tar:
+        shipped = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    needed = {str(p.relative_to(REPO)) for folder in ("generated/native", "rdbspec")
+              for pattern in ("*.pyx", "*.pxd", "*.h") for p in (REPO / folder).rglob(pattern)}
+    assert len(needed) > 30
+    assert needed <= shipped, sorted(needed - shipped)
+    assert not [name for name in shipped if name.endswith(".c")]
