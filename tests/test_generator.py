@@ -16,7 +16,19 @@ from generator import expressions as ex
 from generator.emit_python import TypeEmitter
 from generator.load import SpecError, load_tree
 from generator.model import Attribute, Builder
-from generator.plan import OBJECT, ROWS, SCALAR, SKIP, Chain, Check, MessageValue, Read, TypePlan, skipped_types
+from generator.plan import (
+    OBJECT,
+    ROWS,
+    SCALAR,
+    SKIP,
+    Chain,
+    Check,
+    MessageValue,
+    Read,
+    TypePlan,
+    skipped_types,
+    value_fields,
+)
 from generator.render import ModuleRenderer, environment, render_all
 
 
@@ -573,3 +585,22 @@ def test_a_repeated_element_reads_the_ones_before_it(summed) -> None:
     root = summed.Summed.from_bytes(bytes([3, 4, 5, 0xEE]))
     assert root.trailer == 0xEE  # the skip reader found where the steps end
     assert [step.sum for step in root.sums.steps] == [3, 7, 12]
+
+
+@pytest.mark.parametrize("instances, kinds", [
+    (["big: {value: 'b0 >= 128 ? wide : (b0 & 0x7f)'}", "small: {value: b0 < 128}"], {"big": "int", "small": "bool"}),
+    (["big: {value: 'b0 - 1'}"], None),  # a subtraction may go below zero
+    (["big: {value: 'wide'}"], None),  # `wide` read where it may be absent
+    (["big: {value: '_parent.x'}"], None),
+])
+def test_a_type_of_unsigned_numbers_is_read_into_c_values(tmp_path: Path, instances: list[str],
+                                                          kinds: dict[str, str] | None) -> None:
+    """plan.value_fields: the types the native target reads into a C struct (c_scan_<id>)
+    instead of an object, and the ones it must not (their values could differ from Python's)."""
+    spec = ["meta: {id: lengths, endian: be}", "seq:", "  - {id: x, type: u1}", "  - {id: n, type: num}",
+            "types:", "  num:", "    seq:", "      - {id: b0, type: u1}", "      - {id: wide, type: u8, if: b0 >= 128}",
+            "    instances:"] + [f"      {line}" for line in instances]
+    write_spec(tmp_path, "lengths", "\n".join(spec) + "\n")
+    builder = Builder(load_tree(tmp_path))
+    root = builder.build()["lengths"]
+    assert value_fields(builder, root.attribute("n").type.target) == kinds
