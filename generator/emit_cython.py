@@ -19,7 +19,17 @@ from . import expressions as ex
 from . import render
 from .emit_python import TypeEmitter
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
-from .plan import OBJECT, ROWS, SCALAR, SKIP, attribute_expressions, element_min_size, skipped_types, value_fields
+from .plan import (
+    OBJECT,
+    ROWS,
+    SCALAR,
+    SKIP,
+    attribute_expressions,
+    element_min_size,
+    is_lazy,
+    skipped_types,
+    value_fields,
+)
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
@@ -71,6 +81,13 @@ def struct_members(builder, t: TypeSpec) -> dict[str, str] | None:
     return _VALUE_FIELDS[id(t)][1]
 
 
+def scanned_fields(builder, t: TypeSpec) -> list[Attribute]:
+    """The fields an object reads through `c_scan_<id>` (unconditional, single, of a type of
+    unsigned numbers): it keeps their position, and their property makes the object on access."""
+    return [a for a in t.seq if isinstance(a.type, UserRef) and a.cond is None and not a.repeat and a.size is None
+            and not a.size_eos and a.process is None and not is_lazy(a) and struct_members(builder, a.type.target)]
+
+
 def uses_pointer(lines: list[str]) -> bool:
     return any(POINTER.search(line) for line in lines)
 
@@ -97,6 +114,8 @@ class CythonTypeEmitter(TypeEmitter):
         self.analyzed: list[ex.Node] = []  # the expressions `present` was computed from, kept alive
         self.untyped: set[str] = set()  # locals given objects of more than one class
         self.structs: set[str] = set()  # locals that hold a struct of c_scan_<id> (declared uninitialized)
+        # an object's fields read into a struct (`scanned_fields`); not in a property, which makes the object
+        self.scanned = {a.id for a in scanned_fields(builder, t)} if mode == OBJECT else set()
 
     def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
         if self.plan.skipping(a) or not self.pointer or not (ref.fmt.endswith("B") or reader_name(ref) in _READERS):
@@ -206,12 +225,15 @@ class CythonTypeEmitter(TypeEmitter):
         return "(<long long>_p" + text[len("buf"):] + ")"  # shifted in 64 bits, as Python would
 
     def read_user(self, a: Attribute, ref: UserRef, local: str, io: str, pos: str) -> None:
+        scanned = a.id in self.scanned and a.type is ref
+        if scanned:  # its property reads it from here (see NativeModuleRenderer.reread_fields)
+            self.emit(f"self._lazy_{a.id} = {pos}")
         if not (io == "io" and pos == "pos" and self.pointer):
             super().read_user(a, ref, local, io, pos)
             return
         args = "".join(f", {self.expr(arg)}" for arg in ref.args)
         parent = "self" if self.mode == OBJECT else "None"
-        if self.mode == SKIP and a.type is ref and a.cond is None and not a.repeat \
+        if scanned or self.mode == SKIP and a.type is ref and a.cond is None and not a.repeat \
                 and not self.plan.steps_over(a, ref) and struct_members(self.builder, ref.target):
             # a skip reader keeps no object: the numbers it needs are read into a C struct
             struct = f"{ref.target.class_name}Values"
@@ -362,7 +384,7 @@ class CythonTypeEmitter(TypeEmitter):
         return f"{target.module}__{name}"
 
     def store(self, a: Attribute, local: str) -> None:
-        if a.id not in self.pushed:
+        if a.id not in self.pushed and a.id not in self.scanned:
             super().store(a, local)
 
     def raw_bytes(self, a: Attribute, local: str, data: str, size: str) -> None:
@@ -436,6 +458,7 @@ class CythonTypeEmitter(TypeEmitter):
         return self.with_view(super().property_body(inst))
 
     def lazy_body(self, a: Attribute) -> list[str]:
+        self.scanned = set()  # the property makes the object
         return self.with_view(super().lazy_body(a))
 
     def lazy_iter_body(self, a: Attribute) -> list[str]:
@@ -500,6 +523,9 @@ class NativeModuleRenderer(render.ModuleRenderer):
         self.cimports: set[tuple[str, str]] = set()
         self.views: list[render.TypeView] = []
         self.rows_declared: dict[str, list[str]] = {}  # type id -> the C locals of its rows reader
+
+    def reread_fields(self, t: TypeSpec) -> list[Attribute]:
+        return super().reread_fields(t) + scanned_fields(self.builder, t)
 
     def type_view(self, t: TypeSpec) -> render.TypeView:
         view = super().type_view(t)

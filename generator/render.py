@@ -88,6 +88,11 @@ class ModuleRenderer:
         self.unpackers |= emitter.unpackers
         return (emitter.prologue() if prologue else []) + lines
 
+    def reread_fields(self, t: TypeSpec) -> list[Attribute]:
+        """The fields an object does not keep: its property reads them from the bytes on each
+        access (`-rdbspec-lazy` ones; a target may add others)."""
+        return [a for a in t.seq if is_lazy(a)]
+
     def type_view(self, t: TypeSpec) -> TypeView:
         params = [p.id for p in t.params]
         view = TypeView(
@@ -109,7 +114,7 @@ class ModuleRenderer:
         view.body = self.collect(emitter, emitter.body())
         view.keeps_parent = keeps_parent(t)
         view.fields = [a.id for a in t.seq]
-        lazy = [a for a in t.seq if is_lazy(a)]
+        lazy = self.reread_fields(t)
         storage = {inst.id: emitter.plan.storage(inst) for inst in t.instances}
         view.slots = ["_parent", "_root", "_io"] + params + [a.id for a in t.seq if a not in lazy]
         view.slots += [inst.id for inst in t.instances if storage[inst.id] == "field"]

@@ -13,8 +13,8 @@ cdef class DfHashWithExpiry:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_fields
     cdef public object entries
+    cdef public object _lazy_num_fields
 
 cdef class DfHashEntry:
     cdef public object _parent
@@ -28,8 +28,8 @@ cdef class DfSetWithExpiry:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_members
     cdef public object entries
+    cdef public object _lazy_num_members
 
 cdef class DfSetEntry:
     cdef public object _parent
@@ -42,42 +42,42 @@ cdef class DfSbf:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object options
     cdef public object grow_factor
     cdef public object fp_prob
-    cdef public object prev_size
-    cdef public object current_size
-    cdef public object max_capacity
-    cdef public object num_filters
     cdef public object filters
+    cdef public object _lazy_options
+    cdef public object _lazy_prev_size
+    cdef public object _lazy_current_size
+    cdef public object _lazy_max_capacity
+    cdef public object _lazy_num_filters
 
 cdef class DfSbfFilter:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object hash_cnt
     cdef public object blob
+    cdef public object _lazy_hash_cnt
 
 cdef class DfSbf2:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object options
     cdef public object grow_factor
     cdef public object fp_prob
-    cdef public object prev_size
-    cdef public object current_size
-    cdef public object max_capacity
-    cdef public object num_filters
     cdef public object filters
+    cdef public object _lazy_options
+    cdef public object _lazy_prev_size
+    cdef public object _lazy_current_size
+    cdef public object _lazy_max_capacity
+    cdef public object _lazy_num_filters
 
 cdef class DfSbf2Filter:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object hash_cnt
-    cdef public object total_size
     cdef public object chunks
+    cdef public object _lazy_hash_cnt
+    cdef public object _lazy_total_size
 
 cdef class DfChunkList:
     cdef public object _parent
@@ -99,51 +99,51 @@ cdef class DfCms:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object width
-    cdef public object depth
-    cdef public object total_count
     cdef public object counters
+    cdef public object _lazy_width
+    cdef public object _lazy_depth
+    cdef public object _lazy_total_count
 
 cdef class DfTopk:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object options
-    cdef public object k
-    cdef public object width
-    cdef public object depth
     cdef public object decay
-    cdef public object heap_size
     cdef public object heap
-    cdef public object counter_bytes
     cdef public object counters
+    cdef public object _lazy_options
+    cdef public object _lazy_k
+    cdef public object _lazy_width
+    cdef public object _lazy_depth
+    cdef public object _lazy_heap_size
+    cdef public object _lazy_counter_bytes
 
 cdef class DfTopkItem:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
     cdef public object item
-    cdef public object count
+    cdef public object _lazy_count
 
 cdef class DfCuckoo:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object slots_per_bucket
-    cdef public object max_iter
-    cdef public object expansion
-    cdef public object num_buckets
-    cdef public object num_items
-    cdef public object num_deletes
-    cdef public object num_filters
     cdef public object filters
+    cdef public object _lazy_slots_per_bucket
+    cdef public object _lazy_max_iter
+    cdef public object _lazy_expansion
+    cdef public object _lazy_num_buckets
+    cdef public object _lazy_num_items
+    cdef public object _lazy_num_deletes
+    cdef public object _lazy_num_filters
 
 cdef class DfCuckooFilter:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object size
     cdef public object chunks
+    cdef public object _lazy_size
 
 cdef class DfMask:
     cdef public object _parent
@@ -162,8 +162,8 @@ cdef class JournalBlob:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_entries
     cdef public object journal
+    cdef public object _lazy_num_entries
 
 cdef class FullsyncEnd:
     cdef public object _parent
@@ -175,26 +175,26 @@ cdef class ShardDocIndex:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object shard_id
     cdef public object index_name
-    cdef public object count
     cdef public object docs
+    cdef public object _lazy_shard_id
+    cdef public object _lazy_count
 
 cdef class ShardDoc:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
     cdef public object key
-    cdef public object doc_id
+    cdef public object _lazy_doc_id
 
 cdef class VectorIndex:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
     cdef public object index_key
-    cdef public object enterpoint
-    cdef public object num_nodes
     cdef public object nodes
+    cdef public object _lazy_enterpoint
+    cdef public object _lazy_num_nodes
 
 cdef class HnswNode:
     cdef public object _parent
@@ -216,8 +216,8 @@ cdef class CompressedBlob:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object csize
     cdef public object data
+    cdef public object _lazy_csize
 
 cdef class TaggedChunk:
     cdef public object _parent

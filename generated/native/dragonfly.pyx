@@ -80,7 +80,7 @@ cdef class DfHashWithExpiry:
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -112,6 +112,28 @@ cdef class DfHashWithExpiry:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_fields(self):
+        """Number of fields.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_fields = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_fields
+            num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_fields
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_hash_with_expiry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -121,10 +143,10 @@ cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const un
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_fields = num_fields
+    self._lazy_num_fields = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -241,7 +263,7 @@ cdef class DfSetWithExpiry:
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_members", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -273,6 +295,28 @@ cdef class DfSetWithExpiry:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_members(self):
+        """Number of members.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_members = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_members
+            num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_members
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_set_with_expiry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -282,10 +326,10 @@ cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsi
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_members = None
+    cdef rdb_string__RdbLenValues num_members
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_members = num_members
+    self._lazy_num_members = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
     # entries: The members.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
@@ -396,7 +440,7 @@ cdef class DfSbf:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "grow_factor", "fp_prob", "filters", "_lazy_options", "_lazy_prev_size", "_lazy_current_size", "_lazy_max_capacity", "_lazy_num_filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -428,6 +472,116 @@ cdef class DfSbf:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def options(self):
+        """Options, always 0.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen options = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_options
+            options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return options
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def prev_size(self):
+        """Previous size.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen prev_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_prev_size
+            prev_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return prev_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def current_size(self):
+        """Current size.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen current_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_current_size
+            current_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return current_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def max_capacity(self):
+        """Maximum capacity.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen max_capacity = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_max_capacity
+            max_capacity = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return max_capacity
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_filters(self):
+        """Number of filters.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_filters = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_filters
+            num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_filters
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_sbf at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -437,14 +591,14 @@ cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssiz
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen current_size = None
-    cdef rdb_string__RdbLen max_capacity = None
-    cdef rdb_string__RdbLen num_filters = None
-    cdef rdb_string__RdbLen options = None
-    cdef rdb_string__RdbLen prev_size = None
+    cdef rdb_string__RdbLenValues current_size
+    cdef rdb_string__RdbLenValues max_capacity
+    cdef rdb_string__RdbLenValues num_filters
+    cdef rdb_string__RdbLenValues options
+    cdef rdb_string__RdbLenValues prev_size
     # options: Options, always 0.
-    options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.options = options
+    self._lazy_options = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &options)
     # grow_factor: Growth factor.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "dragonfly:df_sbf.grow_factor")
@@ -458,17 +612,17 @@ cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssiz
     pos += 8
     self.fp_prob = fp_prob
     # prev_size: Previous size.
-    prev_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.prev_size = prev_size
+    self._lazy_prev_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &prev_size)
     # current_size: Current size.
-    current_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.current_size = current_size
+    self._lazy_current_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &current_size)
     # max_capacity: Maximum capacity.
-    max_capacity = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.max_capacity = max_capacity
+    self._lazy_max_capacity = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &max_capacity)
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_filters = num_filters
+    self._lazy_num_filters = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_filters)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
@@ -528,7 +682,7 @@ cdef class DfSbfFilter:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "blob", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "blob", "_lazy_hash_cnt", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -560,6 +714,28 @@ cdef class DfSbfFilter:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def hash_cnt(self):
+        """Number of hash functions.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen hash_cnt = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_hash_cnt
+            hash_cnt = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return hash_cnt
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfSbfFilter c_read_df_sbf_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_sbf_filter at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -570,10 +746,10 @@ cdef DfSbfFilter c_read_df_sbf_filter(object io, object buf, const unsigned char
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbString blob = None
-    cdef rdb_string__RdbLen hash_cnt = None
+    cdef rdb_string__RdbLenValues hash_cnt
     # hash_cnt: Number of hash functions.
-    hash_cnt = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.hash_cnt = hash_cnt
+    self._lazy_hash_cnt = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &hash_cnt)
     # blob: The filter bits (an RDB string, so possibly LZF- or integer-encoded).
     blob = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.blob = blob
@@ -600,7 +776,7 @@ cdef class DfSbf2:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "options", "grow_factor", "fp_prob", "prev_size", "current_size", "max_capacity", "num_filters", "filters", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "grow_factor", "fp_prob", "filters", "_lazy_options", "_lazy_prev_size", "_lazy_current_size", "_lazy_max_capacity", "_lazy_num_filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -632,6 +808,116 @@ cdef class DfSbf2:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def options(self):
+        """Options, always 0.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen options = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_options
+            options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return options
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def prev_size(self):
+        """Previous size.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen prev_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_prev_size
+            prev_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return prev_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def current_size(self):
+        """Current size.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen current_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_current_size
+            current_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return current_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def max_capacity(self):
+        """Maximum capacity.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen max_capacity = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_max_capacity
+            max_capacity = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return max_capacity
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_filters(self):
+        """Number of filters.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_filters = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_filters
+            num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_filters
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_sbf2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -641,14 +927,14 @@ cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ss
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen current_size = None
-    cdef rdb_string__RdbLen max_capacity = None
-    cdef rdb_string__RdbLen num_filters = None
-    cdef rdb_string__RdbLen options = None
-    cdef rdb_string__RdbLen prev_size = None
+    cdef rdb_string__RdbLenValues current_size
+    cdef rdb_string__RdbLenValues max_capacity
+    cdef rdb_string__RdbLenValues num_filters
+    cdef rdb_string__RdbLenValues options
+    cdef rdb_string__RdbLenValues prev_size
     # options: Options, always 0.
-    options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.options = options
+    self._lazy_options = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &options)
     # grow_factor: Growth factor.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "dragonfly:df_sbf2.grow_factor")
@@ -662,17 +948,17 @@ cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ss
     pos += 8
     self.fp_prob = fp_prob
     # prev_size: Previous size.
-    prev_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.prev_size = prev_size
+    self._lazy_prev_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &prev_size)
     # current_size: Current size.
-    current_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.current_size = current_size
+    self._lazy_current_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &current_size)
     # max_capacity: Maximum capacity.
-    max_capacity = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.max_capacity = max_capacity
+    self._lazy_max_capacity = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &max_capacity)
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_filters = num_filters
+    self._lazy_num_filters = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_filters)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
@@ -732,7 +1018,7 @@ cdef class DfSbf2Filter:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveSBFObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "hash_cnt", "total_size", "chunks", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "chunks", "_lazy_hash_cnt", "_lazy_total_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -764,6 +1050,50 @@ cdef class DfSbf2Filter:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def hash_cnt(self):
+        """Number of hash functions.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen hash_cnt = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_hash_cnt
+            hash_cnt = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return hash_cnt
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def total_size(self):
+        """Total size of the filter bits.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen total_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_total_size
+            total_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return total_size
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfSbf2Filter c_read_df_sbf2_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_sbf2_filter at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -774,14 +1104,14 @@ cdef DfSbf2Filter c_read_df_sbf2_filter(object io, object buf, const unsigned ch
     self._root = root = root if root is not None else self
     self._io = io
     cdef DfChunkList chunks = None
-    cdef rdb_string__RdbLen hash_cnt = None
-    cdef rdb_string__RdbLen total_size = None
+    cdef rdb_string__RdbLenValues hash_cnt
+    cdef rdb_string__RdbLenValues total_size
     # hash_cnt: Number of hash functions.
-    hash_cnt = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.hash_cnt = hash_cnt
+    self._lazy_hash_cnt = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &hash_cnt)
     # total_size: Total size of the filter bits.
-    total_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.total_size = total_size
+    self._lazy_total_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &total_size)
     # chunks: The filter bits, in chunks.
     total_size_value = total_size.value
     if (total_size_value > 0):
@@ -1014,7 +1344,7 @@ cdef class DfCms:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCMSObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "width", "depth", "total_count", "counters", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "counters", "_lazy_width", "_lazy_depth", "_lazy_total_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1046,6 +1376,72 @@ cdef class DfCms:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def width(self):
+        """Sketch width.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen width = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_width
+            width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return width
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def depth(self):
+        """Sketch depth.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen depth = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_depth
+            depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return depth
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def total_count(self):
+        """Total count.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen total_count = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_total_count
+            total_count = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return total_count
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfCms c_read_df_cms(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_cms at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1055,18 +1451,18 @@ cdef DfCms c_read_df_cms(object io, object buf, const unsigned char* _p, Py_ssiz
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen depth = None
-    cdef rdb_string__RdbLen total_count = None
-    cdef rdb_string__RdbLen width = None
+    cdef rdb_string__RdbLenValues depth
+    cdef rdb_string__RdbLenValues total_count
+    cdef rdb_string__RdbLenValues width
     # width: Sketch width.
-    width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.width = width
+    self._lazy_width = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &width)
     # depth: Sketch depth.
-    depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.depth = depth
+    self._lazy_depth = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &depth)
     # total_count: Total count.
-    total_count = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.total_count = total_count
+    self._lazy_total_count = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &total_count)
     # counters: The counters, row by row.
     counters_count = (width.value * depth.value)
     if counters_count < 0 or counters_count > (end - pos) // 8:
@@ -1116,7 +1512,7 @@ cdef class DfTopk:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "options", "k", "width", "depth", "decay", "heap_size", "heap", "counter_bytes", "counters", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "decay", "heap", "counters", "_lazy_options", "_lazy_k", "_lazy_width", "_lazy_depth", "_lazy_heap_size", "_lazy_counter_bytes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1148,6 +1544,143 @@ cdef class DfTopk:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def options(self):
+        """Options, always 0.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen options = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_options
+            options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return options
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def k(self):
+        """Number of top items.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen k = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_k
+            k = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return k
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def width(self):
+        """Sketch width.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen width = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_width
+            width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return width
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def depth(self):
+        """Sketch depth.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen depth = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_depth
+            depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return depth
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def heap_size(self):
+        """Number of heap items.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen heap_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_heap_size
+            heap_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return heap_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def counter_bytes(self):
+        """Size of the counter array in bytes.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen counter_bytes = None
+        cdef Py_ssize_t counter_bytes_pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_counter_bytes
+            counter_bytes_pos = pos
+            counter_bytes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            counter_bytes_value = counter_bytes.value
+            if not ((counter_bytes_value % 4) == 0):
+                raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
+            return counter_bytes
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_topk at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1157,25 +1690,25 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen counter_bytes = None
+    cdef rdb_string__RdbLenValues counter_bytes
     cdef Py_ssize_t counter_bytes_pos = 0
-    cdef rdb_string__RdbLen depth = None
-    cdef rdb_string__RdbLen heap_size = None
-    cdef rdb_string__RdbLen k = None
-    cdef rdb_string__RdbLen options = None
-    cdef rdb_string__RdbLen width = None
+    cdef rdb_string__RdbLenValues depth
+    cdef rdb_string__RdbLenValues heap_size
+    cdef rdb_string__RdbLenValues k
+    cdef rdb_string__RdbLenValues options
+    cdef rdb_string__RdbLenValues width
     # options: Options, always 0.
-    options = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.options = options
+    self._lazy_options = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &options)
     # k: Number of top items.
-    k = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.k = k
+    self._lazy_k = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &k)
     # width: Sketch width.
-    width = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.width = width
+    self._lazy_width = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &width)
     # depth: Sketch depth.
-    depth = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.depth = depth
+    self._lazy_depth = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &depth)
     # decay: Decay factor.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "dragonfly:df_topk.decay")
@@ -1183,8 +1716,8 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     pos += 8
     self.decay = decay
     # heap_size: Number of heap items.
-    heap_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.heap_size = heap_size
+    self._lazy_heap_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &heap_size)
     # heap: The heap items.
     heap_count = heap_size.value
     if heap_count < 0 or heap_count > (end - pos) // 2:
@@ -1196,11 +1729,11 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     self.heap = heap
     # counter_bytes: Size of the counter array in bytes.
     counter_bytes_pos = pos
-    counter_bytes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_counter_bytes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &counter_bytes)
     counter_bytes_value = counter_bytes.value
     if not ((counter_bytes_value % 4) == 0):
         raise invalid(io, counter_bytes_pos, "dragonfly:df_topk.counter_bytes", 'expected a multiple of 4 (u32 counters), found ' + repr(counter_bytes_value))
-    self.counter_bytes = counter_bytes
     # counters: The counters.
     counters_count = (counter_bytes_value // 4)
     if counters_count < 0 or counters_count > (end - pos) // 4:
@@ -1276,7 +1809,7 @@ cdef class DfTopkItem:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveTOPKObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "item", "count", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "item", "_lazy_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1308,6 +1841,28 @@ cdef class DfTopkItem:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def count(self):
+        """Its count.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen count_ = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_count
+            count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return count_
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfTopkItem c_read_df_topk_item(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_topk_item at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1317,14 +1872,14 @@ cdef DfTopkItem c_read_df_topk_item(object io, object buf, const unsigned char* 
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen count_ = None
+    cdef rdb_string__RdbLenValues count_
     cdef rdb_string__RdbString item = None
     # item: The item.
     item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.item = item
     # count: Its count.
-    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.count = count_
+    self._lazy_count = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &count_)
     _at[0] = pos
     return self
 
@@ -1348,7 +1903,7 @@ cdef class DfCuckoo:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "slots_per_bucket", "max_iter", "expansion", "num_buckets", "num_items", "num_deletes", "num_filters", "filters", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "filters", "_lazy_slots_per_bucket", "_lazy_max_iter", "_lazy_expansion", "_lazy_num_buckets", "_lazy_num_items", "_lazy_num_deletes", "_lazy_num_filters", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1380,6 +1935,160 @@ cdef class DfCuckoo:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def slots_per_bucket(self):
+        """Slots per bucket.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen slots_per_bucket = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_slots_per_bucket
+            slots_per_bucket = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return slots_per_bucket
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def max_iter(self):
+        """Maximum kick iterations.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen max_iter = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_max_iter
+            max_iter = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return max_iter
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def expansion(self):
+        """Expansion factor.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen expansion = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_expansion
+            expansion = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return expansion
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_buckets(self):
+        """Number of buckets.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_buckets = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_buckets
+            num_buckets = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_buckets
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_items(self):
+        """Number of items.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_items = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_items
+            num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_items
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_deletes(self):
+        """Number of deletes.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_deletes = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_deletes
+            num_deletes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_deletes
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_filters(self):
+        """Number of filters.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_filters = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_filters
+            num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_filters
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfCuckoo c_read_df_cuckoo(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_cuckoo at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1389,34 +2098,34 @@ cdef DfCuckoo c_read_df_cuckoo(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen expansion = None
-    cdef rdb_string__RdbLen max_iter = None
-    cdef rdb_string__RdbLen num_buckets = None
-    cdef rdb_string__RdbLen num_deletes = None
-    cdef rdb_string__RdbLen num_filters = None
-    cdef rdb_string__RdbLen num_items = None
-    cdef rdb_string__RdbLen slots_per_bucket = None
+    cdef rdb_string__RdbLenValues expansion
+    cdef rdb_string__RdbLenValues max_iter
+    cdef rdb_string__RdbLenValues num_buckets
+    cdef rdb_string__RdbLenValues num_deletes
+    cdef rdb_string__RdbLenValues num_filters
+    cdef rdb_string__RdbLenValues num_items
+    cdef rdb_string__RdbLenValues slots_per_bucket
     # slots_per_bucket: Slots per bucket.
-    slots_per_bucket = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.slots_per_bucket = slots_per_bucket
+    self._lazy_slots_per_bucket = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &slots_per_bucket)
     # max_iter: Maximum kick iterations.
-    max_iter = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.max_iter = max_iter
+    self._lazy_max_iter = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &max_iter)
     # expansion: Expansion factor.
-    expansion = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.expansion = expansion
+    self._lazy_expansion = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &expansion)
     # num_buckets: Number of buckets.
-    num_buckets = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_buckets = num_buckets
+    self._lazy_num_buckets = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_buckets)
     # num_items: Number of items.
-    num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_items = num_items
+    self._lazy_num_items = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_items)
     # num_deletes: Number of deletes.
-    num_deletes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_deletes = num_deletes
+    self._lazy_num_deletes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_deletes)
     # num_filters: Number of filters.
-    num_filters = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_filters = num_filters
+    self._lazy_num_filters = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_filters)
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > end - pos:
@@ -1472,7 +2181,7 @@ cdef class DfCuckooFilter:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::SaveCuckooFilterObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "size", "chunks", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "chunks", "_lazy_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1504,6 +2213,28 @@ cdef class DfCuckooFilter:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def size(self):
+        """Size of the table in bytes.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_size
+            size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return size
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef DfCuckooFilter c_read_df_cuckoo_filter(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_cuckoo_filter at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1514,10 +2245,10 @@ cdef DfCuckooFilter c_read_df_cuckoo_filter(object io, object buf, const unsigne
     self._root = root = root if root is not None else self
     self._io = io
     cdef DfChunkList chunks = None
-    cdef rdb_string__RdbLen size = None
+    cdef rdb_string__RdbLenValues size
     # size: Size of the table in bytes.
-    size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.size = size
+    self._lazy_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &size)
     # chunks: The table bytes, in chunks.
     size_value = size.value
     if (size_value > 0):
@@ -1654,7 +2385,7 @@ cdef class JournalBlob:
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleJournalBlob"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_entries", "journal", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "journal", "_lazy_num_entries", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1674,6 +2405,28 @@ cdef class JournalBlob:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def num_entries(self):
+        """Number of journal entries.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_entries = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_entries
+            num_entries = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_entries
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef JournalBlob c_read_journal_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one journal_blob at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1684,10 +2437,10 @@ cdef JournalBlob c_read_journal_blob(object io, object buf, const unsigned char*
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbString journal = None
-    cdef rdb_string__RdbLen num_entries = None
+    cdef rdb_string__RdbLenValues num_entries
     # num_entries: Number of journal entries.
-    num_entries = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_entries = num_entries
+    self._lazy_num_entries = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_entries)
     # journal: The serialized journal entries (notes §9.5).
     journal = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.journal = journal
@@ -1751,7 +2504,7 @@ cdef class ShardDocIndex:
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "shard_id", "index_name", "count", "docs", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "index_name", "docs", "_lazy_shard_id", "_lazy_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1771,6 +2524,50 @@ cdef class ShardDocIndex:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def shard_id(self):
+        """Shard id.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen shard_id = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_shard_id
+            shard_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return shard_id
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def count(self):
+        """Number of documents.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen count_ = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_count
+            count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return count_
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ShardDocIndex c_read_shard_doc_index(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one shard_doc_index at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1780,18 +2577,18 @@ cdef ShardDocIndex c_read_shard_doc_index(object io, object buf, const unsigned 
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen count_ = None
+    cdef rdb_string__RdbLenValues count_
     cdef rdb_string__RdbString index_name = None
-    cdef rdb_string__RdbLen shard_id = None
+    cdef rdb_string__RdbLenValues shard_id
     # shard_id: Shard id.
-    shard_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.shard_id = shard_id
+    self._lazy_shard_id = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &shard_id)
     # index_name: Search index name.
     index_name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.index_name = index_name
     # count: Number of documents.
-    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.count = count_
+    self._lazy_count = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &count_)
     # docs: The documents.
     docs_count = count_.value
     if docs_count < 0 or docs_count > (end - pos) // 2:
@@ -1812,7 +2609,7 @@ cdef class ShardDoc:
     Written by: dragonfly src/server/rdb_load.cc RdbLoader::HandleShardDocIndex"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "key", "doc_id", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "key", "_lazy_doc_id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1832,6 +2629,28 @@ cdef class ShardDoc:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def doc_id(self):
+        """The document id.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen doc_id = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_doc_id
+            doc_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return doc_id
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ShardDoc c_read_shard_doc(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one shard_doc at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1841,14 +2660,14 @@ cdef ShardDoc c_read_shard_doc(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen doc_id = None
+    cdef rdb_string__RdbLenValues doc_id
     cdef rdb_string__RdbString key = None
     # key: The key.
     key = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.key = key
     # doc_id: The document id.
-    doc_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.doc_id = doc_id
+    self._lazy_doc_id = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &doc_id)
     _at[0] = pos
     return self
 
@@ -1860,7 +2679,7 @@ cdef class VectorIndex:
     Written by: dragonfly src/server/rdb_save.cc SaveHNSWEntry"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "index_key", "enterpoint", "num_nodes", "nodes", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "index_key", "nodes", "_lazy_enterpoint", "_lazy_num_nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1880,6 +2699,50 @@ cdef class VectorIndex:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def enterpoint(self):
+        """HNSW entry point.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen enterpoint = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_enterpoint
+            enterpoint = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return enterpoint
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_nodes(self):
+        """Number of nodes.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_nodes = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_nodes
+            num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_nodes
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef VectorIndex c_read_vector_index(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one vector_index at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1889,18 +2752,18 @@ cdef VectorIndex c_read_vector_index(object io, object buf, const unsigned char*
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen enterpoint = None
+    cdef rdb_string__RdbLenValues enterpoint
     cdef rdb_string__RdbString index_key = None
-    cdef rdb_string__RdbLen num_nodes = None
+    cdef rdb_string__RdbLenValues num_nodes
     # index_key: Index key.
     index_key = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.index_key = index_key
     # enterpoint: HNSW entry point.
-    enterpoint = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.enterpoint = enterpoint
+    self._lazy_enterpoint = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &enterpoint)
     # num_nodes: Number of nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_nodes = num_nodes
+    self._lazy_num_nodes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 16:
@@ -2050,7 +2913,7 @@ cdef class CompressedBlob:
     Written by: dragonfly src/server/rdb_save.cc RdbSerializer::CompressBlob"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "csize", "data", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "data", "_lazy_csize", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -2070,6 +2933,28 @@ cdef class CompressedBlob:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def csize(self):
+        """Compressed size.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen csize = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_csize
+            csize = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return csize
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef CompressedBlob c_read_compressed_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one compressed_blob at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -2079,11 +2964,11 @@ cdef CompressedBlob c_read_compressed_blob(object io, object buf, const unsigned
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen csize = None
+    cdef rdb_string__RdbLenValues csize
     cdef Py_ssize_t data_nbytes = 0
     # csize: Compressed size.
-    csize = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.csize = csize
+    self._lazy_csize = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &csize)
     # data: The compressed frame.
     data_size = csize.value
     if data_size > end - pos:

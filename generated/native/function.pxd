@@ -21,9 +21,9 @@ cdef class FunctionPreGa:
     cdef public object _io
     cdef public object name
     cdef public object engine
-    cdef public object has_desc
     cdef public object desc
     cdef public object code
+    cdef public object _lazy_has_desc
 
 cdef Function c_read_function(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Function2 c_read_function2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)

@@ -16,9 +16,11 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
+from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
+from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
@@ -118,7 +120,7 @@ cdef class FunctionPreGa:
     Written by: redis 7.0-rc1 src/rdb.c rdbSaveFunctions"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "name", "engine", "has_desc", "desc", "code", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "name", "engine", "desc", "code", "_lazy_has_desc", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -138,6 +140,29 @@ cdef class FunctionPreGa:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def has_desc(self):
+        """1 when a description follows, else 0. The server reads a description after any
+        non-zero value (redis src/rdb.c rdbFunctionLoad), and so does this grammar.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen has_desc = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_has_desc
+            has_desc = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return has_desc
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef FunctionPreGa c_read_function_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one function_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -150,7 +175,7 @@ cdef FunctionPreGa c_read_function_pre_ga(object io, object buf, const unsigned 
     cdef rdb_string__RdbString code = None
     cdef rdb_string__RdbString desc = None
     cdef rdb_string__RdbString engine = None
-    cdef rdb_string__RdbLen has_desc = None
+    cdef rdb_string__RdbLenValues has_desc
     cdef rdb_string__RdbString name = None
     # name: Function name.
     name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -159,8 +184,8 @@ cdef FunctionPreGa c_read_function_pre_ga(object io, object buf, const unsigned 
     engine = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.engine = engine
     # has_desc: 1 when a description follows, else 0. The server reads a description after any
-    has_desc = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.has_desc = has_desc
+    self._lazy_has_desc = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &has_desc)
     # desc: The description.
     if (has_desc.value != 0):
         desc = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)

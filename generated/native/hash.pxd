@@ -13,8 +13,8 @@ cdef class HashTable:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_fields
     cdef public object entries
+    cdef public object _lazy_num_fields
 
 cdef class HashPair:
     cdef public object _parent
@@ -27,16 +27,16 @@ cdef class HashMetadataPreGa:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_fields
     cdef public object entries
+    cdef public object _lazy_num_fields
 
 cdef class HashTtlEntryPreGa:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object ttl
     cdef public object field
     cdef public object value
+    cdef public object _lazy_ttl
 
 cdef class HashListpackExPreGa:
     cdef public object _parent
@@ -49,17 +49,17 @@ cdef class HashMetadata:
     cdef public object _root
     cdef public object _io
     cdef public object min_expire
-    cdef public object num_fields
     cdef public object entries
+    cdef public object _lazy_num_fields
 
 cdef class HashTtlEntry:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
     cdef public object min_expire
-    cdef public object ttl
     cdef public object field
     cdef public object value
+    cdef public object _lazy_ttl
 
 cdef class HashListpackEx:
     cdef public object _parent
@@ -72,8 +72,8 @@ cdef class ValkeyHash2:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_fields
     cdef public object entries
+    cdef public object _lazy_num_fields
 
 cdef class ValkeyHash2Entry:
     cdef public object _parent

@@ -81,7 +81,7 @@ cdef class HashTable:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -113,6 +113,28 @@ cdef class HashTable:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_fields(self):
+        """Number of fields.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_fields = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_fields
+            num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_fields
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one hash_table at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -122,10 +144,10 @@ cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p,
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_fields = num_fields
+    self._lazy_num_fields = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The field/value pairs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
@@ -236,7 +258,7 @@ cdef class HashMetadataPreGa:
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -268,6 +290,28 @@ cdef class HashMetadataPreGa:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_fields(self):
+        """Number of fields.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_fields = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_fields
+            num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_fields
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one hash_metadata_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -277,10 +321,10 @@ cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const 
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_fields = num_fields
+    self._lazy_num_fields = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields with their absolute TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -318,7 +362,7 @@ cdef class HashTtlEntryPreGa:
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "ttl", "field", "value", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "field", "value", "_lazy_ttl", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -350,6 +394,28 @@ cdef class HashTtlEntryPreGa:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def ttl(self):
+        """Absolute expiry time in unix ms, or 0 for none.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen ttl = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_ttl
+            ttl = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return ttl
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef HashTtlEntryPreGa c_read_hash_ttl_entry_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one hash_ttl_entry_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -360,11 +426,11 @@ cdef HashTtlEntryPreGa c_read_hash_ttl_entry_pre_ga(object io, object buf, const
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbString field = None
-    cdef rdb_string__RdbLen ttl = None
+    cdef rdb_string__RdbLenValues ttl
     cdef rdb_string__RdbString value = None
     # ttl: Absolute expiry time in unix ms, or 0 for none.
-    ttl = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.ttl = ttl
+    self._lazy_ttl = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &ttl)
     # field: Field name.
     field = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.field = field
@@ -464,7 +530,7 @@ cdef class HashMetadata:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "num_fields", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -496,6 +562,28 @@ cdef class HashMetadata:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_fields(self):
+        """Number of fields.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_fields = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_fields
+            num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_fields
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one hash_metadata at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -505,7 +593,7 @@ cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned cha
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # min_expire: Smallest field expiry in unix ms; base of the relative TTLs.
     if pos + 8 > end:
         raise truncated(io, pos, 8, "hash:hash_metadata.min_expire")
@@ -513,8 +601,8 @@ cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned cha
     pos += 8
     self.min_expire = min_expire
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_fields = num_fields
+    self._lazy_num_fields = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields with their relative TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -557,7 +645,7 @@ cdef class HashTtlEntry:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "ttl", "field", "value", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "field", "value", "_lazy_ttl", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, min_expire):
@@ -590,6 +678,28 @@ cdef class HashTtlEntry:
             PyBuffer_Release(&_view)
 
     @property
+    def ttl(self):
+        """expireAt - minExpire + 1, or 0 when the field has no TTL.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen ttl = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_ttl
+            ttl = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return ttl
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
     def expire_at(self):
         """Absolute expiry in unix ms (absent when the field has no TTL)."""
 
@@ -606,11 +716,11 @@ cdef HashTtlEntry c_read_hash_ttl_entry(object io, object buf, const unsigned ch
     self._io = io
     self.min_expire = min_expire
     cdef rdb_string__RdbString field = None
-    cdef rdb_string__RdbLen ttl = None
+    cdef rdb_string__RdbLenValues ttl
     cdef rdb_string__RdbString value = None
     # ttl: expireAt - minExpire + 1, or 0 when the field has no TTL.
-    ttl = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.ttl = ttl
+    self._lazy_ttl = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &ttl)
     # field: Field name.
     field = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.field = field
@@ -724,7 +834,7 @@ cdef class ValkeyHash2:
     Written by: valkey src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_fields", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -756,6 +866,28 @@ cdef class ValkeyHash2:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_fields(self):
+        """Number of fields.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_fields = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_fields
+            num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_fields
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one valkey_hash_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -765,10 +897,10 @@ cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_fields = None
+    cdef rdb_string__RdbLenValues num_fields
     # num_fields: Number of fields.
-    num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_fields = num_fields
+    self._lazy_num_fields = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
     # entries: The fields with their expiry.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 10:

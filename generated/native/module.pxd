@@ -13,40 +13,40 @@ cdef class ModuleValue:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object module_id
     cdef public object ops
+    cdef public object _lazy_module_id
 
 cdef class ModulePreGa:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object module_id
+    cdef public object _lazy_module_id
 
 cdef class ModuleAux:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object module_id
-    cdef public object when_opcode
-    cdef public object when
     cdef public object ops
+    cdef public object _lazy_module_id
+    cdef public object _lazy_when_opcode
+    cdef public object _lazy_when
 
 cdef class ModuleOp:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object opcode
     cdef public object uint_value
     cdef public object float_value
     cdef public object double_value
     cdef public object string_value
+    cdef public object _lazy_opcode
 
 cdef class KeyMeta:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_classes
     cdef public object classes
+    cdef public object _lazy_num_classes
 
 cdef class KeyMetaClass:
     cdef public object _parent

@@ -79,7 +79,7 @@ cdef class ModuleValue:
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "module_id", "ops", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "ops", "_lazy_module_id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -111,6 +111,30 @@ cdef class ModuleValue:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def module_id(self):
+        """The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
+        Decoding the name needs exact 64-bit arithmetic, which JavaScript numbers lack, so it is
+        left to the application (rdbspec.values.module_name).
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen module_id = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_module_id
+            module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return module_id
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ModuleValue c_read_module_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one module_value at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -120,10 +144,10 @@ cdef ModuleValue c_read_module_value(object io, object buf, const unsigned char*
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen module_id = None
+    cdef rdb_string__RdbLenValues module_id
     # module_id: The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
-    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.module_id = module_id
+    self._lazy_module_id = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &module_id)
     # ops: The opcode stream; the last element is the EOF opcode.
     ops = []
     ops_index = 0
@@ -164,7 +188,7 @@ cdef class ModulePreGa:
     Written by: redis src/rdb.c rdbLoadObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "module_id", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_module_id", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -196,6 +220,32 @@ cdef class ModulePreGa:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def module_id(self):
+        """The module type id; always rejected.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen module_id = None
+        cdef Py_ssize_t module_id_pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_module_id
+            module_id_pos = pos
+            module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            if not False:
+                raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
+            return module_id
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ModulePreGa c_read_module_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one module_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -205,14 +255,14 @@ cdef ModulePreGa c_read_module_pre_ga(object io, object buf, const unsigned char
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen module_id = None
+    cdef rdb_string__RdbLenValues module_id
     cdef Py_ssize_t module_id_pos = 0
     # module_id: The module type id; always rejected.
     module_id_pos = pos
-    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_module_id = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &module_id)
     if not False:
         raise invalid(io, module_id_pos, "module:module_pre_ga.module_id", 'found a pre-release module value (type 6, Redis 4.0-rc, module id ' + repr(module_id.value) + '), which the server refuses too: expected MODULE_2 (type 7)')
-    self.module_id = module_id
     _at[0] = pos
     return self
 
@@ -238,7 +288,7 @@ cdef class ModuleAux:
     Written by: redis src/module.c rdbSaveSingleModuleAux"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "module_id", "when_opcode", "when", "ops", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "ops", "_lazy_module_id", "_lazy_when_opcode", "_lazy_when", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -258,6 +308,76 @@ cdef class ModuleAux:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def module_id(self):
+        """The module type id.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen module_id = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_module_id
+            module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return module_id
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def when_opcode(self):
+        """Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen when_opcode = None
+        cdef Py_ssize_t when_opcode_pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_when_opcode
+            when_opcode_pos = pos
+            when_opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            if not (when_opcode.value == 2):
+                raise invalid(io, when_opcode_pos, "module:module_aux.when_opcode", 'expected 2 (RDB_MODULE_OPCODE_UINT), found ' + repr(when_opcode.value))
+            return when_opcode
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def when(self):
+        """1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen when = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_when
+            when = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return when
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ModuleAux c_read_module_aux(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one module_aux at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -267,22 +387,22 @@ cdef ModuleAux c_read_module_aux(object io, object buf, const unsigned char* _p,
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen module_id = None
-    cdef rdb_string__RdbLen when = None
-    cdef rdb_string__RdbLen when_opcode = None
+    cdef rdb_string__RdbLenValues module_id
+    cdef rdb_string__RdbLenValues when
+    cdef rdb_string__RdbLenValues when_opcode
     cdef Py_ssize_t when_opcode_pos = 0
     # module_id: The module type id.
-    module_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.module_id = module_id
+    self._lazy_module_id = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &module_id)
     # when_opcode: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
     when_opcode_pos = pos
-    when_opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_when_opcode = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &when_opcode)
     if not (when_opcode.value == 2):
         raise invalid(io, when_opcode_pos, "module:module_aux.when_opcode", 'expected 2 (RDB_MODULE_OPCODE_UINT), found ' + repr(when_opcode.value))
-    self.when_opcode = when_opcode
     # when: 1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
-    when = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.when = when
+    self._lazy_when = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &when)
     # ops: The opcode stream; the last element is the EOF opcode.
     ops = []
     ops_index = 0
@@ -305,7 +425,7 @@ cdef class ModuleOp:
     Written by: redis src/rdb.c rdbLoadCheckModuleValue"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "opcode", "uint_value", "float_value", "double_value", "string_value", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "uint_value", "float_value", "double_value", "string_value", "_lazy_opcode", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -337,6 +457,33 @@ cdef class ModuleOp:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def opcode(self):
+        """RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen opcode = None
+        cdef Py_ssize_t opcode_pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_opcode
+            opcode_pos = pos
+            opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            opcode_value = opcode.value
+            if not ((not opcode.is_encoded) and (opcode_value <= 5)):
+                raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
+            return opcode
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one module_op at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -346,17 +493,17 @@ cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen opcode = None
+    cdef rdb_string__RdbLenValues opcode
     cdef Py_ssize_t opcode_pos = 0
     cdef rdb_string__RdbString string_value = None
     cdef rdb_string__RdbLen uint_value = None
     # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
     opcode_pos = pos
-    opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_opcode = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &opcode)
     opcode_value = opcode.value
     if not ((not opcode.is_encoded) and (opcode_value <= 5)):
         raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
-    self.opcode = opcode
     # uint_value, float_value, double_value, string_value: at most one of them is present
     uint_value = float_value = double_value = string_value = None
     if ((opcode_value == 1) or (opcode_value == 2)):
@@ -429,7 +576,7 @@ cdef class KeyMeta:
     Written by: redis src/keymeta.c rdbSaveKeyMetadata"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_classes", "classes", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "classes", "_lazy_num_classes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -449,6 +596,28 @@ cdef class KeyMeta:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def num_classes(self):
+        """Number of metadata classes.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_classes = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_classes
+            num_classes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_classes
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef KeyMeta c_read_key_meta(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one key_meta at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -458,10 +627,10 @@ cdef KeyMeta c_read_key_meta(object io, object buf, const unsigned char* _p, Py_
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_classes = None
+    cdef rdb_string__RdbLenValues num_classes
     # num_classes: Number of metadata classes.
-    num_classes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_classes = num_classes
+    self._lazy_num_classes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_classes)
     # classes: The metadata classes.
     classes_count = num_classes.value
     if classes_count < 0 or classes_count > (end - pos) // 4:

@@ -8,23 +8,23 @@ cdef class Quicklist:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_nodes
     cdef public object nodes
+    cdef public object _lazy_num_nodes
 
 cdef class Quicklist2:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_nodes
     cdef public object nodes
+    cdef public object _lazy_num_nodes
 
 cdef class Quicklist2Node:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object container
     cdef public object plain
     cdef public object packed
+    cdef public object _lazy_container
 
 cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

@@ -40,7 +40,7 @@ cdef class Quicklist:
     Written by: redis src/rdb.c rdbLoadObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "nodes", "_lazy_num_nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -72,6 +72,28 @@ cdef class Quicklist:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_nodes(self):
+        """Number of quicklist nodes.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_nodes = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_nodes
+            num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_nodes
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one quicklist at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -81,10 +103,10 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_nodes = None
+    cdef rdb_string__RdbLenValues num_nodes
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_nodes = num_nodes
+    self._lazy_num_nodes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
     # nodes: The nodes, each a ziplist (possibly LZF-compressed).
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
@@ -123,7 +145,7 @@ cdef class Quicklist2:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_nodes", "nodes", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "nodes", "_lazy_num_nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -155,6 +177,28 @@ cdef class Quicklist2:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_nodes(self):
+        """Number of quicklist nodes.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_nodes = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_nodes
+            num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_nodes
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one quicklist_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -164,10 +208,10 @@ cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_nodes = None
+    cdef rdb_string__RdbLenValues num_nodes
     # num_nodes: Number of quicklist nodes.
-    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_nodes = num_nodes
+    self._lazy_num_nodes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
@@ -205,7 +249,7 @@ cdef class Quicklist2Node:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "container", "plain", "packed", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "plain", "packed", "_lazy_container", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -237,6 +281,33 @@ cdef class Quicklist2Node:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def container(self):
+        """QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen container = None
+        cdef Py_ssize_t container_pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_container
+            container_pos = pos
+            container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            container_value = container.value
+            if not ((container_value == 1) or (container_value == 2)):
+                raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
+            return container
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one quicklist_2_node at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -246,17 +317,17 @@ cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigne
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen container = None
+    cdef rdb_string__RdbLenValues container
     cdef Py_ssize_t container_pos = 0
     cdef rdb_string__RdbBlob packed = None
     cdef rdb_string__RdbString plain = None
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
     container_pos = pos
-    container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_container = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &container)
     container_value = container.value
     if not ((container_value == 1) or (container_value == 2)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
-    self.container = container
     # plain, packed: at most one of them is present
     plain = packed = None
     if (container_value == 1):

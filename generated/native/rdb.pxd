@@ -27,14 +27,14 @@ cdef class SelectDb:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object db_number
+    cdef public object _lazy_db_number
 
 cdef class ResizeDb:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object db_size
-    cdef public object expires_size
+    cdef public object _lazy_db_size
+    cdef public object _lazy_expires_size
 
 cdef class Aux:
     cdef public object _parent
@@ -65,30 +65,30 @@ cdef class Idle:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object seconds
+    cdef public object _lazy_seconds
 
 cdef class SlotInfo:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object slot_id
-    cdef public object slot_size
-    cdef public object expires_slot_size
+    cdef public object _lazy_slot_id
+    cdef public object _lazy_slot_size
+    cdef public object _lazy_expires_slot_size
 
 cdef class SlotImport:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
     cdef public object job_name
-    cdef public object num_ranges
     cdef public object ranges
+    cdef public object _lazy_num_ranges
 
 cdef class SlotRange:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object start_slot
-    cdef public object end_slot
+    cdef public object _lazy_start_slot
+    cdef public object _lazy_end_slot
 
 cdef class KeyValue:
     cdef public object _parent
@@ -104,8 +104,8 @@ cdef class StringList:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_items
     cdef public object items
+    cdef public object _lazy_num_items
 
 cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)

@@ -336,7 +336,7 @@ cdef class SelectDb:
     Written by: redis src/rdb.c rdbSaveDb"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "db_number", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_db_number", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -356,6 +356,28 @@ cdef class SelectDb:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def db_number(self):
+        """Database number.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen db_number = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_db_number
+            db_number = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return db_number
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef SelectDb c_read_select_db(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one select_db at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -365,10 +387,10 @@ cdef SelectDb c_read_select_db(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen db_number = None
+    cdef rdb_string__RdbLenValues db_number
     # db_number: Database number.
-    db_number = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.db_number = db_number
+    self._lazy_db_number = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &db_number)
     _at[0] = pos
     return self
 
@@ -380,7 +402,7 @@ cdef class ResizeDb:
     Written by: redis src/rdb.c rdbSaveDb"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "db_size", "expires_size", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_db_size", "_lazy_expires_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -400,6 +422,50 @@ cdef class ResizeDb:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def db_size(self):
+        """Number of keys.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen db_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_db_size
+            db_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return db_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def expires_size(self):
+        """Number of keys with an expiry.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen expires_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_expires_size
+            expires_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return expires_size
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ResizeDb c_read_resize_db(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one resize_db at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -409,14 +475,14 @@ cdef ResizeDb c_read_resize_db(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen db_size = None
-    cdef rdb_string__RdbLen expires_size = None
+    cdef rdb_string__RdbLenValues db_size
+    cdef rdb_string__RdbLenValues expires_size
     # db_size: Number of keys.
-    db_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.db_size = db_size
+    self._lazy_db_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &db_size)
     # expires_size: Number of keys with an expiry.
-    expires_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.expires_size = expires_size
+    self._lazy_expires_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &expires_size)
     _at[0] = pos
     return self
 
@@ -619,7 +685,7 @@ cdef class Idle:
     Written by: redis src/rdb.c rdbSaveKeyValuePair"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "seconds", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_seconds", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -639,6 +705,28 @@ cdef class Idle:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def seconds(self):
+        """Idle time in seconds.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen seconds = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_seconds
+            seconds = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return seconds
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef Idle c_read_idle(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one idle at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -648,10 +736,10 @@ cdef Idle c_read_idle(object io, object buf, const unsigned char* _p, Py_ssize_t
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen seconds = None
+    cdef rdb_string__RdbLenValues seconds
     # seconds: Idle time in seconds.
-    seconds = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.seconds = seconds
+    self._lazy_seconds = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &seconds)
     _at[0] = pos
     return self
 
@@ -663,7 +751,7 @@ cdef class SlotInfo:
     Written by: redis src/rdb.c rdbSaveDb"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "slot_id", "slot_size", "expires_slot_size", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_slot_id", "_lazy_slot_size", "_lazy_expires_slot_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -683,6 +771,72 @@ cdef class SlotInfo:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def slot_id(self):
+        """Cluster slot.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen slot_id = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_slot_id
+            slot_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return slot_id
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def slot_size(self):
+        """Number of keys in the slot.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen slot_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_slot_size
+            slot_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return slot_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def expires_slot_size(self):
+        """Number of keys with an expiry in the slot.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen expires_slot_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_expires_slot_size
+            expires_slot_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return expires_slot_size
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef SlotInfo c_read_slot_info(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one slot_info at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -692,18 +846,18 @@ cdef SlotInfo c_read_slot_info(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen expires_slot_size = None
-    cdef rdb_string__RdbLen slot_id = None
-    cdef rdb_string__RdbLen slot_size = None
+    cdef rdb_string__RdbLenValues expires_slot_size
+    cdef rdb_string__RdbLenValues slot_id
+    cdef rdb_string__RdbLenValues slot_size
     # slot_id: Cluster slot.
-    slot_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.slot_id = slot_id
+    self._lazy_slot_id = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &slot_id)
     # slot_size: Number of keys in the slot.
-    slot_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.slot_size = slot_size
+    self._lazy_slot_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &slot_size)
     # expires_slot_size: Number of keys with an expiry in the slot.
-    expires_slot_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.expires_slot_size = expires_slot_size
+    self._lazy_expires_slot_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &expires_slot_size)
     _at[0] = pos
     return self
 
@@ -715,7 +869,7 @@ cdef class SlotImport:
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "job_name", "num_ranges", "ranges", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "job_name", "ranges", "_lazy_num_ranges", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -735,6 +889,28 @@ cdef class SlotImport:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def num_ranges(self):
+        """Number of slot ranges.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_ranges = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_ranges
+            num_ranges = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_ranges
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one slot_import at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -745,13 +921,13 @@ cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _
     self._root = root = root if root is not None else self
     self._io = io
     cdef rdb_string__RdbString job_name = None
-    cdef rdb_string__RdbLen num_ranges = None
+    cdef rdb_string__RdbLenValues num_ranges
     # job_name: Job name (40 bytes when written).
     job_name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.job_name = job_name
     # num_ranges: Number of slot ranges.
-    num_ranges = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_ranges = num_ranges
+    self._lazy_num_ranges = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_ranges)
     # ranges: The slot ranges.
     ranges_count = num_ranges.value
     if ranges_count < 0 or ranges_count > (end - pos) // 2:
@@ -772,7 +948,7 @@ cdef class SlotRange:
     Written by: valkey src/cluster_migrateslots.c clusterRDBSaveSlotImports"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "start_slot", "end_slot", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_start_slot", "_lazy_end_slot", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -792,6 +968,50 @@ cdef class SlotRange:
             PyBuffer_Release(&_view)
         return obj, pos
 
+    @property
+    def start_slot(self):
+        """First slot.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen start_slot = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_start_slot
+            start_slot = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return start_slot
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def end_slot(self):
+        """Last slot.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen end_slot = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_end_slot
+            end_slot = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return end_slot
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef SlotRange c_read_slot_range(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one slot_range at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -801,14 +1021,14 @@ cdef SlotRange c_read_slot_range(object io, object buf, const unsigned char* _p,
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen end_slot = None
-    cdef rdb_string__RdbLen start_slot = None
+    cdef rdb_string__RdbLenValues end_slot
+    cdef rdb_string__RdbLenValues start_slot
     # start_slot: First slot.
-    start_slot = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.start_slot = start_slot
+    self._lazy_start_slot = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &start_slot)
     # end_slot: Last slot.
-    end_slot = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.end_slot = end_slot
+    self._lazy_end_slot = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &end_slot)
     _at[0] = pos
     return self
 
@@ -1088,7 +1308,7 @@ cdef class StringList:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_items", "items", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "items", "_lazy_num_items", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1120,6 +1340,28 @@ cdef class StringList:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_items(self):
+        """Number of elements.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_items = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_items
+            num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_items
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StringList c_read_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one string_list at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1129,10 +1371,10 @@ cdef StringList c_read_string_list(object io, object buf, const unsigned char* _
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_items = None
+    cdef rdb_string__RdbLenValues num_items
     # num_items: Number of elements.
-    num_items = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_items = num_items
+    self._lazy_num_items = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_items)
     # items: The elements.
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:

@@ -12,7 +12,6 @@ cdef class RdbString:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object len
     cdef public object raw
     cdef public object int_value
     cdef public object clen
@@ -20,6 +19,7 @@ cdef class RdbString:
     cdef public object lzf
     cdef public object is_int
     cdef public object is_lzf
+    cdef public object _lazy_len
 
 cdef class RdbLen:
     cdef public object _parent
@@ -37,13 +37,13 @@ cdef class RdbBlob:
     cdef public object _root
     cdef public object _io
     cdef public object kind
-    cdef public object len
     cdef public object plain
     cdef public object clen
     cdef public object ulen
     cdef public object lzf
     cdef public object is_lzf
     cdef public object payload
+    cdef public object _lazy_len
 
 cdef class RdbDouble:
     cdef public object _parent

@@ -34,7 +34,7 @@ cdef class RdbString:
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "len", "raw", "int_value", "clen", "ulen", "lzf", "is_int", "is_lzf", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "raw", "int_value", "clen", "ulen", "lzf", "is_int", "is_lzf", "_lazy_len", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -66,6 +66,36 @@ cdef class RdbString:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def len(self):
+        """Length of a plain string, or (when `len.is_encoded`) the encoding:
+        0 INT8, 1 INT16, 2 INT32, 3 LZF. Encodings 4..63 are invalid
+        ("Unknown RDB string encoding type").
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef RdbLen len_ = None
+        cdef Py_ssize_t len__pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_len
+            len__pos = pos
+            len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            len_is_encoded = len_.is_encoded
+            len_value = len_.value
+            if not ((not len_is_encoded) or (len_value <= 3)):
+                raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
+            return len_
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one rdb_string at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -76,19 +106,19 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
     self._root = root = root if root is not None else self
     self._io = io
     cdef RdbLen clen = None
-    cdef RdbLen len_ = None
+    cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
     cdef Py_ssize_t lzf_nbytes = 0
     cdef Py_ssize_t raw_nbytes = 0
     cdef RdbLen ulen = None
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
-    len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_len = pos
+    c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
     if not ((not len_is_encoded) or (len_value <= 3)):
         raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
-    self.len = len_
     # raw, int_value, clen, ulen, lzf: at most one of them is present
     is_int = (len_is_encoded and (len_value < 3))
     is_lzf = (len_is_encoded and (len_value == 3))
@@ -391,7 +421,7 @@ cdef class RdbBlob:
     Written by: redis src/rdb.c rdbGenericLoadStringObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "kind", "len", "plain", "clen", "ulen", "lzf", "is_lzf", "payload", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "kind", "plain", "clen", "ulen", "lzf", "is_lzf", "payload", "_lazy_len", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, kind):
@@ -423,6 +453,34 @@ cdef class RdbBlob:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def len(self):
+        """Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef RdbLen len_ = None
+        cdef Py_ssize_t len__pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_len
+            len__pos = pos
+            len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            len_is_encoded = len_.is_encoded
+            len_value = len_.value
+            if not ((not len_is_encoded) or (len_value == 3)):
+                raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
+            return len_
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, kind):
     """Reads one rdb_blob at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -434,19 +492,19 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
     self._io = io
     self.kind = kind
     cdef RdbLen clen = None
-    cdef RdbLen len_ = None
+    cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
     cdef Py_ssize_t lzf_nbytes = 0
     cdef Py_ssize_t plain_nbytes = 0
     cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
-    len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_len = pos
+    c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
     if not ((not len_is_encoded) or (len_value == 3)):
         raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
-    self.len = len_
     # plain, clen, ulen, lzf: at most one of them is present
     plain = clen = ulen = lzf = None
     if (not len_is_encoded):

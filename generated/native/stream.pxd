@@ -14,31 +14,31 @@ cdef class StreamValue:
     cdef public object _root
     cdef public object _io
     cdef public object type_code
-    cdef public object num_nodes
-    cdef public object length
     cdef public object last_id
     cdef public object first_id
     cdef public object max_deleted_entry_id
     cdef public object entries_added
-    cdef public object num_groups
     cdef public object groups
     cdef public object idmp
     cdef public object _lazy_nodes
+    cdef public object _lazy_num_nodes
+    cdef public object _lazy_length
+    cdef public object _lazy_num_groups
 
 cdef class StreamNode:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object node_key_len
     cdef public object node_key
     cdef public object _lazy_listpack
+    cdef public object _lazy_node_key_len
 
 cdef class StreamId:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object ms
-    cdef public object seq
+    cdef public object _lazy_ms
+    cdef public object _lazy_seq
 
 cdef class StreamIdRaw:
     cdef public object _parent
@@ -55,10 +55,10 @@ cdef class StreamGroup:
     cdef public object name
     cdef public object last_id
     cdef public object entries_read
-    cdef public object pel_size
     cdef public object pel
-    cdef public object num_consumers
     cdef public object consumers
+    cdef public object _lazy_pel_size
+    cdef public object _lazy_num_consumers
 
 cdef class StreamPelEntry:
     cdef public object _parent
@@ -66,7 +66,7 @@ cdef class StreamPelEntry:
     cdef public object _io
     cdef public object id
     cdef public object delivery_time
-    cdef public object delivery_count
+    cdef public object _lazy_delivery_count
 
 cdef class StreamConsumer:
     cdef public object _parent
@@ -76,27 +76,27 @@ cdef class StreamConsumer:
     cdef public object name
     cdef public object seen_time
     cdef public object active_time
-    cdef public object pel_size
     cdef public object pel
+    cdef public object _lazy_pel_size
 
 cdef class StreamIdmp:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object duration
-    cdef public object max_entries
-    cdef public object num_producers
     cdef public object producers
-    cdef public object iids_added
-    cdef public object iids_duplicates
+    cdef public object _lazy_duration
+    cdef public object _lazy_max_entries
+    cdef public object _lazy_num_producers
+    cdef public object _lazy_iids_added
+    cdef public object _lazy_iids_duplicates
 
 cdef class StreamIdmpProducer:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
     cdef public object pid
-    cdef public object count
     cdef public object iids
+    cdef public object _lazy_count
 
 cdef class StreamIdmpIid:
     cdef public object _parent

@@ -88,7 +88,7 @@ cdef class StreamValue:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "type_code", "num_nodes", "length", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "num_groups", "groups", "idmp", "_lazy_nodes", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "type_code", "last_id", "first_id", "max_deleted_entry_id", "entries_added", "groups", "idmp", "_lazy_nodes", "_lazy_num_nodes", "_lazy_length", "_lazy_num_groups", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -129,6 +129,72 @@ cdef class StreamValue:
 
         return list(self.iter_nodes())
 
+    @property
+    def num_nodes(self):
+        """Number of listpack nodes (raxSize of the stream radix tree).
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_nodes = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_nodes
+            num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_nodes
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def length(self):
+        """Number of live (not deleted) entries.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen length = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_length
+            length = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return length
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_groups(self):
+        """Number of consumer groups.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_groups = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_groups
+            num_groups = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_groups
+        finally:
+            PyBuffer_Release(&_view)
+
     def iter_nodes(self):
         """Yields the elements of `nodes` one at a time, read where they were stepped over."""
         cdef Py_ssize_t pos, end
@@ -158,13 +224,13 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     cdef StreamId first_id = None
     cdef StreamIdmp idmp = None
     cdef StreamId last_id = None
-    cdef rdb_string__RdbLen length = None
+    cdef rdb_string__RdbLenValues length
     cdef StreamId max_deleted_entry_id = None
-    cdef rdb_string__RdbLen num_groups = None
-    cdef rdb_string__RdbLen num_nodes = None
+    cdef rdb_string__RdbLenValues num_groups
+    cdef rdb_string__RdbLenValues num_nodes
     # num_nodes: Number of listpack nodes (raxSize of the stream radix tree).
-    num_nodes = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_nodes = num_nodes
+    self._lazy_num_nodes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
     # nodes: decoded on first access (see the property); stepped over here
     self._lazy_nodes = pos
     # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
@@ -176,8 +242,8 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
         pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
         nodes_item = None
     # length: Number of live (not deleted) entries.
-    length = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.length = length
+    self._lazy_length = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &length)
     # last_id: The last generated ID.
     last_id = c_read_stream_id(io, buf, _p, end, &pos, self, root)
     self.last_id = last_id
@@ -194,8 +260,8 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     self.max_deleted_entry_id = max_deleted_entry_id
     self.entries_added = entries_added
     # num_groups: Number of consumer groups.
-    num_groups = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_groups = num_groups
+    self._lazy_num_groups = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_groups)
     # groups: The consumer groups, in name order.
     groups_count = num_groups.value
     if groups_count < 0 or groups_count > (end - pos) // 5:
@@ -275,7 +341,7 @@ cdef class StreamNode:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "node_key_len", "node_key", "_lazy_listpack", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "node_key", "_lazy_listpack", "_lazy_node_key_len", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -329,6 +395,32 @@ cdef class StreamNode:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def node_key_len(self):
+        """Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen node_key_len = None
+        cdef Py_ssize_t node_key_len_pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_node_key_len
+            node_key_len_pos = pos
+            node_key_len = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
+                raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
+            return node_key_len
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one stream_node at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -338,15 +430,15 @@ cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen node_key_len = None
+    cdef rdb_string__RdbLenValues node_key_len
     cdef Py_ssize_t node_key_len_pos = 0
     cdef Py_ssize_t node_key_nbytes = 0
     # node_key_len: Length of the node key string; must be 16 ("Stream node key entry is not the size of a stream ID").
     node_key_len_pos = pos
-    node_key_len = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    self._lazy_node_key_len = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &node_key_len)
     if not ((not node_key_len.is_encoded) and (node_key_len.value == 16)):
         raise invalid(io, node_key_len_pos, "stream:stream_node.node_key_len", 'expected a 16-byte stream ID as the node key, found ' + format(('encoding' if node_key_len.is_encoded else 'length'), 's') + ' ' + repr(node_key_len.value))
-    self.node_key_len = node_key_len
     # node_key: The master ID of the node (big-endian ms and seq).
     node_key_size = 16
     if node_key_size > end - pos:
@@ -396,7 +488,7 @@ cdef class StreamId:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "ms", "seq", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_ms", "_lazy_seq", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -428,6 +520,50 @@ cdef class StreamId:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def ms(self):
+        """Milliseconds part.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen ms = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_ms
+            ms = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return ms
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def seq(self):
+        """Sequence part.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen seq = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_seq
+            seq = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return seq
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StreamId c_read_stream_id(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one stream_id at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -437,14 +573,14 @@ cdef StreamId c_read_stream_id(object io, object buf, const unsigned char* _p, P
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen ms = None
-    cdef rdb_string__RdbLen seq = None
+    cdef rdb_string__RdbLenValues ms
+    cdef rdb_string__RdbLenValues seq
     # ms: Milliseconds part.
-    ms = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.ms = ms
+    self._lazy_ms = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &ms)
     # seq: Sequence part.
-    seq = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.seq = seq
+    self._lazy_seq = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &seq)
     _at[0] = pos
     return self
 
@@ -548,7 +684,7 @@ cdef class StreamGroup:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel_size", "pel", "num_consumers", "consumers", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel", "consumers", "_lazy_pel_size", "_lazy_num_consumers", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -580,6 +716,50 @@ cdef class StreamGroup:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def pel_size(self):
+        """Number of entries in the group's global PEL.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen pel_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_pel_size
+            pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return pel_size
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_consumers(self):
+        """Number of consumers.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_consumers = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_consumers
+            num_consumers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_consumers
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
     """Reads one stream_group at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -593,8 +773,8 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     cdef rdb_string__RdbLen entries_read = None
     cdef StreamId last_id = None
     cdef rdb_string__RdbString name = None
-    cdef rdb_string__RdbLen num_consumers = None
-    cdef rdb_string__RdbLen pel_size = None
+    cdef rdb_string__RdbLenValues num_consumers
+    cdef rdb_string__RdbLenValues pel_size
     # name: Group name.
     name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.name = name
@@ -608,8 +788,8 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
         entries_read = None
     self.entries_read = entries_read
     # pel_size: Number of entries in the group's global PEL.
-    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.pel_size = pel_size
+    self._lazy_pel_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &pel_size)
     # pel: The global pending entries list.
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 25:
@@ -620,8 +800,8 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
         pel.append(pel_item)
     self.pel = pel
     # num_consumers: Number of consumers.
-    num_consumers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_consumers = num_consumers
+    self._lazy_num_consumers = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_consumers)
     # consumers: The consumers, in name order.
     consumers_count = num_consumers.value
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
@@ -682,7 +862,7 @@ cdef class StreamPelEntry:
     Written by: redis src/rdb.c rdbSaveStreamPEL"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "id", "delivery_time", "delivery_count", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "id", "delivery_time", "_lazy_delivery_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -714,6 +894,28 @@ cdef class StreamPelEntry:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def delivery_count(self):
+        """Number of deliveries.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen delivery_count = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_delivery_count
+            delivery_count = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return delivery_count
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StreamPelEntry c_read_stream_pel_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one stream_pel_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -723,7 +925,7 @@ cdef StreamPelEntry c_read_stream_pel_entry(object io, object buf, const unsigne
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen delivery_count = None
+    cdef rdb_string__RdbLenValues delivery_count
     cdef long long delivery_time = 0
     cdef StreamIdRaw id = None
     # id: The pending entry ID (16 raw big-endian bytes).
@@ -736,8 +938,8 @@ cdef StreamPelEntry c_read_stream_pel_entry(object io, object buf, const unsigne
     pos += 8
     self.delivery_time = delivery_time
     # delivery_count: Number of deliveries.
-    delivery_count = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.delivery_count = delivery_count
+    self._lazy_delivery_count = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &delivery_count)
     _at[0] = pos
     return self
 
@@ -766,7 +968,7 @@ cdef class StreamConsumer:
     Written by: redis src/rdb.c rdbSaveStreamConsumers"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel_size", "pel", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel", "_lazy_pel_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -798,6 +1000,28 @@ cdef class StreamConsumer:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def pel_size(self):
+        """Number of entries in the consumer PEL.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen pel_size = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_pel_size
+            pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return pel_size
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
     """Reads one stream_consumer at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -809,7 +1033,7 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
     self._io = io
     self.type_code = type_code
     cdef rdb_string__RdbString name = None
-    cdef rdb_string__RdbLen pel_size = None
+    cdef rdb_string__RdbLenValues pel_size
     cdef long long seen_time = 0
     # name: Consumer name.
     name = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -830,8 +1054,8 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
         active_time = None
     self.active_time = active_time
     # pel_size: Number of entries in the consumer PEL.
-    pel_size = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.pel_size = pel_size
+    self._lazy_pel_size = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &pel_size)
     # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 16:
@@ -885,7 +1109,7 @@ cdef class StreamIdmp:
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "duration", "max_entries", "num_producers", "producers", "iids_added", "iids_duplicates", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "producers", "_lazy_duration", "_lazy_max_entries", "_lazy_num_producers", "_lazy_iids_added", "_lazy_iids_duplicates", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -917,6 +1141,116 @@ cdef class StreamIdmp:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def duration(self):
+        """IDMP duration in seconds (loader requires 1..86400).
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen duration = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_duration
+            duration = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return duration
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def max_entries(self):
+        """Maximum IDMP entries per producer (loader requires 1..10000).
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen max_entries = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_max_entries
+            max_entries = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return max_entries
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_producers(self):
+        """Number of producers.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_producers = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_producers
+            num_producers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_producers
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def iids_added(self):
+        """Number of idempotency IDs ever added.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen iids_added = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_iids_added
+            iids_added = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return iids_added
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def iids_duplicates(self):
+        """Number of duplicates detected.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen iids_duplicates = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_iids_duplicates
+            iids_duplicates = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return iids_duplicates
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one stream_idmp at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -926,20 +1260,20 @@ cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen duration = None
-    cdef rdb_string__RdbLen iids_added = None
-    cdef rdb_string__RdbLen iids_duplicates = None
-    cdef rdb_string__RdbLen max_entries = None
-    cdef rdb_string__RdbLen num_producers = None
+    cdef rdb_string__RdbLenValues duration
+    cdef rdb_string__RdbLenValues iids_added
+    cdef rdb_string__RdbLenValues iids_duplicates
+    cdef rdb_string__RdbLenValues max_entries
+    cdef rdb_string__RdbLenValues num_producers
     # duration: IDMP duration in seconds (loader requires 1..86400).
-    duration = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.duration = duration
+    self._lazy_duration = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &duration)
     # max_entries: Maximum IDMP entries per producer (loader requires 1..10000).
-    max_entries = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.max_entries = max_entries
+    self._lazy_max_entries = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &max_entries)
     # num_producers: Number of producers.
-    num_producers = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_producers = num_producers
+    self._lazy_num_producers = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_producers)
     # producers: The producers, in insertion order.
     producers_count = num_producers.value
     if producers_count < 0 or producers_count > (end - pos) // 2:
@@ -950,11 +1284,11 @@ cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _
         producers.append(producers_item)
     self.producers = producers
     # iids_added: Number of idempotency IDs ever added.
-    iids_added = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.iids_added = iids_added
+    self._lazy_iids_added = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &iids_added)
     # iids_duplicates: Number of duplicates detected.
-    iids_duplicates = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.iids_duplicates = iids_duplicates
+    self._lazy_iids_duplicates = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &iids_duplicates)
     _at[0] = pos
     return self
 
@@ -995,7 +1329,7 @@ cdef class StreamIdmpProducer:
     Written by: redis src/rdb.c rdbLoadStreamIdmpEntries"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "pid", "count", "iids", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "pid", "iids", "_lazy_count", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1027,6 +1361,28 @@ cdef class StreamIdmpProducer:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def count(self):
+        """Number of idempotency IDs.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen count_ = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_count
+            count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return count_
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef StreamIdmpProducer c_read_stream_idmp_producer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one stream_idmp_producer at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1036,14 +1392,14 @@ cdef StreamIdmpProducer c_read_stream_idmp_producer(object io, object buf, const
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen count_ = None
+    cdef rdb_string__RdbLenValues count_
     cdef rdb_string__RdbString pid = None
     # pid: Producer ID.
     pid = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.pid = pid
     # count: Number of idempotency IDs.
-    count_ = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.count = count_
+    self._lazy_count = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &count_)
     # iids: The idempotency IDs.
     iids_count = count_.value
     if iids_count < 0 or iids_count > (end - pos) // 3:

@@ -28,12 +28,12 @@ cdef class ZmEntry:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object field_len
     cdef public object field
     cdef public object value_len
     cdef public object free
     cdef public object value
     cdef public object padding
+    cdef public object _lazy_field_len
 
 cdef Zipmap c_read_zipmap(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_zipmap(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

@@ -242,7 +242,7 @@ cdef class ZmEntry:
     Written by: redis src/zipmap.c zipmapValidateIntegrity"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "field_len", "field", "value_len", "free", "value", "padding", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "field", "value_len", "free", "value", "padding", "_lazy_field_len", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -274,6 +274,28 @@ cdef class ZmEntry:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def field_len(self):
+        """Length of the field, or the end marker.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef ZmLen field_len = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_field_len
+            field_len = c_read_zm_len(io, buf, _p, end, &pos, self, root)
+            return field_len
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one zm_entry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -283,15 +305,15 @@ cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef ZmLen field_len = None
+    cdef ZmLenValues field_len
     cdef Py_ssize_t field_nbytes = 0
     cdef Py_ssize_t padding_nbytes = 0
     cdef ZmLen value_len = None
     cdef Py_ssize_t value_len_pos = 0
     cdef Py_ssize_t value_nbytes = 0
     # field_len: Length of the field, or the end marker.
-    field_len = c_read_zm_len(io, buf, _p, end, &pos, self, root)
-    self.field_len = field_len
+    self._lazy_field_len = pos
+    c_scan_zm_len(io, buf, _p, end, &pos, None, root, &field_len)
     # field, value_len, free, value, padding: read together
     field_len_is_end = field_len.is_end
     field = value_len = free = value = padding = None

@@ -13,8 +13,8 @@ cdef class ZsetLegacy:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_members
     cdef public object entries
+    cdef public object _lazy_num_members
 
 cdef class ZsetEntry:
     cdef public object _parent
@@ -27,8 +27,8 @@ cdef class Zset2:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object num_members
     cdef public object entries
+    cdef public object _lazy_num_members
 
 cdef class Zset2Entry:
     cdef public object _parent

@@ -80,7 +80,7 @@ cdef class ZsetLegacy:
     Written by: redis src/rdb.c rdbLoadDoubleValue"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_members", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -112,6 +112,28 @@ cdef class ZsetLegacy:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_members(self):
+        """Number of members.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_members = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_members
+            num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_members
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef ZsetLegacy c_read_zset_legacy(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one zset_legacy at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -121,10 +143,10 @@ cdef ZsetLegacy c_read_zset_legacy(object io, object buf, const unsigned char* _
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_members = None
+    cdef rdb_string__RdbLenValues num_members
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_members = num_members
+    self._lazy_num_members = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
@@ -234,7 +256,7 @@ cdef class Zset2:
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "num_members", "entries", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_members", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -266,6 +288,28 @@ cdef class Zset2:
         finally:
             PyBuffer_Release(&_view)
 
+    @property
+    def num_members(self):
+        """Number of members.
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_members = None
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_members
+            num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            return num_members
+        finally:
+            PyBuffer_Release(&_view)
+
 
 cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one zset_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -275,10 +319,10 @@ cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssiz
     self._parent = None
     self._root = root = root if root is not None else self
     self._io = io
-    cdef rdb_string__RdbLen num_members = None
+    cdef rdb_string__RdbLenValues num_members
     # num_members: Number of members.
-    num_members = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    self.num_members = num_members
+    self._lazy_num_members = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
