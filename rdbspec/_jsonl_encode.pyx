@@ -132,11 +132,41 @@ cdef bint valid_utf8(const uint8_t* s, Py_ssize_t n) noexcept:
     return True
 
 
+cdef bint plain_ascii(const uint8_t* s, Py_ssize_t n) noexcept:
+    """Every byte in 0x20..0x7F but '"' and backslash: the text is its own JSON string. Eight
+    bytes at a time: a word has a byte below 0x20 (or equal to b) exactly when
+    (w - 0x20 each) & ~w & 0x80 each (the same on w ^ b each) is not 0."""
+    cdef uint64_t w, ones = 0x0101010101010101, highs = 0x8080808080808080
+    cdef uint64_t quotes = 0x22 * ones, backslashes = 0x5C * ones
+    cdef Py_ssize_t i = 0
+    cdef uint8_t c
+    while i + 8 <= n:
+        memcpy(&w, s + i, 8)
+        if (w | ((w - 0x20 * ones) & ~w) | ((w ^ quotes) - ones) & ~(w ^ quotes)
+                | ((w ^ backslashes) - ones) & ~(w ^ backslashes)) & highs:
+            return False
+        i += 8
+    while i < n:
+        c = s[i]
+        if c < 0x20 or c >= 0x80 or c == 34 or c == 92:
+            return False
+        i += 1
+    return True
+
+
 cdef int put_text(Out* out, const uint8_t* s, Py_ssize_t n) except -1:
     """A byte string as `jsonl.s` gives it, serialized."""
     cdef Py_ssize_t i, done = 0, end
     cdef uint8_t c
     cdef char* w
+    if plain_ascii(s, n):  # most keys and elements: copied as they are
+        reserve(out, n + 2)
+        w = out.data + out.size
+        w[0] = 34
+        memcpy(w + 1, s, n)
+        w[n + 1] = 34
+        out.size += n + 2
+        return 0
     if not valid_utf8(s, n):
         reserve(out, 2 * n + 10)
         put(out, b'{"hex":"', 8)

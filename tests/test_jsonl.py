@@ -145,6 +145,10 @@ SCORES = [1e-7, 1e16, 1e22, 0.1, 5e-324, -0.0, 3.0, 123456.789, 1.79769313486231
 # each byte alone, and the UTF-8 edges: overlong, surrogate, past U+10FFFF, truncated, line separators
 TEXTS = [bytes([b]) for b in range(256)] + [b"", b"\xc1\xbf", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
                                          b"\xe2\x80", "é😀\u2028\u2029\ufeff".encode()]
+# each byte the JSON writer looks at, at every place of an 18-byte text (its first word, its second, its tail)
+TEXTS += [b"x" * i + special + b"y" * (17 - i)
+          for special in (b"\x00", b"\x1f", b'"', b"\\", b"\x7f", b"\x80", b"\xc3\xa9") for i in range(18)]
+TEXTS += [b"z" * n for n in (7, 8, 9, 16, 17)]
 EDGES = [
     # EXPIRETIME_MS of all ones (a signed ms count: -1) and IDLE of 2^64-1 (beyond int64: the C writer's
     # decimal text of a big int)
