@@ -271,7 +271,7 @@ def test_dfs_snapshot_set_is_read_one_task_per_shard(spark, tmp_path_factory):
 def test_pipeline_command(tmp_path, spark, monkeypatch):
     import argparse
 
-    from rdbspec.spark import pipeline
+    from rdbspec.spark import launch, pipeline
 
     parser = argparse.ArgumentParser()
     pipeline.register(parser.add_subparsers(dest="command"))
@@ -281,7 +281,7 @@ def test_pipeline_command(tmp_path, spark, monkeypatch):
     assert args.standalone is pipeline.run and args.run_pipeline is pipeline.run
     out = io.StringIO()
     # run() gets the session and stops it at the end: keep the module's shared one running
-    monkeypatch.setattr(pipeline.launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
     assert pipeline.run(args, out) == 0
     text = out.getvalue()
     assert "files: 1" in text and "keys: 47" in text and "stream" in text
@@ -308,7 +308,7 @@ def test_pipeline_ends_a_bug_in_a_task_with_exit_70(tmp_path, spark, monkeypatch
 
     from pyspark.sql.functions import udf
 
-    from rdbspec.spark import pipeline, source
+    from rdbspec.spark import launch, pipeline, source
 
     line = ("rdbspec: internal error reading x.rdb at byte 9: TypeError: injected bug; this is a bug in "
             "rdbspec, please report it (rdbspec --debug ... prints the traceback)")
@@ -320,7 +320,7 @@ def test_pipeline_ends_a_bug_in_a_task_with_exit_70(tmp_path, spark, monkeypatch
     pipeline.register(parser.add_subparsers(dest="command"))
     sample = str(Path(__file__).parent.parent / "examples" / "sample.rdb")
     args = parser.parse_args(["pipeline", sample, "--out", str(tmp_path / "out"), "--tables", "keys"])
-    monkeypatch.setattr(pipeline.launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
     monkeypatch.setattr(pipeline, "reader", lambda session, table, options, inputs: spark.range(1).select(
         udf(task)("id")))
     assert pipeline.run(args, io.StringIO()) == 70
@@ -421,9 +421,9 @@ def test_pipeline_corrupt_file_is_one_line(troubled_inputs, tmp_path):
 
 
 def test_pipeline_debug_adds_the_traceback(spark, troubled_inputs, tmp_path, monkeypatch, capsys):
-    from rdbspec.spark import pipeline
+    from rdbspec.spark import launch
 
-    monkeypatch.setattr(pipeline.launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
     cut = str(troubled_inputs / "cut.rdb")
     assert _pipeline(cut, "--out", str(tmp_path), "--tables", "files", "--no-summary") == 3
     [line] = capsys.readouterr().err.splitlines()

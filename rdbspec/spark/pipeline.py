@@ -18,12 +18,12 @@ import re
 import sys
 import tempfile
 import traceback
+from types import ModuleType
 from typing import IO, Any, TextIO
 
 from .. import errors
 from ..errors import EXIT_CODES, exit_code
-from . import launch
-from .source import TABLES, ReadOptions, resolve_paths
+from .options import TABLES, ReadOptions, resolve_paths
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
 
@@ -228,20 +228,42 @@ def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, optio
     out.write(f"wrote {', '.join(tables)} to {args.out} ({args.format})\n")
 
 
+SPARK_EXTRA = ("pyspark", "pyarrow", "pandas")  # the packages of the `spark` extra
+
+
+def _launch() -> ModuleType:
+    """`launch`, imported when the command runs rather than with the command line: it imports
+    pyspark, the optional extra ``spark``, which costs every other command about 80 ms to load."""
+    try:
+        from . import launch
+    except ModuleNotFoundError as err:
+        package = (err.name or "").split(".")[0]
+        if package not in SPARK_EXTRA:
+            raise
+        raise PipelineError(f"needs the spark extra, {package} is not installed: pip install 'rdbspec[spark]'",
+                            EXIT_CODES["unavailable"]) from None
+    return launch
+
+
 def _start_spark(master: str, debug: bool, jvm_log: IO[bytes]) -> Any:
     """The session. Unless `debug`, the JVM it starts writes its stderr to `jvm_log`, not to the
     console: its own notes, and what the Python workers print (the JVM copies their stderr),
-    e.g. the tracebacks of workers cut off when a failed job is cancelled."""
-    if debug:
-        return launch.session(master, verbose=True)
-    sys.stderr.flush()
-    console = os.dup(2)
-    os.dup2(jvm_log.fileno(), 2)  # the JVM inherits this descriptor when it is started
+    e.g. the tracebacks of workers cut off when a failed job is cancelled. Raises
+    PipelineError when pyspark or Java 17+ is missing."""
+    launch = _launch()
     try:
-        return launch.session(master)
-    finally:
-        os.dup2(console, 2)
-        os.close(console)
+        if debug:
+            return launch.session(master, verbose=True)
+        sys.stderr.flush()
+        console = os.dup(2)
+        os.dup2(jvm_log.fileno(), 2)  # the JVM inherits this descriptor when it is started
+        try:
+            return launch.session(master)
+        finally:
+            os.dup2(console, 2)
+            os.close(console)
+    except launch.JavaMissingError as err:
+        raise PipelineError(str(err), EXIT_CODES["unavailable"]) from None
 
 
 def _forward_warnings(jvm_log: IO[bytes]) -> None:
@@ -259,10 +281,7 @@ def _pipeline(args: argparse.Namespace, out: TextIO, debug: bool, jvm_log: IO[by
         raise PipelineError(str(err), EXIT_CODES["usage"]) from None
     options = read_options(args)
     _check_inputs(args, options)
-    try:
-        spark = _start_spark(args.master, debug, jvm_log)
-    except launch.JavaMissingError as err:
-        raise PipelineError(str(err), EXIT_CODES["unavailable"]) from None
+    spark = _start_spark(args.master, debug, jvm_log)
     try:
         _write_tables(spark, tables, args, options, out)
     except Exception as err:  # a Spark job failure: one line, not a JVM stack trace

@@ -78,13 +78,10 @@ drops the rest of its split, not the rest of the file.
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -100,8 +97,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .. import api, backend, dragonfly
-from ..dragonfly import SUMMARY_NAME
+from .. import api, backend
 from ..errors import RdbError, as_internal, internal_error_line
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
@@ -109,6 +105,7 @@ from ..stream_commands.rules import stream_version
 from ..streams import EntryColumns, Stream
 from ..values import STREAM_KINDS
 from .entries import entry_batch
+from .options import STREAM_TABLES, TABLES, ReadOptions, option, resolve_paths
 
 FORMAT = "rdb"
 
@@ -193,149 +190,7 @@ SCHEMAS: dict[str, StructType] = {
         StructField("error", StringType(), True),
     ),
 }
-
-TABLES: tuple[str, ...] = tuple(SCHEMAS)
-STREAM_TABLES = ("streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers")
-
-
-# -- options and paths -------------------------------------------------------------------------
-
-def _bool(options: dict[str, str], name: str, default: bool) -> bool:
-    for k, v in options.items():
-        if k.lower() == name.lower():
-            text = str(v).strip().lower()
-            if text in ("true", "1", "yes"):
-                return True
-            if text in ("false", "0", "no"):
-                return False
-            raise ValueError(f"option {name}: expected true or false, got {v!r}")
-    return default
-
-
-def _get(options: dict[str, str], name: str) -> str | None:
-    for k, v in options.items():  # Spark options are case-insensitive
-        if k.lower() == name.lower():
-            return v
-    return None
-
-
-def _split(text: str | None) -> list[str]:
-    return [p.strip() for p in (text or "").split(",") if p.strip()]
-
-
-def _hidden(name: str) -> bool:
-    return name.startswith((".", "_"))  # as Spark's file index: _SUCCESS, .crc, _temporary...
-
-
-def _listdir(directory: str, name_glob: str) -> list[str]:
-    """The files under a directory (recursively) matching `name_glob`, and the summary of any
-    DFS set among them."""
-    found: list[str] = []
-    for parent, dirs, names in os.walk(directory):
-        dirs[:] = [d for d in dirs if not _hidden(d)]
-        found += (os.path.join(parent, n) for n in names
-                  if not _hidden(n) and (fnmatch.fnmatchcase(n, name_glob) or SUMMARY_NAME.match(n)))
-    return sorted(found)
-
-
-def _set_files(path: str) -> list[str]:
-    """A DFS file stands for its whole set (summary and shards); any other file for itself."""
-    if os.path.isfile(path) and dragonfly.is_dfs(path):
-        return [str(p) for p in api.snapshot_files(path)]
-    return [path]
-
-
-def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
-    """Files named by paths that may be files, globs, directories or comma-separated lists,
-    in the order given (globs and directories sorted), without duplicates. In a directory,
-    only the files whose name matches `dir_filter` are taken, and DFS sets. A DFS file gives
-    its whole set, checked for missing and extra shard files. Raises FileNotFoundError for a
-    path that names nothing and for inputs that hold no file."""
-    out: list[str] = []
-    for spec in specs:
-        for part in _split(spec):
-            if part.startswith("file:"):
-                part = part[len("file:"):]
-                if part.startswith("//"):
-                    part = part[2:]
-            if glob.has_magic(part):
-                matches = sorted(glob.glob(part))
-                if not matches:
-                    raise FileNotFoundError(f"no file matches {part}")
-            elif os.path.isdir(part):
-                matches = _listdir(part, dir_filter)
-            elif os.path.exists(part):
-                matches = [part]
-            else:
-                raise FileNotFoundError(f"no such file: {part}")
-            for m in matches:
-                if os.path.isdir(m):
-                    m_files = _listdir(m, dir_filter)
-                else:
-                    m_files = [m]
-                for f in (f for m_file in m_files for f in _set_files(m_file)):
-                    if os.path.isfile(f) and f not in out:
-                        out.append(f)
-    if not out:
-        raise FileNotFoundError(f"no dump file in {', '.join(specs)} (directories are searched for {dir_filter})")
-    return out
-
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def _size(text: str) -> int:
-    """Bytes from ``"134217728"``, ``"64m"``, ``"1g"``, ``"512k"`` (powers of 1024)."""
-    value = str(text).strip().lower().removesuffix("b") or "x"
-    unit = value[-1] if value[-1] in _UNITS else ""
-    number = value[:-1] if unit else value
-    if not number.isdigit() or int(number) <= 0:
-        raise ValueError(f"option splitSize: expected a positive size like 67108864 or 64m, got {text!r}")
-    return int(number) * _UNITS[unit]
-
-
-@dataclass
-class ReadOptions:
-    table: str = "keys"
-    dbs: frozenset[int] | None = None
-    key_pattern: bytes | None = None
-    types: frozenset[str] | None = None
-    include_deleted: bool = False
-    ignore_corrupt_files: bool = False
-    warn_corrupt_files: bool = True
-    verify_checksum: bool = True
-    batch_size: int = 4096
-    split_size: int = 64 << 20
-
-    @classmethod
-    def parse(cls, options: dict[str, str]) -> ReadOptions:
-        table = (_get(options, "table") or "keys").strip().lower()
-        if table not in SCHEMAS:
-            raise ValueError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
-        dbs = _split(_get(options, "db"))
-        types = _split(_get(options, "types"))
-        pattern = _get(options, "keyPattern")
-        return cls(
-            table=table,
-            dbs=frozenset(int(d) for d in dbs) if dbs else None,
-            key_pattern=pattern.encode() if pattern else None,
-            types=frozenset(t.lower() for t in types) if types else None,
-            include_deleted=_bool(options, "includeDeleted", False),
-            ignore_corrupt_files=_bool(options, "ignoreCorruptFiles", False),
-            warn_corrupt_files=_bool(options, "warnCorruptFiles", True),
-            verify_checksum=_bool(options, "verifyChecksum", True),
-            batch_size=max(1, int(_get(options, "batchSize") or 4096)),
-            split_size=_size(_get(options, "splitSize") or "64m"),
-        )
-
-    def selects(self, record: Any) -> bool:
-        if self.dbs is not None and record.db not in self.dbs:
-            return False
-        if self.types is not None and record.type_name not in self.types:
-            return False
-        if self.key_pattern is not None and not fnmatch.fnmatchcase(record.key, self.key_pattern):
-            return False
-        return True
+assert tuple(SCHEMAS) == TABLES, "options.TABLES names the tables of SCHEMAS, in order"
 
 
 # -- rows -------------------------------------------------------------------------------------
@@ -582,15 +437,15 @@ class RdbDataSource(DataSource):
     def reader(self, schema: StructType) -> RdbReader:
         options = dict(self.options)
         specs: list[str] = []
-        path = _get(options, "path")
+        path = option(options, "path")
         if path:
             specs.append(path)
-        many = _get(options, "paths")
+        many = option(options, "paths")
         if many:
             specs.extend(json.loads(many))
         if not specs:
             raise ValueError("rdb: no input; use load(path) with a file, glob, directory or a comma list")
-        return RdbReader(resolve_paths(specs, _get(options, "pathGlobFilter") or "*.rdb"), self._opts())
+        return RdbReader(resolve_paths(specs, option(options, "pathGlobFilter") or "*.rdb"), self._opts())
 
 
 def register(spark: Any) -> None:

@@ -1,0 +1,157 @@
+"""The ``rdb`` data source's tables, options and input paths: what a reader is asked for, checked
+before Spark runs anything. Plain Python (no pyspark): the ``pipeline`` command checks its
+arguments with it, and the other commands start without importing Spark."""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .. import api, dragonfly
+from ..dragonfly import SUMMARY_NAME
+
+# the tables of `source.SCHEMAS`, in that order
+TABLES = ("keys", "streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers", "aux", "files")
+STREAM_TABLES = ("streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers")
+
+
+def _bool(options: dict[str, str], name: str, default: bool) -> bool:
+    for k, v in options.items():
+        if k.lower() == name.lower():
+            text = str(v).strip().lower()
+            if text in ("true", "1", "yes"):
+                return True
+            if text in ("false", "0", "no"):
+                return False
+            raise ValueError(f"option {name}: expected true or false, got {v!r}")
+    return default
+
+
+def option(options: dict[str, str], name: str) -> str | None:
+    """The value of option `name`, None when not given."""
+    for k, v in options.items():  # Spark options are case-insensitive
+        if k.lower() == name.lower():
+            return v
+    return None
+
+
+def _split(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))  # as Spark's file index: _SUCCESS, .crc, _temporary...
+
+
+def _listdir(directory: str, name_glob: str) -> list[str]:
+    """The files under a directory (recursively) matching `name_glob`, and the summary of any
+    DFS set among them."""
+    found: list[str] = []
+    for parent, dirs, names in os.walk(directory):
+        dirs[:] = [d for d in dirs if not _hidden(d)]
+        found += (os.path.join(parent, n) for n in names
+                  if not _hidden(n) and (fnmatch.fnmatchcase(n, name_glob) or SUMMARY_NAME.match(n)))
+    return sorted(found)
+
+
+def _set_files(path: str) -> list[str]:
+    """A DFS file stands for its whole set (summary and shards); any other file for itself."""
+    if os.path.isfile(path) and dragonfly.is_dfs(path):
+        return [str(p) for p in api.snapshot_files(path)]
+    return [path]
+
+
+def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
+    """Files named by paths that may be files, globs, directories or comma-separated lists,
+    in the order given (globs and directories sorted), without duplicates. In a directory,
+    only the files whose name matches `dir_filter` are taken, and DFS sets. A DFS file gives
+    its whole set, checked for missing and extra shard files. Raises FileNotFoundError for a
+    path that names nothing and for inputs that hold no file."""
+    out: list[str] = []
+    for spec in specs:
+        for part in _split(spec):
+            if part.startswith("file:"):
+                part = part[len("file:"):]
+                if part.startswith("//"):
+                    part = part[2:]
+            if glob.has_magic(part):
+                matches = sorted(glob.glob(part))
+                if not matches:
+                    raise FileNotFoundError(f"no file matches {part}")
+            elif os.path.isdir(part):
+                matches = _listdir(part, dir_filter)
+            elif os.path.exists(part):
+                matches = [part]
+            else:
+                raise FileNotFoundError(f"no such file: {part}")
+            for m in matches:
+                if os.path.isdir(m):
+                    m_files = _listdir(m, dir_filter)
+                else:
+                    m_files = [m]
+                for f in (f for m_file in m_files for f in _set_files(m_file)):
+                    if os.path.isfile(f) and f not in out:
+                        out.append(f)
+    if not out:
+        raise FileNotFoundError(f"no dump file in {', '.join(specs)} (directories are searched for {dir_filter})")
+    return out
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _size(text: str) -> int:
+    """Bytes from ``"134217728"``, ``"64m"``, ``"1g"``, ``"512k"`` (powers of 1024)."""
+    value = str(text).strip().lower().removesuffix("b") or "x"
+    unit = value[-1] if value[-1] in _UNITS else ""
+    number = value[:-1] if unit else value
+    if not number.isdigit() or int(number) <= 0:
+        raise ValueError(f"option splitSize: expected a positive size like 67108864 or 64m, got {text!r}")
+    return int(number) * _UNITS[unit]
+
+
+@dataclass
+class ReadOptions:
+    table: str = "keys"
+    dbs: frozenset[int] | None = None
+    key_pattern: bytes | None = None
+    types: frozenset[str] | None = None
+    include_deleted: bool = False
+    ignore_corrupt_files: bool = False
+    warn_corrupt_files: bool = True
+    verify_checksum: bool = True
+    batch_size: int = 4096
+    split_size: int = 64 << 20
+
+    @classmethod
+    def parse(cls, options: dict[str, str]) -> ReadOptions:
+        table = (option(options, "table") or "keys").strip().lower()
+        if table not in TABLES:
+            raise ValueError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
+        dbs = _split(option(options, "db"))
+        types = _split(option(options, "types"))
+        pattern = option(options, "keyPattern")
+        return cls(
+            table=table,
+            dbs=frozenset(int(d) for d in dbs) if dbs else None,
+            key_pattern=pattern.encode() if pattern else None,
+            types=frozenset(t.lower() for t in types) if types else None,
+            include_deleted=_bool(options, "includeDeleted", False),
+            ignore_corrupt_files=_bool(options, "ignoreCorruptFiles", False),
+            warn_corrupt_files=_bool(options, "warnCorruptFiles", True),
+            verify_checksum=_bool(options, "verifyChecksum", True),
+            batch_size=max(1, int(option(options, "batchSize") or 4096)),
+            split_size=_size(option(options, "splitSize") or "64m"),
+        )
+
+    def selects(self, record: Any) -> bool:
+        if self.dbs is not None and record.db not in self.dbs:
+            return False
+        if self.types is not None and record.type_name not in self.types:
+            return False
+        if self.key_pattern is not None and not fnmatch.fnmatchcase(record.key, self.key_pattern):
+            return False
+        return True
