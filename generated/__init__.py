@@ -1,8 +1,17 @@
 """Parsers generated from spec/*.ksy by rdbspec's generator. Do not edit."""
 
-from ._runtime import Io, ParseError, RdbError, TruncatedError, WarningSink, collecting, current_sink
+from ._runtime import Io, ParseError, RdbError, TruncatedError, WarningSink, collecting, current_sink, warning_sink
 
-__all__ = ["Io", "ParseError", "RdbError", "TruncatedError", "WarningSink", "collecting", "current_sink"]
+__all__ = [
+    "Io",
+    "ParseError",
+    "RdbError",
+    "TruncatedError",
+    "WarningSink",
+    "collecting",
+    "current_sink",
+    "warning_sink",
+]
 SPECS = (
     "dragonfly",
     "function",

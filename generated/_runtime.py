@@ -95,14 +95,17 @@ def lzf_decompress(data: bytes, expected_len: int, io: Io, pos: int, spec_path: 
 # -- warnings: checks that the server does not make on load --------------------------------
 
 WarningSink = Callable[[str, "int | None", str], None]
-_warning_sink: ContextVar[WarningSink | None] = ContextVar("rdbspec_warning_sink", default=None)
+# The sink in force. `collecting` sets it for a block; a caller that decodes one value at a time
+# by the hundred thousand sets and resets it itself (token = warning_sink.set(sink), then
+# warning_sink.reset(token)), without the block's three calls.
+warning_sink: ContextVar[WarningSink | None] = ContextVar("rdbspec_warning_sink", default=None)
 
 
 def warn(io: Io, pos: int, spec_path: str, message: str) -> None:
     """A check the server does not make on load failed (a `valid` marked `-rdbspec-warn`): the
     sink that `collecting` installed is told (message, file offset, spec path) and parsing goes
     on. With no sink it is an error like any other `valid`, as in the official compiler's output."""
-    sink = _warning_sink.get()
+    sink = warning_sink.get()
     if sink is None:
         raise invalid(io, pos, spec_path, message)
     sink(message, io.offset(pos), spec_path)
@@ -118,12 +121,12 @@ class collecting:  # noqa: N801 - used as a function: `with collecting(sink):`
         self.sink = sink
 
     def __enter__(self) -> None:
-        self.token = _warning_sink.set(self.sink)
+        self.token = warning_sink.set(self.sink)
 
     def __exit__(self, *exc: object) -> None:
-        _warning_sink.reset(self.token)
+        warning_sink.reset(self.token)
 
 
 def current_sink() -> WarningSink | None:
     """The sink in force (kept by lazily decoded values, to report to it later)."""
-    return _warning_sink.get()
+    return warning_sink.get()

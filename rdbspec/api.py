@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rdbspec_generated import Io, RdbError, collecting
+from rdbspec_generated import Io, RdbError, warning_sink
 
 from . import backend, dragonfly, values
 from .checksum import crc64
@@ -88,9 +88,9 @@ class KeyRecord:
     def _decoding(self, decode: Callable[..., Any], *args: Any) -> Any:
         """`decode(*args, generated value)`, its warnings told to this key's sink, its errors
         named with this key (an unexpected exception as an internal error)."""
+        token = warning_sink.set(self._sink)  # `collecting(self._sink)` without its three calls
         try:
-            with collecting(self._sink):
-                return decode(*args, self._body.value)
+            return decode(*args, self._body.value)
         except IntegrityError as err:
             raise IntegrityError(err.reason, self.offset, self.key) from None
         except RdbError as err:
@@ -98,6 +98,8 @@ class KeyRecord:
             raise
         except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
             raise InternalError(err, self.offset, self.key) from err
+        finally:
+            warning_sink.reset(token)
 
     def packed(self) -> values.Packed | None:
         """The value left in its containers' entries (`values.Packed`) when its encoding keeps
@@ -280,22 +282,26 @@ class Dump:
         db = self._db
         expire_at_ms = idle = freq = None
         aux_done = self._leading_aux
+        pending, warn = self._pending, self.warn  # looked up once: this loop runs once per record
         while True:
-            if stop is not None and not self._pending and self._offset >= stop:
+            if pending:
+                item = pending.pop(0)
+            elif stop is not None and self._offset >= stop:
                 return
-            item = self._pending.pop(0) if self._pending else self._read_record()
+            else:
+                item = self._read_record()
             if item is None:
                 break
             record, start, end = item
             kind = record.kind
             if kind == KEY_VALUE:
                 body = record.body
-                self.last_key = text(body.key)
-                self.current = (start, self.last_key)
+                self.last_key = key = text(body.key)
+                self.current = (start, key)
                 value_kind = body.value_kind
                 if kinds is None or value_kind in kinds:
-                    yield KeyRecord(db, self.last_key, record.opcode, value_kind, expire_at_ms,
-                                    idle, freq, start, end - start, body, _warn=self.warn)
+                    yield KeyRecord(db, key, record.opcode, value_kind, expire_at_ms, idle, freq, start,
+                                    end - start, body, None, warn)
                 expire_at_ms = idle = freq = None
             elif kind == SELECT_DB:
                 db = record.body.db_number.value

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from rdbspec import jsonl, streams
+from rdbspec import values as values_module
 from rdbspec.primitives import pairs, texts, values
 from rdbspec.streams import EntryColumns, EntryFields, NodeTable, Stream
 from rdbspec.values import PACKERS, decode, packed
@@ -282,6 +283,26 @@ def test_value_decoders_give_the_same_from_both_backends_listpacks(kind: int) ->
         got.append(decode(kind, SimpleNamespace(listpack=blob) if kind == 23 else blob, kind))
     assert isinstance(native_listpack.Listpack.from_bytes(data).entries, NativeColumns)
     assert got[0] == got[1] and got[0].value
+
+
+# texts strtod reads otherwise than float(): prefixes, hexadecimal, underscores, NUL, spaces, words,
+# past the 127 bytes the server copies, beyond the double range, and integers past 2^53
+SCORE_TEXTS = [b"2.5", b"-1e3", b"0x10", b"0x1p-3", b"3.2x", b"abcd", b"", b" 2.5", b"\t-7", b"1_00", b"7\x0099",
+               b"-InF", b"infinity", b"nan(x)", b"-nan", b"1e400", b"-1e400", b"4.9e-325", b"\x80\x81",
+               b"1" + b"0" * 127, b"9" * 126 + b".5", b"0" * 200 + b"1", b"+.5e1", b"1e", b"0x", b"9007199254740993"]
+
+
+def test_sorted_set_scores_from_columns_are_what_the_python_backend_reads() -> None:
+    """`values.entry_scores`: C's strtod on the native columns (the server's own reading, redis
+    src/t_zset.c zzlStrtod) gives the floats `values.score` gives from a list, texts and
+    integers alike."""
+    entries = [x for i, score in enumerate([*SCORE_TEXTS, 7, -(2**63), 2**53 + 1]) for x in (b"m%d" % i, score)]
+    native = ScalarColumns(entries)
+    assert [str(x) for x in values_module.entry_scores(native)] == \
+        [str(values_module.score(x)) for x in entries[1::2]]
+    assert [str(x) for x in values_module.entry_scores(entries)] == [str(values_module.score(x)) for x in entries[1::2]]
+    odd = values_module.entry_scores(ScalarColumns(entries[:-1]))  # a member without its score: none read
+    assert [str(x) for x in odd] == [str(x) for x in values_module.entry_scores(native)[:-1]]
 
 
 @pytest.mark.parametrize("include_deleted", [False, True])

@@ -17,6 +17,8 @@ from mmap import mmap
 from cpython cimport array
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport strtod
+from libc.string cimport memcpy
 
 cdef array.array _BYTES = _array("B")
 cdef array.array _INT64 = _array("q")
@@ -166,6 +168,32 @@ cdef class ScalarColumns:
         for index in range(self.n):
             if self.k[index] == 0:
                 out[index] = decimal_text(self.i[index])
+        return out
+
+    def strtod(self, Py_ssize_t start, Py_ssize_t step, Py_ssize_t max_len) -> list:
+        """Elements start, start + step, ... as floats: an integer converted (as float() does),
+        bytes as C strtod reads a NUL-terminated copy of their first `max_len` (< 256) bytes,
+        0.0 where no number starts there (and for a null element)."""
+        if not (0 <= max_len < 256 and step > 0 and start >= 0):
+            raise ValueError(f"strtod({start}, {step}, {max_len}): start >= 0, step > 0, max_len < 256")
+        cdef char copy[256]
+        cdef const unsigned char[::1] view
+        cdef const unsigned char* p = NULL
+        cdef Py_ssize_t index, length
+        if self.n and len(self.buf):
+            view = self.buf
+            p = &view[0]
+        out = []
+        for index in range(start, self.n, step):
+            if self.k[index] == 0:
+                out.append(<double>self.i[index])
+            elif self.k[index] == 1:
+                length = min(self.l[index], max_len)
+                memcpy(copy, p + self.s[index], length)
+                copy[length] = 0
+                out.append(strtod(copy, NULL))
+            else:
+                out.append(0.0)
         return out
 
     def pairs(self) -> list:
