@@ -34,6 +34,8 @@ SPARK_UNSPLIT = 1 << 40
 SPARK_SPLIT, SPARK_SPLIT_SMALL = 8 << 20, 1 << 20
 SPARK_RUNS = [("local[1]", False), ("local[1]", True), ("local[2]", False), ("local[2]", True)]
 SPARK_BASELINE = "spark local[1] unsplit"
+# The same split query on the rdb-floor source (bench.spark_workload --floor): Spark's own cost
+SPARK_FLOOR_1, SPARK_FLOOR_2 = "spark local[1] split floor", "spark local[2] split floor"
 
 # Names the report's tables and targets look results up by (rdbspec's get " (backend)" appended).
 FULL_DECODE, KEYS_ONLY, DUMP_CLI = "rdbspec full decode", "rdbspec keys only", "rdbspec dump CLI"
@@ -91,6 +93,17 @@ def spark_contenders(backend: str) -> list[Contender]:
                       decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False,
                       backend=backend)
             for master, split in SPARK_RUNS]
+
+
+def spark_floor_contenders() -> list[Contender]:
+    """The split query under one and two cores on a source whose batches cost nothing to make."""
+    return [Contender(name, f"rdb-floor source (copies of one real batch, same rows and splits) under {master}",
+                      (lambda ds, master=master: [sys.executable, "-m", "bench.spark_workload", str(ds.path),
+                                                  "--master", master, "--split-size", str(spark_split_size(ds, True)),
+                                                  "--floor", str(ds.entries)]),
+                      decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False,
+                      note="Spark's own cost per row: the Python side yields cached batches")
+            for name, master in ((SPARK_FLOOR_1, "local[1]"), (SPARK_FLOOR_2, "local[2]"))]
 
 
 def compile_official(log: Callable[[str], None]) -> str | None:
@@ -188,7 +201,7 @@ def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
                          lambda ds: ["cat", str(ds.path)]))
     why = spark_available()
     if why is None:
-        out += [c for b in backends for c in spark_contenders(b)]
+        out += [c for b in backends for c in spark_contenders(b)] + spark_floor_contenders()
     else:
         notes.append(f"Spark group skipped: {why}.")
     return out, notes

@@ -1,6 +1,6 @@
 """The Spark workload, run in its own process (JVM included):
 
-    python -m bench.spark_workload FILE --master 'local[2]' --split-size 8388608
+    python -m bench.spark_workload FILE --master 'local[2]' --split-size 8388608 [--floor]
 
 Builds the session as ``rdbspec pipeline`` does (``rdbspec.spark.launch.session``), reads
 ``spark.read.format("rdb").option("table", "stream_entries").option("splitSize", S).load(FILE)``
@@ -11,11 +11,19 @@ the same session: the first ("cold") also pays the session's one-time costs (Pyt
 started and their imports, the JVM's class loading and JIT warm-up), the second ("warm") is
 the steady state a session reading many files sees.
 
+With ``--floor`` the query reads the format ``rdb-floor`` instead: the same table, partitions
+and number of rows, but each task yields one Arrow batch of real rows (the file's first
+batch, read once by rdbspec when the task starts) over and over, so the Python side costs
+next to nothing and what remains is Spark's own work per row: taking the batches from the
+worker and turning them into rows. Its local[2] ÷ local[1] is the most any reader can gain
+from a second core on this machine.
+
 Prints one JSON line: rows of each query (``entries``, ``warm_entries``: the runner checks
 both), the partitions Spark planned, the seconds spent building the session (JVM start) and
-running each query, timed in this process (the runner times the whole process as well), and
-``RDBSPEC_BACKEND`` as a Python worker sees it (after the queries, untimed), which the runner
-checks against the backend asked for.
+running each query, timed in this process (the runner times the whole process as well), the
+CPU seconds the JVM and the Python workers spent in the warm query (``warm_jvm_cpu_s``,
+``warm_worker_cpu_s``), and ``RDBSPEC_BACKEND`` as a Python worker sees it (after the queries,
+untimed), which the runner checks against the backend asked for.
 """
 
 from __future__ import annotations
@@ -25,13 +33,85 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from rdbspec.spark.options import ReadOptions
+from rdbspec.spark.source import SCHEMAS, plan_splits, read_split
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql import DataFrame, Row
+
+FLOOR_FORMAT = "rdb-floor"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def run(path: str, master: str, split_size: str) -> dict[str, object]:
+class FloorReader(DataSourceReader):
+    """The splits of `rdb` for the file, each yielding its rows as copies of one real batch."""
+
+    def __init__(self, path: str, split_size: str, rows: int):
+        self.path = path
+        self.opts = ReadOptions.parse({"table": "stream_entries", "splitSize": split_size})
+        self.rows = rows
+
+    def partitions(self) -> list[InputPartition]:
+        """One per split of the `rdb` read, each (first row, end row) of an even share of the rows."""
+        count = len(plan_splits([self.path], self.opts))
+        return [InputPartition((self.rows * i // count, self.rows * (i + 1) // count)) for i in range(count)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        first = next(read_split(plan_splits([self.path], self.opts)[0], self.opts))
+        start, end = partition.value
+        while start < end:
+            batch = first if end - start >= first.num_rows else first.slice(0, end - start)
+            start += batch.num_rows
+            yield batch
+
+
+class FloorSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FLOOR_FORMAT
+
+    def schema(self) -> Any:
+        return SCHEMAS["stream_entries"]
+
+    def reader(self, schema: Any) -> FloorReader:
+        return FloorReader(self.options["path"], self.options["splitSize"], int(self.options["rows"]))
+
+
+def tree_cpu() -> tuple[float, float]:
+    """CPU seconds so far of this process's descendants: (the JVM, the others: Spark's Python
+    workers), from /proc."""
+    parents: dict[int, int] = {}
+    stats: dict[int, tuple[str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        parents[int(entry)] = int(rest[1])
+        stats[int(entry)] = (name, (int(rest[11]) + int(rest[12])) / CLOCK_TICKS)  # utime + stime
+    jvm = workers = 0.0
+    for pid, (name, cpu) in stats.items():
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != os.getpid():
+            ancestor = parents.get(ancestor)
+        if ancestor:
+            if name == "java":
+                jvm += cpu
+            else:
+                workers += cpu
+    return jvm, workers
+
+
+def run(path: str, master: str, split_size: str, floor_rows: int | None) -> dict[str, object]:
     t0 = time.perf_counter()
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -40,24 +120,35 @@ def run(path: str, master: str, split_size: str) -> dict[str, object]:
     spark = build_session(master, "rdbspec-bench")
     t1 = time.perf_counter()
     try:
-        def query() -> tuple[DataFrame, Row, float]:
-            start = time.perf_counter()
-            df = (spark.read.format("rdb").option("table", "stream_entries").option("splitSize", split_size)
-                  .load(path))
-            row = df.select(F.count("*").alias("rows"), F.sum(F.length("id")).alias("id_chars")).collect()[0]
-            return df, row, time.perf_counter() - start
+        if floor_rows is not None:
+            spark.dataSource.register(FloorSource)
 
-        (_, cold, cold_s), (df, warm, warm_s) = query(), query()
+        def query() -> tuple[DataFrame, Row, float, tuple[float, float]]:
+            before = tree_cpu()
+            start = time.perf_counter()
+            reader = spark.read.option("table", "stream_entries").option("splitSize", split_size)
+            if floor_rows is None:
+                df = reader.format("rdb").load(path)
+            else:
+                df = reader.format(FLOOR_FORMAT).option("rows", str(floor_rows)).load(path)
+            row = df.select(F.count("*").alias("rows"), F.sum(F.length("id")).alias("id_chars")).collect()[0]
+            elapsed = time.perf_counter() - start
+            after = tree_cpu()
+            return df, row, elapsed, (after[0] - before[0], after[1] - before[1])
+
+        (_, cold, cold_s, _), (df, warm, warm_s, (jvm_cpu, worker_cpu)) = query(), query()
         partitions = df.rdd.getNumPartitions()
         worker_backend = worker_env(spark, "RDBSPEC_BACKEND")
     finally:
         spark.stop()
     return {"entries": int(cold["rows"]), "warm_entries": int(warm["rows"]), "id_chars": int(cold["id_chars"] or 0),
             "partitions": partitions, "master": master, "split_size": split_size, "session_s": round(t1 - t0, 3),
-            "cold_query_s": round(cold_s, 3), "warm_query_s": round(warm_s, 3), "worker_backend": worker_backend}
+            "cold_query_s": round(cold_s, 3), "warm_query_s": round(warm_s, 3),
+            "warm_jvm_cpu_s": round(jvm_cpu, 2), "warm_worker_cpu_s": round(worker_cpu, 2),
+            "worker_backend": worker_backend}
 
 
-def worker_env(spark: SparkSession, name: str) -> str:
+def worker_env(spark: Any, name: str) -> str:
     """The variable as a Python worker sees it ("" when unset): the backend the data source ran on."""
     return spark.sparkContext.parallelize([0], 1).map(lambda _: os.environ.get(name, "")).first()
 
@@ -67,8 +158,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("file")
     p.add_argument("--master", default="local[1]")
     p.add_argument("--split-size", default=str(1 << 40), help="splitSize option: bytes, or with a k/m/g suffix")
+    p.add_argument("--floor", type=int, metavar="ROWS",
+                   help="read ROWS rows of the rdb-floor source (copies of the file's first batch) instead")
     args = p.parse_args(argv)
-    print(json.dumps(run(args.file, args.master, args.split_size)), flush=True)
+    print(json.dumps(run(args.file, args.master, args.split_size, args.floor)), flush=True)
     return 0
 
 

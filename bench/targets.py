@@ -7,7 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .contenders import DUMP_CLI, FULL_DECODE, KEYS_ONLY, OFFICIAL, REDIS_LOAD, SPARK_BASELINE, labelled
+from .contenders import (
+    DUMP_CLI,
+    FULL_DECODE,
+    KEYS_ONLY,
+    OFFICIAL,
+    REDIS_LOAD,
+    SPARK_BASELINE,
+    SPARK_FLOOR_1,
+    SPARK_FLOOR_2,
+    labelled,
+)
 from .peers import PEERS
 from .runner import Result
 
@@ -68,10 +78,12 @@ def _spark_rate(results: list[Result], backend: str) -> list[Measured]:
 
 
 def _spark_split(results: list[Result], backend: str) -> list[Measured]:
-    """Query time of the split file on local[1] ÷ on local[2], warm (judged) and cold (shown), and
-    against local[1] unsplit (shown)."""
+    """Query time of the split file on local[1] ÷ on local[2], warm (judged) and cold (shown),
+    against local[1] unsplit (shown), and the same ratio of the floor source (shown: the most a
+    second core gives any reader here)."""
     one, two = _by_file(results, labelled(SPARK_SPLIT_1, backend)), _by_file(results, labelled(SPARK_SPLIT_2, backend))
     unsplit = _by_file(results, labelled(SPARK_BASELINE, backend))
+    floor_1, floor_2 = _by_file(results, SPARK_FLOOR_1), _by_file(results, SPARK_FLOOR_2)
     out = []
     for f in one:
         if f not in two:
@@ -86,6 +98,9 @@ def _spark_split(results: list[Result], backend: str) -> list[Measured]:
             texts.append(text + (f"; {qu / q2:.2f}× local[1] unsplit)" if qu else ")"))
             if query == "warm_query_s":
                 met = q1 / q2 >= SPARK_SPLIT_SPEEDUP
+        f1, f2 = (r[f].extra_median("warm_query_s") if f in r else None for r in (floor_1, floor_2))
+        if f1 and f2:
+            texts.append(f"floor source warm {f1 / f2:.2f}× ({f2:.3g} s on local[2] vs {f1:.3g} s on local[1])")
         if met is not None:
             out.append(Measured(f, "; ".join(texts), met))
     return out

@@ -15,6 +15,8 @@ from bench.contenders import (
     KEYS_ONLY,
     REDIS_LOAD,
     SPARK_BASELINE,
+    SPARK_FLOOR_1,
+    SPARK_FLOOR_2,
     labelled,
     rdbspec_contenders,
 )
@@ -133,31 +135,36 @@ def test_a_native_run_that_loaded_no_native_module_is_left_out(tmp_path: Path) -
     assert got.invalid == ["RDBSPEC_BACKEND=native but no rdbspec_generated.native module was loaded"]
 
 
-def spark_result(tmp_path: Path, name: str, cold: float, warm: float) -> Result:
+def spark_result(tmp_path: Path, name: str, cold: float, warm: float, backend: str | None = "native") -> Result:
     """A Spark workload's result on a file of a million entries: one run, both queries counted them all."""
     ds = dataset(tmp_path, 1_000_000, 1)
     counted = {"entries": 1_000_000, "warm_entries": 1_000_000, "partitions": 4, "split_size": 1 << 20,
-               "session_s": 6.0, "cold_query_s": cold, "warm_query_s": warm}
-    return Result(labelled(name, "native"), ds, walls=[20.0], entries=1_000_000, extras=[counted], group="spark",
-                  backend="native")
+               "session_s": 6.0, "cold_query_s": cold, "warm_query_s": warm, "warm_jvm_cpu_s": 1.5,
+               "warm_worker_cpu_s": 0.25}
+    return Result(labelled(name, backend) if backend else name, ds, walls=[20.0], entries=1_000_000,
+                  extras=[counted], group="spark", backend=backend)
 
 
 def test_spark_targets_are_judged_on_the_warm_query_with_the_cold_one_beside(tmp_path: Path) -> None:
     results = [spark_result(tmp_path, SPARK_BASELINE, cold=5.0, warm=1.6),
                spark_result(tmp_path, SPARK_SPLIT_1, cold=6.0, warm=2.0),
-               spark_result(tmp_path, SPARK_SPLIT_2, cold=5.0, warm=1.0)]
+               spark_result(tmp_path, SPARK_SPLIT_2, cold=5.0, warm=1.0),
+               spark_result(tmp_path, SPARK_FLOOR_1, cold=5.0, warm=1.2, backend=None),
+               spark_result(tmp_path, SPARK_FLOOR_2, cold=5.0, warm=1.0, backend=None)]
     lines = section(results, [])
     rate = row(lines, "Spark stream_entries")
     assert "rdb10-test: 625k rows/s warm (1,000,000 rows in 1.6 s); cold 200k rows/s (5 s)" in rate
     assert rate.endswith("| met |")  # 625k warm, although 200k cold
     split = row(lines, "Spark: a split file")
     assert ("warm 2.00× (1 s on local[2] vs 2 s on local[1]; 1.60× local[1] unsplit); "
-            "cold 1.20× (5 s on local[2] vs 6 s on local[1]; 1.00× local[1] unsplit)") in split
+            "cold 1.20× (5 s on local[2] vs 6 s on local[1]; 1.00× local[1] unsplit); "
+            "floor source warm 1.20× (1 s on local[2] vs 1.2 s on local[1])") in split
     assert split.endswith("| met |")
     table = spark_table(results).splitlines()
     assert len({line.count("|") for line in table}) == 1  # every row has the header's cells
     assert "| 5.000 s | 200 k | 1.00× | 1.600 s | — | 625 k | 1.00× |" in table[2]
-    assert "| 5.000 s | 200 k | 1.00× | 1.000 s | — | 1.00 M | 1.60× |" in table[4]
+    assert "| 5.000 s | 200 k | 1.00× | 1.000 s | — | 1.00 M | 1.60× | 1.500 s / 0.250 s |" in table[4]
+    assert table[5].startswith(f"| {SPARK_FLOOR_1} |") and "| 1.200 s | — | 833 k | — |" in table[5]
 
 
 def test_a_spark_run_whose_warm_query_missed_rows_is_left_out(tmp_path: Path) -> None:
