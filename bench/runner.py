@@ -294,12 +294,13 @@ def run_redis_load(ds: Dataset, timeout: float) -> Measurement:
     try:
         deadline = time.monotonic() + timeout
         while True:
-            m = _LOADED.search(server.log_text())
+            log = server.log_text()  # one read: the two lines below may be written between two reads
+            m = _LOADED.search(log)
             if m:
                 break
             if proc.poll() is not None:
                 raise RunFailedError(f"server exited {proc.returncode}: {server.log_text()[-300:]}")
-            if "Ready to accept connections" in server.log_text():
+            if "Ready to accept connections" in log:
                 raise RunFailedError("server ready without a 'DB loaded from disk' line")
             if time.monotonic() > deadline:
                 raise RunTimeoutError(f"not loaded after {timeout:.0f} s")
