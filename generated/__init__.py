@@ -1,6 +1,17 @@
 """Parsers generated from spec/*.ksy by rdbspec's generator. Do not edit."""
 
-from ._runtime import Io, ParseError, RdbError, TruncatedError, WarningSink, collecting, current_sink, warning_sink
+from ._runtime import (
+    Io,
+    ParseError,
+    RdbError,
+    TruncatedError,
+    WarningSink,
+    WriteError,
+    WriteIo,
+    collecting,
+    current_sink,
+    warning_sink,
+)
 
 __all__ = [
     "Io",
@@ -8,6 +19,8 @@ __all__ = [
     "RdbError",
     "TruncatedError",
     "WarningSink",
+    "WriteError",
+    "WriteIo",
     "collecting",
     "current_sink",
     "warning_sink",

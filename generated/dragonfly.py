@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_f8le = struct.Struct("<d").unpack_from
 unpack_s8le = struct.Struct("<q").unpack_from
@@ -38,6 +49,18 @@ class Dragonfly:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Dragonfly:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Dragonfly has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Dragonfly, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -46,6 +69,16 @@ class Dragonfly:
         buf = io.buf
         end = io.end
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this dragonfly: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        _wio = Io(b"", 0, 0)
+        _size = 0
+        _wio.end = _size
+        pos = 0
 
 
 class DfHashWithExpiry:
@@ -67,6 +100,18 @@ class DfHashWithExpiry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfHashWithExpiry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfHashWithExpiry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfHashWithExpiry, int]:
@@ -117,6 +162,43 @@ class DfHashWithExpiry:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_hash_with_expiry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_num_fields = self.num_fields
+        f_entries = self.entries
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            rdb_string.write_rdb_len(p_num_fields, f_num_fields.value, f_num_fields.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not DfHashEntry:
+                    raise WriteError(
+                        f"expected a df_hash_entry, found {type(entries_item).__name__}",
+                        "dragonfly:df_hash_with_expiry.entries",
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_fields.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_fields.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_fields.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_fields.value}",
+                "dragonfly:df_hash_with_expiry.entries",
+            )
+        out.add(p_num_fields)
+        out.add(p_entries)
+
 
 class DfHashEntry:
     """One field of a Dragonfly HASH_WITH_EXPIRY.
@@ -137,6 +219,18 @@ class DfHashEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfHashEntry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfHashEntry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfHashEntry, int]:
@@ -173,6 +267,44 @@ class DfHashEntry:
         ttl = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_hash_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_field = self.field
+        f_value = self.value
+        f_ttl = self.ttl
+        p_field = WriteIo()
+        if f_field is not None:
+            if type(f_field) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_field).__name__}", "dragonfly:df_hash_entry.field"
+                )
+            f_field._write(p_field, self_, root)
+        p_value = WriteIo()
+        if f_value is not None:
+            if type(f_value) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_value).__name__}", "dragonfly:df_hash_entry.value"
+                )
+            f_value._write(p_value, self_, root)
+        p_ttl = WriteIo()
+        if f_ttl is not None:
+            if type(f_ttl) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_ttl).__name__}", "dragonfly:df_hash_entry.ttl")
+            f_ttl._write(p_ttl, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_field.data) + len(p_value.data) + len(p_ttl.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_field.data)
+        pos += len(p_value.data)
+        pos += len(p_ttl.data)
+        out.add(p_field)
+        out.add(p_value)
+        out.add(p_ttl)
+
 
 class DfSetWithExpiry:
     """SET_WITH_EXPIRY (type 32) - `len n`, then n × (member, ttl string) as in type 31.
@@ -192,6 +324,18 @@ class DfSetWithExpiry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfSetWithExpiry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfSetWithExpiry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSetWithExpiry, int]:
@@ -242,6 +386,43 @@ class DfSetWithExpiry:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_set_with_expiry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_num_members = self.num_members
+        f_entries = self.entries
+        p_num_members = WriteIo()
+        if f_num_members is not None:
+            rdb_string.write_rdb_len(p_num_members, f_num_members.value, f_num_members.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not DfSetEntry:
+                    raise WriteError(
+                        f"expected a df_set_entry, found {type(entries_item).__name__}",
+                        "dragonfly:df_set_with_expiry.entries",
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_members.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_members.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_members.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_members.value}",
+                "dragonfly:df_set_with_expiry.entries",
+            )
+        out.add(p_num_members)
+        out.add(p_entries)
+
 
 class DfSetEntry:
     """One member of a Dragonfly SET_WITH_EXPIRY.
@@ -261,6 +442,18 @@ class DfSetEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfSetEntry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfSetEntry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSetEntry, int]:
@@ -291,6 +484,34 @@ class DfSetEntry:
         ttl = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_set_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_member = self.member
+        f_ttl = self.ttl
+        p_member = WriteIo()
+        if f_member is not None:
+            if type(f_member) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_member).__name__}", "dragonfly:df_set_entry.member"
+                )
+            f_member._write(p_member, self_, root)
+        p_ttl = WriteIo()
+        if f_ttl is not None:
+            if type(f_ttl) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_ttl).__name__}", "dragonfly:df_set_entry.ttl")
+            f_ttl._write(p_ttl, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_member.data) + len(p_ttl.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_member.data)
+        pos += len(p_ttl.data)
+        out.add(p_member)
+        out.add(p_ttl)
+
 
 class DfSbf:
     """SBF (type 33, scalable bloom filter) - options, grow factor, fp probability, sizes,
@@ -317,6 +538,18 @@ class DfSbf:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfSbf:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfSbf has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf, int]:
@@ -407,6 +640,86 @@ class DfSbf:
             filters_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_sbf: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_options = self.options
+        f_grow_factor = self.grow_factor
+        f_fp_prob = self.fp_prob
+        f_prev_size = self.prev_size
+        f_current_size = self.current_size
+        f_max_capacity = self.max_capacity
+        f_num_filters = self.num_filters
+        f_filters = self.filters
+        p_options = WriteIo()
+        if f_options is not None:
+            rdb_string.write_rdb_len(p_options, f_options.value, f_options.is_encoded, self_, root)
+        p_grow_factor = WriteIo()
+        if f_grow_factor is not None:
+            p_grow_factor.pack("<d", f_grow_factor, "dragonfly:df_sbf.grow_factor")
+        p_fp_prob = WriteIo()
+        if f_fp_prob is not None:
+            p_fp_prob.pack("<d", f_fp_prob, "dragonfly:df_sbf.fp_prob")
+        p_prev_size = WriteIo()
+        if f_prev_size is not None:
+            rdb_string.write_rdb_len(p_prev_size, f_prev_size.value, f_prev_size.is_encoded, self_, root)
+        p_current_size = WriteIo()
+        if f_current_size is not None:
+            rdb_string.write_rdb_len(p_current_size, f_current_size.value, f_current_size.is_encoded, self_, root)
+        p_max_capacity = WriteIo()
+        if f_max_capacity is not None:
+            rdb_string.write_rdb_len(p_max_capacity, f_max_capacity.value, f_max_capacity.is_encoded, self_, root)
+        p_num_filters = WriteIo()
+        if f_num_filters is not None:
+            rdb_string.write_rdb_len(p_num_filters, f_num_filters.value, f_num_filters.is_encoded, self_, root)
+        p_filters = WriteIo()
+        if f_filters is not None:
+            filters_prev = 0
+            for filters_index, filters_item in enumerate(f_filters):
+                filters_at = len(p_filters.data)
+                if type(filters_item) is not DfSbfFilter:
+                    raise WriteError(
+                        f"expected a df_sbf_filter, found {type(filters_item).__name__}", "dragonfly:df_sbf.filters"
+                    )
+                filters_item._write(p_filters, self_, root)
+                filters_prev = len(p_filters.data) - filters_at
+            p_filters.last_size = filters_prev
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_options.data)
+            + len(p_grow_factor.data)
+            + len(p_fp_prob.data)
+            + len(p_prev_size.data)
+            + len(p_current_size.data)
+            + len(p_max_capacity.data)
+            + len(p_num_filters.data)
+            + len(p_filters.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_options.data)
+        pos += len(p_grow_factor.data)
+        pos += len(p_fp_prob.data)
+        pos += len(p_prev_size.data)
+        pos += len(p_current_size.data)
+        pos += len(p_max_capacity.data)
+        pos += len(p_num_filters.data)
+        pos += len(p_filters.data)
+        if f_filters is not None and len(f_filters) != f_num_filters.value:
+            raise WriteError(
+                f"{len(f_filters)} elements where the spec counts {f_num_filters.value}", "dragonfly:df_sbf.filters"
+            )
+        out.add(p_options)
+        out.add(p_grow_factor)
+        out.add(p_fp_prob)
+        out.add(p_prev_size)
+        out.add(p_current_size)
+        out.add(p_max_capacity)
+        out.add(p_num_filters)
+        out.add(p_filters)
+
 
 class DfSbfFilter:
     """One bloom filter of a type-33 SBF.
@@ -426,6 +739,18 @@ class DfSbfFilter:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfSbfFilter:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfSbfFilter has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbfFilter, int]:
@@ -456,6 +781,32 @@ class DfSbfFilter:
         blob = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_sbf_filter: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_hash_cnt = self.hash_cnt
+        f_blob = self.blob
+        p_hash_cnt = WriteIo()
+        if f_hash_cnt is not None:
+            rdb_string.write_rdb_len(p_hash_cnt, f_hash_cnt.value, f_hash_cnt.is_encoded, self_, root)
+        p_blob = WriteIo()
+        if f_blob is not None:
+            if type(f_blob) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_blob).__name__}", "dragonfly:df_sbf_filter.blob"
+                )
+            f_blob._write(p_blob, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_hash_cnt.data) + len(p_blob.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_hash_cnt.data)
+        pos += len(p_blob.data)
+        out.add(p_hash_cnt)
+        out.add(p_blob)
+
 
 class DfSbf2:
     """SBF2 (type 34) - the SBF header, then per filter `len hash_cnt`, `len total_size` and SaveString chunks.
@@ -481,6 +832,18 @@ class DfSbf2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfSbf2:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfSbf2 has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf2, int]:
@@ -571,6 +934,86 @@ class DfSbf2:
             filters_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_sbf2: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_options = self.options
+        f_grow_factor = self.grow_factor
+        f_fp_prob = self.fp_prob
+        f_prev_size = self.prev_size
+        f_current_size = self.current_size
+        f_max_capacity = self.max_capacity
+        f_num_filters = self.num_filters
+        f_filters = self.filters
+        p_options = WriteIo()
+        if f_options is not None:
+            rdb_string.write_rdb_len(p_options, f_options.value, f_options.is_encoded, self_, root)
+        p_grow_factor = WriteIo()
+        if f_grow_factor is not None:
+            p_grow_factor.pack("<d", f_grow_factor, "dragonfly:df_sbf2.grow_factor")
+        p_fp_prob = WriteIo()
+        if f_fp_prob is not None:
+            p_fp_prob.pack("<d", f_fp_prob, "dragonfly:df_sbf2.fp_prob")
+        p_prev_size = WriteIo()
+        if f_prev_size is not None:
+            rdb_string.write_rdb_len(p_prev_size, f_prev_size.value, f_prev_size.is_encoded, self_, root)
+        p_current_size = WriteIo()
+        if f_current_size is not None:
+            rdb_string.write_rdb_len(p_current_size, f_current_size.value, f_current_size.is_encoded, self_, root)
+        p_max_capacity = WriteIo()
+        if f_max_capacity is not None:
+            rdb_string.write_rdb_len(p_max_capacity, f_max_capacity.value, f_max_capacity.is_encoded, self_, root)
+        p_num_filters = WriteIo()
+        if f_num_filters is not None:
+            rdb_string.write_rdb_len(p_num_filters, f_num_filters.value, f_num_filters.is_encoded, self_, root)
+        p_filters = WriteIo()
+        if f_filters is not None:
+            filters_prev = 0
+            for filters_index, filters_item in enumerate(f_filters):
+                filters_at = len(p_filters.data)
+                if type(filters_item) is not DfSbf2Filter:
+                    raise WriteError(
+                        f"expected a df_sbf2_filter, found {type(filters_item).__name__}", "dragonfly:df_sbf2.filters"
+                    )
+                filters_item._write(p_filters, self_, root)
+                filters_prev = len(p_filters.data) - filters_at
+            p_filters.last_size = filters_prev
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_options.data)
+            + len(p_grow_factor.data)
+            + len(p_fp_prob.data)
+            + len(p_prev_size.data)
+            + len(p_current_size.data)
+            + len(p_max_capacity.data)
+            + len(p_num_filters.data)
+            + len(p_filters.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_options.data)
+        pos += len(p_grow_factor.data)
+        pos += len(p_fp_prob.data)
+        pos += len(p_prev_size.data)
+        pos += len(p_current_size.data)
+        pos += len(p_max_capacity.data)
+        pos += len(p_num_filters.data)
+        pos += len(p_filters.data)
+        if f_filters is not None and len(f_filters) != f_num_filters.value:
+            raise WriteError(
+                f"{len(f_filters)} elements where the spec counts {f_num_filters.value}", "dragonfly:df_sbf2.filters"
+            )
+        out.add(p_options)
+        out.add(p_grow_factor)
+        out.add(p_fp_prob)
+        out.add(p_prev_size)
+        out.add(p_current_size)
+        out.add(p_max_capacity)
+        out.add(p_num_filters)
+        out.add(p_filters)
+
 
 class DfSbf2Filter:
     """One chunked bloom filter of a type-34 SBF2.
@@ -591,6 +1034,18 @@ class DfSbf2Filter:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfSbf2Filter:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfSbf2Filter has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfSbf2Filter, int]:
@@ -634,6 +1089,47 @@ class DfSbf2Filter:
             chunks = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_sbf2_filter: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_hash_cnt = self.hash_cnt
+        f_total_size = self.total_size
+        f_chunks = self.chunks
+        p_hash_cnt = WriteIo()
+        if f_hash_cnt is not None:
+            rdb_string.write_rdb_len(p_hash_cnt, f_hash_cnt.value, f_hash_cnt.is_encoded, self_, root)
+        p_total_size = WriteIo()
+        if f_total_size is not None:
+            rdb_string.write_rdb_len(p_total_size, f_total_size.value, f_total_size.is_encoded, self_, root)
+        p_chunks = WriteIo()
+        if f_chunks is not None:
+            if type(f_chunks) is not DfChunkList:
+                raise WriteError(
+                    f"expected a df_chunk_list, found {type(f_chunks).__name__}", "dragonfly:df_sbf2_filter.chunks"
+                )
+            if f_chunks.total != f_total_size.value:
+                raise WriteError(
+                    f"total {f_chunks.total!r} where the spec passes {f_total_size.value!r}",
+                    "dragonfly:df_sbf2_filter.chunks",
+                )
+            f_chunks._write(p_chunks, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_hash_cnt.data) + len(p_total_size.data) + len(p_chunks.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_hash_cnt.data)
+        pos += len(p_total_size.data)
+        pos += len(p_chunks.data)
+        if (f_total_size.value > 0) != (f_chunks is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "dragonfly:df_sbf2_filter.chunks"
+            )
+        out.add(p_hash_cnt)
+        out.add(p_total_size)
+        out.add(p_chunks)
+
 
 class DfChunkList:
     """A run of chunks that together hold `total` bytes (SBF2 filters from SaveSBFObject, cuckoo
@@ -656,6 +1152,18 @@ class DfChunkList:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, total)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfChunkList:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfChunkList has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, total) -> tuple[DfChunkList, int]:
@@ -698,6 +1206,43 @@ class DfChunkList:
             chunks_index += 1
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_chunk_list: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_total = self.total
+        f_chunks = self.chunks
+        p_chunks = WriteIo()
+        if f_chunks is not None:
+            chunks_prev = 0
+            for chunks_index, chunks_item in enumerate(f_chunks):
+                chunks_at = len(p_chunks.data)
+                if type(chunks_item) is not DfChunk:
+                    raise WriteError(
+                        f"expected a df_chunk, found {type(chunks_item).__name__}", "dragonfly:df_chunk_list.chunks"
+                    )
+                if chunks_item.remaining != (pa_total if (chunks_index == 0) else f_chunks[(chunks_index - 1)].rest):
+                    raise WriteError(
+                        f"remaining {chunks_item.remaining!r} where the spec passes {(pa_total if (chunks_index == 0) else f_chunks[(chunks_index - 1)].rest)!r}",
+                        "dragonfly:df_chunk_list.chunks",
+                    )
+                chunks_item._write(p_chunks, self_, root)
+                chunks_prev = len(p_chunks.data) - chunks_at
+            p_chunks.last_size = chunks_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_chunks.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_chunks.data)
+        if f_chunks is not None and [(chunks_item.rest == 0) for chunks_item in f_chunks] != [False] * (
+            len(f_chunks) - 1
+        ) + [True]:
+            raise WriteError(
+                "the repeat does not end at its first element meeting its condition", "dragonfly:df_chunk_list.chunks"
+            )
+        out.add(p_chunks)
+
 
 class DfChunk:
     """One chunk of a `df_chunk_list`. Each chunk is written with SaveString, so it is an RDB
@@ -722,6 +1267,18 @@ class DfChunk:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, remaining)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfChunk:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfChunk has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, remaining) -> tuple[DfChunk, int]:
@@ -772,6 +1329,33 @@ class DfChunk:
                 "expected a chunk of 1 to " + repr(remaining) + " bytes, found " + repr(data_len),
             )
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_chunk: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_remaining = self.remaining
+        f_data = self.data
+        p_data = WriteIo()
+        if f_data is not None:
+            if type(f_data) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_data).__name__}", "dragonfly:df_chunk.data")
+            f_data._write(p_data, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_data.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_data.data)
+        i_data_len = (
+            f_data.ulen.value if f_data.is_lzf else (len(str(f_data.int_value)) if f_data.is_int else f_data.len.value)
+        )
+        if f_data is not None and not _holds(lambda: (i_data_len > 0) and (i_data_len <= pa_remaining)):
+            raise WriteError(
+                f"{f_data!r} fails its check: {{'expr': 'data_len > 0 and data_len <= remaining'}}",
+                "dragonfly:df_chunk.data",
+            )
+        out.add(p_data)
 
     @property
     def data_len(self):
@@ -826,6 +1410,18 @@ class DfCms:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfCms:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfCms has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCms, int]:
@@ -892,6 +1488,50 @@ class DfCms:
             pos += 8
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_cms: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_width = self.width
+        f_depth = self.depth
+        f_total_count = self.total_count
+        f_counters = self.counters
+        p_width = WriteIo()
+        if f_width is not None:
+            rdb_string.write_rdb_len(p_width, f_width.value, f_width.is_encoded, self_, root)
+        p_depth = WriteIo()
+        if f_depth is not None:
+            rdb_string.write_rdb_len(p_depth, f_depth.value, f_depth.is_encoded, self_, root)
+        p_total_count = WriteIo()
+        if f_total_count is not None:
+            rdb_string.write_rdb_len(p_total_count, f_total_count.value, f_total_count.is_encoded, self_, root)
+        p_counters = WriteIo()
+        if f_counters is not None:
+            counters_prev = 0
+            for counters_index, counters_item in enumerate(f_counters):
+                counters_at = len(p_counters.data)
+                p_counters.pack("<q", counters_item, "dragonfly:df_cms.counters")
+                counters_prev = len(p_counters.data) - counters_at
+            p_counters.last_size = counters_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_width.data) + len(p_depth.data) + len(p_total_count.data) + len(p_counters.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_width.data)
+        pos += len(p_depth.data)
+        pos += len(p_total_count.data)
+        pos += len(p_counters.data)
+        if f_counters is not None and len(f_counters) != (f_width.value * f_depth.value):
+            raise WriteError(
+                f"{len(f_counters)} elements where the spec counts {(f_width.value * f_depth.value)}",
+                "dragonfly:df_cms.counters",
+            )
+        out.add(p_width)
+        out.add(p_depth)
+        out.add(p_total_count)
+        out.add(p_counters)
+
 
 class DfTopk:
     """TOPK (type 36) - options, k, width, depth, decay, the heap (items are SaveString strings),
@@ -919,6 +1559,18 @@ class DfTopk:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfTopk:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfTopk has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfTopk, int]:
@@ -1053,6 +1705,108 @@ class DfTopk:
             pos += 4
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_topk: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_options = self.options
+        f_k = self.k
+        f_width = self.width
+        f_depth = self.depth
+        f_decay = self.decay
+        f_heap_size = self.heap_size
+        f_heap = self.heap
+        f_counter_bytes = self.counter_bytes
+        f_counters = self.counters
+        p_options = WriteIo()
+        if f_options is not None:
+            rdb_string.write_rdb_len(p_options, f_options.value, f_options.is_encoded, self_, root)
+        p_k = WriteIo()
+        if f_k is not None:
+            rdb_string.write_rdb_len(p_k, f_k.value, f_k.is_encoded, self_, root)
+        p_width = WriteIo()
+        if f_width is not None:
+            rdb_string.write_rdb_len(p_width, f_width.value, f_width.is_encoded, self_, root)
+        p_depth = WriteIo()
+        if f_depth is not None:
+            rdb_string.write_rdb_len(p_depth, f_depth.value, f_depth.is_encoded, self_, root)
+        p_decay = WriteIo()
+        if f_decay is not None:
+            p_decay.pack("<d", f_decay, "dragonfly:df_topk.decay")
+        p_heap_size = WriteIo()
+        if f_heap_size is not None:
+            rdb_string.write_rdb_len(p_heap_size, f_heap_size.value, f_heap_size.is_encoded, self_, root)
+        p_heap = WriteIo()
+        if f_heap is not None:
+            heap_prev = 0
+            for heap_index, heap_item in enumerate(f_heap):
+                heap_at = len(p_heap.data)
+                if type(heap_item) is not DfTopkItem:
+                    raise WriteError(
+                        f"expected a df_topk_item, found {type(heap_item).__name__}", "dragonfly:df_topk.heap"
+                    )
+                heap_item._write(p_heap, self_, root)
+                heap_prev = len(p_heap.data) - heap_at
+            p_heap.last_size = heap_prev
+        p_counter_bytes = WriteIo()
+        if f_counter_bytes is not None:
+            rdb_string.write_rdb_len(p_counter_bytes, f_counter_bytes.value, f_counter_bytes.is_encoded, self_, root)
+        p_counters = WriteIo()
+        if f_counters is not None:
+            counters_prev = 0
+            for counters_index, counters_item in enumerate(f_counters):
+                counters_at = len(p_counters.data)
+                p_counters.pack("<I", counters_item, "dragonfly:df_topk.counters")
+                counters_prev = len(p_counters.data) - counters_at
+            p_counters.last_size = counters_prev
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_options.data)
+            + len(p_k.data)
+            + len(p_width.data)
+            + len(p_depth.data)
+            + len(p_decay.data)
+            + len(p_heap_size.data)
+            + len(p_heap.data)
+            + len(p_counter_bytes.data)
+            + len(p_counters.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_options.data)
+        pos += len(p_k.data)
+        pos += len(p_width.data)
+        pos += len(p_depth.data)
+        pos += len(p_decay.data)
+        pos += len(p_heap_size.data)
+        pos += len(p_heap.data)
+        if f_heap is not None and len(f_heap) != f_heap_size.value:
+            raise WriteError(
+                f"{len(f_heap)} elements where the spec counts {f_heap_size.value}", "dragonfly:df_topk.heap"
+            )
+        pos += len(p_counter_bytes.data)
+        if f_counter_bytes is not None and not _holds(lambda: (f_counter_bytes.value % 4) == 0):
+            raise WriteError(
+                f"{f_counter_bytes!r} fails its check: {{'expr': '_.value % 4 == 0'}}",
+                "dragonfly:df_topk.counter_bytes",
+            )
+        pos += len(p_counters.data)
+        if f_counters is not None and len(f_counters) != (f_counter_bytes.value // 4):
+            raise WriteError(
+                f"{len(f_counters)} elements where the spec counts {(f_counter_bytes.value // 4)}",
+                "dragonfly:df_topk.counters",
+            )
+        out.add(p_options)
+        out.add(p_k)
+        out.add(p_width)
+        out.add(p_depth)
+        out.add(p_decay)
+        out.add(p_heap_size)
+        out.add(p_heap)
+        out.add(p_counter_bytes)
+        out.add(p_counters)
+
 
 class DfTopkItem:
     """One heap item of a TOPK.
@@ -1072,6 +1826,18 @@ class DfTopkItem:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfTopkItem:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfTopkItem has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfTopkItem, int]:
@@ -1102,6 +1868,30 @@ class DfTopkItem:
         count_ = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_topk_item: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_item = self.item
+        f_count = self.count
+        p_item = WriteIo()
+        if f_item is not None:
+            if type(f_item) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_item).__name__}", "dragonfly:df_topk_item.item")
+            f_item._write(p_item, self_, root)
+        p_count = WriteIo()
+        if f_count is not None:
+            rdb_string.write_rdb_len(p_count, f_count.value, f_count.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_item.data) + len(p_count.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_item.data)
+        pos += len(p_count.data)
+        out.add(p_item)
+        out.add(p_count)
+
 
 class DfCuckoo:
     """CUCKOO (type 37) - filter parameters, then per filter `len size` and SaveString chunks.
@@ -1127,6 +1917,18 @@ class DfCuckoo:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfCuckoo:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfCuckoo has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCuckoo, int]:
@@ -1213,6 +2015,89 @@ class DfCuckoo:
             filters_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_cuckoo: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_slots_per_bucket = self.slots_per_bucket
+        f_max_iter = self.max_iter
+        f_expansion = self.expansion
+        f_num_buckets = self.num_buckets
+        f_num_items = self.num_items
+        f_num_deletes = self.num_deletes
+        f_num_filters = self.num_filters
+        f_filters = self.filters
+        p_slots_per_bucket = WriteIo()
+        if f_slots_per_bucket is not None:
+            rdb_string.write_rdb_len(
+                p_slots_per_bucket, f_slots_per_bucket.value, f_slots_per_bucket.is_encoded, self_, root
+            )
+        p_max_iter = WriteIo()
+        if f_max_iter is not None:
+            rdb_string.write_rdb_len(p_max_iter, f_max_iter.value, f_max_iter.is_encoded, self_, root)
+        p_expansion = WriteIo()
+        if f_expansion is not None:
+            rdb_string.write_rdb_len(p_expansion, f_expansion.value, f_expansion.is_encoded, self_, root)
+        p_num_buckets = WriteIo()
+        if f_num_buckets is not None:
+            rdb_string.write_rdb_len(p_num_buckets, f_num_buckets.value, f_num_buckets.is_encoded, self_, root)
+        p_num_items = WriteIo()
+        if f_num_items is not None:
+            rdb_string.write_rdb_len(p_num_items, f_num_items.value, f_num_items.is_encoded, self_, root)
+        p_num_deletes = WriteIo()
+        if f_num_deletes is not None:
+            rdb_string.write_rdb_len(p_num_deletes, f_num_deletes.value, f_num_deletes.is_encoded, self_, root)
+        p_num_filters = WriteIo()
+        if f_num_filters is not None:
+            rdb_string.write_rdb_len(p_num_filters, f_num_filters.value, f_num_filters.is_encoded, self_, root)
+        p_filters = WriteIo()
+        if f_filters is not None:
+            filters_prev = 0
+            for filters_index, filters_item in enumerate(f_filters):
+                filters_at = len(p_filters.data)
+                if type(filters_item) is not DfCuckooFilter:
+                    raise WriteError(
+                        f"expected a df_cuckoo_filter, found {type(filters_item).__name__}",
+                        "dragonfly:df_cuckoo.filters",
+                    )
+                filters_item._write(p_filters, self_, root)
+                filters_prev = len(p_filters.data) - filters_at
+            p_filters.last_size = filters_prev
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_slots_per_bucket.data)
+            + len(p_max_iter.data)
+            + len(p_expansion.data)
+            + len(p_num_buckets.data)
+            + len(p_num_items.data)
+            + len(p_num_deletes.data)
+            + len(p_num_filters.data)
+            + len(p_filters.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_slots_per_bucket.data)
+        pos += len(p_max_iter.data)
+        pos += len(p_expansion.data)
+        pos += len(p_num_buckets.data)
+        pos += len(p_num_items.data)
+        pos += len(p_num_deletes.data)
+        pos += len(p_num_filters.data)
+        pos += len(p_filters.data)
+        if f_filters is not None and len(f_filters) != f_num_filters.value:
+            raise WriteError(
+                f"{len(f_filters)} elements where the spec counts {f_num_filters.value}", "dragonfly:df_cuckoo.filters"
+            )
+        out.add(p_slots_per_bucket)
+        out.add(p_max_iter)
+        out.add(p_expansion)
+        out.add(p_num_buckets)
+        out.add(p_num_items)
+        out.add(p_num_deletes)
+        out.add(p_num_filters)
+        out.add(p_filters)
+
 
 class DfCuckooFilter:
     """One cuckoo filter's table, in chunks.
@@ -1232,6 +2117,18 @@ class DfCuckooFilter:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfCuckooFilter:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfCuckooFilter has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfCuckooFilter, int]:
@@ -1269,6 +2166,41 @@ class DfCuckooFilter:
             chunks = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_cuckoo_filter: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_size = self.size
+        f_chunks = self.chunks
+        p_size = WriteIo()
+        if f_size is not None:
+            rdb_string.write_rdb_len(p_size, f_size.value, f_size.is_encoded, self_, root)
+        p_chunks = WriteIo()
+        if f_chunks is not None:
+            if type(f_chunks) is not DfChunkList:
+                raise WriteError(
+                    f"expected a df_chunk_list, found {type(f_chunks).__name__}", "dragonfly:df_cuckoo_filter.chunks"
+                )
+            if f_chunks.total != f_size.value:
+                raise WriteError(
+                    f"total {f_chunks.total!r} where the spec passes {f_size.value!r}",
+                    "dragonfly:df_cuckoo_filter.chunks",
+                )
+            f_chunks._write(p_chunks, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_size.data) + len(p_chunks.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_size.data)
+        pos += len(p_chunks.data)
+        if (f_size.value > 0) != (f_chunks is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "dragonfly:df_cuckoo_filter.chunks"
+            )
+        out.add(p_size)
+        out.add(p_chunks)
+
 
 class DfMask:
     """DF_MASK opcode (220) payload - u32 LE flags (bit0 STICKY, bit1 MC_FLAGS), then the memcached flags if bit1 is set.
@@ -1288,6 +2220,18 @@ class DfMask:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> DfMask:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"DfMask has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[DfMask, int]:
@@ -1314,6 +2258,30 @@ class DfMask:
         self.mc_flags = mc_flags
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this df_mask: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_flags = self.flags
+        f_mc_flags = self.mc_flags
+        p_flags = WriteIo()
+        if f_flags is not None:
+            p_flags.pack("<I", f_flags, "dragonfly:df_mask.flags")
+        p_mc_flags = WriteIo()
+        if f_mc_flags is not None:
+            p_mc_flags.pack("<I", f_mc_flags, "dragonfly:df_mask.mc_flags")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_flags.data) + len(p_mc_flags.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_flags.data)
+        pos += len(p_mc_flags.data)
+        if ((f_flags & 2) != 0) != (f_mc_flags is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "dragonfly:df_mask.mc_flags")
+        out.add(p_flags)
+        out.add(p_mc_flags)
+
 
 class JournalOffset:
     """JOURNAL_OFFSET opcode (211) payload.
@@ -1334,6 +2302,18 @@ class JournalOffset:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> JournalOffset:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"JournalOffset has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[JournalOffset, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -1348,6 +2328,22 @@ class JournalOffset:
         pos += 8
         self.offset = offset
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this journal_offset: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_offset = self.offset
+        p_offset = WriteIo()
+        if f_offset is not None:
+            p_offset.pack("<Q", f_offset, "dragonfly:journal_offset.offset")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_offset.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_offset.data)
+        out.add(p_offset)
 
 
 class JournalBlob:
@@ -1370,6 +2366,18 @@ class JournalBlob:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> JournalBlob:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"JournalBlob has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[JournalBlob, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -1384,6 +2392,32 @@ class JournalBlob:
         journal, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.journal = journal
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this journal_blob: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_num_entries = self.num_entries
+        f_journal = self.journal
+        p_num_entries = WriteIo()
+        if f_num_entries is not None:
+            rdb_string.write_rdb_len(p_num_entries, f_num_entries.value, f_num_entries.is_encoded, self_, root)
+        p_journal = WriteIo()
+        if f_journal is not None:
+            if type(f_journal) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_journal).__name__}", "dragonfly:journal_blob.journal"
+                )
+            f_journal._write(p_journal, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_entries.data) + len(p_journal.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_entries.data)
+        pos += len(p_journal.data)
+        out.add(p_num_entries)
+        out.add(p_journal)
 
 
 class FullsyncEnd:
@@ -1405,6 +2439,18 @@ class FullsyncEnd:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> FullsyncEnd:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"FullsyncEnd has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[FullsyncEnd, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -1420,6 +2466,24 @@ class FullsyncEnd:
         padding = buf[pos - padding_size : pos]
         self.padding = padding
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this fullsync_end: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_padding = self.padding
+        p_padding = WriteIo()
+        if f_padding is not None:
+            p_padding.write(f_padding)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_padding.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_padding.data)
+        if f_padding is not None and len(p_padding.data) != 8:
+            raise WriteError(f"{len(p_padding.data)} bytes where the spec reads {8}", "dragonfly:fullsync_end.padding")
+        out.add(p_padding)
 
 
 class ShardDocIndex:
@@ -1442,6 +2506,18 @@ class ShardDocIndex:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ShardDocIndex:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ShardDocIndex has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ShardDocIndex, int]:
@@ -1476,6 +2552,58 @@ class ShardDocIndex:
         self.docs = docs
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this shard_doc_index: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_shard_id = self.shard_id
+        f_index_name = self.index_name
+        f_count = self.count
+        f_docs = self.docs
+        p_shard_id = WriteIo()
+        if f_shard_id is not None:
+            rdb_string.write_rdb_len(p_shard_id, f_shard_id.value, f_shard_id.is_encoded, self_, root)
+        p_index_name = WriteIo()
+        if f_index_name is not None:
+            if type(f_index_name) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_index_name).__name__}",
+                    "dragonfly:shard_doc_index.index_name",
+                )
+            f_index_name._write(p_index_name, self_, root)
+        p_count = WriteIo()
+        if f_count is not None:
+            rdb_string.write_rdb_len(p_count, f_count.value, f_count.is_encoded, self_, root)
+        p_docs = WriteIo()
+        if f_docs is not None:
+            docs_prev = 0
+            for docs_index, docs_item in enumerate(f_docs):
+                docs_at = len(p_docs.data)
+                if type(docs_item) is not ShardDoc:
+                    raise WriteError(
+                        f"expected a shard_doc, found {type(docs_item).__name__}", "dragonfly:shard_doc_index.docs"
+                    )
+                docs_item._write(p_docs, self_, root)
+                docs_prev = len(p_docs.data) - docs_at
+            p_docs.last_size = docs_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_shard_id.data) + len(p_index_name.data) + len(p_count.data) + len(p_docs.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_shard_id.data)
+        pos += len(p_index_name.data)
+        pos += len(p_count.data)
+        pos += len(p_docs.data)
+        if f_docs is not None and len(f_docs) != f_count.value:
+            raise WriteError(
+                f"{len(f_docs)} elements where the spec counts {f_count.value}", "dragonfly:shard_doc_index.docs"
+            )
+        out.add(p_shard_id)
+        out.add(p_index_name)
+        out.add(p_count)
+        out.add(p_docs)
+
 
 class ShardDoc:
     """One key → doc id mapping of SHARD_DOC_INDEX.
@@ -1497,6 +2625,18 @@ class ShardDoc:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> ShardDoc:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ShardDoc has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ShardDoc, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -1511,6 +2651,30 @@ class ShardDoc:
         doc_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.doc_id = doc_id
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this shard_doc: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_key = self.key
+        f_doc_id = self.doc_id
+        p_key = WriteIo()
+        if f_key is not None:
+            if type(f_key) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_key).__name__}", "dragonfly:shard_doc.key")
+            f_key._write(p_key, self_, root)
+        p_doc_id = WriteIo()
+        if f_doc_id is not None:
+            rdb_string.write_rdb_len(p_doc_id, f_doc_id.value, f_doc_id.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_key.data) + len(p_doc_id.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_key.data)
+        pos += len(p_doc_id.data)
+        out.add(p_key)
+        out.add(p_doc_id)
 
 
 class VectorIndex:
@@ -1533,6 +2697,18 @@ class VectorIndex:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> VectorIndex:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"VectorIndex has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[VectorIndex, int]:
@@ -1567,6 +2743,57 @@ class VectorIndex:
         self.nodes = nodes
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this vector_index: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_index_key = self.index_key
+        f_enterpoint = self.enterpoint
+        f_num_nodes = self.num_nodes
+        f_nodes = self.nodes
+        p_index_key = WriteIo()
+        if f_index_key is not None:
+            if type(f_index_key) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_index_key).__name__}", "dragonfly:vector_index.index_key"
+                )
+            f_index_key._write(p_index_key, self_, root)
+        p_enterpoint = WriteIo()
+        if f_enterpoint is not None:
+            rdb_string.write_rdb_len(p_enterpoint, f_enterpoint.value, f_enterpoint.is_encoded, self_, root)
+        p_num_nodes = WriteIo()
+        if f_num_nodes is not None:
+            rdb_string.write_rdb_len(p_num_nodes, f_num_nodes.value, f_num_nodes.is_encoded, self_, root)
+        p_nodes = WriteIo()
+        if f_nodes is not None:
+            nodes_prev = 0
+            for nodes_index, nodes_item in enumerate(f_nodes):
+                nodes_at = len(p_nodes.data)
+                if type(nodes_item) is not HnswNode:
+                    raise WriteError(
+                        f"expected a hnsw_node, found {type(nodes_item).__name__}", "dragonfly:vector_index.nodes"
+                    )
+                nodes_item._write(p_nodes, self_, root)
+                nodes_prev = len(p_nodes.data) - nodes_at
+            p_nodes.last_size = nodes_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_index_key.data) + len(p_enterpoint.data) + len(p_num_nodes.data) + len(p_nodes.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_index_key.data)
+        pos += len(p_enterpoint.data)
+        pos += len(p_num_nodes.data)
+        pos += len(p_nodes.data)
+        if f_nodes is not None and len(f_nodes) != f_num_nodes.value:
+            raise WriteError(
+                f"{len(f_nodes)} elements where the spec counts {f_num_nodes.value}", "dragonfly:vector_index.nodes"
+            )
+        out.add(p_index_key)
+        out.add(p_enterpoint)
+        out.add(p_num_nodes)
+        out.add(p_nodes)
+
 
 class HnswNode:
     """One HNSW node record.
@@ -1588,6 +2815,18 @@ class HnswNode:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HnswNode:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HnswNode has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HnswNode, int]:
@@ -1628,6 +2867,53 @@ class HnswNode:
         self.levels = levels
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hnsw_node: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_internal_id = self.internal_id
+        f_global_id = self.global_id
+        f_level = self.level
+        f_levels = self.levels
+        p_internal_id = WriteIo()
+        if f_internal_id is not None:
+            p_internal_id.pack("<I", f_internal_id, "dragonfly:hnsw_node.internal_id")
+        p_global_id = WriteIo()
+        if f_global_id is not None:
+            p_global_id.pack("<Q", f_global_id, "dragonfly:hnsw_node.global_id")
+        p_level = WriteIo()
+        if f_level is not None:
+            p_level.pack("<I", f_level, "dragonfly:hnsw_node.level")
+        p_levels = WriteIo()
+        if f_levels is not None:
+            levels_prev = 0
+            for levels_index, levels_item in enumerate(f_levels):
+                levels_at = len(p_levels.data)
+                if type(levels_item) is not HnswLinks:
+                    raise WriteError(
+                        f"expected a hnsw_links, found {type(levels_item).__name__}", "dragonfly:hnsw_node.levels"
+                    )
+                levels_item._write(p_levels, self_, root)
+                levels_prev = len(p_levels.data) - levels_at
+            p_levels.last_size = levels_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_internal_id.data) + len(p_global_id.data) + len(p_level.data) + len(p_levels.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_internal_id.data)
+        pos += len(p_global_id.data)
+        pos += len(p_level.data)
+        pos += len(p_levels.data)
+        if f_levels is not None and len(f_levels) != (f_level + 1):
+            raise WriteError(
+                f"{len(f_levels)} elements where the spec counts {(f_level + 1)}", "dragonfly:hnsw_node.levels"
+            )
+        out.add(p_internal_id)
+        out.add(p_global_id)
+        out.add(p_level)
+        out.add(p_levels)
+
 
 class HnswLinks:
     """The links of one HNSW level.
@@ -1647,6 +2933,18 @@ class HnswLinks:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HnswLinks:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HnswLinks has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HnswLinks, int]:
@@ -1678,6 +2976,37 @@ class HnswLinks:
         self.links = links
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hnsw_links: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_num_links = self.num_links
+        f_links = self.links
+        p_num_links = WriteIo()
+        if f_num_links is not None:
+            p_num_links.pack("<I", f_num_links, "dragonfly:hnsw_links.num_links")
+        p_links = WriteIo()
+        if f_links is not None:
+            links_prev = 0
+            for links_index, links_item in enumerate(f_links):
+                links_at = len(p_links.data)
+                p_links.pack("<I", links_item, "dragonfly:hnsw_links.links")
+                links_prev = len(p_links.data) - links_at
+            p_links.last_size = links_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_links.data) + len(p_links.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_links.data)
+        pos += len(p_links.data)
+        if f_links is not None and len(f_links) != f_num_links:
+            raise WriteError(
+                f"{len(f_links)} elements where the spec counts {f_num_links}", "dragonfly:hnsw_links.links"
+            )
+        out.add(p_num_links)
+        out.add(p_links)
+
 
 class CompressedBlob:
     """COMPRESSED_ZSTD_BLOB_START (0xC9) / COMPRESSED_LZ4_BLOB_START (0xCA) payload: `len csize`
@@ -1700,6 +3029,18 @@ class CompressedBlob:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> CompressedBlob:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"CompressedBlob has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[CompressedBlob, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -1718,6 +3059,32 @@ class CompressedBlob:
         data = buf[pos - data_size : pos]
         self.data = data
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this compressed_blob: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_csize = self.csize
+        f_data = self.data
+        p_csize = WriteIo()
+        if f_csize is not None:
+            rdb_string.write_rdb_len(p_csize, f_csize.value, f_csize.is_encoded, self_, root)
+        p_data = WriteIo()
+        if f_data is not None:
+            p_data.write(f_data)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_csize.data) + len(p_data.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_csize.data)
+        pos += len(p_data.data)
+        if f_data is not None and len(p_data.data) != f_csize.value:
+            raise WriteError(
+                f"{len(p_data.data)} bytes where the spec reads {f_csize.value}", "dragonfly:compressed_blob.data"
+            )
+        out.add(p_csize)
+        out.add(p_data)
 
 
 class TaggedChunk:
@@ -1739,6 +3106,18 @@ class TaggedChunk:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> TaggedChunk:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"TaggedChunk has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[TaggedChunk, int]:
@@ -1775,3 +3154,39 @@ class TaggedChunk:
         payload = buf[pos - payload_len : pos]
         self.payload = payload
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this tagged_chunk: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_stream_id = self.stream_id
+        f_payload_len = self.payload_len
+        f_payload = self.payload
+        p_stream_id = WriteIo()
+        if f_stream_id is not None:
+            p_stream_id.pack("<I", f_stream_id, "dragonfly:tagged_chunk.stream_id")
+        p_payload_len = WriteIo()
+        if f_payload_len is not None:
+            p_payload_len.pack("<I", f_payload_len, "dragonfly:tagged_chunk.payload_len")
+        p_payload = WriteIo()
+        if f_payload is not None:
+            p_payload.write(f_payload)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_stream_id.data) + len(p_payload_len.data) + len(p_payload.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_stream_id.data)
+        if f_stream_id is not None and not _holds(lambda: f_stream_id >= 1):
+            raise WriteError(f"{f_stream_id!r} fails its check: {{'min': 1}}", "dragonfly:tagged_chunk.stream_id")
+        pos += len(p_payload_len.data)
+        if f_payload_len is not None and not _holds(lambda: f_payload_len >= 1):
+            raise WriteError(f"{f_payload_len!r} fails its check: {{'min': 1}}", "dragonfly:tagged_chunk.payload_len")
+        pos += len(p_payload.data)
+        if f_payload is not None and len(p_payload.data) != f_payload_len:
+            raise WriteError(
+                f"{len(p_payload.data)} bytes where the spec reads {f_payload_len}", "dragonfly:tagged_chunk.payload"
+            )
+        out.add(p_stream_id)
+        out.add(p_payload_len)
+        out.add(p_payload)

@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 
 class Function:
@@ -31,6 +42,18 @@ class Function:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Function:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Function has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Function, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -39,6 +62,16 @@ class Function:
         buf = io.buf
         end = io.end
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this function: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        _wio = Io(b"", 0, 0)
+        _size = 0
+        _wio.end = _size
+        pos = 0
 
 
 class Function2:
@@ -60,6 +93,18 @@ class Function2:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Function2:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Function2 has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Function2, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -71,6 +116,26 @@ class Function2:
         library_code, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.library_code = library_code
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this function2: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_library_code = self.library_code
+        p_library_code = WriteIo()
+        if f_library_code is not None:
+            if type(f_library_code) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_library_code).__name__}", "function:function2.library_code"
+                )
+            f_library_code._write(p_library_code, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_library_code.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_library_code.data)
+        out.add(p_library_code)
 
 
 class FunctionPreGa:
@@ -95,6 +160,18 @@ class FunctionPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> FunctionPreGa:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"FunctionPreGa has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[FunctionPreGa, int]:
@@ -123,3 +200,63 @@ class FunctionPreGa:
         code, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.code = code
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this function_pre_ga: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_name = self.name
+        f_engine = self.engine
+        f_has_desc = self.has_desc
+        f_desc = self.desc
+        f_code = self.code
+        p_name = WriteIo()
+        if f_name is not None:
+            if type(f_name) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_name).__name__}", "function:function_pre_ga.name"
+                )
+            f_name._write(p_name, self_, root)
+        p_engine = WriteIo()
+        if f_engine is not None:
+            if type(f_engine) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_engine).__name__}", "function:function_pre_ga.engine"
+                )
+            f_engine._write(p_engine, self_, root)
+        p_has_desc = WriteIo()
+        if f_has_desc is not None:
+            rdb_string.write_rdb_len(p_has_desc, f_has_desc.value, f_has_desc.is_encoded, self_, root)
+        p_desc = WriteIo()
+        if f_desc is not None:
+            if type(f_desc) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_desc).__name__}", "function:function_pre_ga.desc"
+                )
+            f_desc._write(p_desc, self_, root)
+        p_code = WriteIo()
+        if f_code is not None:
+            if type(f_code) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_code).__name__}", "function:function_pre_ga.code"
+                )
+            f_code._write(p_code, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_name.data) + len(p_engine.data) + len(p_has_desc.data) + len(p_desc.data) + len(p_code.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_name.data)
+        pos += len(p_engine.data)
+        pos += len(p_has_desc.data)
+        pos += len(p_desc.data)
+        if (f_has_desc.value != 0) != (f_desc is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "function:function_pre_ga.desc"
+            )
+        pos += len(p_code.data)
+        out.add(p_name)
+        out.add(p_engine)
+        out.add(p_has_desc)
+        out.add(p_desc)
+        out.add(p_code)

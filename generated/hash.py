@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u8le = struct.Struct("<Q").unpack_from
@@ -35,6 +46,18 @@ class Hash:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Hash:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Hash has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Hash, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -43,6 +66,16 @@ class Hash:
         buf = io.buf
         end = io.end
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        _wio = Io(b"", 0, 0)
+        _size = 0
+        _wio.end = _size
+        pos = 0
 
 
 class HashTable:
@@ -63,6 +96,18 @@ class HashTable:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashTable:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashTable has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTable, int]:
@@ -107,6 +152,41 @@ class HashTable:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_table: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_entries = self.entries
+        f_num_fields = WriteInputs(is_encoded=False, value=len(f_entries))
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            rdb_string.write_rdb_len(p_num_fields, f_num_fields.value, f_num_fields.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not HashPair:
+                    raise WriteError(
+                        f"expected a hash_pair, found {type(entries_item).__name__}", "hash:hash_table.entries"
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_fields.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_fields.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_fields.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_fields.value}", "hash:hash_table.entries"
+            )
+        out.add(p_num_fields)
+        out.add(p_entries)
+
 
 class HashPair:
     """One hash field and its value.
@@ -126,6 +206,18 @@ class HashPair:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashPair:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashPair has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashPair, int]:
@@ -156,6 +248,32 @@ class HashPair:
         value = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_pair: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_field = self.field
+        f_value = self.value
+        p_field = WriteIo()
+        if f_field is not None:
+            if type(f_field) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_field).__name__}", "hash:hash_pair.field")
+            f_field._write(p_field, self_, root)
+        p_value = WriteIo()
+        if f_value is not None:
+            if type(f_value) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "hash:hash_pair.value")
+            f_value._write(p_value, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_field.data) + len(p_value.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_field.data)
+        pos += len(p_value.data)
+        out.add(p_field)
+        out.add(p_value)
+
 
 class HashMetadataPreGa:
     """HASH_METADATA_PRE_GA (Redis type 22, 7.4-rc only) - `len n`, then n ×
@@ -176,6 +294,18 @@ class HashMetadataPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashMetadataPreGa:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashMetadataPreGa has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashMetadataPreGa, int]:
@@ -226,6 +356,43 @@ class HashMetadataPreGa:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_metadata_pre_ga: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_entries = self.entries
+        f_num_fields = WriteInputs(is_encoded=False, value=len(f_entries))
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            rdb_string.write_rdb_len(p_num_fields, f_num_fields.value, f_num_fields.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not HashTtlEntryPreGa:
+                    raise WriteError(
+                        f"expected a hash_ttl_entry_pre_ga, found {type(entries_item).__name__}",
+                        "hash:hash_metadata_pre_ga.entries",
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_fields.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_fields.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_fields.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_fields.value}",
+                "hash:hash_metadata_pre_ga.entries",
+            )
+        out.add(p_num_fields)
+        out.add(p_entries)
+
 
 class HashTtlEntryPreGa:
     """One field of a pre-GA HFE hash.
@@ -246,6 +413,18 @@ class HashTtlEntryPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashTtlEntryPreGa:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashTtlEntryPreGa has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTtlEntryPreGa, int]:
@@ -282,6 +461,42 @@ class HashTtlEntryPreGa:
         value = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_ttl_entry_pre_ga: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_ttl = self.ttl
+        f_field = self.field
+        f_value = self.value
+        p_ttl = WriteIo()
+        if f_ttl is not None:
+            rdb_string.write_rdb_len(p_ttl, f_ttl.value, f_ttl.is_encoded, self_, root)
+        p_field = WriteIo()
+        if f_field is not None:
+            if type(f_field) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_field).__name__}", "hash:hash_ttl_entry_pre_ga.field"
+                )
+            f_field._write(p_field, self_, root)
+        p_value = WriteIo()
+        if f_value is not None:
+            if type(f_value) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_value).__name__}", "hash:hash_ttl_entry_pre_ga.value"
+                )
+            f_value._write(p_value, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_ttl.data) + len(p_field.data) + len(p_value.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_ttl.data)
+        pos += len(p_field.data)
+        pos += len(p_value.data)
+        out.add(p_ttl)
+        out.add(p_field)
+        out.add(p_value)
+
 
 class HashListpackExPreGa:
     """HASH_LISTPACK_EX_PRE_GA (Redis type 23, 7.4-rc only) - a listpack of
@@ -301,6 +516,18 @@ class HashListpackExPreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashListpackExPreGa:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashListpackExPreGa has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashListpackExPreGa, int]:
@@ -325,6 +552,30 @@ class HashListpackExPreGa:
         listpack = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_listpack_ex_pre_ga: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_listpack = self.listpack
+        p_listpack = WriteIo()
+        if f_listpack is not None:
+            if type(f_listpack) is not rdb_string.RdbBlob:
+                raise WriteError(
+                    f"expected a rdb_blob, found {type(f_listpack).__name__}", "hash:hash_listpack_ex_pre_ga.listpack"
+                )
+            if f_listpack.kind != 1:
+                raise WriteError(
+                    f"kind {f_listpack.kind!r} where the spec passes {1!r}", "hash:hash_listpack_ex_pre_ga.listpack"
+                )
+            f_listpack._write(p_listpack, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_listpack.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_listpack.data)
+        out.add(p_listpack)
+
 
 class HashMetadata:
     """HASH_METADATA (Redis type 24, 7.4 GA) - u64 LE minExpire, `len n`, then n ×
@@ -346,6 +597,18 @@ class HashMetadata:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashMetadata:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashMetadata has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashMetadata, int]:
@@ -407,6 +670,52 @@ class HashMetadata:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_metadata: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_min_expire = self.min_expire
+        f_entries = self.entries
+        p_min_expire = WriteIo()
+        if f_min_expire is not None:
+            p_min_expire.pack("<Q", f_min_expire, "hash:hash_metadata.min_expire")
+        f_num_fields = WriteInputs(is_encoded=False, value=len(f_entries))
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            rdb_string.write_rdb_len(p_num_fields, f_num_fields.value, f_num_fields.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not HashTtlEntry:
+                    raise WriteError(
+                        f"expected a hash_ttl_entry, found {type(entries_item).__name__}", "hash:hash_metadata.entries"
+                    )
+                if entries_item.min_expire != f_min_expire:
+                    raise WriteError(
+                        f"min_expire {entries_item.min_expire!r} where the spec passes {f_min_expire!r}",
+                        "hash:hash_metadata.entries",
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_min_expire.data) + len(p_num_fields.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_min_expire.data)
+        pos += len(p_num_fields.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_fields.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_fields.value}", "hash:hash_metadata.entries"
+            )
+        out.add(p_min_expire)
+        out.add(p_num_fields)
+        out.add(p_entries)
+
 
 class HashTtlEntry:
     """One field of a type-24 hash.
@@ -428,6 +737,18 @@ class HashTtlEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, min_expire)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashTtlEntry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashTtlEntry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, min_expire) -> tuple[HashTtlEntry, int]:
@@ -465,6 +786,39 @@ class HashTtlEntry:
         value = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_ttl_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_min_expire = self.min_expire
+        f_ttl = self.ttl
+        f_field = self.field
+        f_value = self.value
+        p_ttl = WriteIo()
+        if f_ttl is not None:
+            rdb_string.write_rdb_len(p_ttl, f_ttl.value, f_ttl.is_encoded, self_, root)
+        p_field = WriteIo()
+        if f_field is not None:
+            if type(f_field) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_field).__name__}", "hash:hash_ttl_entry.field")
+            f_field._write(p_field, self_, root)
+        p_value = WriteIo()
+        if f_value is not None:
+            if type(f_value) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "hash:hash_ttl_entry.value")
+            f_value._write(p_value, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_ttl.data) + len(p_field.data) + len(p_value.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_ttl.data)
+        pos += len(p_field.data)
+        pos += len(p_value.data)
+        out.add(p_ttl)
+        out.add(p_field)
+        out.add(p_value)
+
     @property
     def expire_at(self):
         """Absolute expiry in unix ms (absent when the field has no TTL)."""
@@ -490,6 +844,18 @@ class HashListpackEx:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashListpackEx:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"HashListpackEx has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashListpackEx, int]:
@@ -525,6 +891,36 @@ class HashListpackEx:
         listpack = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_listpack_ex: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_min_expire = self.min_expire
+        f_listpack = self.listpack
+        p_min_expire = WriteIo()
+        if f_min_expire is not None:
+            p_min_expire.pack("<Q", f_min_expire, "hash:hash_listpack_ex.min_expire")
+        p_listpack = WriteIo()
+        if f_listpack is not None:
+            if type(f_listpack) is not rdb_string.RdbBlob:
+                raise WriteError(
+                    f"expected a rdb_blob, found {type(f_listpack).__name__}", "hash:hash_listpack_ex.listpack"
+                )
+            if f_listpack.kind != 1:
+                raise WriteError(
+                    f"kind {f_listpack.kind!r} where the spec passes {1!r}", "hash:hash_listpack_ex.listpack"
+                )
+            f_listpack._write(p_listpack, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_min_expire.data) + len(p_listpack.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_min_expire.data)
+        pos += len(p_listpack.data)
+        out.add(p_min_expire)
+        out.add(p_listpack)
+
 
 class ValkeyHash2:
     """Valkey RDB_TYPE_HASH_2 (type 22 on VALKEY magic, Valkey 9.0+) - `len n`, then n ×
@@ -548,6 +944,18 @@ class ValkeyHash2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ValkeyHash2:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ValkeyHash2 has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ValkeyHash2, int]:
@@ -598,6 +1006,42 @@ class ValkeyHash2:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this valkey_hash_2: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_entries = self.entries
+        f_num_fields = WriteInputs(is_encoded=False, value=len(f_entries))
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            rdb_string.write_rdb_len(p_num_fields, f_num_fields.value, f_num_fields.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not ValkeyHash2Entry:
+                    raise WriteError(
+                        f"expected a valkey_hash_2_entry, found {type(entries_item).__name__}",
+                        "hash:valkey_hash_2.entries",
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_fields.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_fields.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_fields.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_fields.value}", "hash:valkey_hash_2.entries"
+            )
+        out.add(p_num_fields)
+        out.add(p_entries)
+
 
 class ValkeyHash2Entry:
     """One field of a Valkey HASH_2.
@@ -618,6 +1062,18 @@ class ValkeyHash2Entry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ValkeyHash2Entry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ValkeyHash2Entry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ValkeyHash2Entry, int]:
@@ -666,3 +1122,41 @@ class ValkeyHash2Entry:
                 io, pos - 8, "hash:valkey_hash_2_entry.expire_ms", "expected at least -1, found " + repr(expire_ms)
             )
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this valkey_hash_2_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_field = self.field
+        f_value = self.value
+        f_expire_ms = self.expire_ms
+        p_field = WriteIo()
+        if f_field is not None:
+            if type(f_field) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_field).__name__}", "hash:valkey_hash_2_entry.field"
+                )
+            f_field._write(p_field, self_, root)
+        p_value = WriteIo()
+        if f_value is not None:
+            if type(f_value) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_value).__name__}", "hash:valkey_hash_2_entry.value"
+                )
+            f_value._write(p_value, self_, root)
+        p_expire_ms = WriteIo()
+        if f_expire_ms is not None:
+            p_expire_ms.pack("<q", f_expire_ms, "hash:valkey_hash_2_entry.expire_ms")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_field.data) + len(p_value.data) + len(p_expire_ms.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_field.data)
+        pos += len(p_value.data)
+        pos += len(p_expire_ms.data)
+        if f_expire_ms is not None and not _holds(lambda: f_expire_ms >= -1):
+            raise WriteError(f"{f_expire_ms!r} fails its check: {{'min': -1}}", "hash:valkey_hash_2_entry.expire_ms")
+        out.add(p_field)
+        out.add(p_value)
+        out.add(p_expire_ms)

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_s2le = struct.Struct("<h").unpack_from
 unpack_s4le = struct.Struct("<i").unpack_from
@@ -38,6 +49,18 @@ class Intset:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Intset:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Intset has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Intset, int]:
@@ -167,3 +190,54 @@ class Intset:
             else:
                 members_item = None
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this intset: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_encoding = self.encoding
+        f_members = self.members
+        p_encoding = WriteIo()
+        if f_encoding is not None:
+            p_encoding.pack("<I", f_encoding, "intset:intset.encoding")
+        f_length = len(f_members)
+        p_length = WriteIo()
+        if f_length is not None:
+            p_length.pack("<I", f_length, "intset:intset.length")
+        p_members = WriteIo()
+        if f_members is not None:
+            members_prev = 0
+            for members_index, members_item in enumerate(f_members):
+                members_at = len(p_members.data)
+                if f_encoding == 2:
+                    p_members.pack("<h", members_item, "intset:intset.members")
+                elif f_encoding == 4:
+                    p_members.pack("<i", members_item, "intset:intset.members")
+                elif f_encoding == 8:
+                    p_members.pack("<q", members_item, "intset:intset.members")
+                else:
+                    raise WriteError(f"no case for {f_encoding!r}", "intset:intset.members")
+                members_prev = len(p_members.data) - members_at
+            p_members.last_size = members_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_encoding.data) + len(p_length.data) + len(p_members.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_encoding.data)
+        if f_encoding is not None and not _holds(lambda: ((f_encoding == 2) or (f_encoding == 4)) or (f_encoding == 8)):
+            raise WriteError(f"{f_encoding!r} fails its check: {{'any-of': [2, 4, 8]}}", "intset:intset.encoding")
+        pos += len(p_length.data)
+        if f_length is not None and not _holds(
+            lambda: (f_length > 0) and ((8 + (f_length * f_encoding)) == (_wio.end - _wio.start))
+        ):
+            raise WriteError(
+                f"{f_length!r} fails its check: {{'expr': '_ > 0 and 8 + _ * encoding == _io.size'}}",
+                "intset:intset.length",
+            )
+        pos += len(p_members.data)
+        if f_members is not None and len(f_members) != f_length:
+            raise WriteError(f"{len(f_members)} elements where the spec counts {f_length}", "intset:intset.members")
+        out.add(p_encoding)
+        out.add(p_length)
+        out.add(p_members)

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_s2le = struct.Struct("<h").unpack_from
 unpack_s4le = struct.Struct("<i").unpack_from
@@ -42,6 +53,18 @@ class Listpack:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Listpack:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Listpack has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Listpack, int]:
@@ -127,6 +150,55 @@ class Listpack:
             raise invalid(io, pos - 1, "listpack:listpack.terminator", "expected 255, found " + repr(terminator))
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this listpack: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_body = self.body
+        f_num_elements = len(f_body.entries) if (len(f_body.entries) < 65535) else 65535
+        p_num_elements = WriteIo()
+        if f_num_elements is not None:
+            p_num_elements.pack("<H", f_num_elements, "listpack:listpack.num_elements")
+        p_body = WriteIo()
+        if f_body is not None:
+            if type(f_body) is not LpBody:
+                raise WriteError(f"expected a lp_body, found {type(f_body).__name__}", "listpack:listpack.body")
+            f_body._write(p_body, self_, root)
+        f_total_bytes = (6 + len(p_body.data)) + 1
+        p_total_bytes = WriteIo()
+        if f_total_bytes is not None:
+            p_total_bytes.pack("<I", f_total_bytes, "listpack:listpack.total_bytes")
+        f_terminator = 255
+        p_terminator = WriteIo()
+        if f_terminator is not None:
+            p_terminator.pack("<B", f_terminator, "listpack:listpack.terminator")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_total_bytes.data) + len(p_num_elements.data) + len(p_body.data) + len(p_terminator.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_total_bytes.data)
+        if f_total_bytes is not None and not _holds(
+            lambda: (f_total_bytes >= 7) and (f_total_bytes == (_wio.end - _wio.start))
+        ):
+            raise WriteError(
+                f"{f_total_bytes!r} fails its check: {{'expr': '_ >= 7 and _ == _io.size'}}",
+                "listpack:listpack.total_bytes",
+            )
+        pos += len(p_num_elements.data)
+        pos += len(p_body.data)
+        if f_body is not None and len(p_body.data) != (f_total_bytes - 7):
+            raise WriteError(
+                f"{len(p_body.data)} bytes where the spec reads {(f_total_bytes - 7)}", "listpack:listpack.body"
+            )
+        pos += len(p_terminator.data)
+        if f_terminator is not None and not _holds(lambda: f_terminator == 255):
+            raise WriteError(f"{f_terminator!r} fails its check: {{'eq': 255}}", "listpack:listpack.terminator")
+        out.add(p_total_bytes)
+        out.add(p_num_elements)
+        out.add(p_body)
+        out.add(p_terminator)
+
 
 class LpBody:
     """The entry area of a listpack (between the 6-byte header and the EOF byte).
@@ -145,6 +217,18 @@ class LpBody:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> LpBody:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"LpBody has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[LpBody, int]:
@@ -172,6 +256,33 @@ class LpBody:
         while pos < end:
             entries_item, pos = read_lp_entry(io, buf, end, pos, None, root)
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this lp_body: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_entries = self.entries
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                write_lp_entry(
+                    p_entries,
+                    (entries_item if isinstance(entries_item, int) else None),
+                    (entries_item if isinstance(entries_item, bytes) else None),
+                    self_,
+                    root,
+                )
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_entries.data)
+        out.add(p_entries)
 
 
 def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
@@ -361,3 +472,274 @@ def read_lp_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     )
     str_value = str_ if (not is_int) else None
     return int_value if int_value is not None else str_value, pos
+
+
+def write_lp_entry(out: WriteIo, in_int_value, in_str_value, parent=None, root=None) -> None:
+    """Appends the lp_entry whose int_value, str_value are given: each field derived as the
+    spec says (`-rdbspec-write`), every check of the reader made on it, the given values read
+    back from the written fields as the reader reads them."""
+    self_ = None
+    f_enc = (
+        (
+            in_int_value
+            if ((in_int_value >= 0) and (in_int_value <= 127))
+            else (
+                (192 | ((in_int_value & 8191) >> 8))
+                if ((in_int_value >= -4096) and (in_int_value <= 4095))
+                else (
+                    241
+                    if ((in_int_value >= -32768) and (in_int_value <= 32767))
+                    else (
+                        242
+                        if ((in_int_value >= -8388608) and (in_int_value <= 8388607))
+                        else (243 if ((in_int_value >= -2147483648) and (in_int_value <= 2147483647)) else 244)
+                    )
+                )
+            )
+        )
+        if (in_int_value is not None)
+        else (
+            (128 | len(in_str_value))
+            if (len(in_str_value) < 64)
+            else ((224 | (len(in_str_value) >> 8)) if (len(in_str_value) < 4096) else 240)
+        )
+    )
+    p_enc = WriteIo()
+    if f_enc is not None:
+        p_enc.pack("<B", f_enc, "listpack:lp_entry.enc")
+    f_b1 = (
+        ((in_int_value & 255) if (in_int_value is not None) else (len(in_str_value) & 255))
+        if (((f_enc & 224) == 192) or ((f_enc & 240) == 224))
+        else None
+    )
+    p_b1 = WriteIo()
+    if f_b1 is not None:
+        p_b1.pack("<B", f_b1, "listpack:lp_entry.b1")
+    f_len32 = len(in_str_value) if (f_enc == 240) else None
+    p_len32 = WriteIo()
+    if f_len32 is not None:
+        p_len32.pack("<I", f_len32, "listpack:lp_entry.len32")
+    f_int16 = in_int_value if (f_enc == 241) else None
+    p_int16 = WriteIo()
+    if f_int16 is not None:
+        p_int16.pack("<h", f_int16, "listpack:lp_entry.int16")
+    f_int24_lo = (in_int_value & 65535) if (f_enc == 242) else None
+    p_int24_lo = WriteIo()
+    if f_int24_lo is not None:
+        p_int24_lo.pack("<H", f_int24_lo, "listpack:lp_entry.int24_lo")
+    f_int24_hi = ((in_int_value >> 16) & 255) if (f_enc == 242) else None
+    p_int24_hi = WriteIo()
+    if f_int24_hi is not None:
+        p_int24_hi.pack("<B", f_int24_hi, "listpack:lp_entry.int24_hi")
+    f_int32 = in_int_value if (f_enc == 243) else None
+    p_int32 = WriteIo()
+    if f_int32 is not None:
+        p_int32.pack("<i", f_int32, "listpack:lp_entry.int32")
+    f_int64 = in_int_value if (f_enc == 244) else None
+    p_int64 = WriteIo()
+    if f_int64 is not None:
+        p_int64.pack("<q", f_int64, "listpack:lp_entry.int64")
+    i_is_int = ((f_enc < 128) or ((f_enc & 224) == 192)) or ((f_enc >= 241) and (f_enc <= 244))
+    f_str = in_str_value if (not i_is_int) else None
+    p_str = WriteIo()
+    if f_str is not None:
+        p_str.write(f_str)
+    i_header_len = (
+        1
+        if (f_enc < 128)
+        else (
+            1
+            if ((f_enc & 192) == 128)
+            else (
+                2
+                if ((f_enc & 224) == 192)
+                else (
+                    2
+                    if ((f_enc & 240) == 224)
+                    else (
+                        5
+                        if (f_enc == 240)
+                        else (3 if (f_enc == 241) else (4 if (f_enc == 242) else (5 if (f_enc == 243) else 9)))
+                    )
+                )
+            )
+        )
+    )
+    i_str_len = (
+        (f_enc & 63)
+        if ((f_enc & 192) == 128)
+        else ((((f_enc & 15) << 8) | f_b1) if ((f_enc & 240) == 224) else (f_len32 if (f_enc == 240) else 0))
+    )
+    i_entry_len = i_header_len + i_str_len
+    i_backlen_size = (
+        1
+        if (i_entry_len <= 127)
+        else (
+            2 if (i_entry_len < 16383) else (3 if (i_entry_len < 2097151) else (4 if (i_entry_len < 268435455) else 5))
+        )
+    )
+    f_backlen = bytes(
+        (
+            [i_entry_len]
+            if (i_backlen_size == 1)
+            else (
+                [(i_entry_len >> 7), ((i_entry_len & 127) | 128)]
+                if (i_backlen_size == 2)
+                else (
+                    [(i_entry_len >> 14), (((i_entry_len >> 7) & 127) | 128), ((i_entry_len & 127) | 128)]
+                    if (i_backlen_size == 3)
+                    else (
+                        [
+                            (i_entry_len >> 21),
+                            (((i_entry_len >> 14) & 127) | 128),
+                            (((i_entry_len >> 7) & 127) | 128),
+                            ((i_entry_len & 127) | 128),
+                        ]
+                        if (i_backlen_size == 4)
+                        else [
+                            (i_entry_len >> 28),
+                            (((i_entry_len >> 21) & 127) | 128),
+                            (((i_entry_len >> 14) & 127) | 128),
+                            (((i_entry_len >> 7) & 127) | 128),
+                            ((i_entry_len & 127) | 128),
+                        ]
+                    )
+                )
+            )
+        )
+    )
+    p_backlen = WriteIo()
+    if f_backlen is not None:
+        p_backlen.write(f_backlen)
+    _wio = Io(b"", 0, 0)
+    _size = (
+        len(p_enc.data)
+        + len(p_b1.data)
+        + len(p_len32.data)
+        + len(p_int16.data)
+        + len(p_int24_lo.data)
+        + len(p_int24_hi.data)
+        + len(p_int32.data)
+        + len(p_int64.data)
+        + len(p_str.data)
+        + len(p_backlen.data)
+    )
+    _wio.end = _size
+    pos = 0
+    pos += len(p_enc.data)
+    if f_enc is not None and not _holds(lambda: f_enc < 245):
+        raise WriteError(f"{f_enc!r} fails its check: {{'expr': '_ < 0xf5'}}", "listpack:lp_entry.enc")
+    pos += len(p_b1.data)
+    if (((f_enc & 224) == 192) or ((f_enc & 240) == 224)) != (f_b1 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.b1")
+    pos += len(p_len32.data)
+    if (f_enc == 240) != (f_len32 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.len32")
+    pos += len(p_int16.data)
+    if (f_enc == 241) != (f_int16 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.int16")
+    pos += len(p_int24_lo.data)
+    if (f_enc == 242) != (f_int24_lo is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.int24_lo")
+    pos += len(p_int24_hi.data)
+    if (f_enc == 242) != (f_int24_hi is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.int24_hi")
+    pos += len(p_int32.data)
+    if (f_enc == 243) != (f_int32 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.int32")
+    pos += len(p_int64.data)
+    if (f_enc == 244) != (f_int64 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.int64")
+    pos += len(p_str.data)
+    if (not i_is_int) != (f_str is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "listpack:lp_entry.str")
+    if f_str is not None and len(p_str.data) != i_str_len:
+        raise WriteError(f"{len(p_str.data)} bytes where the spec reads {i_str_len}", "listpack:lp_entry.str")
+    pos += len(p_backlen.data)
+    if f_backlen is not None and len(p_backlen.data) != i_backlen_size:
+        raise WriteError(
+            f"{len(p_backlen.data)} bytes where the spec reads {i_backlen_size}", "listpack:lp_entry.backlen"
+        )
+    i_backlen_value = (
+        f_backlen[0]
+        if (i_backlen_size == 1)
+        else (
+            ((f_backlen[0] << 7) | (f_backlen[1] & 127))
+            if (i_backlen_size == 2)
+            else (
+                (((f_backlen[0] << 14) | ((f_backlen[1] & 127) << 7)) | (f_backlen[2] & 127))
+                if (i_backlen_size == 3)
+                else (
+                    (
+                        (((f_backlen[0] << 21) | ((f_backlen[1] & 127) << 14)) | ((f_backlen[2] & 127) << 7))
+                        | (f_backlen[3] & 127)
+                    )
+                    if (i_backlen_size == 4)
+                    else (
+                        (
+                            (((f_backlen[0] << 28) | ((f_backlen[1] & 127) << 21)) | ((f_backlen[2] & 127) << 14))
+                            | ((f_backlen[3] & 127) << 7)
+                        )
+                        | (f_backlen[4] & 127)
+                    )
+                )
+            )
+        )
+    )
+    if f_backlen is not None and not _holds(
+        lambda: (
+            (
+                (
+                    ((i_backlen_value == i_entry_len) and ((i_backlen_size < 2) or (f_backlen[1] >= 128)))
+                    and ((i_backlen_size < 3) or (f_backlen[2] >= 128))
+                )
+                and ((i_backlen_size < 4) or (f_backlen[3] >= 128))
+            )
+            and ((i_backlen_size < 5) or (f_backlen[4] >= 128))
+        )
+    ):
+        raise WriteError(
+            f"{f_backlen!r} fails its check: "
+            "{'expr': 'backlen_value == entry_len and (backlen_size < 2 or _[1] >= 128) and (backlen_size < 3 or _[2] >= 128) and (backlen_size < 4 or _[3] >= 128) and (backlen_size < 5 or _[4] >= 128)'}",
+            "listpack:lp_entry.backlen",
+        )
+    r_uint13 = (((f_enc & 31) << 8) | f_b1) if ((f_enc & 224) == 192) else None
+    r_uint24 = ((f_int24_hi << 16) | f_int24_lo) if (f_enc == 242) else None
+    r_is_int = ((f_enc < 128) or ((f_enc & 224) == 192)) or ((f_enc >= 241) and (f_enc <= 244))
+    r_int_value = (
+        (
+            f_enc
+            if (f_enc < 128)
+            else (
+                ((r_uint13 - 8192) if (r_uint13 >= 4096) else r_uint13)
+                if ((f_enc & 224) == 192)
+                else (
+                    f_int16
+                    if (f_enc == 241)
+                    else (
+                        ((r_uint24 - 16777216) if (r_uint24 >= 8388608) else r_uint24)
+                        if (f_enc == 242)
+                        else (f_int32 if (f_enc == 243) else (f_int64 if (f_enc == 244) else 0))
+                    )
+                )
+            )
+        )
+        if r_is_int
+        else None
+    )
+    if r_int_value != in_int_value or type(r_int_value) is not type(in_int_value):
+        raise WriteError(f"writes int_value {r_int_value!r}, not {in_int_value!r}", "listpack:lp_entry")
+    r_str_value = f_str if (not r_is_int) else None
+    if r_str_value != in_str_value or type(r_str_value) is not type(in_str_value):
+        raise WriteError(f"writes str_value {r_str_value!r}, not {in_str_value!r}", "listpack:lp_entry")
+    out.add(p_enc)
+    out.add(p_b1)
+    out.add(p_len32)
+    out.add(p_int16)
+    out.add(p_int24_lo)
+    out.add(p_int24_hi)
+    out.add(p_int32)
+    out.add(p_int64)
+    out.add(p_str)
+    out.add(p_backlen)
+    out.scalars += 1

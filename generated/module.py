@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_f4le = struct.Struct("<f").unpack_from
 unpack_f8le = struct.Struct("<d").unpack_from
@@ -37,6 +48,18 @@ class Module:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Module:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Module has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Module, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -45,6 +68,16 @@ class Module:
         buf = io.buf
         end = io.end
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this module: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        _wio = Io(b"", 0, 0)
+        _size = 0
+        _wio.end = _size
+        pos = 0
 
 
 class ModuleValue:
@@ -65,6 +98,18 @@ class ModuleValue:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ModuleValue:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ModuleValue has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleValue, int]:
@@ -108,6 +153,43 @@ class ModuleValue:
             ops_index += 1
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this module_value: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_module_id = self.module_id
+        f_ops = self.ops
+        p_module_id = WriteIo()
+        if f_module_id is not None:
+            rdb_string.write_rdb_len(p_module_id, f_module_id.value, f_module_id.is_encoded, self_, root)
+        p_ops = WriteIo()
+        if f_ops is not None:
+            ops_prev = 0
+            for ops_index, ops_item in enumerate(f_ops):
+                ops_at = len(p_ops.data)
+                if type(ops_item) is not ModuleOp:
+                    raise WriteError(
+                        f"expected a module_op, found {type(ops_item).__name__}", "module:module_value.ops"
+                    )
+                ops_item._write(p_ops, self_, root)
+                ops_prev = len(p_ops.data) - ops_at
+            p_ops.last_size = ops_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_module_id.data) + len(p_ops.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_module_id.data)
+        pos += len(p_ops.data)
+        if f_ops is not None and [(ops_item.opcode.value == 0) for ops_item in f_ops] != [False] * (len(f_ops) - 1) + [
+            True
+        ]:
+            raise WriteError(
+                "the repeat does not end at its first element meeting its condition", "module:module_value.ops"
+            )
+        out.add(p_module_id)
+        out.add(p_ops)
+
 
 class ModulePreGa:
     """MODULE_PRE_GA (type 6, Redis 4.0-rc): the payload has no opcode framing, so it cannot be
@@ -127,6 +209,18 @@ class ModulePreGa:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ModulePreGa:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ModulePreGa has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModulePreGa, int]:
@@ -170,6 +264,24 @@ class ModulePreGa:
             )
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this module_pre_ga: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_module_id = self.module_id
+        p_module_id = WriteIo()
+        if f_module_id is not None:
+            rdb_string.write_rdb_len(p_module_id, f_module_id.value, f_module_id.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_module_id.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_module_id.data)
+        if f_module_id is not None and not _holds(lambda: False):
+            raise WriteError(f"{f_module_id!r} fails its check: {{'expr': False}}", "module:module_pre_ga.module_id")
+        out.add(p_module_id)
+
 
 class ModuleAux:
     """MODULE_AUX opcode (247) payload - `len module_id`, `len 2` (UINT opcode), `len when`
@@ -192,6 +304,18 @@ class ModuleAux:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ModuleAux:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ModuleAux has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleAux, int]:
@@ -230,6 +354,57 @@ class ModuleAux:
         self.ops = ops
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this module_aux: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_module_id = self.module_id
+        f_when_opcode = self.when_opcode
+        f_when = self.when
+        f_ops = self.ops
+        p_module_id = WriteIo()
+        if f_module_id is not None:
+            rdb_string.write_rdb_len(p_module_id, f_module_id.value, f_module_id.is_encoded, self_, root)
+        p_when_opcode = WriteIo()
+        if f_when_opcode is not None:
+            rdb_string.write_rdb_len(p_when_opcode, f_when_opcode.value, f_when_opcode.is_encoded, self_, root)
+        p_when = WriteIo()
+        if f_when is not None:
+            rdb_string.write_rdb_len(p_when, f_when.value, f_when.is_encoded, self_, root)
+        p_ops = WriteIo()
+        if f_ops is not None:
+            ops_prev = 0
+            for ops_index, ops_item in enumerate(f_ops):
+                ops_at = len(p_ops.data)
+                if type(ops_item) is not ModuleOp:
+                    raise WriteError(f"expected a module_op, found {type(ops_item).__name__}", "module:module_aux.ops")
+                ops_item._write(p_ops, self_, root)
+                ops_prev = len(p_ops.data) - ops_at
+            p_ops.last_size = ops_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_module_id.data) + len(p_when_opcode.data) + len(p_when.data) + len(p_ops.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_module_id.data)
+        pos += len(p_when_opcode.data)
+        if f_when_opcode is not None and not _holds(lambda: f_when_opcode.value == 2):
+            raise WriteError(
+                f"{f_when_opcode!r} fails its check: {{'expr': '_.value == 2'}}", "module:module_aux.when_opcode"
+            )
+        pos += len(p_when.data)
+        pos += len(p_ops.data)
+        if f_ops is not None and [(ops_item.opcode.value == 0) for ops_item in f_ops] != [False] * (len(f_ops) - 1) + [
+            True
+        ]:
+            raise WriteError(
+                "the repeat does not end at its first element meeting its condition", "module:module_aux.ops"
+            )
+        out.add(p_module_id)
+        out.add(p_when_opcode)
+        out.add(p_when)
+        out.add(p_ops)
+
 
 class ModuleOp:
     """One element of a module-opcode stream: `len opcode`, then 1 SINT / 2 UINT `len value`,
@@ -253,6 +428,18 @@ class ModuleOp:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ModuleOp:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ModuleOp has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ModuleOp, int]:
@@ -344,6 +531,75 @@ class ModuleOp:
             string_value = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this module_op: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_opcode = self.opcode
+        f_uint_value = self.uint_value
+        f_float_value = self.float_value
+        f_double_value = self.double_value
+        f_string_value = self.string_value
+        p_opcode = WriteIo()
+        if f_opcode is not None:
+            rdb_string.write_rdb_len(p_opcode, f_opcode.value, f_opcode.is_encoded, self_, root)
+        p_uint_value = WriteIo()
+        if f_uint_value is not None:
+            rdb_string.write_rdb_len(p_uint_value, f_uint_value.value, f_uint_value.is_encoded, self_, root)
+        p_float_value = WriteIo()
+        if f_float_value is not None:
+            p_float_value.pack("<f", f_float_value, "module:module_op.float_value")
+        p_double_value = WriteIo()
+        if f_double_value is not None:
+            p_double_value.pack("<d", f_double_value, "module:module_op.double_value")
+        p_string_value = WriteIo()
+        if f_string_value is not None:
+            if type(f_string_value) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_string_value).__name__}", "module:module_op.string_value"
+                )
+            f_string_value._write(p_string_value, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_opcode.data)
+            + len(p_uint_value.data)
+            + len(p_float_value.data)
+            + len(p_double_value.data)
+            + len(p_string_value.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_opcode.data)
+        if f_opcode is not None and not _holds(lambda: (not f_opcode.is_encoded) and (f_opcode.value <= 5)):
+            raise WriteError(
+                f"{f_opcode!r} fails its check: {{'expr': 'not _.is_encoded and _.value <= 5'}}",
+                "module:module_op.opcode",
+            )
+        pos += len(p_uint_value.data)
+        if ((f_opcode.value == 1) or (f_opcode.value == 2)) != (f_uint_value is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "module:module_op.uint_value")
+        pos += len(p_float_value.data)
+        if (f_opcode.value == 3) != (f_float_value is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "module:module_op.float_value"
+            )
+        pos += len(p_double_value.data)
+        if (f_opcode.value == 4) != (f_double_value is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "module:module_op.double_value"
+            )
+        pos += len(p_string_value.data)
+        if (f_opcode.value == 5) != (f_string_value is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "module:module_op.string_value"
+            )
+        out.add(p_opcode)
+        out.add(p_uint_value)
+        out.add(p_float_value)
+        out.add(p_double_value)
+        out.add(p_string_value)
+
 
 class KeyMeta:
     """KEY_META opcode (243 on REDIS magic, Redis 8.6+) payload - `len num_classes`, then per class
@@ -364,6 +620,18 @@ class KeyMeta:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> KeyMeta:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"KeyMeta has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[KeyMeta, int]:
@@ -389,6 +657,41 @@ class KeyMeta:
         self.classes = classes
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this key_meta: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_classes = self.classes
+        f_num_classes = WriteInputs(is_encoded=False, value=len(f_classes))
+        p_num_classes = WriteIo()
+        if f_num_classes is not None:
+            rdb_string.write_rdb_len(p_num_classes, f_num_classes.value, f_num_classes.is_encoded, self_, root)
+        p_classes = WriteIo()
+        if f_classes is not None:
+            classes_prev = 0
+            for classes_index, classes_item in enumerate(f_classes):
+                classes_at = len(p_classes.data)
+                if type(classes_item) is not KeyMetaClass:
+                    raise WriteError(
+                        f"expected a key_meta_class, found {type(classes_item).__name__}", "module:key_meta.classes"
+                    )
+                classes_item._write(p_classes, self_, root)
+                classes_prev = len(p_classes.data) - classes_at
+            p_classes.last_size = classes_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_classes.data) + len(p_classes.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_classes.data)
+        pos += len(p_classes.data)
+        if f_classes is not None and len(f_classes) != f_num_classes.value:
+            raise WriteError(
+                f"{len(f_classes)} elements where the spec counts {f_num_classes.value}", "module:key_meta.classes"
+            )
+        out.add(p_num_classes)
+        out.add(p_classes)
+
 
 class KeyMetaClass:
     """One KEY_META class.
@@ -411,6 +714,18 @@ class KeyMetaClass:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> KeyMetaClass:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"KeyMetaClass has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[KeyMetaClass, int]:
@@ -441,6 +756,43 @@ class KeyMetaClass:
         # version: Class version (0..31).
         self.version = (class_spec >> 3) & 31
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this key_meta_class: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_class_spec = self.class_spec
+        f_ops = self.ops
+        p_class_spec = WriteIo()
+        if f_class_spec is not None:
+            p_class_spec.pack("<I", f_class_spec, "module:key_meta_class.class_spec")
+        p_ops = WriteIo()
+        if f_ops is not None:
+            ops_prev = 0
+            for ops_index, ops_item in enumerate(f_ops):
+                ops_at = len(p_ops.data)
+                if type(ops_item) is not ModuleOp:
+                    raise WriteError(
+                        f"expected a module_op, found {type(ops_item).__name__}", "module:key_meta_class.ops"
+                    )
+                ops_item._write(p_ops, self_, root)
+                ops_prev = len(p_ops.data) - ops_at
+            p_ops.last_size = ops_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_class_spec.data) + len(p_ops.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_class_spec.data)
+        pos += len(p_ops.data)
+        if f_ops is not None and [(ops_item.opcode.value == 0) for ops_item in f_ops] != [False] * (len(f_ops) - 1) + [
+            True
+        ]:
+            raise WriteError(
+                "the repeat does not end at its first element meeting its condition", "module:key_meta_class.ops"
+            )
+        out.add(p_class_spec)
+        out.add(p_ops)
 
     @property
     def name(self):

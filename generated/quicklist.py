@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 
 class Quicklist:
@@ -32,6 +43,18 @@ class Quicklist:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Quicklist:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Quicklist has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist, int]:
@@ -76,6 +99,45 @@ class Quicklist:
             nodes_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this quicklist: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_nodes = self.nodes
+        f_num_nodes = WriteInputs(is_encoded=False, value=len(f_nodes))
+        p_num_nodes = WriteIo()
+        if f_num_nodes is not None:
+            rdb_string.write_rdb_len(p_num_nodes, f_num_nodes.value, f_num_nodes.is_encoded, self_, root)
+        p_nodes = WriteIo()
+        if f_nodes is not None:
+            nodes_prev = 0
+            for nodes_index, nodes_item in enumerate(f_nodes):
+                nodes_at = len(p_nodes.data)
+                if type(nodes_item) is not rdb_string.RdbBlob:
+                    raise WriteError(
+                        f"expected a rdb_blob, found {type(nodes_item).__name__}", "quicklist:quicklist.nodes"
+                    )
+                if nodes_item.kind != 2:
+                    raise WriteError(
+                        f"kind {nodes_item.kind!r} where the spec passes {2!r}", "quicklist:quicklist.nodes"
+                    )
+                nodes_item._write(p_nodes, self_, root)
+                nodes_prev = len(p_nodes.data) - nodes_at
+            p_nodes.last_size = nodes_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_nodes.data) + len(p_nodes.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_nodes.data)
+        pos += len(p_nodes.data)
+        if f_nodes is not None and len(f_nodes) != f_num_nodes.value:
+            raise WriteError(
+                f"{len(f_nodes)} elements where the spec counts {f_num_nodes.value}", "quicklist:quicklist.nodes"
+            )
+        out.add(p_num_nodes)
+        out.add(p_nodes)
+
 
 class Quicklist2:
     """LIST_QUICKLIST_2 (type 18, notes §5.5): `len node_count`, then per node a container kind
@@ -96,6 +158,18 @@ class Quicklist2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Quicklist2:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Quicklist2 has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2, int]:
@@ -140,6 +214,41 @@ class Quicklist2:
             nodes_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this quicklist_2: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_nodes = self.nodes
+        f_num_nodes = WriteInputs(is_encoded=False, value=len(f_nodes))
+        p_num_nodes = WriteIo()
+        if f_num_nodes is not None:
+            rdb_string.write_rdb_len(p_num_nodes, f_num_nodes.value, f_num_nodes.is_encoded, self_, root)
+        p_nodes = WriteIo()
+        if f_nodes is not None:
+            nodes_prev = 0
+            for nodes_index, nodes_item in enumerate(f_nodes):
+                nodes_at = len(p_nodes.data)
+                if type(nodes_item) is not Quicklist2Node:
+                    raise WriteError(
+                        f"expected a quicklist_2_node, found {type(nodes_item).__name__}", "quicklist:quicklist_2.nodes"
+                    )
+                nodes_item._write(p_nodes, self_, root)
+                nodes_prev = len(p_nodes.data) - nodes_at
+            p_nodes.last_size = nodes_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_nodes.data) + len(p_nodes.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_nodes.data)
+        pos += len(p_nodes.data)
+        if f_nodes is not None and len(f_nodes) != f_num_nodes.value:
+            raise WriteError(
+                f"{len(f_nodes)} elements where the spec counts {f_num_nodes.value}", "quicklist:quicklist_2.nodes"
+            )
+        out.add(p_num_nodes)
+        out.add(p_nodes)
+
 
 class Quicklist2Node:
     """One type-18 quicklist node.
@@ -160,6 +269,18 @@ class Quicklist2Node:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Quicklist2Node:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Quicklist2Node has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2Node, int]:
@@ -220,3 +341,56 @@ class Quicklist2Node:
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
             packed = None
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this quicklist_2_node: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_container = self.container
+        f_plain = self.plain
+        f_packed = self.packed
+        p_container = WriteIo()
+        if f_container is not None:
+            rdb_string.write_rdb_len(p_container, f_container.value, f_container.is_encoded, self_, root)
+        p_plain = WriteIo()
+        if f_plain is not None:
+            if type(f_plain) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_plain).__name__}", "quicklist:quicklist_2_node.plain"
+                )
+            f_plain._write(p_plain, self_, root)
+        p_packed = WriteIo()
+        if f_packed is not None:
+            if type(f_packed) is not rdb_string.RdbBlob:
+                raise WriteError(
+                    f"expected a rdb_blob, found {type(f_packed).__name__}", "quicklist:quicklist_2_node.packed"
+                )
+            if f_packed.kind != 1:
+                raise WriteError(
+                    f"kind {f_packed.kind!r} where the spec passes {1!r}", "quicklist:quicklist_2_node.packed"
+                )
+            f_packed._write(p_packed, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_container.data) + len(p_plain.data) + len(p_packed.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_container.data)
+        if f_container is not None and not _holds(lambda: (f_container.value == 1) or (f_container.value == 2)):
+            raise WriteError(
+                f"{f_container!r} fails its check: {{'expr': '_.value == 1 or _.value == 2'}}",
+                "quicklist:quicklist_2_node.container",
+            )
+        pos += len(p_plain.data)
+        if (f_container.value == 1) != (f_plain is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "quicklist:quicklist_2_node.plain"
+            )
+        pos += len(p_packed.data)
+        if (f_container.value == 2) != (f_packed is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "quicklist:quicklist_2_node.packed"
+            )
+        out.add(p_container)
+        out.add(p_plain)
+        out.add(p_packed)

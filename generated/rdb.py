@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import dragonfly, function, hash, module, quicklist, rdb_string, stream, zset
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_s8le = struct.Struct("<q").unpack_from
@@ -46,6 +57,18 @@ class Rdb:
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         obj.records = list(obj.iter_records())
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Rdb:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Rdb has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Rdb, int]:
@@ -119,6 +142,62 @@ class Rdb:
         self.checksum = checksum
         self._stream_pos = pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this rdb: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_magic = self.magic
+        f_records = self.records
+        f_checksum = self.checksum
+        p_magic = WriteIo()
+        if f_magic is not None:
+            p_magic.write(f_magic.encode("ASCII"))
+        p_records = WriteIo()
+        if f_records is not None:
+            records_prev = 0
+            for records_index, records_item in enumerate(f_records):
+                records_at = len(p_records.data)
+                if type(records_item) is not Record:
+                    raise WriteError(f"expected a record, found {type(records_item).__name__}", "rdb:rdb.records")
+                records_item._write(p_records, self_, root)
+                records_prev = len(p_records.data) - records_at
+            p_records.last_size = records_prev
+        p_checksum = WriteIo()
+        if f_checksum is not None:
+            p_checksum.pack("<Q", f_checksum, "rdb:rdb.checksum")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_magic.data) + len(p_records.data) + len(p_checksum.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_magic.data)
+        if f_magic is not None and len(p_magic.data) != 9:
+            raise WriteError(f"{len(p_magic.data)} bytes where the spec reads {9}", "rdb:rdb.magic")
+        if f_magic is not None and not _holds(
+            lambda: (
+                (((f_magic[0:5] == "REDIS") and (int(f_magic[5:9]) >= 1)) and (int(f_magic[5:9]) <= 13))
+                or (((f_magic[0:6] == "VALKEY") and (int(f_magic[6:9]) >= 80)) and (int(f_magic[6:9]) <= 81))
+            )
+        ):
+            raise WriteError(
+                f"{f_magic!r} fails its check: "
+                "{'expr': '(_.substring(0, 5) == \"REDIS\" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 13) or (_.substring(0, 6) == \"VALKEY\" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)'}",
+                "rdb:rdb.magic",
+            )
+        pos += len(p_records.data)
+        if f_records is not None and [(records_item.opcode == 255) for records_item in f_records] != [False] * (
+            len(f_records) - 1
+        ) + [True]:
+            raise WriteError("the repeat does not end at its first element meeting its condition", "rdb:rdb.records")
+        pos += len(p_checksum.data)
+        i_is_valkey = f_magic[0:6] == "VALKEY"
+        i_version = int((f_magic[6:9] if i_is_valkey else f_magic[5:9]))
+        if (i_version >= 5) != (f_checksum is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb:rdb.checksum")
+        out.add(p_magic)
+        out.add(p_records)
+        out.add(p_checksum)
+
     @property
     def is_valkey(self):
         """True for the VALKEY magic (Valkey numbering of types and opcodes)."""
@@ -165,6 +244,18 @@ class Record:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Record:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Record has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Record, int]:
@@ -280,6 +371,176 @@ class Record:
         self.body = body
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this record: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_opcode = self.opcode
+        f_body = self.body
+        p_opcode = WriteIo()
+        if f_opcode is not None:
+            p_opcode.pack("<B", f_opcode, "rdb:record.opcode")
+        p_body = WriteIo()
+        if f_body is not None:
+            i_kind = 499 if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else 256)
+            if i_kind == 254:
+                if type(f_body) is not SelectDb:
+                    raise WriteError(f"expected a select_db, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 253:
+                if type(f_body) is not ExpireTime:
+                    raise WriteError(f"expected a expire_time, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 252:
+                if type(f_body) is not ExpireTimeMs:
+                    raise WriteError(f"expected a expire_time_ms, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 251:
+                if type(f_body) is not ResizeDb:
+                    raise WriteError(f"expected a resize_db, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 250:
+                if type(f_body) is not Aux:
+                    raise WriteError(f"expected a aux, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 249:
+                if type(f_body) is not Freq:
+                    raise WriteError(f"expected a freq, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 248:
+                if type(f_body) is not Idle:
+                    raise WriteError(f"expected a idle, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 247:
+                if type(f_body) is not module.ModuleAux:
+                    raise WriteError(f"expected a module_aux, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 246:
+                if type(f_body) is not function.FunctionPreGa:
+                    raise WriteError(f"expected a function_pre_ga, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 245:
+                if type(f_body) is not function.Function2:
+                    raise WriteError(f"expected a function2, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 244:
+                if type(f_body) is not SlotInfo:
+                    raise WriteError(f"expected a slot_info, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 243:
+                if type(f_body) is not module.KeyMeta:
+                    raise WriteError(f"expected a key_meta, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 499:
+                if type(f_body) is not SlotImport:
+                    raise WriteError(f"expected a slot_import, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 224:
+                if type(f_body) is not dragonfly.TaggedChunk:
+                    raise WriteError(f"expected a tagged_chunk, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 223:
+                if type(f_body) is not dragonfly.ShardDocIndex:
+                    raise WriteError(f"expected a shard_doc_index, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 222:
+                if type(f_body) is not dragonfly.VectorIndex:
+                    raise WriteError(f"expected a vector_index, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 220:
+                if type(f_body) is not dragonfly.DfMask:
+                    raise WriteError(f"expected a df_mask, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 211:
+                if type(f_body) is not dragonfly.JournalOffset:
+                    raise WriteError(f"expected a journal_offset, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 210:
+                if type(f_body) is not dragonfly.JournalBlob:
+                    raise WriteError(f"expected a journal_blob, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 202:
+                if type(f_body) is not dragonfly.CompressedBlob:
+                    raise WriteError(f"expected a compressed_blob, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 201:
+                if type(f_body) is not dragonfly.CompressedBlob:
+                    raise WriteError(f"expected a compressed_blob, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 200:
+                if type(f_body) is not dragonfly.FullsyncEnd:
+                    raise WriteError(f"expected a fullsync_end, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == 256:
+                if type(f_body) is not KeyValue:
+                    raise WriteError(f"expected a key_value, found {type(f_body).__name__}", "rdb:record.body")
+                if f_body.type_code != f_opcode:
+                    raise WriteError(
+                        f"type_code {f_body.type_code!r} where the spec passes {f_opcode!r}", "rdb:record.body"
+                    )
+                if f_body.is_valkey != root.is_valkey:
+                    raise WriteError(
+                        f"is_valkey {f_body.is_valkey!r} where the spec passes {root.is_valkey!r}", "rdb:record.body"
+                    )
+                if f_body.rdb_version != root.version:
+                    raise WriteError(
+                        f"rdb_version {f_body.rdb_version!r} where the spec passes {root.version!r}", "rdb:record.body"
+                    )
+                f_body._write(p_body, self_, root)
+            else:
+                raise WriteError(f"no case for {i_kind!r}", "rdb:record.body")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_opcode.data) + len(p_body.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_opcode.data)
+        if f_opcode is not None and not _holds(
+            lambda: (
+                ((f_opcode >= 243) or ((f_opcode <= 22) and (f_opcode != 8)))
+                if root.is_valkey
+                else (
+                    (
+                        (
+                            (
+                                (
+                                    (
+                                        (
+                                            (
+                                                (
+                                                    (((f_opcode >= 243) or (f_opcode == 200)) or (f_opcode == 201))
+                                                    or (f_opcode == 202)
+                                                )
+                                                or (f_opcode == 210)
+                                            )
+                                            or (f_opcode == 211)
+                                        )
+                                        or (f_opcode == 220)
+                                    )
+                                    or (f_opcode == 222)
+                                )
+                                or (f_opcode == 223)
+                            )
+                            or (f_opcode == 224)
+                        )
+                        or ((f_opcode <= 26) and (f_opcode != 8))
+                    )
+                    or ((f_opcode >= 30) and (f_opcode <= 37))
+                )
+            )
+        ):
+            raise WriteError(
+                f"{f_opcode!r} fails its check: "
+                "{'expr': '_root.is_valkey ? (_ >= 243 or (_ <= 22 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or\\n _ == 220 or _ == 222 or _ == 223 or _ == 224 or\\n (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))'}",
+                "rdb:record.opcode",
+            )
+        pos += len(p_body.data)
+        i_kind = 499 if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else 256)
+        if (i_kind != 255) != (f_body is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb:record.body")
+        out.add(p_opcode)
+        out.add(p_body)
+
     @property
     def kind(self):
         """What the record is (Valkey's 243 is SLOT_IMPORT, every value type byte is `key_value`)."""
@@ -313,6 +574,18 @@ class SelectDb:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> SelectDb:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"SelectDb has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SelectDb, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -324,6 +597,22 @@ class SelectDb:
         db_number, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.db_number = db_number
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this select_db: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_db_number = self.db_number
+        p_db_number = WriteIo()
+        if f_db_number is not None:
+            rdb_string.write_rdb_len(p_db_number, f_db_number.value, f_db_number.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_db_number.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_db_number.data)
+        out.add(p_db_number)
 
 
 class ResizeDb:
@@ -346,6 +635,18 @@ class ResizeDb:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> ResizeDb:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ResizeDb has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ResizeDb, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -360,6 +661,28 @@ class ResizeDb:
         expires_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.expires_size = expires_size
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this resize_db: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_db_size = self.db_size
+        f_expires_size = self.expires_size
+        p_db_size = WriteIo()
+        if f_db_size is not None:
+            rdb_string.write_rdb_len(p_db_size, f_db_size.value, f_db_size.is_encoded, self_, root)
+        p_expires_size = WriteIo()
+        if f_expires_size is not None:
+            rdb_string.write_rdb_len(p_expires_size, f_expires_size.value, f_expires_size.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_db_size.data) + len(p_expires_size.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_db_size.data)
+        pos += len(p_expires_size.data)
+        out.add(p_db_size)
+        out.add(p_expires_size)
 
 
 class Aux:
@@ -384,6 +707,18 @@ class Aux:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Aux:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Aux has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Aux, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -398,6 +733,32 @@ class Aux:
         value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.value = value
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this aux: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_key = self.key
+        f_value = self.value
+        p_key = WriteIo()
+        if f_key is not None:
+            if type(f_key) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_key).__name__}", "rdb:aux.key")
+            f_key._write(p_key, self_, root)
+        p_value = WriteIo()
+        if f_value is not None:
+            if type(f_value) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:aux.value")
+            f_value._write(p_value, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_key.data) + len(p_value.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_key.data)
+        pos += len(p_value.data)
+        out.add(p_key)
+        out.add(p_value)
 
 
 class ExpireTime:
@@ -419,6 +780,18 @@ class ExpireTime:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> ExpireTime:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ExpireTime has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTime, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -433,6 +806,22 @@ class ExpireTime:
         pos += 4
         self.seconds = seconds
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this expire_time: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_seconds = self.seconds
+        p_seconds = WriteIo()
+        if f_seconds is not None:
+            p_seconds.pack("<i", f_seconds, "rdb:expire_time.seconds")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_seconds.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_seconds.data)
+        out.add(p_seconds)
 
 
 class ExpireTimeMs:
@@ -454,6 +843,18 @@ class ExpireTimeMs:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> ExpireTimeMs:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ExpireTimeMs has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTimeMs, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -468,6 +869,22 @@ class ExpireTimeMs:
         pos += 8
         self.ms = ms
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this expire_time_ms: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_ms = self.ms
+        p_ms = WriteIo()
+        if f_ms is not None:
+            p_ms.pack("<q", f_ms, "rdb:expire_time_ms.ms")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_ms.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_ms.data)
+        out.add(p_ms)
 
 
 class Freq:
@@ -489,6 +906,18 @@ class Freq:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Freq:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Freq has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Freq, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -503,6 +932,22 @@ class Freq:
         pos += 1
         self.lfu_freq = lfu_freq
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this freq: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_lfu_freq = self.lfu_freq
+        p_lfu_freq = WriteIo()
+        if f_lfu_freq is not None:
+            p_lfu_freq.pack("<B", f_lfu_freq, "rdb:freq.lfu_freq")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_lfu_freq.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_lfu_freq.data)
+        out.add(p_lfu_freq)
 
 
 class Idle:
@@ -524,6 +969,18 @@ class Idle:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Idle:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Idle has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Idle, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -535,6 +992,22 @@ class Idle:
         seconds, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.seconds = seconds
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this idle: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_seconds = self.seconds
+        p_seconds = WriteIo()
+        if f_seconds is not None:
+            rdb_string.write_rdb_len(p_seconds, f_seconds.value, f_seconds.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_seconds.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_seconds.data)
+        out.add(p_seconds)
 
 
 class SlotInfo:
@@ -558,6 +1031,18 @@ class SlotInfo:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> SlotInfo:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"SlotInfo has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotInfo, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -575,6 +1060,36 @@ class SlotInfo:
         expires_slot_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.expires_slot_size = expires_slot_size
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this slot_info: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_slot_id = self.slot_id
+        f_slot_size = self.slot_size
+        f_expires_slot_size = self.expires_slot_size
+        p_slot_id = WriteIo()
+        if f_slot_id is not None:
+            rdb_string.write_rdb_len(p_slot_id, f_slot_id.value, f_slot_id.is_encoded, self_, root)
+        p_slot_size = WriteIo()
+        if f_slot_size is not None:
+            rdb_string.write_rdb_len(p_slot_size, f_slot_size.value, f_slot_size.is_encoded, self_, root)
+        p_expires_slot_size = WriteIo()
+        if f_expires_slot_size is not None:
+            rdb_string.write_rdb_len(
+                p_expires_slot_size, f_expires_slot_size.value, f_expires_slot_size.is_encoded, self_, root
+            )
+        _wio = Io(b"", 0, 0)
+        _size = len(p_slot_id.data) + len(p_slot_size.data) + len(p_expires_slot_size.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_slot_id.data)
+        pos += len(p_slot_size.data)
+        pos += len(p_expires_slot_size.data)
+        out.add(p_slot_id)
+        out.add(p_slot_size)
+        out.add(p_expires_slot_size)
 
 
 class SlotImport:
@@ -596,6 +1111,18 @@ class SlotImport:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> SlotImport:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"SlotImport has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotImport, int]:
@@ -624,6 +1151,51 @@ class SlotImport:
         self.ranges = ranges
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this slot_import: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_job_name = self.job_name
+        f_ranges = self.ranges
+        p_job_name = WriteIo()
+        if f_job_name is not None:
+            if type(f_job_name) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_job_name).__name__}", "rdb:slot_import.job_name"
+                )
+            f_job_name._write(p_job_name, self_, root)
+        f_num_ranges = WriteInputs(is_encoded=False, value=len(f_ranges))
+        p_num_ranges = WriteIo()
+        if f_num_ranges is not None:
+            rdb_string.write_rdb_len(p_num_ranges, f_num_ranges.value, f_num_ranges.is_encoded, self_, root)
+        p_ranges = WriteIo()
+        if f_ranges is not None:
+            ranges_prev = 0
+            for ranges_index, ranges_item in enumerate(f_ranges):
+                ranges_at = len(p_ranges.data)
+                if type(ranges_item) is not SlotRange:
+                    raise WriteError(
+                        f"expected a slot_range, found {type(ranges_item).__name__}", "rdb:slot_import.ranges"
+                    )
+                ranges_item._write(p_ranges, self_, root)
+                ranges_prev = len(p_ranges.data) - ranges_at
+            p_ranges.last_size = ranges_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_job_name.data) + len(p_num_ranges.data) + len(p_ranges.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_job_name.data)
+        pos += len(p_num_ranges.data)
+        pos += len(p_ranges.data)
+        if f_ranges is not None and len(f_ranges) != f_num_ranges.value:
+            raise WriteError(
+                f"{len(f_ranges)} elements where the spec counts {f_num_ranges.value}", "rdb:slot_import.ranges"
+            )
+        out.add(p_job_name)
+        out.add(p_num_ranges)
+        out.add(p_ranges)
+
 
 class SlotRange:
     """One inclusive slot range of SLOT_IMPORT.
@@ -645,6 +1217,18 @@ class SlotRange:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> SlotRange:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"SlotRange has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotRange, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -659,6 +1243,28 @@ class SlotRange:
         end_slot, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.end_slot = end_slot
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this slot_range: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_start_slot = self.start_slot
+        f_end_slot = self.end_slot
+        p_start_slot = WriteIo()
+        if f_start_slot is not None:
+            rdb_string.write_rdb_len(p_start_slot, f_start_slot.value, f_start_slot.is_encoded, self_, root)
+        p_end_slot = WriteIo()
+        if f_end_slot is not None:
+            rdb_string.write_rdb_len(p_end_slot, f_end_slot.value, f_end_slot.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_start_slot.data) + len(p_end_slot.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_start_slot.data)
+        pos += len(p_end_slot.data)
+        out.add(p_start_slot)
+        out.add(p_end_slot)
 
 
 class KeyValue:
@@ -683,6 +1289,18 @@ class KeyValue:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code, is_valkey, rdb_version)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> KeyValue:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"KeyValue has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code, is_valkey, rdb_version) -> tuple[KeyValue, int]:
@@ -819,6 +1437,227 @@ class KeyValue:
             value = None
         return self, pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this key_value: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_type_code = self.type_code
+        pa_is_valkey = self.is_valkey
+        pa_rdb_version = self.rdb_version
+        f_key = self.key
+        f_value = self.value
+        p_key = WriteIo()
+        if f_key is not None:
+            if type(f_key) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_key).__name__}", "rdb:key_value.key")
+            f_key._write(p_key, self_, root)
+        p_value = WriteIo()
+        if f_value is not None:
+            i_value_kind = (
+                278
+                if (pa_is_valkey and (pa_type_code == 22))
+                else (
+                    276 if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10)) else pa_type_code
+                )
+            )
+            if i_value_kind == 0:
+                if type(f_value) is not rdb_string.RdbString:
+                    raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 1:
+                if type(f_value) is not StringList:
+                    raise WriteError(f"expected a string_list, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 2:
+                if type(f_value) is not StringList:
+                    raise WriteError(f"expected a string_list, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 3:
+                if type(f_value) is not zset.ZsetLegacy:
+                    raise WriteError(f"expected a zset_legacy, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 4:
+                if type(f_value) is not hash.HashTable:
+                    raise WriteError(f"expected a hash_table, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 5:
+                if type(f_value) is not zset.Zset2:
+                    raise WriteError(f"expected a zset_2, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 6:
+                if type(f_value) is not module.ModulePreGa:
+                    raise WriteError(f"expected a module_pre_ga, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 7:
+                if type(f_value) is not module.ModuleValue:
+                    raise WriteError(f"expected a module_value, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 9:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 4:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {4!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 10:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 2:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {2!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 11:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 3:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {3!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 12:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 2:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {2!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 13:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 2:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {2!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 14:
+                if type(f_value) is not quicklist.Quicklist:
+                    raise WriteError(f"expected a quicklist, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 15:
+                if type(f_value) is not stream.StreamValue:
+                    raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.type_code != pa_type_code:
+                    raise WriteError(
+                        f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 16:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 1:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {1!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 17:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 1:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {1!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 18:
+                if type(f_value) is not quicklist.Quicklist2:
+                    raise WriteError(f"expected a quicklist_2, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 19:
+                if type(f_value) is not stream.StreamValue:
+                    raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.type_code != pa_type_code:
+                    raise WriteError(
+                        f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 20:
+                if type(f_value) is not rdb_string.RdbBlob:
+                    raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.kind != 1:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {1!r}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 21:
+                if type(f_value) is not stream.StreamValue:
+                    raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.type_code != pa_type_code:
+                    raise WriteError(
+                        f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 22:
+                if type(f_value) is not hash.HashMetadataPreGa:
+                    raise WriteError(
+                        f"expected a hash_metadata_pre_ga, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 23:
+                if type(f_value) is not hash.HashListpackExPreGa:
+                    raise WriteError(
+                        f"expected a hash_listpack_ex_pre_ga, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 24:
+                if type(f_value) is not hash.HashMetadata:
+                    raise WriteError(f"expected a hash_metadata, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 25:
+                if type(f_value) is not hash.HashListpackEx:
+                    raise WriteError(
+                        f"expected a hash_listpack_ex, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 26:
+                if type(f_value) is not stream.StreamValue:
+                    raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.type_code != pa_type_code:
+                    raise WriteError(
+                        f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 30:
+                if type(f_value) is not rdb_string.RdbString:
+                    raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 31:
+                if type(f_value) is not dragonfly.DfHashWithExpiry:
+                    raise WriteError(
+                        f"expected a df_hash_with_expiry, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 32:
+                if type(f_value) is not dragonfly.DfSetWithExpiry:
+                    raise WriteError(
+                        f"expected a df_set_with_expiry, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 33:
+                if type(f_value) is not dragonfly.DfSbf:
+                    raise WriteError(f"expected a df_sbf, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 34:
+                if type(f_value) is not dragonfly.DfSbf2:
+                    raise WriteError(f"expected a df_sbf2, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 35:
+                if type(f_value) is not dragonfly.DfCms:
+                    raise WriteError(f"expected a df_cms, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 36:
+                if type(f_value) is not dragonfly.DfTopk:
+                    raise WriteError(f"expected a df_topk, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 37:
+                if type(f_value) is not dragonfly.DfCuckoo:
+                    raise WriteError(f"expected a df_cuckoo, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 276:
+                if type(f_value) is not rdb_string.RdbString:
+                    raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == 278:
+                if type(f_value) is not hash.ValkeyHash2:
+                    raise WriteError(f"expected a valkey_hash_2, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            else:
+                raise WriteError(f"no case for {i_value_kind!r}", "rdb:key_value.value")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_key.data) + len(p_value.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_key.data)
+        pos += len(p_value.data)
+        out.add(p_key)
+        out.add(p_value)
+
     @property
     def value(self):
         """The value, laid out according to `value_kind`.
@@ -952,6 +1791,18 @@ class StringList:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> StringList:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StringList has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StringList, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -993,3 +1844,38 @@ class StringList:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             items_item = None
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this string_list: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_items = self.items
+        f_num_items = WriteInputs(is_encoded=False, value=len(f_items))
+        p_num_items = WriteIo()
+        if f_num_items is not None:
+            rdb_string.write_rdb_len(p_num_items, f_num_items.value, f_num_items.is_encoded, self_, root)
+        p_items = WriteIo()
+        if f_items is not None:
+            items_prev = 0
+            for items_index, items_item in enumerate(f_items):
+                items_at = len(p_items.data)
+                if type(items_item) is not rdb_string.RdbString:
+                    raise WriteError(
+                        f"expected a rdb_string, found {type(items_item).__name__}", "rdb:string_list.items"
+                    )
+                items_item._write(p_items, self_, root)
+                items_prev = len(p_items.data) - items_at
+            p_items.last_size = items_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_items.data) + len(p_items.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_items.data)
+        pos += len(p_items.data)
+        if f_items is not None and len(f_items) != f_num_items.value:
+            raise WriteError(
+                f"{len(f_items)} elements where the spec counts {f_num_items.value}", "rdb:string_list.items"
+            )
+        out.add(p_num_items)
+        out.add(p_items)

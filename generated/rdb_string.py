@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import intset, listpack, stream, ziplist, zipmap
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from
@@ -47,6 +58,18 @@ class RdbString:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> RdbString:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"RdbString has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbString, int]:
@@ -184,6 +207,111 @@ class RdbString:
             lzf = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this rdb_string: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_raw = self.raw
+        f_int_value = self.int_value
+        f_lzf = self.lzf
+        f_len = WriteInputs(
+            is_encoded=(f_raw is None),
+            value=(
+                len(f_raw)
+                if (f_raw is not None)
+                else (
+                    (
+                        0
+                        if ((f_int_value >= -128) and (f_int_value <= 127))
+                        else (1 if ((f_int_value >= -32768) and (f_int_value <= 32767)) else 2)
+                    )
+                    if (f_int_value is not None)
+                    else 3
+                )
+            ),
+        )
+        p_len = WriteIo()
+        if f_len is not None:
+            write_rdb_len(p_len, f_len.value, f_len.is_encoded, self_, root)
+        p_raw = WriteIo()
+        if f_raw is not None:
+            p_raw.write(f_raw)
+        p_int_value = WriteIo()
+        if f_int_value is not None:
+            if f_len.value == 0:
+                p_int_value.pack("<b", f_int_value, "rdb_string:rdb_string.int_value")
+            elif f_len.value == 1:
+                p_int_value.pack("<h", f_int_value, "rdb_string:rdb_string.int_value")
+            elif f_len.value == 2:
+                p_int_value.pack("<i", f_int_value, "rdb_string:rdb_string.int_value")
+            else:
+                raise WriteError(f"no case for {f_len.value!r}", "rdb_string:rdb_string.int_value")
+        i_is_lzf = f_len.is_encoded and (f_len.value == 3)
+        f_ulen = WriteInputs(is_encoded=False, value=len(f_lzf)) if i_is_lzf else None
+        p_ulen = WriteIo()
+        if f_ulen is not None:
+            write_rdb_len(p_ulen, f_ulen.value, f_ulen.is_encoded, self_, root)
+        p_lzf = WriteIo()
+        if f_lzf is not None:
+            u_lzf = WriteIo()
+            u_lzf.write(f_lzf)
+            p_lzf.write(lzf_compress(bytes(u_lzf.data), "rdb_string:rdb_string.lzf"))
+            p_lzf.scalars = u_lzf.scalars
+        else:
+            u_lzf = p_lzf
+        f_clen = WriteInputs(is_encoded=False, value=len(p_lzf.data)) if i_is_lzf else None
+        p_clen = WriteIo()
+        if f_clen is not None:
+            write_rdb_len(p_clen, f_clen.value, f_clen.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_len.data)
+            + len(p_raw.data)
+            + len(p_int_value.data)
+            + len(p_clen.data)
+            + len(p_ulen.data)
+            + len(p_lzf.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_len.data)
+        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value <= 3)):
+            raise WriteError(
+                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value <= 3'}}",
+                "rdb_string:rdb_string.len",
+            )
+        pos += len(p_raw.data)
+        if (not f_len.is_encoded) != (f_raw is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_string.raw")
+        if f_raw is not None and len(p_raw.data) != f_len.value:
+            raise WriteError(f"{len(p_raw.data)} bytes where the spec reads {f_len.value}", "rdb_string:rdb_string.raw")
+        pos += len(p_int_value.data)
+        i_is_int = f_len.is_encoded and (f_len.value < 3)
+        if (i_is_int) != (f_int_value is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "rdb_string:rdb_string.int_value"
+            )
+        pos += len(p_clen.data)
+        if (i_is_lzf) != (f_clen is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_string.clen")
+        pos += len(p_ulen.data)
+        if (i_is_lzf) != (f_ulen is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_string.ulen")
+        pos += len(p_lzf.data)
+        if (i_is_lzf) != (f_lzf is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_string.lzf")
+        if f_lzf is not None and len(p_lzf.data) != f_clen.value:
+            raise WriteError(
+                f"{len(p_lzf.data)} bytes where the spec reads {f_clen.value}", "rdb_string:rdb_string.lzf"
+            )
+        out.add(p_len)
+        out.add(p_raw)
+        out.add(p_int_value)
+        out.add(p_clen)
+        out.add(p_ulen)
+        out.add(p_lzf)
+
 
 class RdbLen:
     """RDB length encoding (notes §3.1). The two top bits of the first byte select the form:
@@ -210,6 +338,18 @@ class RdbLen:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> RdbLen:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"RdbLen has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbLen, int]:
@@ -306,6 +446,74 @@ class RdbLen:
                 pos += 8
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this rdb_len, written again from its value, is_encoded (`write_rdb_len`)."""
+        write_rdb_len(out, self.value, self.is_encoded, parent, root)
+
+
+def write_rdb_len(out: WriteIo, in_value, in_is_encoded, parent=None, root=None) -> None:
+    """Appends the rdb_len whose value, is_encoded are given: each field derived as the
+    spec says (`-rdbspec-write`), every check of the reader made on it, the given values read
+    back from the written fields as the reader reads them."""
+    self_ = None
+    f_b0 = (
+        (192 | in_value)
+        if in_is_encoded
+        else (
+            in_value
+            if (in_value < 64)
+            else ((64 | (in_value >> 8)) if (in_value < 16384) else (128 if (in_value <= 4294967295) else 129))
+        )
+    )
+    p_b0 = WriteIo()
+    if f_b0 is not None:
+        p_b0.pack("<B", f_b0, "rdb_string:rdb_len.b0")
+    f_b1 = (in_value & 255) if ((f_b0 >> 6) == 1) else None
+    p_b1 = WriteIo()
+    if f_b1 is not None:
+        p_b1.pack("<B", f_b1, "rdb_string:rdb_len.b1")
+    f_len32 = in_value if (f_b0 == 128) else None
+    p_len32 = WriteIo()
+    if f_len32 is not None:
+        p_len32.pack(">I", f_len32, "rdb_string:rdb_len.len32")
+    f_len64 = in_value if (f_b0 == 129) else None
+    p_len64 = WriteIo()
+    if f_len64 is not None:
+        p_len64.pack(">Q", f_len64, "rdb_string:rdb_len.len64")
+    _wio = Io(b"", 0, 0)
+    _size = len(p_b0.data) + len(p_b1.data) + len(p_len32.data) + len(p_len64.data)
+    _wio.end = _size
+    pos = 0
+    pos += len(p_b0.data)
+    if f_b0 is not None and not _holds(lambda: (((f_b0 < 128) or (f_b0 >= 192)) or (f_b0 == 128)) or (f_b0 == 129)):
+        raise WriteError(
+            f"{f_b0!r} fails its check: {{'expr': '_ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81'}}",
+            "rdb_string:rdb_len.b0",
+        )
+    pos += len(p_b1.data)
+    if ((f_b0 >> 6) == 1) != (f_b1 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_len.b1")
+    pos += len(p_len32.data)
+    if (f_b0 == 128) != (f_len32 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_len.len32")
+    pos += len(p_len64.data)
+    if (f_b0 == 129) != (f_len64 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_len.len64")
+    r_value = (
+        (((f_b0 & 63) << 8) | f_b1)
+        if ((f_b0 >> 6) == 1)
+        else (f_len32 if (f_b0 == 128) else (f_len64 if (f_b0 == 129) else (f_b0 & 63)))
+    )
+    if r_value != in_value or type(r_value) is not type(in_value):
+        raise WriteError(f"writes value {r_value!r}, not {in_value!r}", "rdb_string:rdb_len")
+    r_is_encoded = (f_b0 >> 6) == 3
+    if r_is_encoded != in_is_encoded or type(r_is_encoded) is not type(in_is_encoded):
+        raise WriteError(f"writes is_encoded {r_is_encoded!r}, not {in_is_encoded!r}", "rdb_string:rdb_len")
+    out.add(p_b0)
+    out.add(p_b1)
+    out.add(p_len32)
+    out.add(p_len64)
+
 
 class RdbBlob:
     """An RDB string whose bytes are a serialized container (listpack, ziplist, intset, zipmap
@@ -334,6 +542,18 @@ class RdbBlob:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, kind)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> RdbBlob:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"RdbBlob has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, kind) -> tuple[RdbBlob, int]:
@@ -451,6 +671,118 @@ class RdbBlob:
             lzf = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this rdb_blob: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_kind = self.kind
+        f_plain = self.plain
+        f_lzf = self.lzf
+        p_plain = WriteIo()
+        if f_plain is not None:
+            if pa_kind == 1:
+                if type(f_plain) is not listpack.Listpack:
+                    raise WriteError(
+                        f"expected a listpack, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain"
+                    )
+                f_plain._write(p_plain, self_, root)
+            elif pa_kind == 2:
+                if type(f_plain) is not ziplist.Ziplist:
+                    raise WriteError(f"expected a ziplist, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
+                f_plain._write(p_plain, self_, root)
+            elif pa_kind == 3:
+                if type(f_plain) is not intset.Intset:
+                    raise WriteError(f"expected a intset, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
+                f_plain._write(p_plain, self_, root)
+            elif pa_kind == 4:
+                if type(f_plain) is not zipmap.Zipmap:
+                    raise WriteError(f"expected a zipmap, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
+                f_plain._write(p_plain, self_, root)
+            elif pa_kind == 5:
+                if type(f_plain) is not stream.StreamListpack:
+                    raise WriteError(
+                        f"expected a stream_listpack, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain"
+                    )
+                f_plain._write(p_plain, self_, root)
+            else:
+                raise WriteError(f"no case for {pa_kind!r}", "rdb_string:rdb_blob.plain")
+        f_len = WriteInputs(is_encoded=(f_lzf is not None), value=(3 if (f_lzf is not None) else len(p_plain.data)))
+        p_len = WriteIo()
+        if f_len is not None:
+            write_rdb_len(p_len, f_len.value, f_len.is_encoded, self_, root)
+        p_lzf = WriteIo()
+        if f_lzf is not None:
+            u_lzf = WriteIo()
+            if pa_kind == 1:
+                if type(f_lzf) is not listpack.Listpack:
+                    raise WriteError(f"expected a listpack, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
+                f_lzf._write(u_lzf, self_, root)
+            elif pa_kind == 2:
+                if type(f_lzf) is not ziplist.Ziplist:
+                    raise WriteError(f"expected a ziplist, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
+                f_lzf._write(u_lzf, self_, root)
+            elif pa_kind == 3:
+                if type(f_lzf) is not intset.Intset:
+                    raise WriteError(f"expected a intset, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
+                f_lzf._write(u_lzf, self_, root)
+            elif pa_kind == 4:
+                if type(f_lzf) is not zipmap.Zipmap:
+                    raise WriteError(f"expected a zipmap, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
+                f_lzf._write(u_lzf, self_, root)
+            elif pa_kind == 5:
+                if type(f_lzf) is not stream.StreamListpack:
+                    raise WriteError(
+                        f"expected a stream_listpack, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf"
+                    )
+                f_lzf._write(u_lzf, self_, root)
+            else:
+                raise WriteError(f"no case for {pa_kind!r}", "rdb_string:rdb_blob.lzf")
+            p_lzf.write(lzf_compress(bytes(u_lzf.data), "rdb_string:rdb_blob.lzf"))
+            p_lzf.scalars = u_lzf.scalars
+        else:
+            u_lzf = p_lzf
+        f_clen = WriteInputs(is_encoded=False, value=len(p_lzf.data)) if f_len.is_encoded else None
+        p_clen = WriteIo()
+        if f_clen is not None:
+            write_rdb_len(p_clen, f_clen.value, f_clen.is_encoded, self_, root)
+        f_ulen = WriteInputs(is_encoded=False, value=len(u_lzf.data)) if f_len.is_encoded else None
+        p_ulen = WriteIo()
+        if f_ulen is not None:
+            write_rdb_len(p_ulen, f_ulen.value, f_ulen.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_len.data) + len(p_plain.data) + len(p_clen.data) + len(p_ulen.data) + len(p_lzf.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_len.data)
+        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value == 3)):
+            raise WriteError(
+                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value == 3'}}", "rdb_string:rdb_blob.len"
+            )
+        pos += len(p_plain.data)
+        if (not f_len.is_encoded) != (f_plain is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_blob.plain")
+        if f_plain is not None and len(p_plain.data) != f_len.value:
+            raise WriteError(
+                f"{len(p_plain.data)} bytes where the spec reads {f_len.value}", "rdb_string:rdb_blob.plain"
+            )
+        pos += len(p_clen.data)
+        if (f_len.is_encoded) != (f_clen is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_blob.clen")
+        pos += len(p_ulen.data)
+        if (f_len.is_encoded) != (f_ulen is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_blob.ulen")
+        pos += len(p_lzf.data)
+        if (f_len.is_encoded) != (f_lzf is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_blob.lzf")
+        if f_lzf is not None and len(p_lzf.data) != f_clen.value:
+            raise WriteError(f"{len(p_lzf.data)} bytes where the spec reads {f_clen.value}", "rdb_string:rdb_blob.lzf")
+        out.add(p_len)
+        out.add(p_plain)
+        out.add(p_clen)
+        out.add(p_ulen)
+        out.add(p_lzf)
+
 
 class RdbDouble:
     """Legacy string-encoded double (type 3 ZSET scores, notes §3.4): one length byte L,
@@ -474,6 +806,18 @@ class RdbDouble:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> RdbDouble:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"RdbDouble has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[RdbDouble, int]:
@@ -525,3 +869,29 @@ class RdbDouble:
         else:
             text = None
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this rdb_double: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_len = self.len
+        f_text = self.text
+        p_len = WriteIo()
+        if f_len is not None:
+            p_len.pack("<B", f_len, "rdb_string:rdb_double.len")
+        p_text = WriteIo()
+        if f_text is not None:
+            p_text.write(f_text.encode("ASCII"))
+        _wio = Io(b"", 0, 0)
+        _size = len(p_len.data) + len(p_text.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_len.data)
+        pos += len(p_text.data)
+        if (f_len < 253) != (f_text is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "rdb_string:rdb_double.text")
+        if f_text is not None and len(p_text.data) != f_len:
+            raise WriteError(f"{len(p_text.data)} bytes where the spec reads {f_len}", "rdb_string:rdb_double.text")
+        out.add(p_len)
+        out.add(p_text)

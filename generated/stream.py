@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import listpack, rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u2le = struct.Struct("<H").unpack_from
@@ -38,6 +49,18 @@ class Stream:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Stream:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Stream has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Stream, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -46,6 +69,16 @@ class Stream:
         buf = io.buf
         end = io.end
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        _wio = Io(b"", 0, 0)
+        _size = 0
+        _wio.end = _size
+        pos = 0
 
 
 class StreamValue:
@@ -79,6 +112,18 @@ class StreamValue:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamValue:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamValue has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamValue, int]:
@@ -199,6 +244,148 @@ class StreamValue:
             idmp = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_value: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_type_code = self.type_code
+        f_nodes = self.nodes
+        f_length = self.length
+        f_last_id = self.last_id
+        f_first_id = self.first_id
+        f_max_deleted_entry_id = self.max_deleted_entry_id
+        f_entries_added = self.entries_added
+        f_groups = self.groups
+        f_idmp = self.idmp
+        f_num_nodes = WriteInputs(is_encoded=False, value=len(f_nodes))
+        p_num_nodes = WriteIo()
+        if f_num_nodes is not None:
+            rdb_string.write_rdb_len(p_num_nodes, f_num_nodes.value, f_num_nodes.is_encoded, self_, root)
+        p_nodes = WriteIo()
+        if f_nodes is not None:
+            nodes_prev = 0
+            for nodes_index, nodes_item in enumerate(f_nodes):
+                nodes_at = len(p_nodes.data)
+                if type(nodes_item) is not StreamNode:
+                    raise WriteError(
+                        f"expected a stream_node, found {type(nodes_item).__name__}", "stream:stream_value.nodes"
+                    )
+                nodes_item._write(p_nodes, self_, root)
+                nodes_prev = len(p_nodes.data) - nodes_at
+            p_nodes.last_size = nodes_prev
+        p_length = WriteIo()
+        if f_length is not None:
+            rdb_string.write_rdb_len(p_length, f_length.value, f_length.is_encoded, self_, root)
+        p_last_id = WriteIo()
+        if f_last_id is not None:
+            if type(f_last_id) is not StreamId:
+                raise WriteError(
+                    f"expected a stream_id, found {type(f_last_id).__name__}", "stream:stream_value.last_id"
+                )
+            f_last_id._write(p_last_id, self_, root)
+        p_first_id = WriteIo()
+        if f_first_id is not None:
+            if type(f_first_id) is not StreamId:
+                raise WriteError(
+                    f"expected a stream_id, found {type(f_first_id).__name__}", "stream:stream_value.first_id"
+                )
+            f_first_id._write(p_first_id, self_, root)
+        p_max_deleted_entry_id = WriteIo()
+        if f_max_deleted_entry_id is not None:
+            if type(f_max_deleted_entry_id) is not StreamId:
+                raise WriteError(
+                    f"expected a stream_id, found {type(f_max_deleted_entry_id).__name__}",
+                    "stream:stream_value.max_deleted_entry_id",
+                )
+            f_max_deleted_entry_id._write(p_max_deleted_entry_id, self_, root)
+        p_entries_added = WriteIo()
+        if f_entries_added is not None:
+            rdb_string.write_rdb_len(p_entries_added, f_entries_added.value, f_entries_added.is_encoded, self_, root)
+        f_num_groups = WriteInputs(is_encoded=False, value=len(f_groups))
+        p_num_groups = WriteIo()
+        if f_num_groups is not None:
+            rdb_string.write_rdb_len(p_num_groups, f_num_groups.value, f_num_groups.is_encoded, self_, root)
+        p_groups = WriteIo()
+        if f_groups is not None:
+            groups_prev = 0
+            for groups_index, groups_item in enumerate(f_groups):
+                groups_at = len(p_groups.data)
+                if type(groups_item) is not StreamGroup:
+                    raise WriteError(
+                        f"expected a stream_group, found {type(groups_item).__name__}", "stream:stream_value.groups"
+                    )
+                if groups_item.type_code != pa_type_code:
+                    raise WriteError(
+                        f"type_code {groups_item.type_code!r} where the spec passes {pa_type_code!r}",
+                        "stream:stream_value.groups",
+                    )
+                groups_item._write(p_groups, self_, root)
+                groups_prev = len(p_groups.data) - groups_at
+            p_groups.last_size = groups_prev
+        p_idmp = WriteIo()
+        if f_idmp is not None:
+            if type(f_idmp) is not StreamIdmp:
+                raise WriteError(f"expected a stream_idmp, found {type(f_idmp).__name__}", "stream:stream_value.idmp")
+            f_idmp._write(p_idmp, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_num_nodes.data)
+            + len(p_nodes.data)
+            + len(p_length.data)
+            + len(p_last_id.data)
+            + len(p_first_id.data)
+            + len(p_max_deleted_entry_id.data)
+            + len(p_entries_added.data)
+            + len(p_num_groups.data)
+            + len(p_groups.data)
+            + len(p_idmp.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_nodes.data)
+        pos += len(p_nodes.data)
+        if f_nodes is not None and len(f_nodes) != f_num_nodes.value:
+            raise WriteError(
+                f"{len(f_nodes)} elements where the spec counts {f_num_nodes.value}", "stream:stream_value.nodes"
+            )
+        pos += len(p_length.data)
+        pos += len(p_last_id.data)
+        pos += len(p_first_id.data)
+        if (pa_type_code >= 19) != (f_first_id is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "stream:stream_value.first_id"
+            )
+        pos += len(p_max_deleted_entry_id.data)
+        if (pa_type_code >= 19) != (f_max_deleted_entry_id is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "stream:stream_value.max_deleted_entry_id"
+            )
+        pos += len(p_entries_added.data)
+        if (pa_type_code >= 19) != (f_entries_added is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "stream:stream_value.entries_added"
+            )
+        pos += len(p_num_groups.data)
+        pos += len(p_groups.data)
+        if f_groups is not None and len(f_groups) != f_num_groups.value:
+            raise WriteError(
+                f"{len(f_groups)} elements where the spec counts {f_num_groups.value}", "stream:stream_value.groups"
+            )
+        pos += len(p_idmp.data)
+        if (pa_type_code >= 26) != (f_idmp is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "stream:stream_value.idmp")
+        out.add(p_num_nodes)
+        out.add(p_nodes)
+        out.add(p_length)
+        out.add(p_last_id)
+        out.add(p_first_id)
+        out.add(p_max_deleted_entry_id)
+        out.add(p_entries_added)
+        out.add(p_num_groups)
+        out.add(p_groups)
+        out.add(p_idmp)
+
     @property
     def nodes(self):
         """The listpack nodes, in ascending master ID order. Stepped over when the stream is read
@@ -244,6 +431,18 @@ class StreamNode:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamNode:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamNode has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamNode, int]:
@@ -311,6 +510,53 @@ class StreamNode:
         listpack = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_node: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_node_key = self.node_key
+        f_listpack = self.listpack
+        p_node_key = WriteIo()
+        if f_node_key is not None:
+            if type(f_node_key) is not StreamIdRaw:
+                raise WriteError(
+                    f"expected a stream_id_raw, found {type(f_node_key).__name__}", "stream:stream_node.node_key"
+                )
+            f_node_key._write(p_node_key, self_, root)
+        f_node_key_len = WriteInputs(is_encoded=False, value=len(p_node_key.data))
+        p_node_key_len = WriteIo()
+        if f_node_key_len is not None:
+            rdb_string.write_rdb_len(p_node_key_len, f_node_key_len.value, f_node_key_len.is_encoded, self_, root)
+        p_listpack = WriteIo()
+        if f_listpack is not None:
+            if type(f_listpack) is not rdb_string.RdbBlob:
+                raise WriteError(
+                    f"expected a rdb_blob, found {type(f_listpack).__name__}", "stream:stream_node.listpack"
+                )
+            if f_listpack.kind != 5:
+                raise WriteError(f"kind {f_listpack.kind!r} where the spec passes {5!r}", "stream:stream_node.listpack")
+            f_listpack._write(p_listpack, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_node_key_len.data) + len(p_node_key.data) + len(p_listpack.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_node_key_len.data)
+        if f_node_key_len is not None and not _holds(
+            lambda: (not f_node_key_len.is_encoded) and (f_node_key_len.value == 16)
+        ):
+            raise WriteError(
+                f"{f_node_key_len!r} fails its check: {{'expr': 'not _.is_encoded and _.value == 16'}}",
+                "stream:stream_node.node_key_len",
+            )
+        pos += len(p_node_key.data)
+        if f_node_key is not None and len(p_node_key.data) != 16:
+            raise WriteError(f"{len(p_node_key.data)} bytes where the spec reads {16}", "stream:stream_node.node_key")
+        pos += len(p_listpack.data)
+        out.add(p_node_key_len)
+        out.add(p_node_key)
+        out.add(p_listpack)
+
     @property
     def listpack(self):
         """The node listpack.
@@ -345,6 +591,18 @@ class StreamId:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> StreamId:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamId has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamId, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -373,6 +631,28 @@ class StreamId:
         seq = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_id: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_ms = self.ms
+        f_seq = self.seq
+        p_ms = WriteIo()
+        if f_ms is not None:
+            rdb_string.write_rdb_len(p_ms, f_ms.value, f_ms.is_encoded, self_, root)
+        p_seq = WriteIo()
+        if f_seq is not None:
+            rdb_string.write_rdb_len(p_seq, f_seq.value, f_seq.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_ms.data) + len(p_seq.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_ms.data)
+        pos += len(p_seq.data)
+        out.add(p_ms)
+        out.add(p_seq)
+
 
 class StreamIdRaw:
     """A stream ID stored as 16 raw bytes, big-endian ms then big-endian seq (node keys and PEL IDs).
@@ -392,6 +672,18 @@ class StreamIdRaw:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamIdRaw:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamIdRaw has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdRaw, int]:
@@ -432,6 +724,28 @@ class StreamIdRaw:
         pos += 8
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_id_raw: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_ms = self.ms
+        f_seq = self.seq
+        p_ms = WriteIo()
+        if f_ms is not None:
+            p_ms.pack(">Q", f_ms, "stream:stream_id_raw.ms")
+        p_seq = WriteIo()
+        if f_seq is not None:
+            p_seq.pack(">Q", f_seq, "stream:stream_id_raw.seq")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_ms.data) + len(p_seq.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_ms.data)
+        pos += len(p_seq.data)
+        out.add(p_ms)
+        out.add(p_seq)
+
 
 class StreamGroup:
     """A consumer group (notes §6.1).
@@ -457,6 +771,18 @@ class StreamGroup:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamGroup:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamGroup has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamGroup, int]:
@@ -558,6 +884,110 @@ class StreamGroup:
             consumers_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_group: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_type_code = self.type_code
+        f_name = self.name
+        f_last_id = self.last_id
+        f_entries_read = self.entries_read
+        f_pel = self.pel
+        f_consumers = self.consumers
+        p_name = WriteIo()
+        if f_name is not None:
+            if type(f_name) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_name).__name__}", "stream:stream_group.name")
+            f_name._write(p_name, self_, root)
+        p_last_id = WriteIo()
+        if f_last_id is not None:
+            if type(f_last_id) is not StreamId:
+                raise WriteError(
+                    f"expected a stream_id, found {type(f_last_id).__name__}", "stream:stream_group.last_id"
+                )
+            f_last_id._write(p_last_id, self_, root)
+        p_entries_read = WriteIo()
+        if f_entries_read is not None:
+            rdb_string.write_rdb_len(p_entries_read, f_entries_read.value, f_entries_read.is_encoded, self_, root)
+        f_pel_size = WriteInputs(is_encoded=False, value=len(f_pel))
+        p_pel_size = WriteIo()
+        if f_pel_size is not None:
+            rdb_string.write_rdb_len(p_pel_size, f_pel_size.value, f_pel_size.is_encoded, self_, root)
+        p_pel = WriteIo()
+        if f_pel is not None:
+            pel_prev = 0
+            for pel_index, pel_item in enumerate(f_pel):
+                pel_at = len(p_pel.data)
+                if type(pel_item) is not StreamPelEntry:
+                    raise WriteError(
+                        f"expected a stream_pel_entry, found {type(pel_item).__name__}", "stream:stream_group.pel"
+                    )
+                pel_item._write(p_pel, self_, root)
+                pel_prev = len(p_pel.data) - pel_at
+            p_pel.last_size = pel_prev
+        f_num_consumers = WriteInputs(is_encoded=False, value=len(f_consumers))
+        p_num_consumers = WriteIo()
+        if f_num_consumers is not None:
+            rdb_string.write_rdb_len(p_num_consumers, f_num_consumers.value, f_num_consumers.is_encoded, self_, root)
+        p_consumers = WriteIo()
+        if f_consumers is not None:
+            consumers_prev = 0
+            for consumers_index, consumers_item in enumerate(f_consumers):
+                consumers_at = len(p_consumers.data)
+                if type(consumers_item) is not StreamConsumer:
+                    raise WriteError(
+                        f"expected a stream_consumer, found {type(consumers_item).__name__}",
+                        "stream:stream_group.consumers",
+                    )
+                if consumers_item.type_code != pa_type_code:
+                    raise WriteError(
+                        f"type_code {consumers_item.type_code!r} where the spec passes {pa_type_code!r}",
+                        "stream:stream_group.consumers",
+                    )
+                consumers_item._write(p_consumers, self_, root)
+                consumers_prev = len(p_consumers.data) - consumers_at
+            p_consumers.last_size = consumers_prev
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_name.data)
+            + len(p_last_id.data)
+            + len(p_entries_read.data)
+            + len(p_pel_size.data)
+            + len(p_pel.data)
+            + len(p_num_consumers.data)
+            + len(p_consumers.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_name.data)
+        pos += len(p_last_id.data)
+        pos += len(p_entries_read.data)
+        if (pa_type_code >= 19) != (f_entries_read is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "stream:stream_group.entries_read"
+            )
+        pos += len(p_pel_size.data)
+        pos += len(p_pel.data)
+        if f_pel is not None and len(f_pel) != f_pel_size.value:
+            raise WriteError(
+                f"{len(f_pel)} elements where the spec counts {f_pel_size.value}", "stream:stream_group.pel"
+            )
+        pos += len(p_num_consumers.data)
+        pos += len(p_consumers.data)
+        if f_consumers is not None and len(f_consumers) != f_num_consumers.value:
+            raise WriteError(
+                f"{len(f_consumers)} elements where the spec counts {f_num_consumers.value}",
+                "stream:stream_group.consumers",
+            )
+        out.add(p_name)
+        out.add(p_last_id)
+        out.add(p_entries_read)
+        out.add(p_pel_size)
+        out.add(p_pel)
+        out.add(p_num_consumers)
+        out.add(p_consumers)
+
 
 class StreamPelEntry:
     """One row of a group's global PEL (no per-record length).
@@ -578,6 +1008,18 @@ class StreamPelEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamPelEntry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamPelEntry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamPelEntry, int]:
@@ -619,6 +1061,36 @@ class StreamPelEntry:
         delivery_count = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_pel_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_id = self.id
+        f_delivery_time = self.delivery_time
+        f_delivery_count = self.delivery_count
+        p_id = WriteIo()
+        if f_id is not None:
+            if type(f_id) is not StreamIdRaw:
+                raise WriteError(f"expected a stream_id_raw, found {type(f_id).__name__}", "stream:stream_pel_entry.id")
+            f_id._write(p_id, self_, root)
+        p_delivery_time = WriteIo()
+        if f_delivery_time is not None:
+            p_delivery_time.pack("<q", f_delivery_time, "stream:stream_pel_entry.delivery_time")
+        p_delivery_count = WriteIo()
+        if f_delivery_count is not None:
+            rdb_string.write_rdb_len(p_delivery_count, f_delivery_count.value, f_delivery_count.is_encoded, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_id.data) + len(p_delivery_time.data) + len(p_delivery_count.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_id.data)
+        pos += len(p_delivery_time.data)
+        pos += len(p_delivery_count.data)
+        out.add(p_id)
+        out.add(p_delivery_time)
+        out.add(p_delivery_count)
+
 
 class StreamConsumer:
     """A consumer of a group, with its own PEL of bare IDs.
@@ -642,6 +1114,18 @@ class StreamConsumer:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None, type_code)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamConsumer:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamConsumer has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamConsumer, int]:
@@ -721,6 +1205,68 @@ class StreamConsumer:
             pel_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_consumer: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_type_code = self.type_code
+        f_name = self.name
+        f_seen_time = self.seen_time
+        f_active_time = self.active_time
+        f_pel = self.pel
+        p_name = WriteIo()
+        if f_name is not None:
+            if type(f_name) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_name).__name__}", "stream:stream_consumer.name")
+            f_name._write(p_name, self_, root)
+        p_seen_time = WriteIo()
+        if f_seen_time is not None:
+            p_seen_time.pack("<q", f_seen_time, "stream:stream_consumer.seen_time")
+        p_active_time = WriteIo()
+        if f_active_time is not None:
+            p_active_time.pack("<q", f_active_time, "stream:stream_consumer.active_time")
+        f_pel_size = WriteInputs(is_encoded=False, value=len(f_pel))
+        p_pel_size = WriteIo()
+        if f_pel_size is not None:
+            rdb_string.write_rdb_len(p_pel_size, f_pel_size.value, f_pel_size.is_encoded, self_, root)
+        p_pel = WriteIo()
+        if f_pel is not None:
+            pel_prev = 0
+            for pel_index, pel_item in enumerate(f_pel):
+                pel_at = len(p_pel.data)
+                if type(pel_item) is not StreamIdRaw:
+                    raise WriteError(
+                        f"expected a stream_id_raw, found {type(pel_item).__name__}", "stream:stream_consumer.pel"
+                    )
+                pel_item._write(p_pel, self_, root)
+                pel_prev = len(p_pel.data) - pel_at
+            p_pel.last_size = pel_prev
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_name.data) + len(p_seen_time.data) + len(p_active_time.data) + len(p_pel_size.data) + len(p_pel.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_name.data)
+        pos += len(p_seen_time.data)
+        pos += len(p_active_time.data)
+        if (pa_type_code >= 21) != (f_active_time is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "stream:stream_consumer.active_time"
+            )
+        pos += len(p_pel_size.data)
+        pos += len(p_pel.data)
+        if f_pel is not None and len(f_pel) != f_pel_size.value:
+            raise WriteError(
+                f"{len(f_pel)} elements where the spec counts {f_pel_size.value}", "stream:stream_consumer.pel"
+            )
+        out.add(p_name)
+        out.add(p_seen_time)
+        out.add(p_active_time)
+        out.add(p_pel_size)
+        out.add(p_pel)
+
 
 class StreamIdmp:
     """IDMP tail of a type-26 stream (Redis 8.6).
@@ -744,6 +1290,18 @@ class StreamIdmp:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamIdmp:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamIdmp has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmp, int]:
@@ -818,6 +1376,76 @@ class StreamIdmp:
         iids_duplicates = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_idmp: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_duration = self.duration
+        f_max_entries = self.max_entries
+        f_producers = self.producers
+        f_iids_added = self.iids_added
+        f_iids_duplicates = self.iids_duplicates
+        p_duration = WriteIo()
+        if f_duration is not None:
+            rdb_string.write_rdb_len(p_duration, f_duration.value, f_duration.is_encoded, self_, root)
+        p_max_entries = WriteIo()
+        if f_max_entries is not None:
+            rdb_string.write_rdb_len(p_max_entries, f_max_entries.value, f_max_entries.is_encoded, self_, root)
+        f_num_producers = WriteInputs(is_encoded=False, value=len(f_producers))
+        p_num_producers = WriteIo()
+        if f_num_producers is not None:
+            rdb_string.write_rdb_len(p_num_producers, f_num_producers.value, f_num_producers.is_encoded, self_, root)
+        p_producers = WriteIo()
+        if f_producers is not None:
+            producers_prev = 0
+            for producers_index, producers_item in enumerate(f_producers):
+                producers_at = len(p_producers.data)
+                if type(producers_item) is not StreamIdmpProducer:
+                    raise WriteError(
+                        f"expected a stream_idmp_producer, found {type(producers_item).__name__}",
+                        "stream:stream_idmp.producers",
+                    )
+                producers_item._write(p_producers, self_, root)
+                producers_prev = len(p_producers.data) - producers_at
+            p_producers.last_size = producers_prev
+        p_iids_added = WriteIo()
+        if f_iids_added is not None:
+            rdb_string.write_rdb_len(p_iids_added, f_iids_added.value, f_iids_added.is_encoded, self_, root)
+        p_iids_duplicates = WriteIo()
+        if f_iids_duplicates is not None:
+            rdb_string.write_rdb_len(
+                p_iids_duplicates, f_iids_duplicates.value, f_iids_duplicates.is_encoded, self_, root
+            )
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_duration.data)
+            + len(p_max_entries.data)
+            + len(p_num_producers.data)
+            + len(p_producers.data)
+            + len(p_iids_added.data)
+            + len(p_iids_duplicates.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_duration.data)
+        pos += len(p_max_entries.data)
+        pos += len(p_num_producers.data)
+        pos += len(p_producers.data)
+        if f_producers is not None and len(f_producers) != f_num_producers.value:
+            raise WriteError(
+                f"{len(f_producers)} elements where the spec counts {f_num_producers.value}",
+                "stream:stream_idmp.producers",
+            )
+        pos += len(p_iids_added.data)
+        pos += len(p_iids_duplicates.data)
+        out.add(p_duration)
+        out.add(p_max_entries)
+        out.add(p_num_producers)
+        out.add(p_producers)
+        out.add(p_iids_added)
+        out.add(p_iids_duplicates)
+
 
 class StreamIdmpProducer:
     """One IDMP producer with its idempotency IDs.
@@ -838,6 +1466,18 @@ class StreamIdmpProducer:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamIdmpProducer:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamIdmpProducer has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpProducer, int]:
@@ -894,6 +1534,52 @@ class StreamIdmpProducer:
             iids_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_idmp_producer: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_pid = self.pid
+        f_iids = self.iids
+        p_pid = WriteIo()
+        if f_pid is not None:
+            if type(f_pid) is not rdb_string.RdbString:
+                raise WriteError(
+                    f"expected a rdb_string, found {type(f_pid).__name__}", "stream:stream_idmp_producer.pid"
+                )
+            f_pid._write(p_pid, self_, root)
+        f_count = WriteInputs(is_encoded=False, value=len(f_iids))
+        p_count = WriteIo()
+        if f_count is not None:
+            rdb_string.write_rdb_len(p_count, f_count.value, f_count.is_encoded, self_, root)
+        p_iids = WriteIo()
+        if f_iids is not None:
+            iids_prev = 0
+            for iids_index, iids_item in enumerate(f_iids):
+                iids_at = len(p_iids.data)
+                if type(iids_item) is not StreamIdmpIid:
+                    raise WriteError(
+                        f"expected a stream_idmp_iid, found {type(iids_item).__name__}",
+                        "stream:stream_idmp_producer.iids",
+                    )
+                iids_item._write(p_iids, self_, root)
+                iids_prev = len(p_iids.data) - iids_at
+            p_iids.last_size = iids_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_pid.data) + len(p_count.data) + len(p_iids.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_pid.data)
+        pos += len(p_count.data)
+        pos += len(p_iids.data)
+        if f_iids is not None and len(f_iids) != f_count.value:
+            raise WriteError(
+                f"{len(f_iids)} elements where the spec counts {f_count.value}", "stream:stream_idmp_producer.iids"
+            )
+        out.add(p_pid)
+        out.add(p_count)
+        out.add(p_iids)
+
 
 class StreamIdmpIid:
     """One idempotency ID and the stream ID it produced.
@@ -913,6 +1599,18 @@ class StreamIdmpIid:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamIdmpIid:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamIdmpIid has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpIid, int]:
@@ -943,6 +1641,32 @@ class StreamIdmpIid:
         id = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_idmp_iid: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_iid = self.iid
+        f_id = self.id
+        p_iid = WriteIo()
+        if f_iid is not None:
+            if type(f_iid) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_iid).__name__}", "stream:stream_idmp_iid.iid")
+            f_iid._write(p_iid, self_, root)
+        p_id = WriteIo()
+        if f_id is not None:
+            if type(f_id) is not StreamId:
+                raise WriteError(f"expected a stream_id, found {type(f_id).__name__}", "stream:stream_idmp_iid.id")
+            f_id._write(p_id, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_iid.data) + len(p_id.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_iid.data)
+        pos += len(p_id.data)
+        out.add(p_iid)
+        out.add(p_id)
+
 
 class StreamListpack:
     """A stream node listpack (notes §6.2): the listpack header, the master entry, count+deleted
@@ -966,6 +1690,18 @@ class StreamListpack:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamListpack:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamListpack has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamListpack, int]:
@@ -1081,6 +1817,88 @@ class StreamListpack:
             )
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_listpack: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_master = self.master
+        f_entries = self.entries
+        f_terminator = self.terminator
+        p_master = WriteIo()
+        if f_master is not None:
+            if type(f_master) is not StreamMaster:
+                raise WriteError(
+                    f"expected a stream_master, found {type(f_master).__name__}", "stream:stream_listpack.master"
+                )
+            f_master._write(p_master, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not StreamEntry:
+                    raise WriteError(
+                        f"expected a stream_entry, found {type(entries_item).__name__}",
+                        "stream:stream_listpack.entries",
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        f_total_bytes = ((6 + len(p_master.data)) + len(p_entries.data)) + 1
+        p_total_bytes = WriteIo()
+        if f_total_bytes is not None:
+            p_total_bytes.pack("<I", f_total_bytes, "stream:stream_listpack.total_bytes")
+        p_terminator = WriteIo()
+        if f_terminator is not None:
+            p_terminator.pack("<B", f_terminator, "stream:stream_listpack.terminator")
+        _scalars = p_entries.scalars + p_master.scalars + p_terminator.scalars + p_total_bytes.scalars
+        _scalars = p_entries.scalars + p_master.scalars + p_terminator.scalars + p_total_bytes.scalars
+        f_num_elements = _scalars if (_scalars < 65535) else 65535
+        p_num_elements = WriteIo()
+        if f_num_elements is not None:
+            p_num_elements.pack("<H", f_num_elements, "stream:stream_listpack.num_elements")
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_total_bytes.data)
+            + len(p_num_elements.data)
+            + len(p_master.data)
+            + len(p_entries.data)
+            + len(p_terminator.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_total_bytes.data)
+        if f_total_bytes is not None and not _holds(
+            lambda: (f_total_bytes >= 7) and (f_total_bytes == (_wio.end - _wio.start))
+        ):
+            raise WriteError(
+                f"{f_total_bytes!r} fails its check: {{'expr': '_ >= 7 and _ == _io.size'}}",
+                "stream:stream_listpack.total_bytes",
+            )
+        pos += len(p_num_elements.data)
+        pos += len(p_master.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != (
+            (f_master.count if isinstance(f_master.count, int) else None)
+            + (f_master.deleted if isinstance(f_master.deleted, int) else None)
+        ):
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {((f_master.count if isinstance(f_master.count, int) else None) + (f_master.deleted if isinstance(f_master.deleted, int) else None))}",
+                "stream:stream_listpack.entries",
+            )
+        pos += len(p_terminator.data)
+        if f_terminator is not None and not _holds(lambda: (f_terminator == 255) and (pos >= _wio.end)):
+            raise WriteError(
+                f"{f_terminator!r} fails its check: {{'expr': '_ == 0xff and _io.eof'}}",
+                "stream:stream_listpack.terminator",
+            )
+        out.add(p_total_bytes)
+        out.add(p_num_elements)
+        out.add(p_master)
+        out.add(p_entries)
+        out.add(p_terminator)
+
 
 class StreamMaster:
     """The master entry of a node listpack.
@@ -1103,6 +1921,18 @@ class StreamMaster:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamMaster:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamMaster has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamMaster, int]:
@@ -1228,6 +2058,120 @@ class StreamMaster:
         terminator, pos = read_lp_entry(io, buf, end, pos, None, root)
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_master: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_count = self.count
+        f_deleted = self.deleted
+        f_fields = self.fields
+        p_count = WriteIo()
+        if f_count is not None:
+            listpack.write_lp_entry(
+                p_count,
+                (f_count if isinstance(f_count, int) else None),
+                (f_count if isinstance(f_count, bytes) else None),
+                self_,
+                root,
+            )
+        p_deleted = WriteIo()
+        if f_deleted is not None:
+            listpack.write_lp_entry(
+                p_deleted,
+                (f_deleted if isinstance(f_deleted, int) else None),
+                (f_deleted if isinstance(f_deleted, bytes) else None),
+                self_,
+                root,
+            )
+        f_num_fields = len(f_fields)
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            listpack.write_lp_entry(
+                p_num_fields,
+                (f_num_fields if isinstance(f_num_fields, int) else None),
+                (f_num_fields if isinstance(f_num_fields, bytes) else None),
+                self_,
+                root,
+            )
+        p_fields = WriteIo()
+        if f_fields is not None:
+            fields_prev = 0
+            for fields_index, fields_item in enumerate(f_fields):
+                fields_at = len(p_fields.data)
+                listpack.write_lp_entry(
+                    p_fields,
+                    (fields_item if isinstance(fields_item, int) else None),
+                    (fields_item if isinstance(fields_item, bytes) else None),
+                    self_,
+                    root,
+                )
+                fields_prev = len(p_fields.data) - fields_at
+            p_fields.last_size = fields_prev
+        f_terminator = 0
+        p_terminator = WriteIo()
+        if f_terminator is not None:
+            listpack.write_lp_entry(
+                p_terminator,
+                (f_terminator if isinstance(f_terminator, int) else None),
+                (f_terminator if isinstance(f_terminator, bytes) else None),
+                self_,
+                root,
+            )
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_count.data)
+            + len(p_deleted.data)
+            + len(p_num_fields.data)
+            + len(p_fields.data)
+            + len(p_terminator.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_count.data)
+        if f_count is not None and not _holds(
+            lambda: isinstance(f_count, int) and ((f_count if isinstance(f_count, int) else None) >= 0)
+        ):
+            raise WriteError(
+                f"{f_count!r} fails its check: {{'expr': '_.is_int and _.int_value >= 0'}}",
+                "stream:stream_master.count",
+            )
+        pos += len(p_deleted.data)
+        if f_deleted is not None and not _holds(
+            lambda: isinstance(f_deleted, int) and ((f_deleted if isinstance(f_deleted, int) else None) >= 0)
+        ):
+            raise WriteError(
+                f"{f_deleted!r} fails its check: {{'expr': '_.is_int and _.int_value >= 0'}}",
+                "stream:stream_master.deleted",
+            )
+        pos += len(p_num_fields.data)
+        if f_num_fields is not None and not _holds(
+            lambda: isinstance(f_num_fields, int) and ((f_num_fields if isinstance(f_num_fields, int) else None) >= 0)
+        ):
+            raise WriteError(
+                f"{f_num_fields!r} fails its check: {{'expr': '_.is_int and _.int_value >= 0'}}",
+                "stream:stream_master.num_fields",
+            )
+        pos += len(p_fields.data)
+        if f_fields is not None and len(f_fields) != (f_num_fields if isinstance(f_num_fields, int) else None):
+            raise WriteError(
+                f"{len(f_fields)} elements where the spec counts {(f_num_fields if isinstance(f_num_fields, int) else None)}",
+                "stream:stream_master.fields",
+            )
+        pos += len(p_terminator.data)
+        if f_terminator is not None and not _holds(
+            lambda: isinstance(f_terminator, int) and ((f_terminator if isinstance(f_terminator, int) else None) == 0)
+        ):
+            raise WriteError(
+                f"{f_terminator!r} fails its check: {{'expr': '_.is_int and _.int_value == 0'}}",
+                "stream:stream_master.terminator",
+            )
+        out.add(p_count)
+        out.add(p_deleted)
+        out.add(p_num_fields)
+        out.add(p_fields)
+        out.add(p_terminator)
+
 
 class StreamEntry:
     """One stream entry of a node listpack. `items` is the flat list of values (SAMEFIELDS: one
@@ -1253,6 +2197,18 @@ class StreamEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> StreamEntry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"StreamEntry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamEntry, int]:
@@ -1371,6 +2327,148 @@ class StreamEntry:
                 )
             lp_count_column.append(lp_count)
         return cols, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this stream_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_flags = self.flags
+        f_ms_diff = self.ms_diff
+        f_seq_diff = self.seq_diff
+        f_items = self.items
+        p_flags = WriteIo()
+        if f_flags is not None:
+            listpack.write_lp_entry(
+                p_flags,
+                (f_flags if isinstance(f_flags, int) else None),
+                (f_flags if isinstance(f_flags, bytes) else None),
+                self_,
+                root,
+            )
+        p_ms_diff = WriteIo()
+        if f_ms_diff is not None:
+            listpack.write_lp_entry(
+                p_ms_diff,
+                (f_ms_diff if isinstance(f_ms_diff, int) else None),
+                (f_ms_diff if isinstance(f_ms_diff, bytes) else None),
+                self_,
+                root,
+            )
+        p_seq_diff = WriteIo()
+        if f_seq_diff is not None:
+            listpack.write_lp_entry(
+                p_seq_diff,
+                (f_seq_diff if isinstance(f_seq_diff, int) else None),
+                (f_seq_diff if isinstance(f_seq_diff, bytes) else None),
+                self_,
+                root,
+            )
+        f_num_fields = (len(f_items) // 2) if (((f_flags if isinstance(f_flags, int) else None) & 2) == 0) else None
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            listpack.write_lp_entry(
+                p_num_fields,
+                (f_num_fields if isinstance(f_num_fields, int) else None),
+                (f_num_fields if isinstance(f_num_fields, bytes) else None),
+                self_,
+                root,
+            )
+        p_items = WriteIo()
+        if f_items is not None:
+            items_prev = 0
+            for items_index, items_item in enumerate(f_items):
+                items_at = len(p_items.data)
+                listpack.write_lp_entry(
+                    p_items,
+                    (items_item if isinstance(items_item, int) else None),
+                    (items_item if isinstance(items_item, bytes) else None),
+                    self_,
+                    root,
+                )
+                items_prev = len(p_items.data) - items_at
+            p_items.last_size = items_prev
+        f_lp_count = (
+            ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
+            if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+            else ((2 * (f_num_fields if isinstance(f_num_fields, int) else None)) + 4)
+        )
+        p_lp_count = WriteIo()
+        if f_lp_count is not None:
+            listpack.write_lp_entry(
+                p_lp_count,
+                (f_lp_count if isinstance(f_lp_count, int) else None),
+                (f_lp_count if isinstance(f_lp_count, bytes) else None),
+                self_,
+                root,
+            )
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_flags.data)
+            + len(p_ms_diff.data)
+            + len(p_seq_diff.data)
+            + len(p_num_fields.data)
+            + len(p_items.data)
+            + len(p_lp_count.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_flags.data)
+        if f_flags is not None and not _holds(lambda: isinstance(f_flags, int)):
+            raise WriteError(f"{f_flags!r} fails its check: {{'expr': '_.is_int'}}", "stream:stream_entry.flags")
+        pos += len(p_ms_diff.data)
+        if f_ms_diff is not None and not _holds(lambda: isinstance(f_ms_diff, int)):
+            raise WriteError(f"{f_ms_diff!r} fails its check: {{'expr': '_.is_int'}}", "stream:stream_entry.ms_diff")
+        pos += len(p_seq_diff.data)
+        if f_seq_diff is not None and not _holds(lambda: isinstance(f_seq_diff, int)):
+            raise WriteError(f"{f_seq_diff!r} fails its check: {{'expr': '_.is_int'}}", "stream:stream_entry.seq_diff")
+        pos += len(p_num_fields.data)
+        if (((f_flags if isinstance(f_flags, int) else None) & 2) == 0) != (f_num_fields is not None):
+            raise WriteError(
+                "present where its condition does not hold, or the reverse", "stream:stream_entry.num_fields"
+            )
+        if f_num_fields is not None and not _holds(
+            lambda: isinstance(f_num_fields, int) and ((f_num_fields if isinstance(f_num_fields, int) else None) >= 0)
+        ):
+            raise WriteError(
+                f"{f_num_fields!r} fails its check: {{'expr': '_.is_int and _.int_value >= 0'}}",
+                "stream:stream_entry.num_fields",
+            )
+        pos += len(p_items.data)
+        if f_items is not None and len(f_items) != (
+            (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
+            if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+            else (2 * (f_num_fields if isinstance(f_num_fields, int) else None))
+        ):
+            raise WriteError(
+                f"{len(f_items)} elements where the spec counts {((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0) else (2 * (f_num_fields if isinstance(f_num_fields, int) else None)))}",
+                "stream:stream_entry.items",
+            )
+        pos += len(p_lp_count.data)
+        if f_lp_count is not None and not _holds(
+            lambda: (
+                isinstance(f_lp_count, int)
+                and (
+                    (f_lp_count if isinstance(f_lp_count, int) else None)
+                    == (
+                        ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
+                        if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+                        else ((2 * (f_num_fields if isinstance(f_num_fields, int) else None)) + 4)
+                    )
+                )
+            )
+        ):
+            raise WriteError(
+                f"{f_lp_count!r} fails its check: "
+                "{'expr': '_.is_int and _.int_value == ((flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)'}",
+                "stream:stream_entry.lp_count",
+            )
+        out.add(p_flags)
+        out.add(p_ms_diff)
+        out.add(p_seq_diff)
+        out.add(p_num_fields)
+        out.add(p_items)
+        out.add(p_lp_count)
 
     @property
     def is_deleted(self):

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from
@@ -44,6 +55,18 @@ class Ziplist:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Ziplist:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Ziplist has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Ziplist, int]:
@@ -154,6 +177,60 @@ class Ziplist:
             raise invalid(io, pos - 1, "ziplist:ziplist.terminator", "expected 255, found " + repr(terminator))
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this ziplist: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_body = self.body
+        f_zllen = len(f_body.entries) if (len(f_body.entries) < 65535) else 65535
+        p_zllen = WriteIo()
+        if f_zllen is not None:
+            p_zllen.pack("<H", f_zllen, "ziplist:ziplist.zllen")
+        p_body = WriteIo()
+        if f_body is not None:
+            if type(f_body) is not ZlBody:
+                raise WriteError(f"expected a zl_body, found {type(f_body).__name__}", "ziplist:ziplist.body")
+            f_body._write(p_body, self_, root)
+        f_zlbytes = (10 + len(p_body.data)) + 1
+        p_zlbytes = WriteIo()
+        if f_zlbytes is not None:
+            p_zlbytes.pack("<I", f_zlbytes, "ziplist:ziplist.zlbytes")
+        f_zltail = 10 if (len(f_body.entries) == 0) else ((10 + len(p_body.data)) - p_body.last_size)
+        p_zltail = WriteIo()
+        if f_zltail is not None:
+            p_zltail.pack("<I", f_zltail, "ziplist:ziplist.zltail")
+        f_terminator = 255
+        p_terminator = WriteIo()
+        if f_terminator is not None:
+            p_terminator.pack("<B", f_terminator, "ziplist:ziplist.terminator")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_zlbytes.data) + len(p_zltail.data) + len(p_zllen.data) + len(p_body.data) + len(p_terminator.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_zlbytes.data)
+        if f_zlbytes is not None and not _holds(lambda: (f_zlbytes >= 11) and (f_zlbytes == (_wio.end - _wio.start))):
+            raise WriteError(
+                f"{f_zlbytes!r} fails its check: {{'expr': '_ >= 11 and _ == _io.size'}}", "ziplist:ziplist.zlbytes"
+            )
+        pos += len(p_zltail.data)
+        if f_zltail is not None and not _holds(lambda: f_zltail <= ((_wio.end - _wio.start) - 1)):
+            raise WriteError(f"{f_zltail!r} fails its check: {{'expr': '_ <= _io.size - 1'}}", "ziplist:ziplist.zltail")
+        pos += len(p_zllen.data)
+        pos += len(p_body.data)
+        if f_body is not None and len(p_body.data) != (f_zlbytes - 11):
+            raise WriteError(
+                f"{len(p_body.data)} bytes where the spec reads {(f_zlbytes - 11)}", "ziplist:ziplist.body"
+            )
+        pos += len(p_terminator.data)
+        if f_terminator is not None and not _holds(lambda: f_terminator == 255):
+            raise WriteError(f"{f_terminator!r} fails its check: {{'eq': 255}}", "ziplist:ziplist.terminator")
+        out.add(p_zlbytes)
+        out.add(p_zltail)
+        out.add(p_zllen)
+        out.add(p_body)
+        out.add(p_terminator)
+
 
 class ZlBody:
     """The entry area of a ziplist (between the header and the end byte).
@@ -172,6 +249,18 @@ class ZlBody:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ZlBody:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ZlBody has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZlBody, int]:
@@ -199,6 +288,34 @@ class ZlBody:
         while pos < end:
             entries_item, pos = read_zl_entry(io, buf, end, pos, None, root)
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zl_body: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_entries = self.entries
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                write_zl_entry(
+                    p_entries,
+                    (entries_item if isinstance(entries_item, int) else None),
+                    (entries_item if isinstance(entries_item, bytes) else None),
+                    entries_prev,
+                    self_,
+                    root,
+                )
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_entries.data)
+        out.add(p_entries)
 
 
 def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
@@ -328,3 +445,196 @@ def read_zl_entry(io: Io, buf, end: int, pos: int, parent, root) -> tuple:
     )
     str_value = str_ if (not is_int) else None
     return int_value if int_value is not None else str_value, pos
+
+
+def write_zl_entry(out: WriteIo, in_int_value, in_str_value, in_prevlen, parent=None, root=None) -> None:
+    """Appends the zl_entry whose int_value, str_value, prevlen are given: each field derived as the
+    spec says (`-rdbspec-write`), every check of the reader made on it, the given values read
+    back from the written fields as the reader reads them."""
+    self_ = None
+    f_prevlen_b0 = in_prevlen if (in_prevlen < 254) else 254
+    p_prevlen_b0 = WriteIo()
+    if f_prevlen_b0 is not None:
+        p_prevlen_b0.pack("<B", f_prevlen_b0, "ziplist:zl_entry.prevlen_b0")
+    f_prevlen_u32 = in_prevlen if (f_prevlen_b0 == 254) else None
+    p_prevlen_u32 = WriteIo()
+    if f_prevlen_u32 is not None:
+        p_prevlen_u32.pack("<I", f_prevlen_u32, "ziplist:zl_entry.prevlen_u32")
+    f_enc = (
+        (
+            (241 + in_int_value)
+            if ((in_int_value >= 0) and (in_int_value <= 12))
+            else (
+                254
+                if ((in_int_value >= -128) and (in_int_value <= 127))
+                else (
+                    192
+                    if ((in_int_value >= -32768) and (in_int_value <= 32767))
+                    else (
+                        240
+                        if ((in_int_value >= -8388608) and (in_int_value <= 8388607))
+                        else (208 if ((in_int_value >= -2147483648) and (in_int_value <= 2147483647)) else 224)
+                    )
+                )
+            )
+        )
+        if (in_int_value is not None)
+        else (
+            len(in_str_value)
+            if (len(in_str_value) <= 63)
+            else ((64 | (len(in_str_value) >> 8)) if (len(in_str_value) <= 16383) else 128)
+        )
+    )
+    p_enc = WriteIo()
+    if f_enc is not None:
+        p_enc.pack("<B", f_enc, "ziplist:zl_entry.enc")
+    f_b1 = (len(in_str_value) & 255) if ((f_enc & 192) == 64) else None
+    p_b1 = WriteIo()
+    if f_b1 is not None:
+        p_b1.pack("<B", f_b1, "ziplist:zl_entry.b1")
+    f_len32 = len(in_str_value) if (f_enc == 128) else None
+    p_len32 = WriteIo()
+    if f_len32 is not None:
+        p_len32.pack(">I", f_len32, "ziplist:zl_entry.len32")
+    f_int16 = in_int_value if (f_enc == 192) else None
+    p_int16 = WriteIo()
+    if f_int16 is not None:
+        p_int16.pack("<h", f_int16, "ziplist:zl_entry.int16")
+    f_int32 = in_int_value if (f_enc == 208) else None
+    p_int32 = WriteIo()
+    if f_int32 is not None:
+        p_int32.pack("<i", f_int32, "ziplist:zl_entry.int32")
+    f_int64 = in_int_value if (f_enc == 224) else None
+    p_int64 = WriteIo()
+    if f_int64 is not None:
+        p_int64.pack("<q", f_int64, "ziplist:zl_entry.int64")
+    f_int24_lo = (in_int_value & 65535) if (f_enc == 240) else None
+    p_int24_lo = WriteIo()
+    if f_int24_lo is not None:
+        p_int24_lo.pack("<H", f_int24_lo, "ziplist:zl_entry.int24_lo")
+    f_int24_hi = ((in_int_value >> 16) & 255) if (f_enc == 240) else None
+    p_int24_hi = WriteIo()
+    if f_int24_hi is not None:
+        p_int24_hi.pack("<B", f_int24_hi, "ziplist:zl_entry.int24_hi")
+    f_int8 = in_int_value if (f_enc == 254) else None
+    p_int8 = WriteIo()
+    if f_int8 is not None:
+        p_int8.pack("<b", f_int8, "ziplist:zl_entry.int8")
+    i_is_int = f_enc >= 192
+    f_str = in_str_value if (not i_is_int) else None
+    p_str = WriteIo()
+    if f_str is not None:
+        p_str.write(f_str)
+    _wio = Io(b"", 0, 0)
+    _size = (
+        len(p_prevlen_b0.data)
+        + len(p_prevlen_u32.data)
+        + len(p_enc.data)
+        + len(p_b1.data)
+        + len(p_len32.data)
+        + len(p_int16.data)
+        + len(p_int32.data)
+        + len(p_int64.data)
+        + len(p_int24_lo.data)
+        + len(p_int24_hi.data)
+        + len(p_int8.data)
+        + len(p_str.data)
+    )
+    _wio.end = _size
+    pos = 0
+    pos += len(p_prevlen_b0.data)
+    if f_prevlen_b0 is not None and not _holds(lambda: f_prevlen_b0 != 255):
+        raise WriteError(f"{f_prevlen_b0!r} fails its check: {{'expr': '_ != 0xff'}}", "ziplist:zl_entry.prevlen_b0")
+    pos += len(p_prevlen_u32.data)
+    if (f_prevlen_b0 == 254) != (f_prevlen_u32 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.prevlen_u32")
+    pos += len(p_enc.data)
+    if f_enc is not None and not _holds(
+        lambda: (
+            (((((f_enc < 128) or (f_enc == 128)) or (f_enc == 192)) or (f_enc == 208)) or (f_enc == 224))
+            or ((f_enc >= 240) and (f_enc <= 254))
+        )
+    ):
+        raise WriteError(
+            f"{f_enc!r} fails its check: "
+            "{'expr': '_ < 0x80 or _ == 0x80 or _ == 0xc0 or _ == 0xd0 or _ == 0xe0 or (_ >= 0xf0 and _ <= 0xfe)'}",
+            "ziplist:zl_entry.enc",
+        )
+    pos += len(p_b1.data)
+    if ((f_enc & 192) == 64) != (f_b1 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.b1")
+    pos += len(p_len32.data)
+    if (f_enc == 128) != (f_len32 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.len32")
+    pos += len(p_int16.data)
+    if (f_enc == 192) != (f_int16 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.int16")
+    pos += len(p_int32.data)
+    if (f_enc == 208) != (f_int32 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.int32")
+    pos += len(p_int64.data)
+    if (f_enc == 224) != (f_int64 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.int64")
+    pos += len(p_int24_lo.data)
+    if (f_enc == 240) != (f_int24_lo is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.int24_lo")
+    pos += len(p_int24_hi.data)
+    if (f_enc == 240) != (f_int24_hi is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.int24_hi")
+    pos += len(p_int8.data)
+    if (f_enc == 254) != (f_int8 is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.int8")
+    pos += len(p_str.data)
+    if (not i_is_int) != (f_str is not None):
+        raise WriteError("present where its condition does not hold, or the reverse", "ziplist:zl_entry.str")
+    i_str_len = (
+        f_enc
+        if (f_enc < 64)
+        else ((((f_enc & 63) << 8) | f_b1) if ((f_enc & 192) == 64) else (f_len32 if (f_enc == 128) else 0))
+    )
+    if f_str is not None and len(p_str.data) != i_str_len:
+        raise WriteError(f"{len(p_str.data)} bytes where the spec reads {i_str_len}", "ziplist:zl_entry.str")
+    r_uint24 = ((f_int24_hi << 16) | f_int24_lo) if (f_enc == 240) else None
+    r_is_int = f_enc >= 192
+    r_int_value = (
+        (
+            f_int16
+            if (f_enc == 192)
+            else (
+                f_int32
+                if (f_enc == 208)
+                else (
+                    f_int64
+                    if (f_enc == 224)
+                    else (
+                        ((r_uint24 - 16777216) if (r_uint24 >= 8388608) else r_uint24)
+                        if (f_enc == 240)
+                        else (f_int8 if (f_enc == 254) else ((f_enc & 15) - 1))
+                    )
+                )
+            )
+        )
+        if r_is_int
+        else None
+    )
+    if r_int_value != in_int_value or type(r_int_value) is not type(in_int_value):
+        raise WriteError(f"writes int_value {r_int_value!r}, not {in_int_value!r}", "ziplist:zl_entry")
+    r_str_value = f_str if (not r_is_int) else None
+    if r_str_value != in_str_value or type(r_str_value) is not type(in_str_value):
+        raise WriteError(f"writes str_value {r_str_value!r}, not {in_str_value!r}", "ziplist:zl_entry")
+    r_prevlen = f_prevlen_u32 if (f_prevlen_b0 == 254) else f_prevlen_b0
+    if r_prevlen != in_prevlen or type(r_prevlen) is not type(in_prevlen):
+        raise WriteError(f"writes prevlen {r_prevlen!r}, not {in_prevlen!r}", "ziplist:zl_entry")
+    out.add(p_prevlen_b0)
+    out.add(p_prevlen_u32)
+    out.add(p_enc)
+    out.add(p_b1)
+    out.add(p_len32)
+    out.add(p_int16)
+    out.add(p_int32)
+    out.add(p_int64)
+    out.add(p_int24_lo)
+    out.add(p_int24_hi)
+    out.add(p_int8)
+    out.add(p_str)
+    out.scalars += 1

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_u4le = struct.Struct("<I").unpack_from
 
@@ -35,6 +46,18 @@ class Zipmap:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Zipmap:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Zipmap has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zipmap, int]:
@@ -83,6 +106,43 @@ class Zipmap:
             entries_index += 1
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zipmap: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_zmlen = self.zmlen
+        f_entries = self.entries
+        p_zmlen = WriteIo()
+        if f_zmlen is not None:
+            p_zmlen.pack("<B", f_zmlen, "zipmap:zipmap.zmlen")
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not ZmEntry:
+                    raise WriteError(
+                        f"expected a zm_entry, found {type(entries_item).__name__}", "zipmap:zipmap.entries"
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_zmlen.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_zmlen.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and [entries_item.field_len.is_end for entries_item in f_entries] != [False] * (
+            len(f_entries) - 1
+        ) + [True]:
+            raise WriteError(
+                "the repeat does not end at its first element meeting its condition", "zipmap:zipmap.entries"
+            )
+        out.add(p_zmlen)
+        out.add(p_entries)
+
 
 class ZmLen:
     """Zipmap length field.
@@ -104,6 +164,18 @@ class ZmLen:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ZmLen:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ZmLen has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmLen, int]:
@@ -154,6 +226,30 @@ class ZmLen:
             len32 = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zm_len: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_b0 = self.b0
+        f_len32 = self.len32
+        p_b0 = WriteIo()
+        if f_b0 is not None:
+            p_b0.pack("<B", f_b0, "zipmap:zm_len.b0")
+        p_len32 = WriteIo()
+        if f_len32 is not None:
+            p_len32.pack("<I", f_len32, "zipmap:zm_len.len32")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_b0.data) + len(p_len32.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_b0.data)
+        pos += len(p_len32.data)
+        if (f_b0 == 254) != (f_len32 is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "zipmap:zm_len.len32")
+        out.add(p_b0)
+        out.add(p_len32)
+
 
 class ZmEntry:
     """One zipmap field/value pair, or the end marker.
@@ -177,6 +273,18 @@ class ZmEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ZmEntry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ZmEntry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmEntry, int]:
@@ -276,3 +384,84 @@ class ZmEntry:
             pos += free
             padding = None
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zm_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_field_len = self.field_len
+        f_field = self.field
+        f_value_len = self.value_len
+        f_free = self.free
+        f_value = self.value
+        f_padding = self.padding
+        p_field_len = WriteIo()
+        if f_field_len is not None:
+            if type(f_field_len) is not ZmLen:
+                raise WriteError(f"expected a zm_len, found {type(f_field_len).__name__}", "zipmap:zm_entry.field_len")
+            f_field_len._write(p_field_len, self_, root)
+        p_field = WriteIo()
+        if f_field is not None:
+            p_field.write(f_field)
+        p_value_len = WriteIo()
+        if f_value_len is not None:
+            if type(f_value_len) is not ZmLen:
+                raise WriteError(f"expected a zm_len, found {type(f_value_len).__name__}", "zipmap:zm_entry.value_len")
+            f_value_len._write(p_value_len, self_, root)
+        p_free = WriteIo()
+        if f_free is not None:
+            p_free.pack("<B", f_free, "zipmap:zm_entry.free")
+        p_value = WriteIo()
+        if f_value is not None:
+            p_value.write(f_value)
+        p_padding = WriteIo()
+        if f_padding is not None:
+            p_padding.write(f_padding)
+        _wio = Io(b"", 0, 0)
+        _size = (
+            len(p_field_len.data)
+            + len(p_field.data)
+            + len(p_value_len.data)
+            + len(p_free.data)
+            + len(p_value.data)
+            + len(p_padding.data)
+        )
+        _wio.end = _size
+        pos = 0
+        pos += len(p_field_len.data)
+        pos += len(p_field.data)
+        if (not f_field_len.is_end) != (f_field is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "zipmap:zm_entry.field")
+        if f_field is not None and len(p_field.data) != f_field_len.value:
+            raise WriteError(
+                f"{len(p_field.data)} bytes where the spec reads {f_field_len.value}", "zipmap:zm_entry.field"
+            )
+        pos += len(p_value_len.data)
+        if (not f_field_len.is_end) != (f_value_len is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "zipmap:zm_entry.value_len")
+        if f_value_len is not None and not _holds(lambda: not f_value_len.is_end):
+            raise WriteError(
+                f"{f_value_len!r} fails its check: {{'expr': 'not _.is_end'}}", "zipmap:zm_entry.value_len"
+            )
+        pos += len(p_free.data)
+        if (not f_field_len.is_end) != (f_free is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "zipmap:zm_entry.free")
+        pos += len(p_value.data)
+        if (not f_field_len.is_end) != (f_value is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "zipmap:zm_entry.value")
+        if f_value is not None and len(p_value.data) != f_value_len.value:
+            raise WriteError(
+                f"{len(p_value.data)} bytes where the spec reads {f_value_len.value}", "zipmap:zm_entry.value"
+            )
+        pos += len(p_padding.data)
+        if (not f_field_len.is_end) != (f_padding is not None):
+            raise WriteError("present where its condition does not hold, or the reverse", "zipmap:zm_entry.padding")
+        if f_padding is not None and len(p_padding.data) != f_free:
+            raise WriteError(f"{len(p_padding.data)} bytes where the spec reads {f_free}", "zipmap:zm_entry.padding")
+        out.add(p_field_len)
+        out.add(p_field)
+        out.add(p_value_len)
+        out.add(p_free)
+        out.add(p_value)
+        out.add(p_padding)

@@ -10,7 +10,18 @@ from __future__ import annotations
 import struct  # noqa: F401
 
 from . import rdb_string
-from ._runtime import Io, invalid, lzf_decompress, truncated, warn  # noqa: F401
+from ._runtime import (  # noqa: F401
+    Io,
+    WriteError,
+    WriteInputs,
+    WriteIo,
+    _holds,
+    invalid,
+    lzf_compress,
+    lzf_decompress,
+    truncated,
+    warn,
+)
 
 unpack_f8le = struct.Struct("<d").unpack_from
 
@@ -34,6 +45,18 @@ class Zset:
         return obj
 
     @classmethod
+    def _new(cls, **fields) -> Zset:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Zset has no field {name!r}")
+            setattr(self, name, value)
+        return self
+
+    @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset, int]:
         self = cls.__new__(cls)
         self._parent = None
@@ -42,6 +65,16 @@ class Zset:
         buf = io.buf
         end = io.end
         return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zset: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        _wio = Io(b"", 0, 0)
+        _size = 0
+        _wio.end = _size
+        pos = 0
 
 
 class ZsetLegacy:
@@ -62,6 +95,18 @@ class ZsetLegacy:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ZsetLegacy:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ZsetLegacy has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZsetLegacy, int]:
@@ -106,6 +151,41 @@ class ZsetLegacy:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zset_legacy: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_entries = self.entries
+        f_num_members = WriteInputs(is_encoded=False, value=len(f_entries))
+        p_num_members = WriteIo()
+        if f_num_members is not None:
+            rdb_string.write_rdb_len(p_num_members, f_num_members.value, f_num_members.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not ZsetEntry:
+                    raise WriteError(
+                        f"expected a zset_entry, found {type(entries_item).__name__}", "zset:zset_legacy.entries"
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_members.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_members.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_members.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_members.value}", "zset:zset_legacy.entries"
+            )
+        out.add(p_num_members)
+        out.add(p_entries)
+
 
 class ZsetEntry:
     """One type-3 member and its string score.
@@ -125,6 +205,18 @@ class ZsetEntry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> ZsetEntry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"ZsetEntry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZsetEntry, int]:
@@ -155,6 +247,32 @@ class ZsetEntry:
         score = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zset_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_member = self.member
+        f_score = self.score
+        p_member = WriteIo()
+        if f_member is not None:
+            if type(f_member) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_member).__name__}", "zset:zset_entry.member")
+            f_member._write(p_member, self_, root)
+        p_score = WriteIo()
+        if f_score is not None:
+            if type(f_score) is not rdb_string.RdbDouble:
+                raise WriteError(f"expected a rdb_double, found {type(f_score).__name__}", "zset:zset_entry.score")
+            f_score._write(p_score, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_member.data) + len(p_score.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_member.data)
+        pos += len(p_score.data)
+        out.add(p_member)
+        out.add(p_score)
+
 
 class Zset2:
     """ZSET_2 (type 5) - `len n`, then n × (member, 8-byte LE binary double). No order is assumed.
@@ -174,6 +292,18 @@ class Zset2:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Zset2:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Zset2 has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset2, int]:
@@ -218,6 +348,41 @@ class Zset2:
             entries_item = None
         return pos
 
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zset_2: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_entries = self.entries
+        f_num_members = WriteInputs(is_encoded=False, value=len(f_entries))
+        p_num_members = WriteIo()
+        if f_num_members is not None:
+            rdb_string.write_rdb_len(p_num_members, f_num_members.value, f_num_members.is_encoded, self_, root)
+        p_entries = WriteIo()
+        if f_entries is not None:
+            entries_prev = 0
+            for entries_index, entries_item in enumerate(f_entries):
+                entries_at = len(p_entries.data)
+                if type(entries_item) is not Zset2Entry:
+                    raise WriteError(
+                        f"expected a zset_2_entry, found {type(entries_item).__name__}", "zset:zset_2.entries"
+                    )
+                entries_item._write(p_entries, self_, root)
+                entries_prev = len(p_entries.data) - entries_at
+            p_entries.last_size = entries_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_num_members.data) + len(p_entries.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_num_members.data)
+        pos += len(p_entries.data)
+        if f_entries is not None and len(f_entries) != f_num_members.value:
+            raise WriteError(
+                f"{len(f_entries)} elements where the spec counts {f_num_members.value}", "zset:zset_2.entries"
+            )
+        out.add(p_num_members)
+        out.add(p_entries)
+
 
 class Zset2Entry:
     """One type-5 member and its binary score.
@@ -237,6 +402,18 @@ class Zset2Entry:
         """Parses `data` (bytes or mmap) whole."""
         obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
         return obj
+
+    @classmethod
+    def _new(cls, **fields) -> Zset2Entry:
+        """An object to write: the fields and parameters given, every other one None."""
+        self = cls.__new__(cls)
+        for name in cls.__slots__:
+            setattr(self, name, None)
+        for name, value in fields.items():
+            if name not in cls.__slots__:
+                raise TypeError(f"Zset2Entry has no field {name!r}")
+            setattr(self, name, value)
+        return self
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zset2Entry, int]:
@@ -271,3 +448,27 @@ class Zset2Entry:
         score = None
         pos += 8
         return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this zset_2_entry: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_member = self.member
+        f_score = self.score
+        p_member = WriteIo()
+        if f_member is not None:
+            if type(f_member) is not rdb_string.RdbString:
+                raise WriteError(f"expected a rdb_string, found {type(f_member).__name__}", "zset:zset_2_entry.member")
+            f_member._write(p_member, self_, root)
+        p_score = WriteIo()
+        if f_score is not None:
+            p_score.pack("<d", f_score, "zset:zset_2_entry.score")
+        _wio = Io(b"", 0, 0)
+        _size = len(p_member.data) + len(p_score.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_member.data)
+        pos += len(p_score.data)
+        out.add(p_member)
+        out.add(p_score)

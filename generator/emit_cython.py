@@ -517,6 +517,7 @@ def hold_buffer(lines: list[str], indent: str) -> list[str]:
 class NativeModuleRenderer(render.ModuleRenderer):
     emitter = CythonTypeEmitter
     template = "native/module.pyx.j2"
+    writes = False  # writing is the Python output's (issue 15)
 
     def __init__(self, builder, root: TypeSpec, skipped: set[int]):
         super().__init__(builder, root, skipped)

@@ -17,9 +17,10 @@ _PRIMITIVE = re.compile(r"^([us][1248]|f[48])(le|be)?$")
 _SUPPORTED_ATTR_KEYS = {"id", "doc", "doc-ref", "type", "size", "size-eos", "process", "repeat",
                         "repeat-expr", "repeat-until", "if", "contents", "valid", "enum", "encoding",
                         "terminator", "consume", "include", "value", "pos", "-rdbspec-columns",
-                        "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message", "-rdbspec-warn"}
+                        "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message", "-rdbspec-warn",
+                        "-rdbspec-write"}
 _SUPPORTED_TYPE_KEYS = {"meta", "doc", "doc-ref", "params", "seq", "instances", "types", "enums",
-                        "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream"}
+                        "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream", "-rdbspec-write-from"}
 _SUPPORTED_META_KEYS = {"id", "title", "endian", "imports", "file-extension", "license",
                         "ks-version", "encoding", "application", "xref", "tags"}
 
@@ -89,6 +90,9 @@ class Attribute:
     columns: bool = False
     value: Optional[ex.Node] = None
     pos: Optional[ex.Node] = None
+    # how a writer derives the field (`-rdbspec-write`): an expression, or for a field of a user
+    # type the write inputs of that type (`-rdbspec-write-from`) as name: expression
+    write: Union[ex.Node, dict[str, ex.Node], None] = None
 
 
 @dataclass
@@ -117,6 +121,9 @@ class TypeSpec:
     parents: list[TypeSpec] = field(default_factory=list)
     streamed: Optional[str] = None
     used_as_columns: bool = False
+    # the instances a writer gives instead of the seq fields (`-rdbspec-write-from`); a
+    # `-rdbspec-scalar` type is written from its scalar instances
+    write_from: list[str] = field(default_factory=list)
 
     @property
     def class_name(self) -> str:
@@ -215,6 +222,9 @@ class Builder:
         scalar = raw.get("-rdbspec-scalar")
         t.scalar = [scalar] if isinstance(scalar, str) else scalar
         t.scalar_tests = dict(raw.get("-rdbspec-scalar-tests", {}))
+        # a scalar type is written from its scalar instances once its fields say how (-rdbspec-write)
+        derives = any("-rdbspec-write" in a for a in raw.get("seq", []))
+        t.write_from = list(raw.get("-rdbspec-write-from", (t.scalar or []) if derives else []))
         for name, child in raw.get("types", {}).items():
             t.types[name] = self._type(spec, name, t, f"{path}/types/{name}", child, endian)
         return t
@@ -247,6 +257,11 @@ class Builder:
         a.consume = bool(raw.get("consume", True))
         a.include = bool(raw.get("include", False))
         a.columns = bool(raw.get("-rdbspec-columns", False))
+        write = raw.get("-rdbspec-write")
+        if isinstance(write, dict):
+            a.write = {str(k): _expr(spec, f"{path}/-rdbspec-write/{k}", v) for k, v in write.items()}
+        elif write is not None:
+            a.write = _expr(spec, f"{path}/-rdbspec-write", write)
         if "process" in raw:
             text = str(raw["process"]).strip()
             name, _, arg_text = text.partition("(")

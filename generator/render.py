@@ -9,6 +9,7 @@ from pathlib import Path
 import jinja2
 
 from .emit_python import TypeEmitter
+from .emit_write import writable, write_function
 from .model import Attribute, Builder, TypeSpec
 from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, skipped_types
 
@@ -67,6 +68,8 @@ class TypeView:
     properties: list[PropertyView] = field(default_factory=list)
     keeps_parent: bool = True  # see plan.keeps_parent
     lazy_iters: list[PropertyView] = field(default_factory=list)  # iter_<field> of repeated lazy fields
+    write_body: list[str] = field(default_factory=list)  # `_write`, or `write_<id>` for a type with inputs
+    write_inputs: list[str] = field(default_factory=list)  # the instances `write_<id>` takes
 
 
 class ModuleRenderer:
@@ -74,6 +77,7 @@ class ModuleRenderer:
 
     emitter = TypeEmitter
     template = "module.py.j2"
+    writes = True  # the target has writers (emit_write.py); the native one reads only
 
     def __init__(self, builder: Builder, root: TypeSpec, skipped: set[int]):
         self.builder = builder
@@ -103,6 +107,10 @@ class ModuleRenderer:
             param_args="".join(f", {self.emitter.local(p)}" for p in params),
             param_names="".join(f", {self.emitter.local(p)}" for p in params),
         )
+        if self.writes and writable(self.builder, t):
+            view.write_body, modules = write_function(self.builder, t)
+            self.imports |= modules
+            view.write_inputs = list(t.write_from)
         if t.scalar:
             emitter = self.emitter(self.builder, t, SCALAR)
             lines = emitter.body()

@@ -15,6 +15,7 @@ types:
     seq:
       - id: num_fields
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: entries.size}
         doc: Number of fields.
       - id: entries
         type: hash_pair
@@ -39,6 +40,7 @@ types:
     seq:
       - id: num_fields
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: entries.size}
         doc: Number of fields.
       - id: entries
         type: hash_ttl_entry_pre_ga
@@ -78,6 +80,7 @@ types:
         doc: Smallest field expiry in unix ms; base of the relative TTLs.
       - id: num_fields
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: entries.size}
         doc: Number of fields.
       - id: entries
         type: hash_ttl_entry(min_expire)
@@ -129,6 +132,7 @@ types:
     seq:
       - id: num_fields
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: entries.size}
         doc: Number of fields.
       - id: entries
         type: valkey_hash_2_entry

@@ -15,6 +15,7 @@ seq:
     doc: Bytes per member (INTSET_ENC_INT16/32/64).
   - id: length
     type: u4
+    -rdbspec-write: members.size
     valid:
       expr: _ > 0 and 8 + _ * encoding == _io.size
     -rdbspec-message: 'expected members filling the {_io.size}-byte intset ({encoding} bytes each, at least one), found {_}'

@@ -11,12 +11,14 @@ doc-ref: redis src/listpack.c lpValidateIntegrity
 seq:
   - id: total_bytes
     type: u4
+    -rdbspec-write: 6 + body._sizeof + 1
     valid:
       expr: _ >= 7 and _ == _io.size
     -rdbspec-message: 'expected the blob size {_io.size} (at least 7), found {_}'
     doc: Total size of the listpack in bytes; must equal the blob size.
   - id: num_elements
     type: u2
+    -rdbspec-write: 'body.entries.size < 65535 ? body.entries.size : 65535'
     doc: Number of entries, or 65535 when unknown (count by scanning).
   - id: body
     size: total_bytes - 7
@@ -43,6 +45,7 @@ types:
   lp_entry:
     -rdbspec-scalar: [int_value, str_value]
     -rdbspec-scalar-tests: {is_int: int_value}
+    -rdbspec-write-from: [int_value, str_value]
     doc: |
       One listpack entry: an encoding byte (with data), then the backlen (notes §5.1).
       Exactly one of `int_value` (every integer encoding, sign-extended) and `str_value`
@@ -52,6 +55,15 @@ types:
     seq:
       - id: enc
         type: u1
+        -rdbspec-write: >-
+          int_value != null ? (
+            int_value >= 0 and int_value <= 127 ? int_value :
+            int_value >= -4096 and int_value <= 4095 ? 0xc0 | ((int_value & 0x1fff) >> 8) :
+            int_value >= -32768 and int_value <= 32767 ? 0xf1 :
+            int_value >= -8388608 and int_value <= 8388607 ? 0xf2 :
+            int_value >= -2147483648 and int_value <= 2147483647 ? 0xf3 : 0xf4) :
+          str_value.size < 64 ? 0x80 | str_value.size :
+          str_value.size < 4096 ? 0xe0 | (str_value.size >> 8) : 0xf0
         valid:
           expr: _ < 0xf5
         -rdbspec-message: 'expected an encoding byte below 0xf5, found {_:#04x}'
@@ -61,37 +73,53 @@ types:
       - id: b1
         type: u1
         if: (enc & 0xe0) == 0xc0 or (enc & 0xf0) == 0xe0
+        -rdbspec-write: 'int_value != null ? int_value & 0xff : str_value.size & 0xff'
         doc: Second header byte (low 8 bits) of a 13-bit integer or of a 12-bit string length.
       - id: len32
         type: u4
         if: enc == 0xf0
+        -rdbspec-write: str_value.size
         doc: Little-endian length of a 32-bit string.
       - id: int16
         type: s2
         if: enc == 0xf1
+        -rdbspec-write: int_value
         doc: A 16-bit little-endian two's complement integer.
       - id: int24_lo
         type: u2
         if: enc == 0xf2
+        -rdbspec-write: int_value & 0xffff
         doc: Low 16 bits of a 24-bit little-endian two's complement integer.
       - id: int24_hi
         type: u1
         if: enc == 0xf2
+        -rdbspec-write: (int_value >> 16) & 0xff
         doc: High 8 bits of a 24-bit little-endian two's complement integer.
       - id: int32
         type: s4
         if: enc == 0xf3
+        -rdbspec-write: int_value
         doc: A 32-bit little-endian two's complement integer.
       - id: int64
         type: s8
         if: enc == 0xf4
+        -rdbspec-write: int_value
         doc: A 64-bit little-endian two's complement integer.
       - id: str
         size: str_len
         if: not is_int
+        -rdbspec-write: str_value
         doc: The bytes of a string entry.
       - id: backlen
         size: backlen_size
+        -rdbspec-write: >-
+          backlen_size == 1 ? [entry_len] :
+          backlen_size == 2 ? [entry_len >> 7, (entry_len & 127) | 128] :
+          backlen_size == 3 ? [entry_len >> 14, ((entry_len >> 7) & 127) | 128, (entry_len & 127) | 128] :
+          backlen_size == 4 ? [entry_len >> 21, ((entry_len >> 14) & 127) | 128, ((entry_len >> 7) & 127) | 128,
+                               (entry_len & 127) | 128] :
+          [entry_len >> 28, ((entry_len >> 21) & 127) | 128, ((entry_len >> 14) & 127) | 128,
+           ((entry_len >> 7) & 127) | 128, (entry_len & 127) | 128]
         valid:
           expr: >-
             backlen_value == entry_len and

@@ -96,6 +96,7 @@ types:
     seq:
       - id: num_classes
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: classes.size}
         doc: Number of metadata classes.
       - id: classes
         type: key_meta_class

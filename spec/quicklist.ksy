@@ -11,6 +11,7 @@ doc-ref: redis src/rdb.c rdbLoadObject
 seq:
   - id: num_nodes
     type: rdb_string::rdb_len
+    -rdbspec-write: {is_encoded: false, value: nodes.size}
     doc: Number of quicklist nodes.
   - id: nodes
     type: rdb_string::rdb_blob(rdb_string::blob_kind::ziplist)
@@ -26,6 +27,7 @@ types:
     seq:
       - id: num_nodes
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: nodes.size}
         doc: Number of quicklist nodes.
       - id: nodes
         type: quicklist_2_node

@@ -191,6 +191,7 @@ types:
         doc: Job name (40 bytes when written).
       - id: num_ranges
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: ranges.size}
         doc: Number of slot ranges.
       - id: ranges
         type: slot_range
@@ -286,6 +287,7 @@ types:
     seq:
       - id: num_items
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: items.size}
         doc: Number of elements.
       - id: items
         type: rdb_string

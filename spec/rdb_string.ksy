@@ -18,6 +18,12 @@ doc-ref: redis src/rdb.c rdbGenericLoadStringObject
 seq:
   - id: len
     type: rdb_len
+    -rdbspec-write:
+      is_encoded: raw == null
+      value: >-
+        raw != null ? raw.size :
+        int_value != null ? (int_value >= -128 and int_value <= 127 ? 0 :
+                             int_value >= -32768 and int_value <= 32767 ? 1 : 2) : 3
     valid:
       expr: not _.is_encoded or _.value <= 3
     -rdbspec-message: 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding {_.value}'
@@ -43,10 +49,12 @@ seq:
   - id: clen
     type: rdb_len
     if: is_lzf
+    -rdbspec-write: {is_encoded: false, value: lzf._stored_size}
     doc: Compressed length of an LZF string (written before the uncompressed length).
   - id: ulen
     type: rdb_len
     if: is_lzf
+    -rdbspec-write: {is_encoded: false, value: lzf.size}
     doc: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
   - id: lzf
     size: clen.value
@@ -68,9 +76,13 @@ types:
       0x81 = 64-bit big-endian length, 11 = "encoded" marker whose low 6 bits name a string
       encoding. Other 10xxxxxx bytes are invalid ("Unknown length encoding").
     doc-ref: redis src/rdb.c rdbSaveLen
+    -rdbspec-write-from: [value, is_encoded]
     seq:
       - id: b0
         type: u1
+        -rdbspec-write: >-
+          is_encoded ? 0xc0 | value :
+          value < 0x40 ? value : value < 0x4000 ? 0x40 | (value >> 8) : value <= 0xffffffff ? 0x80 : 0x81
         valid:
           expr: _ < 0x80 or _ >= 0xc0 or _ == 0x80 or _ == 0x81
         -rdbspec-message: 'expected a length (00/01 prefix, 0x80, 0x81) or an encoding (11 prefix), found {_:#04x}'
@@ -78,14 +90,17 @@ types:
       - id: b1
         type: u1
         if: b0 >> 6 == 1
+        -rdbspec-write: value & 0xff
         doc: Low 8 bits of a 14-bit length.
       - id: len32
         type: u4be
         if: b0 == 0x80
+        -rdbspec-write: value
         doc: A 32-bit big-endian length.
       - id: len64
         type: u8be
         if: b0 == 0x81
+        -rdbspec-write: value
         doc: A 64-bit big-endian length (RDB 8 and later).
     instances:
       is_encoded:
@@ -115,6 +130,7 @@ types:
         type: rdb_len
         valid:
           expr: not _.is_encoded or _.value == 3
+        -rdbspec-write: {is_encoded: lzf != null, value: 'lzf != null ? 3 : plain._sizeof'}
         -rdbspec-message: 'expected a blob length or encoding 3 (LZF), found encoding {_.value}'
         doc: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
       - id: plain
@@ -132,10 +148,12 @@ types:
       - id: clen
         type: rdb_len
         if: len.is_encoded
+        -rdbspec-write: {is_encoded: false, value: lzf._stored_size}
         doc: Compressed length of an LZF blob.
       - id: ulen
         type: rdb_len
         if: len.is_encoded
+        -rdbspec-write: {is_encoded: false, value: lzf._sizeof}
         doc: Uncompressed length of an LZF blob.
       - id: lzf
         size: clen.value

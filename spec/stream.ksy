@@ -26,6 +26,7 @@ types:
     seq:
       - id: num_nodes
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: nodes.size}
         doc: Number of listpack nodes (raxSize of the stream radix tree).
       - id: nodes
         type: stream_node
@@ -55,6 +56,7 @@ types:
         doc: Number of entries ever added (type >= 19).
       - id: num_groups
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: groups.size}
         doc: Number of consumer groups.
       - id: groups
         type: stream_group(type_code)
@@ -73,6 +75,7 @@ types:
     seq:
       - id: node_key_len
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: node_key._sizeof}
         valid:
           expr: not _.is_encoded and _.value == 16
         -rdbspec-message: 'expected a 16-byte stream ID as the node key, found {_.is_encoded ? "encoding" : "length":s} {_.value}'
@@ -125,6 +128,7 @@ types:
         doc: Logical read counter (type >= 19); 2^64-1 means invalid (SCG_INVALID_ENTRIES_READ saved as uint64).
       - id: pel_size
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: pel.size}
         doc: Number of entries in the group's global PEL.
       - id: pel
         type: stream_pel_entry
@@ -133,6 +137,7 @@ types:
         doc: The global pending entries list.
       - id: num_consumers
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: consumers.size}
         doc: Number of consumers.
       - id: consumers
         type: stream_consumer(type_code)
@@ -172,6 +177,7 @@ types:
         doc: Last active time, unix ms (type >= 21).
       - id: pel_size
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: pel.size}
         doc: Number of entries in the consumer PEL.
       - id: pel
         type: stream_id_raw
@@ -190,6 +196,7 @@ types:
         doc: Maximum IDMP entries per producer (loader requires 1..10000).
       - id: num_producers
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: producers.size}
         doc: Number of producers.
       - id: producers
         type: stream_idmp_producer
@@ -211,6 +218,7 @@ types:
         doc: Producer ID.
       - id: count
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: iids.size}
         doc: Number of idempotency IDs.
       - id: iids
         type: stream_idmp_iid
@@ -235,12 +243,14 @@ types:
     seq:
       - id: total_bytes
         type: u4
+        -rdbspec-write: 6 + master._sizeof + entries._sizeof + 1
         valid:
           expr: _ >= 7 and _ == _io.size
         -rdbspec-message: 'expected the blob size {_io.size} (at least 7), found {_}'
         doc: Total size of the listpack; must equal the blob size.
       - id: num_elements
         type: u2
+        -rdbspec-write: '_scalars < 65535 ? _scalars : 65535'
         doc: Number of listpack elements (65535 = unknown); not cross-checked by Redis.
       - id: master
         type: stream_master
@@ -275,6 +285,7 @@ types:
         doc: Entries flagged deleted in this node.
       - id: num_fields
         type: listpack::lp_entry
+        -rdbspec-write: fields.size
         valid:
           expr: _.is_int and _.int_value >= 0
         -rdbspec-message: 'expected the number of master fields (an integer >= 0), found {_}'
@@ -286,6 +297,7 @@ types:
         doc: The master field names.
       - id: terminator
         type: listpack::lp_entry
+        -rdbspec-write: 0
         valid:
           expr: _.is_int and _.int_value == 0
         -rdbspec-message: 'expected 0 closing the master entry, found {_}'
@@ -318,6 +330,7 @@ types:
         doc: id.seq - master.seq (uint64 difference stored as int64, can be negative).
       - id: num_fields
         type: listpack::lp_entry
+        -rdbspec-write: items.size / 2
         valid:
           expr: _.is_int and _.int_value >= 0
         -rdbspec-message: 'expected the number of fields of the entry (an integer >= 0), found {_}'
@@ -331,6 +344,8 @@ types:
         doc: "With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ..."
       - id: lp_count
         type: listpack::lp_entry
+        -rdbspec-write: >-
+          (flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4
         valid:
           expr: >-
             _.is_int and

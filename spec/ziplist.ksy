@@ -10,18 +10,21 @@ doc-ref: redis src/ziplist.c ziplistValidateIntegrity
 seq:
   - id: zlbytes
     type: u4
+    -rdbspec-write: 10 + body._sizeof + 1
     valid:
       expr: _ >= 11 and _ == _io.size
     -rdbspec-message: 'expected the blob size {_io.size} (at least 11), found {_}'
     doc: Total size of the ziplist in bytes; must equal the blob size.
   - id: zltail
     type: u4
+    -rdbspec-write: 'body.entries.size == 0 ? 10 : 10 + body._sizeof - body._last_sizeof'
     valid:
       expr: _ <= _io.size - 1
     -rdbspec-message: 'expected an offset inside the {_io.size}-byte ziplist, found {_}'
     doc: Offset of the last entry (or of the end byte when the ziplist is empty).
   - id: zllen
     type: u2
+    -rdbspec-write: 'body.entries.size < 65535 ? body.entries.size : 65535'
     doc: Number of entries, or 65535 when unknown.
   - id: body
     size: zlbytes - 11
@@ -44,10 +47,12 @@ types:
       - id: entries
         type: zl_entry
         repeat: eos
+        -rdbspec-write: {prevlen: _prev_sizeof}
         doc: Ziplist entries, in order.
   zl_entry:
     -rdbspec-scalar: [int_value, str_value]
     -rdbspec-scalar-tests: {is_int: int_value}
+    -rdbspec-write-from: [int_value, str_value, prevlen]
     doc: |
       One ziplist entry: prevlen (1 byte, or 0xFE + u32 LE), an encoding byte, then data.
       String lengths of the 14-bit and 32-bit forms are BIG-endian; integers are little-endian;
@@ -56,6 +61,7 @@ types:
     seq:
       - id: prevlen_b0
         type: u1
+        -rdbspec-write: 'prevlen < 254 ? prevlen : 0xfe'
         valid:
           expr: _ != 0xff
         -rdbspec-message: 'expected the size of the previous entry (0xff is not one), found {_:#04x}'
@@ -63,9 +69,19 @@ types:
       - id: prevlen_u32
         type: u4
         if: prevlen_b0 == 0xfe
+        -rdbspec-write: prevlen
         doc: Size of the previous entry (5-byte prevlen form).
       - id: enc
         type: u1
+        -rdbspec-write: >-
+          int_value != null ? (
+            int_value >= 0 and int_value <= 12 ? 0xf1 + int_value :
+            int_value >= -128 and int_value <= 127 ? 0xfe :
+            int_value >= -32768 and int_value <= 32767 ? 0xc0 :
+            int_value >= -8388608 and int_value <= 8388607 ? 0xf0 :
+            int_value >= -2147483648 and int_value <= 2147483647 ? 0xd0 : 0xe0) :
+          str_value.size <= 0x3f ? str_value.size :
+          str_value.size <= 0x3fff ? 0x40 | (str_value.size >> 8) : 0x80
         valid:
           expr: >-
             _ < 0x80 or _ == 0x80 or _ == 0xc0 or _ == 0xd0 or _ == 0xe0 or
@@ -77,38 +93,47 @@ types:
       - id: b1
         type: u1
         if: (enc & 0xc0) == 0x40
+        -rdbspec-write: str_value.size & 0xff
         doc: Low 8 bits of a 14-bit (big-endian) string length.
       - id: len32
         type: u4be
         if: enc == 0x80
+        -rdbspec-write: str_value.size
         doc: Big-endian length of a 32-bit string.
       - id: int16
         type: s2
         if: enc == 0xc0
+        -rdbspec-write: int_value
         doc: A 16-bit little-endian integer.
       - id: int32
         type: s4
         if: enc == 0xd0
+        -rdbspec-write: int_value
         doc: A 32-bit little-endian integer.
       - id: int64
         type: s8
         if: enc == 0xe0
+        -rdbspec-write: int_value
         doc: A 64-bit little-endian integer.
       - id: int24_lo
         type: u2
         if: enc == 0xf0
+        -rdbspec-write: int_value & 0xffff
         doc: Low 16 bits of a 24-bit little-endian integer.
       - id: int24_hi
         type: u1
         if: enc == 0xf0
+        -rdbspec-write: (int_value >> 16) & 0xff
         doc: High 8 bits of a 24-bit little-endian integer.
       - id: int8
         type: s1
         if: enc == 0xfe
+        -rdbspec-write: int_value
         doc: An 8-bit integer.
       - id: str
         size: str_len
         if: not is_int
+        -rdbspec-write: str_value
         doc: The bytes of a string entry.
     instances:
       is_int:

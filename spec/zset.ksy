@@ -15,6 +15,7 @@ types:
     seq:
       - id: num_members
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: entries.size}
         doc: Number of members.
       - id: entries
         type: zset_entry
@@ -37,6 +38,7 @@ types:
     seq:
       - id: num_members
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: entries.size}
         doc: Number of members.
       - id: entries
         type: zset_2_entry
