@@ -360,12 +360,12 @@ class ModuleAux:
         self_ = self
         root = self if root is None else root
         f_module_id = self.module_id
-        f_when_opcode = self.when_opcode
         f_when = self.when
         f_ops = self.ops
         p_module_id = WriteIo()
         if f_module_id is not None:
             rdb_string.write_rdb_len(p_module_id, f_module_id.value, f_module_id.is_encoded, self_, root)
+        f_when_opcode = WriteInputs(is_encoded=False, value=2)
         p_when_opcode = WriteIo()
         if f_when_opcode is not None:
             rdb_string.write_rdb_len(p_when_opcode, f_when_opcode.value, f_when_opcode.is_encoded, self_, root)

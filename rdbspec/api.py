@@ -25,6 +25,7 @@ from .streams import Stream
 SELECT_DB, RESIZE_DB, AUX, EXPIRE_TIME, EXPIRE_TIME_MS = 254, 251, 250, 253, 252
 FREQ, IDLE, MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_INFO = 249, 248, 247, 245, 246, 244
 KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
+HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX))  # what a server writes before the keys
 
 
 
@@ -128,7 +129,7 @@ class Dump:
     """An open dump. Iterate `keys()` once, in file order; AUX, functions, module AUX and
     slot info fill in as the records are read (the leading AUX fields are read at open)."""
 
-    def __init__(self, source: Source, verify_checksum: bool = True):
+    def __init__(self, source: Source, verify_checksum: bool = True, parsers: str | None = None):
         self.source = source
         self.verify_checksum = verify_checksum
         self.aux: list[tuple[bytes, bytes]] = []
@@ -143,8 +144,9 @@ class Dump:
         self.current: tuple[int | None, bytes | None] = (0, None)
         self.warnings: list[RdbWarning] = []  # checks the server does not make on load, failed
         self._warned: set[RdbWarning] = set()
-        self.backend = backend.name()  # the generated parsers that read this dump: "python" or "native"
-        rdb = backend.parser("rdb").Rdb
+        # the generated parsers that read this dump: "python" or "native" (`parsers`, else the one in use)
+        self.backend = parsers or backend.name()
+        rdb = backend.parser("rdb", self.backend).Rdb
         self._rdb = self._guard(lambda: rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
         self._records = self._rdb.iter_records()
         self._expanded = self._record_source()
@@ -194,7 +196,8 @@ class Dump:
         if offset >= len(buf) or buf[offset] >= 200:
             return None
         try:
-            key, _ = backend.parser("rdb_string").RdbString._read(Io(buf, 0, len(buf)), offset + 1, None, None)
+            string = backend.parser("rdb_string", self.backend).RdbString
+            key, _ = string._read(Io(buf, 0, len(buf)), offset + 1, None, None)
         except RdbError:
             return None
         return text(key)
@@ -203,7 +206,7 @@ class Dump:
         """Where `_read_record` takes (record, start, end) from: the generated root's records
         with Dragonfly's compressed blobs and tagged chunks expanded (rdbspec.dragonfly).
         A subclass may return another iterator over `self._rdb` / `self._records`."""
-        return dragonfly.expand_records(self._rdb, self._records)
+        return dragonfly.expand_records(self._rdb, self._records, self.backend)
 
     def seek(self, offset: int, db: int) -> None:
         """Goes on reading at `offset`: a record boundary where database `db` is selected and no
@@ -224,6 +227,16 @@ class Dump:
             self._failed(err, start, record=True)
         self._offset = self._rdb._stream_pos
         return item
+
+    def head(self) -> list[Any]:
+        """The records before the first database (AUX fields, function libraries, module data
+        saved before the keys), as the generated parsers read them; `keys()` still meets them."""
+        while not self._pending or self._pending[-1][0].kind in HEAD_KINDS:
+            item = self._read_record()
+            if item is None:
+                break
+            self._pending.append(item)
+        return [record for record, _, _ in self._pending if record.kind in HEAD_KINDS]
 
     def _read_leading_aux(self) -> None:
         while True:
@@ -361,9 +374,9 @@ class DfsDump(Dump):
     shard order. `shards` lists per shard its file, `shard-id` and key count (filled as the keys
     are read); `extra_info` carries them for `rdbspec info`."""
 
-    def __init__(self, path: str | os.PathLike, verify_checksum: bool = True):
+    def __init__(self, path: str | os.PathLike, verify_checksum: bool = True, parsers: str | None = None):
         summary = dragonfly.find_summary(path)
-        super().__init__(open_source(summary), verify_checksum)
+        super().__init__(open_source(summary), verify_checksum, parsers)
         self.summary_path = summary
         self.shard_paths = dragonfly.shard_files(summary, dragonfly.shard_count(summary, self.aux))
         self.shards: list[dict[str, Any]] = []
@@ -386,7 +399,7 @@ class DfsDump(Dump):
         for number, shard_path in enumerate(self.shard_paths):
             try:
                 # kept open until the set is closed: values are decoded lazily from the map
-                shard = Dump(open_source(shard_path), self.verify_checksum)
+                shard = Dump(open_source(shard_path), self.verify_checksum, self.backend)
                 shard.warnings, shard._warned = self.warnings, self._warned  # one list for the set
                 self._shard_dumps.append(shard)
                 sid = dragonfly.aux_value(shard.aux, b"snapshot-id")
@@ -419,14 +432,17 @@ def snapshot_files(path: str | os.PathLike) -> list[Path]:
         return [summary, *dragonfly.shard_files(summary, dragonfly.shard_count(summary, head.aux))]
 
 
-def open(path: str | os.PathLike, verify_checksum: bool = True, whole_set: bool = True) -> Dump:  # noqa: A001
+def open(path: str | os.PathLike, verify_checksum: bool = True, whole_set: bool = True,  # noqa: A001
+         parsers: str | None = None) -> Dump:
     """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`; a Dragonfly DFS
     set (`<name>-summary.dfs`, one of its `<name>-NNNN.dfs` shard files, or their directory)
-    opens as one dump of every shard, unless `whole_set` is false (one DFS file alone)."""
+    opens as one dump of every shard, unless `whole_set` is false (one DFS file alone).
+    `parsers` ("python", "native") picks the generated parsers (by default the backend in use):
+    writing needs the Python ones, whose objects have writers."""
     if whole_set and dragonfly.is_dfs(path):
-        return DfsDump(path, verify_checksum)
-    return Dump(open_source(path), verify_checksum)
+        return DfsDump(path, verify_checksum, parsers)
+    return Dump(open_source(path), verify_checksum, parsers)
 
 
-def parse(data: bytes, verify_checksum: bool = True) -> Dump:
-    return Dump(Source(data, "<bytes>"), verify_checksum)
+def parse(data: bytes, verify_checksum: bool = True, parsers: str | None = None) -> Dump:
+    return Dump(Source(data, "<bytes>"), verify_checksum, parsers)

@@ -67,9 +67,10 @@ def name() -> str:
     return _chosen if _chosen is not None else select(os.environ.get(ENV))
 
 
-def parser(spec: str) -> ModuleType:
-    """The generated parser module of `spec` (e.g. "rdb", "rdb_string") in the backend in use."""
-    key = (name(), spec)
+def parser(spec: str, backend: str | None = None) -> ModuleType:
+    """The generated parser module of `spec` (e.g. "rdb", "rdb_string") in `backend` ("python" or
+    "native"; by default the backend in use)."""
+    key = (backend or name(), spec)
     module = _modules.get(key)
     if module is None:
         module = _modules[key] = importlib.import_module(f"{PACKAGES[key[0]]}.{spec}")

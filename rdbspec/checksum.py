@@ -24,3 +24,8 @@ def crc64(data, start: int = 0, end: int | None = None, after_chunk: Callable[[]
     finally:
         view.release()
     return crc
+
+
+def crc64_update(crc: int, data: bytes | bytearray | memoryview) -> int:
+    """The CRC of what `crc` was computed over, followed by `data` (a file written piece by piece)."""
+    return _MODEL.calc(data, crc)

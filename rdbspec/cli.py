@@ -19,9 +19,19 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TextIO
 
-from . import api, backend
+from . import api, backend, rewrite
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
-from .errors import EXIT_CODES, InternalError, RdbError, as_internal, exit_code, internal_error_line, print_warnings
+from .errors import (
+    EXIT_CODES,
+    InternalError,
+    RdbError,
+    UnwritableError,
+    WriteError,
+    as_internal,
+    exit_code,
+    internal_error_line,
+    print_warnings,
+)
 from .jsonl import s, write_records, write_rows
 from .spark.pipeline import register as register_pipeline
 from .stream_commands.cli import register as register_stream_commands
@@ -197,9 +207,43 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
     keys.add_argument("--top", type=positive_int, metavar="N", help="only the N largest keys (by size in the file)")
     keys.set_defaults(run=cmd_keys)
+    rewrite = sub.add_parser("rewrite", help="write the dump again, whole or only some databases, keys, types",
+                             description=REWRITE_DESCRIPTION)
+    rewrite.add_argument("file", help="dump file to read (never modified)")
+    rewrite.add_argument("-o", "--output", required=True, help="the dump to write (written whole, or not at all)")
+    rewrite.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
+    rewrite.add_argument("--type", action="append", type=type_name, metavar="TYPE",
+                         help=f"only keys of this type (repeatable): {', '.join(TYPES)}")
+    rewrite.add_argument("--key", type=key_pattern, metavar="REGEX",
+                         help="only keys matching this regular expression (searched in the key's bytes)")
+    rewrite.add_argument("--exclude-key", type=key_pattern, metavar="REGEX",
+                         help="leave out keys matching this regular expression")
+    rewrite.set_defaults(standalone=run_rewrite)
     register_stream_commands(sub)
     register_pipeline(sub)
     return parser
+
+
+REWRITE_DESCRIPTION = ("Writes the dump again with the generated writers: byte for byte what the server wrote when "
+                       "nothing is left out; with --db, --type, --key, --exclude-key only the keys selected, each "
+                       "database's RESIZEDB counted again. The output is written beside its destination and "
+                       "renamed at the end: a failure leaves none.")
+
+
+def run_rewrite(args: argparse.Namespace) -> int:
+    """`rewrite`: bad input, or what cannot be written, ends with one line and its exit code."""
+    selection = rewrite.Selection(frozenset(args.db or ()), frozenset(args.type or ()), args.key, args.exclude_key)
+    try:
+        found = rewrite.rewrite(args.file, args.output, selection)
+    except ValueError as err:  # the output would replace the input
+        print(f"rdbspec rewrite: {err}", file=sys.stderr)
+        return EXIT_CODES["usage"]
+    except (RdbError, OSError, UnwritableError, WriteError) as err:
+        print(error_line(args.file, err), file=sys.stderr)
+        return exit_code(err)
+    kept = sum(found.keys.values())
+    print(f"rdbspec rewrite: wrote {kept} of {found.read} keys to {args.output}", file=sys.stderr)
+    return EXIT_CODES["ok"]
 
 
 def main(argv: list[str] | None = None) -> int:

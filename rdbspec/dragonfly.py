@@ -98,10 +98,10 @@ class RecordExpander:
     records; a record from a blob or a reassembled entry has `start` = the blob's or the first
     chunk's offset and `end - start` = its own (uncompressed) size."""
 
-    def __init__(self, rdb, records: Iterator):
+    def __init__(self, rdb, records: Iterator, parsers: str | None = None):
         self.rdb = rdb
         self.records = records
-        self.read_record = backend.parser("rdb").Record._read
+        self.read_record = backend.parser("rdb", parsers).Record._read
         self.streams: dict[int, _ChunkStream] = {}
 
     def __iter__(self) -> Iterator[Item]:
@@ -204,9 +204,10 @@ class RecordExpander:
                              stream.first_offset, "dragonfly:tagged_chunk")
 
 
-def expand_records(rdb, records: Iterator) -> Iterator[Item]:
-    """The record source `api.Dump` reads: the generated iterator with envelopes expanded."""
-    return iter(RecordExpander(rdb, records))
+def expand_records(rdb, records: Iterator, parsers: str | None = None) -> Iterator[Item]:
+    """The record source `api.Dump` reads: the generated iterator with envelopes expanded (by the
+    generated parsers of backend `parsers`, by default the one in use)."""
+    return iter(RecordExpander(rdb, records, parsers))
 
 
 def decompress(codec: str, data: bytes, offset: int) -> bytes:

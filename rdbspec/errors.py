@@ -13,10 +13,11 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rdbspec_generated import ParseError, RdbError, TruncatedError
+from rdbspec_generated import ParseError, RdbError, TruncatedError, WriteError
 
 __all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "RdbWarning",
-           "TruncatedError", "EXIT_CODES", "as_internal", "exit_code", "internal_error_line", "print_warnings"]
+           "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES", "as_internal", "exit_code",
+           "internal_error_line", "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -40,6 +41,11 @@ class IntegrityError(RdbError):
         self.reason = message
         self.offset = offset
         self.key = key
+
+
+class UnwritableError(Exception):
+    """What a dump holds that rdbspec does not write (named): the writer refuses it rather than
+    drop it. A value that its field cannot hold is the generated writers' `WriteError`."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ EXIT_CODES = {
     "checksum": 4,       # ChecksumError
     "integrity": 5,      # IntegrityError: stream PELs or counts the server would reject
     "io": 6,             # the file cannot be opened or read
+    "unwritable": 7,     # UnwritableError, WriteError: what the input holds cannot be written (named)
     "unavailable": 69,   # a part it needs is missing: Java 17+ for Spark, the native backend RDBSPEC_BACKEND=native
                          # asks for; BSD sysexits EX_UNAVAILABLE
     "internal": 70,      # any other exception: a bug in rdbspec (BSD sysexits EX_SOFTWARE)
@@ -122,4 +129,6 @@ def exit_code(error: BaseException) -> int:
         return EXIT_CODES["corrupt"]
     if isinstance(error, OSError):
         return EXIT_CODES["io"]
+    if isinstance(error, (UnwritableError, WriteError)):
+        return EXIT_CODES["unwritable"]
     return EXIT_CODES["internal"]

@@ -48,6 +48,7 @@ types:
         doc: The module type id.
       - id: when_opcode
         type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: 2}
         valid:
           expr: _.value == 2
         -rdbspec-message: 'expected 2 (RDB_MODULE_OPCODE_UINT), found {_.value}'
