@@ -135,6 +135,18 @@ class WriteIo:
         self.last_size = part.last_size
 
 
+def new_object(cls: type, fields: dict[str, object]):
+    """An object of a generated class to write (`Class._new`): `fields` set, every other slot None."""
+    obj = cls.__new__(cls)
+    for name in cls.__slots__:
+        setattr(obj, name, None)
+    for name, value in fields.items():
+        if name not in cls.__slots__:
+            raise TypeError(f"{cls.__name__} has no field {name!r}")
+        setattr(obj, name, value)
+    return obj
+
+
 class WriteInputs(SimpleNamespace):
     """The inputs a writer derives for a field of a type written from its instances."""
 

@@ -19,6 +19,7 @@ from ._runtime import (  # noqa: F401
     invalid,
     lzf_compress,
     lzf_decompress,
+    new_object,
     truncated,
     warn,
 )
@@ -47,14 +48,7 @@ class Quicklist:
     @classmethod
     def _new(cls, **fields) -> Quicklist:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Quicklist has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist, int]:
@@ -162,14 +156,7 @@ class Quicklist2:
     @classmethod
     def _new(cls, **fields) -> Quicklist2:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Quicklist2 has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2, int]:
@@ -273,14 +260,7 @@ class Quicklist2Node:
     @classmethod
     def _new(cls, **fields) -> Quicklist2Node:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Quicklist2Node has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2Node, int]:

@@ -19,6 +19,7 @@ from ._runtime import (  # noqa: F401
     invalid,
     lzf_compress,
     lzf_decompress,
+    new_object,
     truncated,
     warn,
 )
@@ -61,14 +62,7 @@ class Rdb:
     @classmethod
     def _new(cls, **fields) -> Rdb:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Rdb has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Rdb, int]:
@@ -248,14 +242,7 @@ class Record:
     @classmethod
     def _new(cls, **fields) -> Record:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Record has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Record, int]:
@@ -576,14 +563,7 @@ class SelectDb:
     @classmethod
     def _new(cls, **fields) -> SelectDb:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"SelectDb has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SelectDb, int]:
@@ -637,14 +617,7 @@ class ResizeDb:
     @classmethod
     def _new(cls, **fields) -> ResizeDb:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"ResizeDb has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ResizeDb, int]:
@@ -709,14 +682,7 @@ class Aux:
     @classmethod
     def _new(cls, **fields) -> Aux:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Aux has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Aux, int]:
@@ -782,14 +748,7 @@ class ExpireTime:
     @classmethod
     def _new(cls, **fields) -> ExpireTime:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"ExpireTime has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTime, int]:
@@ -845,14 +804,7 @@ class ExpireTimeMs:
     @classmethod
     def _new(cls, **fields) -> ExpireTimeMs:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"ExpireTimeMs has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ExpireTimeMs, int]:
@@ -908,14 +860,7 @@ class Freq:
     @classmethod
     def _new(cls, **fields) -> Freq:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Freq has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Freq, int]:
@@ -971,14 +916,7 @@ class Idle:
     @classmethod
     def _new(cls, **fields) -> Idle:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Idle has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Idle, int]:
@@ -1033,14 +971,7 @@ class SlotInfo:
     @classmethod
     def _new(cls, **fields) -> SlotInfo:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"SlotInfo has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotInfo, int]:
@@ -1115,14 +1046,7 @@ class SlotImport:
     @classmethod
     def _new(cls, **fields) -> SlotImport:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"SlotImport has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotImport, int]:
@@ -1219,14 +1143,7 @@ class SlotRange:
     @classmethod
     def _new(cls, **fields) -> SlotRange:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"SlotRange has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[SlotRange, int]:
@@ -1293,14 +1210,7 @@ class KeyValue:
     @classmethod
     def _new(cls, **fields) -> KeyValue:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"KeyValue has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code, is_valkey, rdb_version) -> tuple[KeyValue, int]:
@@ -1793,14 +1703,7 @@ class StringList:
     @classmethod
     def _new(cls, **fields) -> StringList:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StringList has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StringList, int]:

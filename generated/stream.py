@@ -19,6 +19,7 @@ from ._runtime import (  # noqa: F401
     invalid,
     lzf_compress,
     lzf_decompress,
+    new_object,
     truncated,
     warn,
 )
@@ -51,14 +52,7 @@ class Stream:
     @classmethod
     def _new(cls, **fields) -> Stream:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Stream has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Stream, int]:
@@ -116,14 +110,7 @@ class StreamValue:
     @classmethod
     def _new(cls, **fields) -> StreamValue:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamValue has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamValue, int]:
@@ -435,14 +422,7 @@ class StreamNode:
     @classmethod
     def _new(cls, **fields) -> StreamNode:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamNode has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamNode, int]:
@@ -593,14 +573,7 @@ class StreamId:
     @classmethod
     def _new(cls, **fields) -> StreamId:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamId has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamId, int]:
@@ -676,14 +649,7 @@ class StreamIdRaw:
     @classmethod
     def _new(cls, **fields) -> StreamIdRaw:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamIdRaw has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdRaw, int]:
@@ -775,14 +741,7 @@ class StreamGroup:
     @classmethod
     def _new(cls, **fields) -> StreamGroup:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamGroup has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamGroup, int]:
@@ -1012,14 +971,7 @@ class StreamPelEntry:
     @classmethod
     def _new(cls, **fields) -> StreamPelEntry:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamPelEntry has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamPelEntry, int]:
@@ -1118,14 +1070,7 @@ class StreamConsumer:
     @classmethod
     def _new(cls, **fields) -> StreamConsumer:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamConsumer has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root, type_code) -> tuple[StreamConsumer, int]:
@@ -1294,14 +1239,7 @@ class StreamIdmp:
     @classmethod
     def _new(cls, **fields) -> StreamIdmp:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamIdmp has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmp, int]:
@@ -1470,14 +1408,7 @@ class StreamIdmpProducer:
     @classmethod
     def _new(cls, **fields) -> StreamIdmpProducer:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamIdmpProducer has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpProducer, int]:
@@ -1603,14 +1534,7 @@ class StreamIdmpIid:
     @classmethod
     def _new(cls, **fields) -> StreamIdmpIid:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamIdmpIid has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamIdmpIid, int]:
@@ -1694,14 +1618,7 @@ class StreamListpack:
     @classmethod
     def _new(cls, **fields) -> StreamListpack:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamListpack has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamListpack, int]:
@@ -1925,14 +1842,7 @@ class StreamMaster:
     @classmethod
     def _new(cls, **fields) -> StreamMaster:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamMaster has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamMaster, int]:
@@ -2201,14 +2111,7 @@ class StreamEntry:
     @classmethod
     def _new(cls, **fields) -> StreamEntry:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"StreamEntry has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[StreamEntry, int]:

@@ -18,6 +18,7 @@ from ._runtime import (  # noqa: F401
     invalid,
     lzf_compress,
     lzf_decompress,
+    new_object,
     truncated,
     warn,
 )
@@ -59,14 +60,7 @@ class Ziplist:
     @classmethod
     def _new(cls, **fields) -> Ziplist:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Ziplist has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Ziplist, int]:
@@ -253,14 +247,7 @@ class ZlBody:
     @classmethod
     def _new(cls, **fields) -> ZlBody:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"ZlBody has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZlBody, int]:

@@ -18,6 +18,7 @@ from ._runtime import (  # noqa: F401
     invalid,
     lzf_compress,
     lzf_decompress,
+    new_object,
     truncated,
     warn,
 )
@@ -50,14 +51,7 @@ class Zipmap:
     @classmethod
     def _new(cls, **fields) -> Zipmap:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"Zipmap has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[Zipmap, int]:
@@ -168,14 +162,7 @@ class ZmLen:
     @classmethod
     def _new(cls, **fields) -> ZmLen:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"ZmLen has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmLen, int]:
@@ -277,14 +264,7 @@ class ZmEntry:
     @classmethod
     def _new(cls, **fields) -> ZmEntry:
         """An object to write: the fields and parameters given, every other one None."""
-        self = cls.__new__(cls)
-        for name in cls.__slots__:
-            setattr(self, name, None)
-        for name, value in fields.items():
-            if name not in cls.__slots__:
-                raise TypeError(f"ZmEntry has no field {name!r}")
-            setattr(self, name, value)
-        return self
+        return new_object(cls, fields)
 
     @classmethod
     def _read(cls, io: Io, pos: int, parent, root) -> tuple[ZmEntry, int]:
