@@ -140,8 +140,8 @@ def new_object(cls: type, fields: dict[str, object]):
     obj = cls.__new__(cls)
     for name in cls.__slots__:
         setattr(obj, name, None)
-    for name, value in fields.items():
-        if name not in cls.__slots__:
+    for name, value in fields.items():  # a slot, or a lazy field's property (kept in `_given_<id>`)
+        if name not in cls.__slots__ and f"_given_{name}" not in cls.__slots__:
             raise TypeError(f"{cls.__name__} has no field {name!r}")
         setattr(obj, name, value)
     return obj

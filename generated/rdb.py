@@ -1199,6 +1199,7 @@ class KeyValue:
         "rdb_version",
         "key",
         "_lazy_value",
+        "_given_value",
     )
 
     @classmethod
@@ -1572,7 +1573,9 @@ class KeyValue:
     def value(self):
         """The value, laid out according to `value_kind`.
 
-        Read from the bytes on every access; not kept."""
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_value is None:  # an object to write: the value a writer gave it
+            return self._given_value
         io = self._io
         buf = io.buf
         end = io.end
@@ -1663,6 +1666,11 @@ class KeyValue:
         else:
             value = None
         return value
+
+    @value.setter
+    def value(self, value) -> None:
+        self._lazy_value = None
+        self._given_value = value
 
     @property
     def value_kind(self):

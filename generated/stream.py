@@ -99,6 +99,7 @@ class StreamValue:
         "groups",
         "idmp",
         "_lazy_nodes",
+        "_given_nodes",
     )
 
     @classmethod
@@ -378,11 +379,21 @@ class StreamValue:
         """The listpack nodes, in ascending master ID order. Stepped over when the stream is read
         (`_lazy_nodes` is where they start), so that a reader can take them one by one.
 
-        Read from the bytes on every access; not kept."""
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_nodes is None:  # an object to write: the value a writer gave it
+            return self._given_nodes
         return list(self.iter_nodes())
+
+    @nodes.setter
+    def nodes(self, value) -> None:
+        self._lazy_nodes = None
+        self._given_nodes = value
 
     def iter_nodes(self):
         """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+        if self._lazy_nodes is None:  # an object to write: the elements a writer gave it
+            yield from self._given_nodes or ()
+            return
         io = self._io
         buf = io.buf
         end = io.end
@@ -411,6 +422,7 @@ class StreamNode:
         "node_key_len",
         "node_key",
         "_lazy_listpack",
+        "_given_listpack",
     )
 
     @classmethod
@@ -541,7 +553,9 @@ class StreamNode:
     def listpack(self):
         """The node listpack.
 
-        Read from the bytes on every access; not kept."""
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_listpack is None:  # an object to write: the value a writer gave it
+            return self._given_listpack
         io = self._io
         buf = io.buf
         end = io.end
@@ -549,6 +563,11 @@ class StreamNode:
         pos = self._lazy_listpack
         listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 5)
         return listpack
+
+    @listpack.setter
+    def listpack(self, value) -> None:
+        self._lazy_listpack = None
+        self._given_listpack = value
 
 
 class StreamId:

@@ -43,6 +43,7 @@ class PropertyView:
     docstring: str
     body: list[str]
     cached: bool = True  # kept in `_m_<id>` after the first access
+    given: bool = False  # a lazy field a writer may set: kept in `_given_<id>`, read first
 
 
 @dataclass
@@ -128,15 +129,20 @@ class ModuleRenderer:
         view.slots += [inst.id for inst in t.instances if storage[inst.id] == "field"]
         cached = [inst for inst in t.instances if storage[inst.id] == "cached"]
         view.slots += [f"_lazy_{a.id}" for a in lazy] + [f"_m_{a.id}" for a in cached]
+        given = self.writes  # an object to write holds the value of a lazy field itself
+        view.slots += [f"_given_{a.id}" for a in lazy if given]
         for a in lazy:
             prop = self.emitter(self.builder, t, OBJECT)
             body = self.collect(prop, prop.lazy_body(a))
             doc = _docstring(a.doc, a.doc_ref, a.id) + "\n\nRead from the bytes on every access; not kept."
-            view.properties.append(PropertyView(a.id, doc, body, cached=False))
+            if given:
+                doc += " A writer may set it (the value is then kept)."
+            view.properties.append(PropertyView(a.id, doc, body, cached=False, given=given))
             if a.repeat:
                 it = self.emitter(self.builder, t, OBJECT)
                 doc = f"Yields the elements of `{a.id}` one at a time, read where they were stepped over."
-                view.lazy_iters.append(PropertyView(a.id, doc, self.collect(it, it.lazy_iter_body(a)), cached=False))
+                view.lazy_iters.append(PropertyView(a.id, doc, self.collect(it, it.lazy_iter_body(a)), cached=False,
+                                                    given=given))
         if id(t) in self.skipped:
             skip = self.emitter(self.builder, t, SKIP)
             view.skip_body = self.collect(skip, skip.body())

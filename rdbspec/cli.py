@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TextIO
 
-from . import api, backend, rewrite
+from . import api, backend, convert, rewrite
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
 from .errors import (
     EXIT_CODES,
@@ -218,6 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="only keys matching this regular expression (searched in the key's bytes)")
     rewrite.add_argument("--exclude-key", type=key_pattern, metavar="REGEX",
                          help="leave out keys matching this regular expression")
+    target = rewrite.add_mutually_exclusive_group()
+    target.add_argument("--target", choices=sorted(convert.TARGETS),
+                        help="write for this server: its RDB version and value layouts")
+    target.add_argument("--rdb-version", type=int, metavar="N",
+                        help=f"write RDB version N ({convert.OLDEST} to {convert.NEWEST}) and its value layouts")
+    rewrite.add_argument("--allow-lossy", action="store_true",
+                         help="drop what the target cannot hold (listed at the end) instead of refusing it")
     rewrite.set_defaults(standalone=run_rewrite)
     register_stream_commands(sub)
     register_pipeline(sub)
@@ -233,8 +240,10 @@ REWRITE_DESCRIPTION = ("Writes the dump again with the generated writers: byte f
 def run_rewrite(args: argparse.Namespace) -> int:
     """`rewrite`: bad input, or what cannot be written, ends with one line and its exit code."""
     selection = rewrite.Selection(frozenset(args.db or ()), frozenset(args.type or ()), args.key, args.exclude_key)
+    version = convert.TARGETS[args.target] if args.target else args.rdb_version
     try:
-        found = rewrite.rewrite(args.file, args.output, selection)
+        converter = convert.Converter(version, args.allow_lossy) if version is not None else None
+        found = rewrite.rewrite(args.file, args.output, selection, converter)
     except ValueError as err:  # the output would replace the input
         print(f"rdbspec rewrite: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]
@@ -243,6 +252,8 @@ def run_rewrite(args: argparse.Namespace) -> int:
         return exit_code(err)
     kept = sum(found.keys.values())
     print(f"rdbspec rewrite: wrote {kept} of {found.read} keys to {args.output}", file=sys.stderr)
+    for what, count in sorted((converter.dropped if converter is not None else {}).items()):
+        print(f"rdbspec rewrite: dropped {what}: {count}", file=sys.stderr)
     return EXIT_CODES["ok"]
 
 

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import api
+from .convert import Converter
 from .errors import UnwritableError
 from .writer import Writer
 
@@ -78,22 +79,26 @@ def _refuse_unwritten(dump: api.Dump) -> None:
                               "rdbspec rewrite does not write yet")
 
 
-def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection | None = None) -> Plan:
-    """Writes the kept keys of `source` to `destination` (see the module doc); returns the plan,
-    whose counts say what was written."""
+def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection | None = None,
+            converter: Converter | None = None) -> Plan:
+    """Writes the kept keys of `source` to `destination` (see the module doc), in the layout of
+    `converter`'s RDB version when one is given (`rdbspec.convert`; what it drops is counted in
+    `converter.dropped`); returns the plan, whose counts say what was written."""
     selection = selection or Selection()
     if os.path.exists(destination) and os.path.samefile(source, destination):
         raise ValueError("the output would replace the input: write to another file")
     found = plan(source, selection)
-    with (Writer(destination, found.version, valkey=found.valkey_magic) as writer,
+    version, valkey = (found.version, found.valkey_magic) if converter is None else (converter.version, False)
+    with (Writer(destination, version, valkey=valkey) as writer,
           api.open(source, whole_set=False, parsers="python") as dump):
         for record in dump.head():  # as read: their strings keep the form the server gave them
-            writer.record(record.opcode, record.body)
+            if converter is None or converter.head(record):
+                writer.record(record.opcode, record.body)
         for record in dump.keys():
             if selection.keeps(record):
                 if writer.db != record.db:
                     writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
-                writer.key(record)
+                writer.key(record if converter is None else converter.key(record))
         for module in dump.module_aux:
             if module.when == AFTER_RDB:
                 writer.module_aux(module)

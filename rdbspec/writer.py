@@ -51,6 +51,8 @@ MASK64 = (1 << 64) - 1
 INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
 LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+# what an rdb_blob holds (spec rdb_string::blob_kind)
+LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB = 1, 2, 3
 
 
 def _canonical_int(data: bytes) -> int | None:
@@ -75,6 +77,16 @@ def rdb_string(data: bytes, compress: bool = True) -> Any:
     else:
         s.raw = data
     return s
+
+
+def blob(kind: int, payload: Any, compress: bool = True) -> Any:
+    """An `rdb_blob` of `kind` (LISTPACK_BLOB...) holding `payload` (a container object),
+    LZF-compressed as rdbSaveRawString would compress its bytes."""
+    out = WriteIo()
+    payload._write(out, None, None)
+    size = len(out.data)
+    packed = compress and size > LZF_MIN_BYTES and _lzf.compress(bytes(out.data), size - 4) is not None
+    return _rdb_string.RdbBlob._new(kind=kind, lzf=payload if packed else None, plain=None if packed else payload)
 
 
 def rdb_len(value: int) -> WriteInputs:

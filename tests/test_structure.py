@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                     "rdbspec.backend"}),
     ("value decoding", {"rdbspec.values", "rdbspec.streams", "rdbspec.dragonfly"}),
     ("the dump", {"rdbspec.api", "rdbspec"}),
-    ("consumers", {"rdbspec.jsonl", "rdbspec.splits", "rdbspec.writer", "rdbspec.rewrite",
+    ("consumers", {"rdbspec.jsonl", "rdbspec.splits", "rdbspec.writer", "rdbspec.convert", "rdbspec.rewrite",
                    "rdbspec.stream_commands", "rdbspec.stream_commands.rules", "rdbspec.stream_commands.ranges",
                    "rdbspec.stream_commands.groups", "rdbspec.stream_commands.xinfo",
                    "rdbspec.stream_commands.commands", "rdbspec.stream_commands.reply",

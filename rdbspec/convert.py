@@ -1,0 +1,192 @@
+"""A dump for another server generation (issue 15): `rdbspec rewrite --target NAME / --rdb-version N`.
+
+Each key's value gets the layout the target's server writes for the same data, built from the
+objects the Python parsers read and written by the generated writers:
+
+* lists: a quicklist of listpacks (18, RDB 10+) becomes, for RDB 9, a quicklist of ziplists (14)
+  node for node, a PLAIN node a ziplist of its one element (redis 6.2 src/quicklist.c: every node
+  is a ziplist);
+* sets: a listpack set (20, RDB 11+) becomes, below RDB 11, the intset Redis 7.0 makes when every
+  member is an integer and there are at most 512 (src/t_set.c setTypeCreate, intsetAdd: members
+  ascending, the narrowest width that holds them all), else a hashtable set (2);
+* sorted sets and hashes: a listpack (17, 16; RDB 10+) becomes, for RDB 9, a ziplist (12, 13) of
+  the same entries;
+* streams: the stream type of the target (15 for RDB 9, 19 for RDB 10, 21 from RDB 11): going
+  down, the metadata the older type has no room for is dropped (first and max-deleted IDs and
+  entries_added below 19, the groups' entries_read below 19, the consumers' active time below
+  21); going up, it is what the newer server's loader sets (redis src/rdb.c rdbLoadObject:
+  entries_added = length, no tombstone, first_id the first entry, entries_read estimated by
+  streamEstimateDistanceFromFirstEverEntry, active time = seen time);
+* hashes with field TTLs (24, 25: RDB 12; Valkey's 22) lose their TTLs below RDB 12;
+* function libraries (FUNCTION2) are dropped below RDB 10.
+
+A drop loses data only where the target's server could not compute it back on loading the
+older type (a dropped entries_added equal to the length, an active time equal to the seen time
+lose nothing). What would lose data is refused by name (`UnwritableError`) unless `allow_lossy`,
+and then counted in `dropped`. Older layouts the target loads (a ziplist hash for RDB 10, a
+type-15 stream for RDB 11...) are kept: the target converts them when it loads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Any
+
+from rdbspec_generated import hash as _hash
+from rdbspec_generated import intset as _intset
+from rdbspec_generated import quicklist as _quicklist
+from rdbspec_generated import rdb as _rdb
+from rdbspec_generated import stream as _stream
+from rdbspec_generated import ziplist as _ziplist
+
+from .api import FUNCTION2, KeyRecord
+from .errors import UnwritableError
+from .primitives import container, text, texts
+from .stream_commands.groups import group_entries_read, loaded
+from .streams import StreamId
+from .writer import INTSET_BLOB, ZIPLIST_BLOB, blob, rdb_len, rdb_string
+
+# what each target's server writes (redis src/rdb.h RDB_VERSION of that release; Valkey 8.0 writes
+# REDIS0011, valkey src/rdb.h)
+TARGETS: dict[str, int] = {"redis-6.0": 9, "redis-6.2": 9, "redis-7.0": 10, "redis-7.2": 11, "redis-7.4": 12,
+                           "redis-8.0": 12, "valkey-8.0": 11}
+OLDEST, NEWEST = 9, 12  # the versions written
+
+# value types (redis src/rdb.h RDB_TYPE_*)
+SET, HASH, LIST_QUICKLIST, SET_INTSET, ZSET_ZIPLIST, HASH_ZIPLIST = 2, 4, 14, 11, 12, 13
+HASH_LISTPACK, ZSET_LISTPACK, LIST_QUICKLIST_2, SET_LISTPACK = 16, 17, 18, 20
+STREAM_TYPES = (15, 19, 21)  # RDB_TYPE_STREAM_LISTPACKS, _2, _3
+HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2 = 24, 25, 278
+PLAIN = 1  # QUICKLIST_NODE_CONTAINER_PLAIN
+SET_MAX_INTSET_ENTRIES = 512  # redis.conf default set-max-intset-entries
+INVALID_ENTRIES_READ = (1 << 64) - 1  # SCG_INVALID_ENTRIES_READ (-1) as rdbSaveLen writes it
+
+
+def stream_type(version: int) -> int:
+    """The stream type a server of RDB `version` writes."""
+    return 15 if version < 10 else 19 if version == 10 else 21
+
+
+class Converter:
+    """Gives keys the layout of RDB `version` (see the module doc)."""
+
+    def __init__(self, version: int, allow_lossy: bool = False, compress: bool = True):
+        if not OLDEST <= version <= NEWEST:
+            raise UnwritableError(f"RDB {version} is not written: versions {OLDEST} to {NEWEST} "
+                                  f"({', '.join(f'{n} {v}' for n, v in TARGETS.items())})")
+        self.version = version
+        self.allow_lossy = allow_lossy
+        self.compress = compress
+        self.dropped: Counter[str] = Counter()
+
+    def drop(self, what: str, record: KeyRecord | None = None) -> None:
+        """`what` cannot be held by the target: refused, or counted with `allow_lossy`."""
+        if not self.allow_lossy:
+            where = f" (key {record.key!r} in db {record.db})" if record is not None else ""
+            raise UnwritableError(f"RDB {self.version} cannot hold {what}{where}; --allow-lossy drops it")
+        self.dropped[what] += 1
+
+    def head(self, record: Any) -> bool:
+        """Whether a record before the databases (AUX, function, module data) is written."""
+        if record.kind == FUNCTION2 and self.version < 10:
+            self.drop("function libraries (FUNCTION2: Redis 7.0+)")
+            return False
+        return True
+
+    def key(self, record: KeyRecord) -> KeyRecord:
+        """The key with the value layout of the target."""
+        kind = record.value_kind
+        value = record._body.value
+        rdb_type = record.rdb_type
+        if kind == LIST_QUICKLIST_2 and self.version < 10:
+            rdb_type, value = LIST_QUICKLIST, self._ziplist_quicklist(value)
+        elif kind == SET_LISTPACK and self.version < 11:
+            rdb_type, value = self._set(container(value).entries)
+        elif kind in (ZSET_LISTPACK, HASH_LISTPACK) and self.version < 10:
+            rdb_type = ZSET_ZIPLIST if kind == ZSET_LISTPACK else HASH_ZIPLIST
+            value = self._ziplist(container(value).entries)
+        elif kind in STREAM_TYPES:
+            rdb_type, value = stream_type(self.version), self._stream(record, value)
+        elif kind in (HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2) and (self.version < 12 or kind == VALKEY_HASH_2):
+            self.drop("hash field TTLs (Redis 7.4+ types 24 and 25, Valkey 9's type 22)", record)
+            rdb_type, value = HASH, self._hash(record.value)
+        if rdb_type == record.rdb_type and value is record._body.value and self.version == record._body.rdb_version:
+            return record
+        body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=False, rdb_version=self.version,
+                                  key=record._body.key, value=value)
+        return dataclasses.replace(record, rdb_type=rdb_type, _body=body)
+
+    # -- containers --------------------------------------------------------------------------------
+
+    def _ziplist(self, entries: list) -> Any:
+        """A ziplist blob of `entries` (ints and bytes, as a listpack holds them)."""
+        return blob(ZIPLIST_BLOB, _ziplist.Ziplist._new(body=_ziplist.ZlBody._new(entries=list(entries))),
+                    self.compress)
+
+    def _ziplist_quicklist(self, value: Any) -> Any:
+        nodes = [self._ziplist([text(node.plain)] if node.container.value == PLAIN else container(node.packed).entries)
+                 for node in value.nodes]
+        return _quicklist.Quicklist._new(nodes=nodes)
+
+    def _set(self, entries: list) -> tuple[int, Any]:
+        """The set Redis 7.0 makes of these members: an intset, or a hashtable set."""
+        members = list(entries)
+        if len(members) <= SET_MAX_INTSET_ENTRIES and all(type(m) is int for m in members):
+            low, high = min(members), max(members)
+            width = 2 if -(1 << 15) <= low and high < 1 << 15 else 4 if -(1 << 31) <= low and high < 1 << 31 else 8
+            return SET_INTSET, blob(INTSET_BLOB, _intset.Intset._new(encoding=width, members=sorted(members)),
+                                    self.compress)
+        return SET, _rdb.StringList._new(items=[rdb_string(m, self.compress) for m in texts(members)])
+
+    def _hash(self, pairs: list[tuple[bytes, bytes]]) -> Any:
+        """A hashtable hash (4) of the pairs (the target converts a small one to a listpack as it loads)."""
+        return _hash.HashTable._new(entries=[
+            _hash.HashPair._new(field=rdb_string(f, self.compress), value=rdb_string(v, self.compress))
+            for f, v in pairs])
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def _stream(self, record: KeyRecord, value: Any) -> Any:
+        """The stream value with the metadata of the target's stream type (see the module doc)."""
+        target, source = stream_type(self.version), value.type_code
+        stream = record.value
+        as_15 = dataclasses.replace(stream, type_code=15, first_id=None, max_deleted_entry_id=None,
+                                    entries_added=None)  # what a loader knows of it as type 15
+        out = _stream.StreamValue._new(type_code=target, nodes=value.nodes, length=value.length, last_id=value.last_id)
+        if target >= 19 and source >= 19:
+            out.first_id, out.max_deleted_entry_id = value.first_id, value.max_deleted_entry_id
+            out.entries_added = value.entries_added
+        elif target >= 19:  # what rdbLoadObject sets for a type-15 stream
+            meta = loaded(stream)
+            out.first_id, out.max_deleted_entry_id = _id(meta.first_id), _id(meta.max_deleted)
+            out.entries_added = rdb_len(meta.entries_added)
+        elif source >= 19 and loaded(stream) != loaded(as_15):
+            self.drop("stream metadata (entries_added, first and max-deleted IDs: type 19+)", record)
+        if source >= 26 and value.idmp is not None:
+            self.drop("stream IDMP data (type 26)", record)
+        out.groups = [self._group(record, stream, as_15, g, model, target)
+                      for g, model in zip(value.groups, stream.groups)]
+        return out
+
+    def _group(self, record: KeyRecord, stream: Any, as_15: Any, g: Any, model: Any, target: int) -> Any:
+        out = _stream.StreamGroup._new(type_code=target, name=g.name, last_id=g.last_id, pel=g.pel)
+        if target >= 19:
+            read = group_entries_read(stream, model)  # stored, or estimated as a loader of type 15 does
+            out.entries_read = g.entries_read if g.type_code >= 19 else rdb_len(
+                INVALID_ENTRIES_READ if read is None else read)
+        elif g.type_code >= 19 and model.entries_read != group_entries_read(as_15, model):
+            self.drop("consumer group entries_read (type 19+)", record)
+        out.consumers = []
+        for c in g.consumers:
+            consumer = _stream.StreamConsumer._new(type_code=target, name=c.name, seen_time=c.seen_time, pel=c.pel)
+            if target >= 21:  # a loader of type 19 takes the seen time
+                consumer.active_time = c.active_time if c.type_code >= 21 else c.seen_time
+            elif c.type_code >= 21 and c.active_time != c.seen_time:
+                self.drop("consumer active time (type 21)", record)
+            out.consumers.append(consumer)
+        return out
+
+
+def _id(stream_id: StreamId) -> Any:
+    return _stream.StreamId._new(ms=rdb_len(stream_id[0]), seq=rdb_len(stream_id[1]))
