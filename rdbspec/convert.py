@@ -18,7 +18,8 @@ objects the Python parsers read and written by the generated writers:
   entries_added = length, no tombstone, first_id the first entry, entries_read estimated by
   streamEstimateDistanceFromFirstEverEntry, active time = seen time);
 * hashes with field TTLs (24, 25: RDB 12; Valkey's 22) lose their TTLs below RDB 12;
-* function libraries (FUNCTION2) are dropped below RDB 10.
+* function libraries (FUNCTION2) are dropped below RDB 10, and the single functions of Redis
+  7.0-rc1/rc2 (FUNCTION_PRE_GA, which every release refuses: src/rdb.c rdbFunctionLoad) always.
 
 A drop loses data only where the target's server could not compute it back on loading the
 older type (a dropped entries_added equal to the length, an active time equal to the seen time
@@ -40,7 +41,7 @@ from rdbspec_generated import rdb as _rdb
 from rdbspec_generated import stream as _stream
 from rdbspec_generated import ziplist as _ziplist
 
-from .api import FUNCTION2, KeyRecord
+from .api import FUNCTION2, FUNCTION_PRE_GA, KeyRecord
 from .errors import UnwritableError
 from .primitives import container, text, texts
 from .stream_commands.groups import group_entries_read, loaded
@@ -91,6 +92,9 @@ class Converter:
         """Whether a record before the databases (AUX, function, module data) is written."""
         if record.kind == FUNCTION2 and self.version < 10:
             self.drop("function libraries (FUNCTION2: Redis 7.0+)")
+            return False
+        if record.kind == FUNCTION_PRE_GA:  # every release refuses it (rdbFunctionLoad)
+            self.drop("pre-release functions (FUNCTION opcode 246: Redis 7.0-rc1 and rc2 only)")
             return False
         return True
 

@@ -15,15 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rdbspec_generated.function import FunctionPreGa
+from rdbspec_generated.rdb import KeyValue
 
 from rdbspec import cli, convert, rewrite
 from rdbspec.errors import EXIT_CODES, UnwritableError
+from rdbspec.writer import Writer, rdb_string
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(TESTS / "conformance"))
 
 import servers  # noqa: E402
 from expected import capture, compare  # noqa: E402
+from golden import GOLDEN_DIR, load_fixture  # noqa: E402
 from populate import populate  # noqa: E402
 from servers import binary_for  # noqa: E402
 
@@ -126,3 +131,24 @@ def test_a_converted_corpus_dump_holds_what_its_server_reported(path: Path, targ
     served = _without_what_the_target_drops(capture(loaded.client(), requested_expire_at=written), version)
     assert compare(served, records) == []  # read by the target server: the same
     assert sum(len(v) for v in served["databases"].values()) == found.read
+
+
+
+def test_a_pre_release_function_is_kept_as_it_is_and_dropped_by_a_conversion(tmp_path: Path) -> None:
+    """The single functions of Redis 7.0-rc1/rc2 (FUNCTION opcode 246): rewritten as they are,
+    refused by every target (every release refuses them: redis src/rdb.c rdbFunctionLoad)."""
+    path = tmp_path / "rc.rdb"
+    with Writer(path, 10) as out:
+        out.record(246, FunctionPreGa.from_bytes(load_fixture("func_pre_ga", GOLDEN_DIR).data))
+        out.select_db(0, 1, 0)
+        out.record(0, KeyValue._new(type_code=0, is_valkey=False, rdb_version=10, key=rdb_string(b"k"),
+                                    value=rdb_string(b"v")))
+    same = tmp_path / "same.rdb"
+    rewrite.rewrite(path, same)
+    assert same.read_bytes() == path.read_bytes()
+    with pytest.raises(UnwritableError, match="pre-release functions"):
+        rewrite.rewrite(path, tmp_path / "for-7.0.rdb", converter=convert.Converter(10))
+    converter = convert.Converter(10, allow_lossy=True)
+    rewrite.rewrite(path, tmp_path / "for-7.0.rdb", converter=converter)
+    assert b"myfunc" in path.read_bytes() and b"myfunc" not in (tmp_path / "for-7.0.rdb").read_bytes()
+    assert dict(converter.dropped) == {"pre-release functions (FUNCTION opcode 246: Redis 7.0-rc1 and rc2 only)": 1}
