@@ -18,6 +18,9 @@ objects the Python parsers read and written by the generated writers:
   entries_added = length, no tombstone, first_id the first entry, entries_read estimated by
   streamEstimateDistanceFromFirstEverEntry, active time = seen time);
 * hashes with field TTLs (24, 25: RDB 12; Valkey's 22) lose their TTLs below RDB 12;
+* a Dragonfly snapshot (a DFS set or one file) loses its own AUX fields and types: JSON, Bloom,
+  count-min, top-k and cuckoo keys are dropped, hashes and sets with member TTLs (31, 32) lose the
+  TTLs;
 * function libraries (FUNCTION2) are dropped below RDB 10, and the single functions of Redis
   7.0-rc1/rc2 (FUNCTION_PRE_GA, which every release refuses: src/rdb.c rdbFunctionLoad) always.
 
@@ -41,12 +44,12 @@ from rdbspec_generated import rdb as _rdb
 from rdbspec_generated import stream as _stream
 from rdbspec_generated import ziplist as _ziplist
 
-from .api import FUNCTION2, FUNCTION_PRE_GA, KeyRecord
+from .api import AUX, FUNCTION2, FUNCTION_PRE_GA, KeyRecord
 from .errors import UnwritableError
 from .primitives import container, text, texts
 from .stream_commands.groups import group_entries_read, loaded
 from .streams import StreamId
-from .writer import INTSET_BLOB, ZIPLIST_BLOB, blob, rdb_len, rdb_string
+from .writer import INTSET_BLOB, ZIPLIST_BLOB, blob, canonical_int, rdb_len, rdb_string
 
 # what each target's server writes (redis src/rdb.h RDB_VERSION of that release; Valkey 8.0 writes
 # REDIS0011, valkey src/rdb.h)
@@ -59,6 +62,10 @@ SET, HASH, LIST_QUICKLIST, SET_INTSET, ZSET_ZIPLIST, HASH_ZIPLIST = 2, 4, 14, 11
 HASH_LISTPACK, ZSET_LISTPACK, LIST_QUICKLIST_2, SET_LISTPACK = 16, 17, 18, 20
 STREAM_TYPES = (15, 19, 21)  # RDB_TYPE_STREAM_LISTPACKS, _2, _3
 HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2 = 24, 25, 278
+DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = 31, 32
+DRAGONFLY_ONLY = frozenset((30, 33, 34, 35, 36, 37, 276))  # JSON, Bloom, count-min, top-k, cuckoo
+# the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
+DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
 PLAIN = 1  # QUICKLIST_NODE_CONTAINER_PLAIN
 SET_MAX_INTSET_ENTRIES = 512  # redis.conf default set-max-intset-entries
 INVALID_ENTRIES_READ = (1 << 64) - 1  # SCG_INVALID_ENTRIES_READ (-1) as rdbSaveLen writes it
@@ -88,8 +95,21 @@ class Converter:
             raise UnwritableError(f"RDB {self.version} cannot hold {what}{where}; --allow-lossy drops it")
         self.dropped[what] += 1
 
+    def holds(self, record: KeyRecord, note: bool = False) -> bool:
+        """Whether the key is written: not a Dragonfly type Redis has none of (JSON, Bloom,
+        count-min, top-k, cuckoo filters; with `note`, told to `drop` the first time it is met)."""
+        if record.value_kind not in DRAGONFLY_ONLY:
+            return True
+        if note:
+            self.drop(f"Dragonfly {record.type_name} keys (type {record.rdb_type})", record)
+        return False
+
     def head(self, record: Any) -> bool:
-        """Whether a record before the databases (AUX, function, module data) is written."""
+        """Whether a record before the databases (AUX, function, module data) is written. A
+        Dragonfly snapshot's own AUX fields (df-ver, snapshot-id, shard-id...) are not: they
+        describe the snapshot files, not the data."""
+        if record.kind == AUX and text(record.body.key) in DRAGONFLY_AUX:
+            return False
         if record.kind == FUNCTION2 and self.version < 10:
             self.drop("function libraries (FUNCTION2: Redis 7.0+)")
             return False
@@ -115,6 +135,12 @@ class Converter:
         elif kind in (HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2) and (self.version < 12 or kind == VALKEY_HASH_2):
             self.drop("hash field TTLs (Redis 7.4+ types 24 and 25, Valkey 9's type 22)", record)
             rdb_type, value = HASH, self._hash(record.value)
+        elif kind == DF_HASH_WITH_EXPIRY:
+            self.drop("hash field TTLs (Dragonfly type 31)", record)
+            rdb_type, value = HASH, self._hash(record.value)
+        elif kind == DF_SET_WITH_EXPIRY:
+            self.drop("set member TTLs (Dragonfly type 32)", record)
+            rdb_type, value = self._set([_number(m) for m in record.value])
         if rdb_type == record.rdb_type and value is record._body.value and self.version == record._body.rdb_version:
             return record
         body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=False, rdb_version=self.version,
@@ -190,6 +216,12 @@ class Converter:
                 self.drop("consumer active time (type 21)", record)
             out.consumers.append(consumer)
         return out
+
+
+def _number(member: bytes) -> int | bytes:
+    """A set member as a listpack holds it: the integer a canonical decimal text is."""
+    number = canonical_int(member)
+    return member if number is None else number
 
 
 def _id(stream_id: StreamId) -> Any:

@@ -3,7 +3,8 @@
 Two reads of the input. The first (the fastest parsers, values not decoded) counts what each kept
 database will hold, for its RESIZEDB (keys, keys with an expiry: redis src/rdb.c rdbSaveDb). The
 second reads with the Python parsers, whose objects the generated writers write again
-(`rdbspec.writer.Writer`), in the server's order (rdbSaveRio): the records before the databases
+(`rdbspec.writer.Writer`), in the server's order (rdbSaveRio; for a Dragonfly snapshot set,
+whose shards each hold keys of every database, one read a database): the records before the databases
 as they were (AUX fields, function libraries, module data saved before the keys), each database
 with kept keys (SELECTDB, RESIZEDB, then each key as rdbSaveKeyValuePair writes it), module
 data saved after the keys (rdbSaveSingleModuleAux), EOF and the checksum. A dump written by a server and not cut is
@@ -49,20 +50,22 @@ class Plan:
 
     version: int
     valkey_magic: bool
+    dragonfly: bool
     keys: Counter = field(default_factory=Counter)  # db: kept keys
     expires: Counter = field(default_factory=Counter)  # db: kept keys with an expiry
     read: int = 0  # keys in the input
 
 
-def plan(path: str | os.PathLike, selection: Selection) -> Plan:
-    """The first read (values not decoded): the counts."""
-    with api.open(path, whole_set=False) as dump:
-        if dump.header.dialect == "dragonfly":
-            raise UnwritableError("a Dragonfly snapshot is not written back (its own record types and envelopes)")
-        out = Plan(dump.header.version, dump.header.magic.startswith("VALKEY"))
+def plan(path: str | os.PathLike, selection: Selection, converter: Converter | None = None) -> Plan:
+    """The first read (values not decoded): the counts of the keys written (kept, and held by
+    the target: `converter` is told of those it drops)."""
+    with api.open(path) as dump:
+        out = Plan(dump.header.version, dump.header.magic.startswith("VALKEY"), dump.header.dialect == "dragonfly")
+        if out.dragonfly and converter is None:
+            raise UnwritableError("a Dragonfly snapshot is written for a Redis server: give --target or --rdb-version")
         for record in dump.keys():
             out.read += 1
-            if selection.keeps(record):
+            if selection.keeps(record) and (converter is None or converter.holds(record, note=True)):
                 out.keys[record.db] += 1
                 out.expires[record.db] += record.expire_at_ms is not None
         _refuse_unwritten(dump)
@@ -87,21 +90,27 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
     selection = selection or Selection()
     if os.path.exists(destination) and os.path.samefile(source, destination):
         raise ValueError("the output would replace the input: write to another file")
-    found = plan(source, selection)
+    found = plan(source, selection, converter)
     version, valkey = (found.version, found.valkey_magic) if converter is None else (converter.version, False)
-    with (Writer(destination, version, valkey=valkey) as writer,
-          api.open(source, whole_set=False, parsers="python") as dump):
-        for record in dump.head():  # as read: their strings keep the form the server gave them
-            if converter is None or converter.head(record):
-                writer.record(record.opcode, record.body)
-        for record in dump.keys():
-            if selection.keeps(record):
-                if writer.db != record.db:
-                    writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
-                writer.key(record if converter is None else converter.key(record))
-        for module in dump.module_aux:
-            if module.when == AFTER_RDB:
-                writer.module_aux(module)
+    # a Dragonfly set holds each database's keys in every shard: one read a database gathers them
+    passes = sorted(found.keys) if found.dragonfly else [None]
+    with Writer(destination, version, valkey=valkey) as writer:
+        for db in passes:
+            with api.open(source, parsers="python") as dump:
+                if db == passes[0]:
+                    for record in dump.head():  # as read: their strings keep the form the server gave them
+                        if converter is None or converter.head(record):
+                            writer.record(record.opcode, record.body)
+                for record in dump.keys():
+                    if (db is None or record.db == db) and selection.keeps(record) and (
+                            converter is None or converter.holds(record)):
+                        if writer.db != record.db:
+                            writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
+                        writer.key(record if converter is None else converter.key(record))
+                if db == passes[-1]:
+                    for module in dump.module_aux:
+                        if module.when == AFTER_RDB:
+                            writer.module_aux(module)
     return found
 
 

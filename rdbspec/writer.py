@@ -55,7 +55,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB = 1, 2, 3
 
 
-def _canonical_int(data: bytes) -> int | None:
+def canonical_int(data: bytes) -> int | None:
     """The number `data` is the decimal text of, in the one form the server turns back into the
     same text (redis src/util.c string2ll: no sign but '-', no leading zero, no space)."""
     if not data or len(data) > 20 or not data.isascii():
@@ -63,13 +63,14 @@ def _canonical_int(data: bytes) -> int | None:
     digits = data[1:] if data[:1] == b"-" else data
     if not digits.isdigit() or (digits[:1] == b"0" and data != b"0"):
         return None
-    return int(data)
+    number = int(data)
+    return number if -(1 << 63) <= number < 1 << 63 else None  # string2ll: a long long
 
 
 def rdb_string(data: bytes, compress: bool = True) -> Any:
     """An `rdb_string` holding `data` in the form rdbSaveRawString gives it (see the module doc)."""
     s = _rdb_string.RdbString._new()
-    number = _canonical_int(data) if len(data) <= INT_ENCODABLE_BYTES else None
+    number = canonical_int(data) if len(data) <= INT_ENCODABLE_BYTES else None
     if number is not None and INT32_MIN <= number <= INT32_MAX:
         s.int_value = number
     elif compress and len(data) > LZF_MIN_BYTES and _lzf.compress(data, len(data) - 4) is not None:

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 from rdbspec_generated.function import FunctionPreGa
-from rdbspec_generated.rdb import KeyValue
+from rdbspec_generated.rdb import KeyValue, Rdb
 
+import rdbspec
 from rdbspec import cli, convert, rewrite
 from rdbspec.errors import EXIT_CODES, UnwritableError
 from rdbspec.writer import Writer, rdb_string
@@ -25,12 +26,15 @@ from rdbspec.writer import Writer, rdb_string
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(TESTS / "conformance"))
+sys.path.insert(0, str(TESTS / "dragonfly"))
 
 import servers  # noqa: E402
 from expected import capture, compare  # noqa: E402
 from golden import GOLDEN_DIR, load_fixture  # noqa: E402
 from populate import populate  # noqa: E402
 from servers import binary_for  # noqa: E402
+
+import build  # noqa: E402
 
 redis_server_factory = servers.redis_server_factory  # the fixture this module uses
 
@@ -103,6 +107,25 @@ def _without_what_the_target_drops(expected: dict[str, Any], version: int) -> di
     return out
 
 
+def _held(value: Any, source: Any, version: int) -> Any:
+    """A stream value of `rdbspec dump` as far as the `source` value states it and RDB `version`'s
+    stream type holds it: the metadata a type-15 stream does not store (the target's loader
+    computes it), the consumers' active time below type 21, left out; other values as they are."""
+    if not isinstance(value, dict) or "groups" not in value:
+        return value
+    value = copy.deepcopy(value)
+    for name in ("first_id", "max_deleted_entry_id", "entries_added"):
+        if source.get(name) is None:
+            value[name] = None
+    for group, from_group in zip(value["groups"], source["groups"]):
+        if from_group.get("entries_read") is None:
+            group["entries_read"] = None
+        for consumer in group["consumers"]:
+            if convert.stream_type(version) < 21:
+                consumer.pop("active_time_ms", None)
+    return value
+
+
 def _dump_records(path: Path, tmp_path: Path) -> list[dict[str, Any]]:
     out = tmp_path / "dump.jsonl"
     assert cli.main(["dump", str(path), "-o", str(out)]) == 0
@@ -152,3 +175,40 @@ def test_a_pre_release_function_is_kept_as_it_is_and_dropped_by_a_conversion(tmp
     rewrite.rewrite(path, tmp_path / "for-7.0.rdb", converter=converter)
     assert b"myfunc" in path.read_bytes() and b"myfunc" not in (tmp_path / "for-7.0.rdb").read_bytes()
     assert dict(converter.dropped) == {"pre-release functions (FUNCTION opcode 246: Redis 7.0-rc1 and rc2 only)": 1}
+
+
+def test_a_dragonfly_snapshot_becomes_a_redis_dump(redis_server_factory, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A DFS set (summary and shards) or one Dragonfly file, written for Redis 7.0: one section a
+    database, Dragonfly's own AUX fields and types left out (named), the TTLs of its member-TTL
+    hashes and sets dropped; Redis 7.0 loads it with sanitize-dump-payload yes and holds every
+    other key with the values rdbspec reads from the snapshot."""
+    build.build(tmp_path / "df")
+    source = tmp_path / "df" / "set"  # the directory of a DFS set: its summary and three shards
+    out = tmp_path / "redis.rdb"
+    assert cli.main(["rewrite", str(source), "-o", str(out), "--target", "redis-7.0"]) == EXIT_CODES["unwritable"]
+    assert "Dragonfly " in capsys.readouterr().err and not out.exists()
+    assert cli.main(["rewrite", str(source), "-o", str(out), "--target", "redis-7.0", "--allow-lossy"]) == 0
+    dropped = [line for line in capsys.readouterr().err.splitlines() if "dropped" in line]
+    assert dropped
+    before = {(r["db"], json.dumps(r["key"])): r for r in _dump_records(source, tmp_path)}
+    after = {(r["db"], json.dumps(r["key"])): r for r in _dump_records(out, tmp_path)}
+    gone = {k for k, r in before.items() if r["type"] not in ("string", "list", "set", "zset", "hash", "stream")}
+    assert set(after) == set(before) - gone and after
+    for ident, record in after.items():
+        source = before[ident]["value"]
+        assert _held(record["value"], source, 10) == _held(source, source, 10)
+        assert record["expire_at_ms"] == before[ident]["expire_at_ms"]
+    with rdbspec.open(out) as dump:
+        assert not any(name.startswith(b"df-") or name == b"snapshot-id" for name, _ in dump.aux)
+    selects = [r.opcode for r in Rdb.from_bytes(out.read_bytes()).records].count(254)
+    assert selects == len({db for db, _ in after})  # one SELECTDB a database
+    loaded = redis_server_factory(binary_for("debian"), {"sanitize-dump-payload": "yes"}, rdb=out)
+    assert sum(loaded.client(db).dbsize() for db in range(16)) == len(after)
+    # one Dragonfly file of its own types only (Bloom, cuckoo, JSON, top-k, count-min): every key named, none left
+    only = tmp_path / "df" / "rdb" / "dump.rdb"
+    assert cli.main(["rewrite", str(only), "-o", str(out), "--target", "redis-7.0", "--allow-lossy"]) == 0
+    assert {line.split(": dropped ")[1].split(" keys")[0] for line in capsys.readouterr().err.splitlines()
+            if ": dropped " in line} == {"Dragonfly bloom", "Dragonfly cms", "Dragonfly cuckoo", "Dragonfly json",
+                                         "Dragonfly topk"}
+    assert _dump_records(out, tmp_path) == []

@@ -119,10 +119,10 @@ def test_the_output_never_replaces_the_input(tmp_path: Path, capsys: pytest.Capt
     assert "would replace the input" in capsys.readouterr().err
 
 
-def test_a_dragonfly_snapshot_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dragonfly_snapshot_needs_a_redis_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = b"REDIS0011" + b"\xfa\x06df-ver\x061.30.0" + b"\xff"  # AUX df-ver: a Dragonfly file
     path = tmp_path / "df.rdb"
     path.write_bytes(body + crc64(body).to_bytes(8, "little"))
     assert cli.main(["rewrite", str(path), "-o", str(tmp_path / "out.rdb")]) == EXIT_CODES["unwritable"]
-    assert "Dragonfly snapshot is not written back" in capsys.readouterr().err
+    assert "Dragonfly snapshot is written for a Redis server: give --target" in capsys.readouterr().err
     assert not (tmp_path / "out.rdb").exists()
