@@ -173,6 +173,8 @@ class HashTable:
             )
         out.add(p_num_fields)
         out.add(p_entries)
+        if self.num_fields is None:
+            self.num_fields = f_num_fields
 
 
 class HashPair:
@@ -365,6 +367,8 @@ class HashMetadataPreGa:
             )
         out.add(p_num_fields)
         out.add(p_entries)
+        if self.num_fields is None:
+            self.num_fields = f_num_fields
 
 
 class HashTtlEntryPreGa:
@@ -667,6 +671,8 @@ class HashMetadata:
         out.add(p_min_expire)
         out.add(p_num_fields)
         out.add(p_entries)
+        if self.num_fields is None:
+            self.num_fields = f_num_fields
 
 
 class HashTtlEntry:
@@ -972,6 +978,8 @@ class ValkeyHash2:
             )
         out.add(p_num_fields)
         out.add(p_entries)
+        if self.num_fields is None:
+            self.num_fields = f_num_fields
 
 
 class ValkeyHash2Entry:

@@ -235,3 +235,5 @@ class Intset:
         out.add(p_encoding)
         out.add(p_length)
         out.add(p_members)
+        if self.length is None:
+            self.length = f_length

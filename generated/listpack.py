@@ -192,6 +192,12 @@ class Listpack:
         out.add(p_num_elements)
         out.add(p_body)
         out.add(p_terminator)
+        if self.total_bytes is None:
+            self.total_bytes = f_total_bytes
+        if self.num_elements is None:
+            self.num_elements = f_num_elements
+        if self.terminator is None:
+            self.terminator = f_terminator
 
 
 class LpBody:

@@ -377,6 +377,8 @@ class ModuleAux:
         out.add(p_when_opcode)
         out.add(p_when)
         out.add(p_ops)
+        if self.when_opcode is None:
+            self.when_opcode = f_when_opcode
 
 
 class ModuleOp:
@@ -650,6 +652,8 @@ class KeyMeta:
             )
         out.add(p_num_classes)
         out.add(p_classes)
+        if self.num_classes is None:
+            self.num_classes = f_num_classes
 
 
 class KeyMetaClass:

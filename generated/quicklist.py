@@ -131,6 +131,8 @@ class Quicklist:
             )
         out.add(p_num_nodes)
         out.add(p_nodes)
+        if self.num_nodes is None:
+            self.num_nodes = f_num_nodes
 
 
 class Quicklist2:
@@ -235,6 +237,8 @@ class Quicklist2:
             )
         out.add(p_num_nodes)
         out.add(p_nodes)
+        if self.num_nodes is None:
+            self.num_nodes = f_num_nodes
 
 
 class Quicklist2Node:

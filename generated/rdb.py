@@ -1119,6 +1119,8 @@ class SlotImport:
         out.add(p_job_name)
         out.add(p_num_ranges)
         out.add(p_ranges)
+        if self.num_ranges is None:
+            self.num_ranges = f_num_ranges
 
 
 class SlotRange:
@@ -1790,3 +1792,5 @@ class StringList:
             )
         out.add(p_num_items)
         out.add(p_items)
+        if self.num_items is None:
+            self.num_items = f_num_items

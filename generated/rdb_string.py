@@ -305,6 +305,12 @@ class RdbString:
         out.add(p_clen)
         out.add(p_ulen)
         out.add(p_lzf)
+        if self.len is None:
+            self.len = f_len
+        if self.clen is None:
+            self.clen = f_clen
+        if self.ulen is None:
+            self.ulen = f_ulen
 
 
 class RdbLen:
@@ -762,6 +768,12 @@ class RdbBlob:
         out.add(p_clen)
         out.add(p_ulen)
         out.add(p_lzf)
+        if self.len is None:
+            self.len = f_len
+        if self.clen is None:
+            self.clen = f_clen
+        if self.ulen is None:
+            self.ulen = f_ulen
 
 
 class RdbDouble:

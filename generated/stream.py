@@ -373,6 +373,10 @@ class StreamValue:
         out.add(p_num_groups)
         out.add(p_groups)
         out.add(p_idmp)
+        if self.num_nodes is None:
+            self.num_nodes = f_num_nodes
+        if self.num_groups is None:
+            self.num_groups = f_num_groups
 
     @property
     def nodes(self):
@@ -548,6 +552,8 @@ class StreamNode:
         out.add(p_node_key_len)
         out.add(p_node_key)
         out.add(p_listpack)
+        if self.node_key_len is None:
+            self.node_key_len = f_node_key_len
 
     @property
     def listpack(self):
@@ -965,6 +971,10 @@ class StreamGroup:
         out.add(p_pel)
         out.add(p_num_consumers)
         out.add(p_consumers)
+        if self.pel_size is None:
+            self.pel_size = f_pel_size
+        if self.num_consumers is None:
+            self.num_consumers = f_num_consumers
 
 
 class StreamPelEntry:
@@ -1230,6 +1240,8 @@ class StreamConsumer:
         out.add(p_active_time)
         out.add(p_pel_size)
         out.add(p_pel)
+        if self.pel_size is None:
+            self.pel_size = f_pel_size
 
 
 class StreamIdmp:
@@ -1402,6 +1414,8 @@ class StreamIdmp:
         out.add(p_producers)
         out.add(p_iids_added)
         out.add(p_iids_duplicates)
+        if self.num_producers is None:
+            self.num_producers = f_num_producers
 
 
 class StreamIdmpProducer:
@@ -1529,6 +1543,8 @@ class StreamIdmpProducer:
         out.add(p_pid)
         out.add(p_count)
         out.add(p_iids)
+        if self.count is None:
+            self.count = f_count
 
 
 class StreamIdmpIid:
@@ -1760,7 +1776,6 @@ class StreamListpack:
         root = self if root is None else root
         f_master = self.master
         f_entries = self.entries
-        f_terminator = self.terminator
         p_master = WriteIo()
         if f_master is not None:
             if type(f_master) is not StreamMaster:
@@ -1785,10 +1800,10 @@ class StreamListpack:
         p_total_bytes = WriteIo()
         if f_total_bytes is not None:
             p_total_bytes.pack("<I", f_total_bytes, "stream:stream_listpack.total_bytes")
+        f_terminator = 255
         p_terminator = WriteIo()
         if f_terminator is not None:
             p_terminator.pack("<B", f_terminator, "stream:stream_listpack.terminator")
-        _scalars = p_entries.scalars + p_master.scalars + p_terminator.scalars + p_total_bytes.scalars
         _scalars = p_entries.scalars + p_master.scalars + p_terminator.scalars + p_total_bytes.scalars
         f_num_elements = _scalars if (_scalars < 65535) else 65535
         p_num_elements = WriteIo()
@@ -1834,6 +1849,12 @@ class StreamListpack:
         out.add(p_master)
         out.add(p_entries)
         out.add(p_terminator)
+        if self.total_bytes is None:
+            self.total_bytes = f_total_bytes
+        if self.num_elements is None:
+            self.num_elements = f_num_elements
+        if self.terminator is None:
+            self.terminator = f_terminator
 
 
 class StreamMaster:
@@ -2100,6 +2121,10 @@ class StreamMaster:
         out.add(p_num_fields)
         out.add(p_fields)
         out.add(p_terminator)
+        if self.num_fields is None:
+            self.num_fields = f_num_fields
+        if self.terminator is None:
+            self.terminator = f_terminator
 
 
 class StreamEntry:
@@ -2391,6 +2416,10 @@ class StreamEntry:
         out.add(p_num_fields)
         out.add(p_items)
         out.add(p_lp_count)
+        if self.num_fields is None:
+            self.num_fields = f_num_fields
+        if self.lp_count is None:
+            self.lp_count = f_lp_count
 
     @property
     def is_deleted(self):

@@ -224,6 +224,14 @@ class Ziplist:
         out.add(p_zllen)
         out.add(p_body)
         out.add(p_terminator)
+        if self.zlbytes is None:
+            self.zlbytes = f_zlbytes
+        if self.zltail is None:
+            self.zltail = f_zltail
+        if self.zllen is None:
+            self.zllen = f_zllen
+        if self.terminator is None:
+            self.terminator = f_terminator
 
 
 class ZlBody:

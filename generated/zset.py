@@ -172,6 +172,8 @@ class ZsetLegacy:
             )
         out.add(p_num_members)
         out.add(p_entries)
+        if self.num_members is None:
+            self.num_members = f_num_members
 
 
 class ZsetEntry:
@@ -355,6 +357,8 @@ class Zset2:
             )
         out.add(p_num_members)
         out.add(p_entries)
+        if self.num_members is None:
+            self.num_members = f_num_members
 
 
 class Zset2Entry:

@@ -17,7 +17,7 @@ from . import expressions as ex
 from .emit_python import TypeEmitter
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeSpec, UserRef, type_refs
-from .plan import TypePlan
+from .plan import TypePlan, is_lazy
 from .write_plan import FieldWrite, NoWriterError, WritePlan
 
 PROCESSES = {"rdb_lzf": "lzf_compress"}  # a spec's `process` name: the runtime function that inverts it
@@ -80,7 +80,9 @@ class WriteEmitter:
                 raise ex.ExpressionError(f"{name} is only valid in the inputs of a repeat's elements")
             return self.element[1] if name == "_index" else self.element[2]
         if name == "_scalars":
-            self.add(f"_scalars = {' + '.join(f'p_{f}.scalars' for f in sorted(self.produced)) or '0'}")
+            if not any("_scalars" in scope for scope in self.scopes):
+                self.add(f"_scalars = {' + '.join(f'p_{f}.scalars' for f in sorted(self.produced)) or '0'}")
+                self.scopes[-1]["_scalars"] = "_scalars"
             return "_scalars"
         if name in self.plan.inputs and not self.reading:
             return f"in_{name}"
@@ -329,6 +331,13 @@ class WriteEmitter:
             self.add(f"out.add(p_{a.id})")
         if self.t.scalar:
             self.add("out.scalars += 1")
+        elif not self.plan.from_inputs:
+            # an object made to write gets what was derived for it, as its reader would have read it
+            # (a child's expressions read `_parent.master.num_fields`)
+            for fw in self.plan.fields:
+                if fw.role != "given" and not is_lazy(fw.attr):
+                    self.add(f"if self.{fw.attr.id} is None:")
+                    self.add(f"    self.{fw.attr.id} = {self.local(fw.attr.id)}")
         return self.lines
 
     def check_inputs(self) -> None:

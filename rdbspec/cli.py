@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TextIO
 
-from . import api, backend, convert, rewrite
+from . import api, backend, convert, edits, rewrite
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
 from .errors import (
     EXIT_CODES,
@@ -34,6 +34,7 @@ from .errors import (
 )
 from .jsonl import s, write_records, write_rows
 from .spark.pipeline import register as register_pipeline
+from .stream_commands.cli import parse_version
 from .stream_commands.cli import register as register_stream_commands
 from .streams import Stream
 
@@ -225,6 +226,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"write RDB version N ({convert.OLDEST} to {convert.NEWEST}) and its value layouts")
     rewrite.add_argument("--allow-lossy", action="store_true",
                          help="drop what the target cannot hold (listed at the end) instead of refusing it")
+    rewrite.add_argument("--commands", metavar="FILE",
+                         help="apply these commands first, one a line as redis-cli reads them: XADD, XDEL, XTRIM, "
+                              "XSETID, XGROUP, XREADGROUP, XACK, XCLAIM, XAUTOCLAIM, DEL, EXPIRE, PERSIST, RENAME, "
+                              "SELECT")
+    rewrite.add_argument("--now", type=int, metavar="MS", help="the commands' clock, in Unix ms (default: now)")
+    rewrite.add_argument("--as-version", type=parse_version, metavar="X.Y",
+                         help="apply the commands by the rules of this server version (default: the dump's)")
+    rewrite.add_argument("--stream-node-max-bytes", type=int, default=4096, metavar="N",
+                         help="the server's stream-node-max-bytes, where XADD opens a node (default 4096)")
+    rewrite.add_argument("--stream-node-max-entries", type=int, default=100, metavar="N",
+                         help="the server's stream-node-max-entries (default 100)")
     rewrite.set_defaults(standalone=run_rewrite)
     register_stream_commands(sub)
     register_pipeline(sub)
@@ -243,8 +255,13 @@ def run_rewrite(args: argparse.Namespace) -> int:
     version = convert.TARGETS[args.target] if args.target else args.rdb_version
     try:
         converter = convert.Converter(version, args.allow_lossy) if version is not None else None
-        found = rewrite.rewrite(args.file, args.output, selection, converter)
-    except ValueError as err:  # the output would replace the input
+        commands = None
+        if args.commands is not None:
+            now = args.now if args.now is not None else int(time.time() * 1000)
+            commands = rewrite.Commands(args.commands, edits.read_commands(args.commands), now, args.as_version,
+                                        args.stream_node_max_bytes, args.stream_node_max_entries)
+        found = rewrite.rewrite(args.file, args.output, selection, converter, commands)
+    except (ValueError, edits.CommandFileError) as err:  # the output would replace the input; a bad command
         print(f"rdbspec rewrite: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]
     except (RdbError, OSError, UnwritableError, WriteError) as err:

@@ -19,9 +19,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import api
+from . import api, edits
 from .convert import Converter
 from .errors import UnwritableError
+from .stream_commands.rules import Version
 from .writer import Writer
 
 AFTER_RDB = 2  # redis src/server.h REDISMODULE_AUX_AFTER_RDB: module data saved after the keys
@@ -53,22 +54,32 @@ class Plan:
     dragonfly: bool
     keys: Counter = field(default_factory=Counter)  # db: kept keys
     expires: Counter = field(default_factory=Counter)  # db: kept keys with an expiry
-    read: int = 0  # keys in the input
+    read: int = 0  # keys in the input (after the commands, with --commands)
+
+    def count(self, record: api.KeyRecord, selection: Selection, converter: Converter | None) -> None:
+        """Counts a key that is written: kept, and held by the target (`converter` is told of
+        those it drops)."""
+        if selection.keeps(record) and (converter is None or converter.holds(record, note=True)):
+            self.keys[record.db] += 1
+            self.expires[record.db] += record.expire_at_ms is not None
 
 
 def plan(path: str | os.PathLike, selection: Selection, converter: Converter | None = None) -> Plan:
     """The first read (values not decoded): the counts of the keys written (kept, and held by
     the target: `converter` is told of those it drops)."""
     with api.open(path) as dump:
-        out = Plan(dump.header.version, dump.header.magic.startswith("VALKEY"), dump.header.dialect == "dragonfly")
-        if out.dragonfly and converter is None:
-            raise UnwritableError("a Dragonfly snapshot is written for a Redis server: give --target or --rdb-version")
+        out = _plan_of(dump, converter)
         for record in dump.keys():
             out.read += 1
-            if selection.keeps(record) and (converter is None or converter.holds(record, note=True)):
-                out.keys[record.db] += 1
-                out.expires[record.db] += record.expire_at_ms is not None
+            out.count(record, selection, converter)
         _refuse_unwritten(dump)
+    return out
+
+
+def _plan_of(dump: api.Dump, converter: Converter | None) -> Plan:
+    out = Plan(dump.header.version, dump.header.magic.startswith("VALKEY"), dump.header.dialect == "dragonfly")
+    if out.dragonfly and converter is None:
+        raise UnwritableError("a Dragonfly snapshot is written for a Redis server: give --target or --rdb-version")
     return out
 
 
@@ -82,35 +93,90 @@ def _refuse_unwritten(dump: api.Dump) -> None:
                               "rdbspec rewrite does not write yet")
 
 
+@dataclass
+class Commands:
+    """`--commands`: the lines of `path` (`edits.read_commands`), run at `now_ms` by the rules
+    of `version` (None: the dump's generation) with the server's stream node sizes."""
+
+    path: str | os.PathLike
+    lines: list[tuple[int, list[bytes]]]
+    now_ms: int
+    version: Version | None = None
+    node_max_bytes: int = 4096
+    node_max_entries: int = 100
+
+
 def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection | None = None,
-            converter: Converter | None = None) -> Plan:
-    """Writes the kept keys of `source` to `destination` (see the module doc), in the layout of
-    `converter`'s RDB version when one is given (`rdbspec.convert`; what it drops is counted in
-    `converter.dropped`); returns the plan, whose counts say what was written."""
+            converter: Converter | None = None, commands: Commands | None = None) -> Plan:
+    """Writes the kept keys of `source` to `destination` (see the module doc), after `commands`
+    when given (`rdbspec.edits`), in the layout of `converter`'s RDB version when one is given
+    (`rdbspec.convert`; what it drops is counted in `converter.dropped`); returns the plan, whose
+    counts say what was written."""
     selection = selection or Selection()
     if os.path.exists(destination) and os.path.samefile(source, destination):
         raise ValueError("the output would replace the input: write to another file")
+    if commands is not None:
+        return _rewrite_edited(source, destination, selection, converter, commands)
     found = plan(source, selection, converter)
-    version, valkey = (found.version, found.valkey_magic) if converter is None else (converter.version, False)
     # a Dragonfly set holds each database's keys in every shard: one read a database gathers them
     passes = sorted(found.keys) if found.dragonfly else [None]
-    with Writer(destination, version, valkey=valkey) as writer:
+    with _writer(destination, found, converter) as writer:
         for db in passes:
             with api.open(source, parsers="python") as dump:
                 if db == passes[0]:
-                    for record in dump.head():  # as read: their strings keep the form the server gave them
-                        if converter is None or converter.head(record):
-                            writer.record(record.opcode, record.body)
+                    _write_head(writer, dump.head(), converter)
                 for record in dump.keys():
                     if (db is None or record.db == db) and selection.keeps(record) and (
                             converter is None or converter.holds(record)):
-                        if writer.db != record.db:
-                            writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
-                        writer.key(record if converter is None else converter.key(record))
+                        _write_key(writer, record, found, converter)
                 if db == passes[-1]:
-                    for module in dump.module_aux:
-                        if module.when == AFTER_RDB:
-                            writer.module_aux(module)
+                    _write_tail(writer, dump)
     return found
 
 
+def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection,
+                    converter: Converter | None, commands: Commands) -> Plan:
+    """One read: the keyspace the commands leave (kept in memory), then written."""
+    with api.open(source, parsers="python") as dump:
+        found = _plan_of(dump, converter)
+        head = dump.head()
+        keys = edits.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
+                           commands.node_max_bytes, commands.node_max_entries)
+        _refuse_unwritten(dump)
+        records = list(edits.written(keys, found.version, found.valkey_magic))
+        found.read = len(records)
+        for record in records:
+            found.count(record, selection, converter)
+        with _writer(destination, found, converter) as writer:
+            _write_head(writer, head, converter)
+            for record in records:
+                if selection.keeps(record) and (converter is None or converter.holds(record)):
+                    _write_key(writer, record, found, converter)
+            _write_tail(writer, dump)
+    return found
+
+
+def _writer(destination: str | os.PathLike, found: Plan, converter: Converter | None) -> Writer:
+    if converter is None:
+        return Writer(destination, found.version, valkey=found.valkey_magic)
+    return Writer(destination, converter.version)
+
+
+def _write_head(writer: Writer, head: list, converter: Converter | None) -> None:
+    """The records before the databases, as read: their strings keep the form the server gave them."""
+    for record in head:
+        if converter is None or converter.head(record):
+            writer.record(record.opcode, record.body)
+
+
+def _write_key(writer: Writer, record: api.KeyRecord, found: Plan, converter: Converter | None) -> None:
+    if writer.db != record.db:
+        writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
+    writer.key(record if converter is None else converter.key(record))
+
+
+def _write_tail(writer: Writer, dump: api.Dump) -> None:
+    """Module data saved after the keys (rdbSaveSingleModuleAux with REDISMODULE_AUX_AFTER_RDB)."""
+    for module in dump.module_aux:
+        if module.when == AFTER_RDB:
+            writer.module_aux(module)

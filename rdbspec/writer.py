@@ -52,7 +52,7 @@ INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
 LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 # what an rdb_blob holds (spec rdb_string::blob_kind)
-LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB = 1, 2, 3
+LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB, STREAM_LISTPACK_BLOB = 1, 2, 3, 5
 
 
 def canonical_int(data: bytes) -> int | None:

@@ -263,6 +263,7 @@ types:
         doc: The entries of the node, live and deleted (count + deleted of them).
       - id: terminator
         type: u1
+        -rdbspec-write: 0xff
         valid:
           expr: _ == 0xff and _io.eof
         -rdbspec-message: 'expected the end byte 0xff closing the listpack, found {_:#04x}{_io.eof ? "" : " followed by more bytes":s}'

@@ -134,20 +134,14 @@ def test_listpack_entries_take_the_smallest_encoding_the_server_takes() -> None:
 def test_a_ziplist_is_written_with_the_prevlen_of_each_entry() -> None:
     """redis src/ziplist.c zipStorePrevEntryLength: 1 byte below 254, else 0xFE and 4 bytes."""
     entries = [b"a" * 300, 7, b"b", -200]
-    body = ziplist.ZlBody.__new__(ziplist.ZlBody)
-    body.entries = entries
-    zl = ziplist.Ziplist.__new__(ziplist.Ziplist)
-    zl.body = body
-    data = written(zl)
+    data = written(ziplist.Ziplist._new(body=ziplist.ZlBody._new(entries=entries)))
     again = ziplist.Ziplist.from_bytes(data)
     assert again.entries == entries and again.zlbytes == len(data)
     assert data[10] == 0 and data[10 + 3 + 300] == 0xFE  # the second entry's prevlen: 303 bytes before it
 
 
 def test_an_object_of_another_type_than_the_field_is_a_write_error() -> None:
-    value = stream.StreamId.__new__(stream.StreamId)
-    blob = rdb_string.RdbBlob.__new__(rdb_string.RdbBlob)
-    blob.kind, blob.plain, blob.lzf = 1, value, None
+    blob = rdb_string.RdbBlob._new(kind=1, plain=stream.StreamId._new())
     with pytest.raises(WriteError) as err:
         written(blob)
     assert err.value.spec_path == "rdb_string:rdb_blob.plain" and "expected a listpack" in err.value.reason

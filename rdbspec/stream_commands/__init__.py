@@ -1,4 +1,5 @@
-"""Offline Redis stream commands over a dump: XRANGE, XREVRANGE, XREAD, XPENDING, XINFO.
+"""Offline Redis stream commands over a dump: XRANGE, XREVRANGE, XREAD, XPENDING, XINFO, and the
+ones that change a stream (`rdbspec rewrite --commands`).
 
 The replies are what the server that loaded the dump would answer (redis src/t_stream.c):
 the same ID parsing (`-`, `+`, incomplete and exclusive IDs, strtoull's leniency), the same
@@ -19,7 +20,10 @@ One module per job, each importing only the ones before it:
 * `commands`: `execute()` runs a command line (a list of byte strings, as the server receives
   it) over a key lookup, raising `CommandError` with the server's error text;
 * `reply`: the reply rendered as RESP2 values, JSON or redis-cli's text;
-* `cli`: the ``rdbspec xrange|xrevrange|xread|xpending|xinfo`` subcommands.
+* `cli`: the ``rdbspec xrange|xrevrange|xread|xpending|xinfo`` subcommands;
+* `edit`, `changes`, `delivery`: the commands that change a stream, for ``rdbspec rewrite
+  --commands`` (`rdbspec.edits`): a stream as the server keeps it while commands change it, then
+  XADD, XTRIM, XDEL, XSETID, XACK, XGROUP, then XREADGROUP, XCLAIM, XAUTOCLAIM.
 
 This file imports none of them, so each loads without the command line.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..streams import Consumer, ConsumerGroup, Stream, StreamId
 from .ranges import first_valid_id
@@ -86,6 +87,17 @@ class Loaded:
     first_id: StreamId
 
 
+class Counted(Protocol):
+    """What the read counter's rules look at besides the metadata: a `Stream` as read, or one
+    changed by commands (`edit.EditableStream`)."""
+
+    @property
+    def length(self) -> int: ...
+
+    @property
+    def last_id(self) -> StreamId: ...
+
+
 def loaded(stream: Stream) -> Loaded:
     """Stored metadata (types 19+), or what rdb.c derives for a type-15 stream: entries_added =
     length, no tombstone, first_id = the first live entry (streamGetEdgeID: max ID if empty)."""
@@ -94,7 +106,7 @@ def loaded(stream: Stream) -> Loaded:
     return Loaded(stream.length, ZERO_ID, first_valid_id(stream) or MAX_ID)
 
 
-def _has_tombstones_from(stream: Stream, meta: Loaded, start: StreamId, version: Version) -> bool:
+def has_tombstones_from(stream: Counted, meta: Loaded, start: StreamId, version: Version) -> bool:
     """streamRangeHasTombstones(s, start, NULL)."""
     if not stream.length or meta.max_deleted == ZERO_ID:
         return False
@@ -103,7 +115,7 @@ def _has_tombstones_from(stream: Stream, meta: Loaded, start: StreamId, version:
     return start <= meta.max_deleted
 
 
-def estimate_entries_read(stream: Stream, meta: Loaded, stream_id: StreamId, version: Version) -> int | None:
+def estimate_entries_read(stream: Counted, meta: Loaded, stream_id: StreamId, version: Version) -> int | None:
     """streamEstimateDistanceFromFirstEverEntry; None for SCG_INVALID_ENTRIES_READ."""
     if not meta.entries_added:
         return 0
@@ -147,7 +159,7 @@ def group_lag(stream: Stream, group: ConsumerGroup, version: Version, valkey: bo
             return 0
         if group.last_delivered_id < meta.first_id and meta.max_deleted < meta.first_id:
             return stream.length
-    if entries_read is not None and not _has_tombstones_from(stream, meta, group.last_delivered_id, version):
+    if entries_read is not None and not has_tombstones_from(stream, meta, group.last_delivered_id, version):
         return meta.entries_added - entries_read
     estimate = estimate_entries_read(stream, meta, group.last_delivered_id, version)
     return None if estimate is None else meta.entries_added - estimate
