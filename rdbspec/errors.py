@@ -17,7 +17,7 @@ from rdbspec_generated import ParseError, RdbError, TruncatedError, WriteError
 
 __all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "RdbWarning",
            "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES", "as_internal", "exit_code",
-           "internal_error_line", "print_warnings"]
+           "file_error_line", "internal_error_line", "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -118,6 +118,15 @@ EXIT_CODES = {
                          # asks for; BSD sysexits EX_UNAVAILABLE
     "internal": 70,      # any other exception: a bug in rdbspec (BSD sysexits EX_SOFTWARE)
 }
+
+
+def file_error_line(path: str, error: BaseException, last_key: bytes | None = None) -> str:
+    """`PATH: ErrorClass at byte N: message (last key read: K)`: a file that cannot be read or
+    written, as the Spark pipeline reports it (the byte offset and key when known)."""
+    offset = getattr(error, "offset", None)
+    where = f" at byte {offset}" if offset is not None else ""
+    near = f" (last key read: {last_key!r})" if last_key is not None else ""
+    return f"{path}: {error.__class__.__name__}{where}: {error}{near}"
 
 
 def exit_code(error: BaseException) -> int:

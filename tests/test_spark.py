@@ -4,6 +4,7 @@ One local[2] SparkSession is shared by the whole module (starting one costs seco
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import shutil
@@ -24,9 +25,13 @@ from rdbspec.stream_commands.rules import stream_version  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
+import servers  # noqa: E402
 import split_dump  # noqa: E402
+from populate import populate  # noqa: E402
 
 import build as dragonfly_build  # noqa: E402
+
+redis_server_factory = servers.redis_server_factory  # the fixture the --dumps test uses
 
 REAL = Path(__file__).parent / "corpus" / "real"
 DUMPS = sorted(REAL.glob("*/*.rdb"))
@@ -269,8 +274,6 @@ def test_dfs_snapshot_set_is_read_one_task_per_shard(spark, tmp_path_factory):
 
 
 def test_pipeline_command(tmp_path, spark, monkeypatch):
-    import argparse
-
     from rdbspec.spark import launch, pipeline
 
     parser = argparse.ArgumentParser()
@@ -304,7 +307,6 @@ class _Unstoppable:
 def test_pipeline_ends_a_bug_in_a_task_with_exit_70(tmp_path, spark, monkeypatch, capsys):
     """A task that meets a bug of ours fails with `source.InternalReadError` (its line is tested
     in test_internal_errors.py); the pipeline prints that one line and exits 70."""
-    import argparse
 
     from pyspark.sql.functions import udf
 
@@ -432,3 +434,86 @@ def test_pipeline_debug_adds_the_traceback(spark, troubled_inputs, tmp_path, mon
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):") and "CorruptFileError" in err
     assert err.splitlines()[-1] == line
+
+
+def _digests(server, dbs) -> dict[tuple[int, bytes], bytes]:
+    out = {}
+    for db in dbs:
+        client = server.client(db)
+        for key in client.keys("*"):
+            out[(db, key)] = client.execute_command("DEBUG", "DIGEST-VALUE", key)[0]
+    return out
+
+
+def test_pipeline_writes_a_filtered_dump_per_input(tmp_path, spark, monkeypatch, redis_server_factory):
+    """--dumps: each input's keys that the filters select (the rows of its keys table) as one dump
+    under OUT/dumps/ in the inputs' layout; Redis 7.0 loads them with sanitize-dump-payload yes and
+    gives each key the digest its source server gave; a DFS set becomes one dump for the target."""
+    from rdbspec.spark import launch, pipeline
+
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    sources = {}
+    for name, seed in (("a/one.rdb", 1), ("b/c/two.rdb", 2)):
+        (inputs / name).parent.mkdir(parents=True)
+        sources[name] = redis_server_factory(servers.binary_for("debian"))
+        populate(sources[name].client(), seed=seed, scale=0.2)
+        sources[name].save(copy_to=inputs / name)
+    dragonfly_build.build(tmp_path / "df")
+    shutil.copytree(tmp_path / "df" / "set", inputs / "df")
+    parser = argparse.ArgumentParser()
+    pipeline.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["pipeline", str(inputs), "--out", str(out), "--tables", "keys", "--db", "0,3",
+                              "--types", "string,list,zset,hash,stream", "--key-pattern", "*[a-m]*", "--dumps",
+                              "--dumps-target", "redis-7.0", "--dumps-allow-lossy", "--no-summary"])
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    report = io.StringIO()
+    assert pipeline.run(args, report) == 0
+    rows = spark.read.parquet(str(out / "keys")).collect()
+    listed: dict[str, set] = {}
+    for r in rows:
+        name = os.path.relpath(r["file"], inputs)
+        listed.setdefault("df" if name.startswith("df") else name, set()).add((r["db"], bytes(r["key"])))
+    assert sorted(listed) == ["a/one.rdb", "b/c/two.rdb", "df"]
+    for name, source in sources.items():
+        written = out / "dumps" / name
+        assert f"dump: wrote {len(listed[name])} of " in report.getvalue()
+        loaded = redis_server_factory(servers.binary_for("debian"), {"sanitize-dump-payload": "yes"}, rdb=written)
+        digests = _digests(loaded, (0, 3))
+        assert set(digests) == listed[name] and listed[name]
+        assert digests == {k: v for k, v in _digests(source, (0, 3)).items() if k in digests}
+    set_dump = out / "dumps" / "df" / "snap.rdb"
+    loaded = redis_server_factory(servers.binary_for("debian"), {"sanitize-dump-payload": "yes"}, rdb=set_dump)
+    assert set(_digests(loaded, (0, 3))) == listed["df"]
+    with rdbspec.open(inputs / "df") as source, rdbspec.open(set_dump) as written:
+        expected = {(k.db, k.key): k.type_name for k in source.keys() if (k.db, k.key) in listed["df"]}
+        assert {(k.db, k.key): k.type_name for k in written.keys()} == expected
+    assert "  dropped hash field TTLs (Dragonfly type 31): 1\n" in report.getvalue()
+
+
+def test_pipeline_dumps_report_an_input_they_cannot_write(troubled_inputs, tmp_path, spark, monkeypatch):
+    from rdbspec.spark import launch
+
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    report = io.StringIO()
+    from rdbspec.spark import pipeline
+
+    parser = argparse.ArgumentParser()
+    pipeline.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["pipeline", str(troubled_inputs), "--out", str(tmp_path), "--tables", "files",
+                              "--ignore-corrupt-files", "--dumps", "--no-summary"])
+    assert pipeline.run(args, report) == 0
+    lines = report.getvalue().splitlines()
+    assert f"dump: none for {troubled_inputs / 'cut.rdb'}: TruncatedError at byte 30000: " in "\n".join(lines)
+    assert any(line.startswith(f"dump: wrote 2 of 2 keys of {troubled_inputs / 'nested' / 'streams.rdb'}")
+               for line in lines)
+    assert (tmp_path / "dumps" / "nested" / "streams.rdb").read_bytes() == \
+        (troubled_inputs / "nested" / "streams.rdb").read_bytes()  # nothing filtered: the same bytes
+    assert lines[-1] == f"wrote 1 dumps to {tmp_path / 'dumps'} (2 inputs failed)"
+    assert not (tmp_path / "dumps" / "cut.rdb").exists()
+
+
+def test_pipeline_dumps_of_a_dragonfly_set_need_a_target(tmp_path, capsys):
+    dragonfly_build.build(tmp_path / "df")
+    assert _pipeline(str(tmp_path / "df" / "set"), "--out", str(tmp_path / "out"), "--dumps") == 2
+    assert capsys.readouterr().err == ("rdbspec pipeline: a Dragonfly snapshot is written for a Redis server: "
+                                       "give --dumps-target\n")

@@ -31,8 +31,8 @@ LAYERS: list[tuple[str, set[str]]] = [
                    "rdbspec.stream_commands.commands", "rdbspec.stream_commands.reply",
                    "rdbspec.stream_commands.edit", "rdbspec.stream_commands.changes",
                    "rdbspec.stream_commands.delivery",
-                   "rdbspec.spark", "rdbspec.spark.options", "rdbspec.spark.source", "rdbspec.spark.entries",
-                   "rdbspec.spark.launch"}),
+                   "rdbspec.spark", "rdbspec.spark.options", "rdbspec.spark.dumps", "rdbspec.spark.source",
+                   "rdbspec.spark.entries", "rdbspec.spark.launch"}),
     ("command line", {"rdbspec.command_line", "rdbspec.cli", "rdbspec.__main__", "rdbspec.stream_commands.cli",
                       "rdbspec.spark.pipeline"}),
 ]

@@ -21,8 +21,10 @@ import traceback
 from types import ModuleType
 from typing import IO, Any, TextIO
 
-from .. import errors
+from .. import dragonfly, errors
+from ..convert import TARGETS
 from ..errors import EXIT_CODES, exit_code
+from . import dumps
 from .options import TABLES, ReadOptions, resolve_paths
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
@@ -46,6 +48,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--include-deleted", action="store_true", help="keep deleted stream entries")
     p.add_argument("--ignore-corrupt-files", action="store_true",
                    help="skip the unreadable rest of a corrupt file (reported in the files table) instead of failing")
+    p.add_argument("--dumps", action="store_true",
+                   help=f"also write each input's selected keys (--db, --types, --key-pattern) as a dump under "
+                        f"OUT/{dumps.DUMPS_DIR}/, one task an input")
+    p.add_argument("--dumps-target", choices=sorted(TARGETS), metavar="NAME",
+                   help="write those dumps for this server (needed for Dragonfly snapshots): "
+                        + ", ".join(sorted(TARGETS)))
+    p.add_argument("--dumps-allow-lossy", action="store_true",
+                   help="drop what the target cannot hold from those dumps instead of failing the input")
     p.add_argument("--split-size", default="64m",
                    help="files over this size are split into byte ranges read by separate tasks (default: 64m)")
     p.add_argument("--no-summary", action="store_true", help="do not print the summary")
@@ -207,10 +217,13 @@ def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> None:
     except ValueError as err:
         raise PipelineError(str(err), EXIT_CODES["usage"]) from None
     try:
-        resolve_paths(list(args.inputs))
+        files = resolve_paths(list(args.inputs))
         os.makedirs(args.out, exist_ok=True)
     except OSError as err:
         raise PipelineError(str(err), EXIT_CODES["io"]) from None
+    if args.dumps and args.dumps_target is None and any(dragonfly.is_dfs(f) for f in files):
+        raise PipelineError("a Dragonfly snapshot is written for a Redis server: give --dumps-target",
+                            EXIT_CODES["usage"])
 
 
 def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, options: dict[str, str],
@@ -226,6 +239,25 @@ def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, optio
     if not args.no_summary:
         summarize(spark, written, out)
     out.write(f"wrote {', '.join(tables)} to {args.out} ({args.format})\n")
+
+
+def _write_dumps(spark: Any, args: argparse.Namespace, options: dict[str, str], out: TextIO) -> None:
+    """`--dumps`: one task an input writes its dump (`dumps.write_dump`); a failed one is
+    reported, and ends the command unless --ignore-corrupt-files."""
+    jobs = dumps.jobs(resolve_paths(list(args.inputs)), os.path.join(args.out, dumps.DUMPS_DIR), options,
+                      args.dumps_target, args.dumps_allow_lossy)
+    results = spark.sparkContext.parallelize(jobs, len(jobs)).map(dumps.write_dump).collect()
+    failed = [r for r in results if r.error is not None]
+    if failed and not args.ignore_corrupt_files:
+        raise PipelineError(failed[0].error, failed[0].exit_code)
+    for r in results:
+        if r.error is None:
+            out.write(f"dump: wrote {r.written} of {r.read} keys of {r.job.source} to {r.job.destination}\n")
+            out.writelines(f"  dropped {what}: {count}\n" for what, count in r.dropped)
+        else:
+            out.write(f"dump: none for {r.error}\n")
+    out.write(f"wrote {len(results) - len(failed)} dumps to {os.path.join(args.out, dumps.DUMPS_DIR)}"
+              + (f" ({len(failed)} inputs failed)" if failed else "") + "\n")
 
 
 SPARK_EXTRA = ("pyspark", "pyarrow", "pandas")  # the packages of the `spark` extra
@@ -284,6 +316,10 @@ def _pipeline(args: argparse.Namespace, out: TextIO, debug: bool, jvm_log: IO[by
     spark = _start_spark(args.master, debug, jvm_log)
     try:
         _write_tables(spark, tables, args, options, out)
+        if args.dumps:
+            _write_dumps(spark, args, options, out)
+    except PipelineError:
+        raise
     except Exception as err:  # a Spark job failure: one line, not a JVM stack trace
         if debug:
             traceback.print_exc()

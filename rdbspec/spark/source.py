@@ -98,7 +98,7 @@ from pyspark.sql.types import (
 )
 
 from .. import api, backend
-from ..errors import RdbError, as_internal, internal_error_line
+from ..errors import RdbError, as_internal, file_error_line, internal_error_line
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import stream_version
@@ -307,14 +307,6 @@ def _entry_rows(out: _Batcher, file: str, db: int, key: bytes, nodes: Iterator[t
             yield out.take()
 
 
-def _describe(path: str, err: BaseException, dump: Any) -> str:
-    offset = getattr(err, "offset", None)
-    where = f" at byte {offset}" if offset is not None else ""
-    key = getattr(dump, "last_key", None) if dump is not None else None
-    near = f" (last key read: {key!r})" if key is not None else ""
-    return f"{path}: {err.__class__.__name__}{where}: {err}{near}"
-
-
 class CorruptFileError(Exception):
     """A dump that cannot be read, named with its path and the byte offset of the problem."""
 
@@ -366,7 +358,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
             out.add(file=path, db=None, version=dump.header.version, dialect=dump.header.dialect,
                     keys=records, checksum=dump.checksum_status, error=None)
     except (RdbError, OSError) as err:
-        message = _describe(path, err, dump)
+        message = file_error_line(path, err, getattr(dump, "last_key", None))
         if not opts.ignore_corrupt_files:
             raise CorruptFileError(message) from None
         if opts.warn_corrupt_files:
