@@ -37,19 +37,38 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
-from rdbspec_generated import hash as _hash
-from rdbspec_generated import intset as _intset
 from rdbspec_generated import quicklist as _quicklist
 from rdbspec_generated import rdb as _rdb
 from rdbspec_generated import stream as _stream
-from rdbspec_generated import ziplist as _ziplist
 
 from .api import AUX, FUNCTION2, FUNCTION_PRE_GA, KeyRecord
 from .errors import UnwritableError
+from .layouts import (
+    HASH,
+    HASH_LISTPACK,
+    HASH_ZIPLIST,
+    INTSET_BLOB,
+    LIST_QUICKLIST,
+    LIST_QUICKLIST_2,
+    PLAIN,
+    SET,
+    SET_INTSET,
+    SET_LISTPACK,
+    ZIPLIST_BLOB,
+    ZSET_LISTPACK,
+    ZSET_ZIPLIST,
+    ServerConfig,
+    blob,
+    canonical_int,
+    hash_table,
+    intset,
+    rdb_len,
+    string_list,
+    ziplist,
+)
 from .primitives import container, text, texts
 from .stream_commands.groups import group_entries_read, loaded
 from .streams import StreamId
-from .writer import INTSET_BLOB, ZIPLIST_BLOB, blob, canonical_int, rdb_len, rdb_string
 
 # what each target's server writes (redis src/rdb.h RDB_VERSION of that release; Valkey 8.0 writes
 # REDIS0011, valkey src/rdb.h)
@@ -57,17 +76,14 @@ TARGETS: dict[str, int] = {"redis-6.0": 9, "redis-6.2": 9, "redis-7.0": 10, "red
                            "redis-8.0": 12, "valkey-8.0": 11}
 OLDEST, NEWEST = 9, 12  # the versions written
 
-# value types (redis src/rdb.h RDB_TYPE_*)
-SET, HASH, LIST_QUICKLIST, SET_INTSET, ZSET_ZIPLIST, HASH_ZIPLIST = 2, 4, 14, 11, 12, 13
-HASH_LISTPACK, ZSET_LISTPACK, LIST_QUICKLIST_2, SET_LISTPACK = 16, 17, 18, 20
+# value types (redis src/rdb.h RDB_TYPE_*) besides those of `layouts`
 STREAM_TYPES = (15, 19, 21)  # RDB_TYPE_STREAM_LISTPACKS, _2, _3
 HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2 = 24, 25, 278
 DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = 31, 32
 DRAGONFLY_ONLY = frozenset((30, 33, 34, 35, 36, 37, 276))  # JSON, Bloom, count-min, top-k, cuckoo
 # the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
 DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
-PLAIN = 1  # QUICKLIST_NODE_CONTAINER_PLAIN
-SET_MAX_INTSET_ENTRIES = 512  # redis.conf default set-max-intset-entries
+SET_MAX_INTSET_ENTRIES = ServerConfig().set_max_intset_entries
 INVALID_ENTRIES_READ = (1 << 64) - 1  # SCG_INVALID_ENTRIES_READ (-1) as rdbSaveLen writes it
 
 
@@ -151,8 +167,7 @@ class Converter:
 
     def _ziplist(self, entries: list) -> Any:
         """A ziplist blob of `entries` (ints and bytes, as a listpack holds them)."""
-        return blob(ZIPLIST_BLOB, _ziplist.Ziplist._new(body=_ziplist.ZlBody._new(entries=list(entries))),
-                    self.compress)
+        return blob(ZIPLIST_BLOB, ziplist(list(entries)), self.compress)
 
     def _ziplist_quicklist(self, value: Any) -> Any:
         nodes = [self._ziplist([text(node.plain)] if node.container.value == PLAIN else container(node.packed).entries)
@@ -163,17 +178,12 @@ class Converter:
         """The set Redis 7.0 makes of these members: an intset, or a hashtable set."""
         members = list(entries)
         if len(members) <= SET_MAX_INTSET_ENTRIES and all(type(m) is int for m in members):
-            low, high = min(members), max(members)
-            width = 2 if -(1 << 15) <= low and high < 1 << 15 else 4 if -(1 << 31) <= low and high < 1 << 31 else 8
-            return SET_INTSET, blob(INTSET_BLOB, _intset.Intset._new(encoding=width, members=sorted(members)),
-                                    self.compress)
-        return SET, _rdb.StringList._new(items=[rdb_string(m, self.compress) for m in texts(members)])
+            return SET_INTSET, blob(INTSET_BLOB, intset(members), self.compress)
+        return SET, string_list(texts(members), self.compress)
 
     def _hash(self, pairs: list[tuple[bytes, bytes]]) -> Any:
         """A hashtable hash (4) of the pairs (the target converts a small one to a listpack as it loads)."""
-        return _hash.HashTable._new(entries=[
-            _hash.HashPair._new(field=rdb_string(f, self.compress), value=rdb_string(v, self.compress))
-            for f, v in pairs])
+        return hash_table(pairs, self.compress)
 
     # -- streams -------------------------------------------------------------------------------
 

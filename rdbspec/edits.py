@@ -25,12 +25,12 @@ from rdbspec_generated.rdb import KeyValue
 
 from . import api
 from .convert import stream_type
+from .layouts import rdb_string
 from .stream_commands import changes, delivery
 from .stream_commands.changes import StreamEdit
 from .stream_commands.edit import EditableStream, groups_from_value
 from .stream_commands.groups import loaded
 from .stream_commands.rules import INT64_MAX, INT64_MIN, NO_KEY, WRONGTYPE, CommandError, Version, parse_int
-from .writer import rdb_string
 
 DATABASES = 16  # redis.conf default `databases`
 STREAM_COMMANDS = {**changes.COMMANDS, **delivery.COMMANDS}

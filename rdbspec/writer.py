@@ -1,14 +1,18 @@
 """Writing dumps (issue 15): `Writer` puts records into a new RDB file as the server writes them.
 
+    with Writer("out.rdb", 10) as out:       # RDB 10: what Redis 7.0 writes
+        out.select_db(0)
+        out.hash(b"user:1", {b"name": b"ann", b"visits": b"3"})
+        out.zset(b"board", {b"ann": 3.5}, expire_at_ms=1893456000000)
+
 The bytes of every record come from the generated writers (`_write` of the generated Python
 classes, `write_<id>` of the types written from their instances: spec/*.ksy with their
 `-rdbspec-write` derivations). What is chosen here is only what the server chooses and the
 grammar does not say:
 
-* how a string is stored (redis src/rdb.c rdbSaveRawString): as an INT8/16/32 when it is the
-  decimal text of such a number of at most 11 bytes (rdbTryIntegerEncoding, rdbEncodeInteger),
-  LZF-compressed when compression is on and it is over 20 bytes and compresses by at least 4
-  bytes (rdbSaveLzfStringObject), raw otherwise;
+* how a string is stored, and the encoding and order of a new key's elements
+  (`rdbspec.layouts`: the server's choices for a key made by one command, under the redis.conf
+  limits of `ServerConfig`);
 * what comes before a key (rdbSaveKeyValuePair): EXPIRETIME_MS, IDLE (LRU seconds), FREQ (LFU
   counter), each when the key has one;
 * a database's header (rdbSaveDb): SELECTDB, then RESIZEDB with its key count and the count of
@@ -26,20 +30,21 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import lzf as _lzf
 from rdbspec_generated import WriteIo
 from rdbspec_generated import function as _function
 from rdbspec_generated import module as _module
 from rdbspec_generated import rdb as _rdb
-from rdbspec_generated import rdb_string as _rdb_string
 from rdbspec_generated._runtime import WriteInputs
 
 from .api import FunctionLibrary, KeyRecord
 from .checksum import crc64_update
 from .errors import UnwritableError
+from .layouts import Layouts, ServerConfig, rdb_len, rdb_string
+from .stream_commands.edit import EditableStream
 from .values import ModuleValue
 
 # record opcodes (redis src/rdb.h RDB_OPCODE_*)
@@ -48,61 +53,19 @@ MODULE_AUX = 247
 # module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*), by the names rdbspec.values gives them
 MODULE_OPCODES = {"sint": 1, "uint": 2, "float": 3, "double": 4, "string": 5}
 MASK64 = (1 << 64) - 1
-INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
-LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-# what an rdb_blob holds (spec rdb_string::blob_kind)
-LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB, STREAM_LISTPACK_BLOB = 1, 2, 3, 5
-
-
-def canonical_int(data: bytes) -> int | None:
-    """The number `data` is the decimal text of, in the one form the server turns back into the
-    same text (redis src/util.c string2ll: no sign but '-', no leading zero, no space)."""
-    if not data or len(data) > 20 or not data.isascii():
-        return None
-    digits = data[1:] if data[:1] == b"-" else data
-    if not digits.isdigit() or (digits[:1] == b"0" and data != b"0"):
-        return None
-    number = int(data)
-    return number if -(1 << 63) <= number < 1 << 63 else None  # string2ll: a long long
-
-
-def rdb_string(data: bytes, compress: bool = True) -> Any:
-    """An `rdb_string` holding `data` in the form rdbSaveRawString gives it (see the module doc)."""
-    s = _rdb_string.RdbString._new()
-    number = canonical_int(data) if len(data) <= INT_ENCODABLE_BYTES else None
-    if number is not None and INT32_MIN <= number <= INT32_MAX:
-        s.int_value = number
-    elif compress and len(data) > LZF_MIN_BYTES and _lzf.compress(data, len(data) - 4) is not None:
-        s.lzf = data
-    else:
-        s.raw = data
-    return s
-
-
-def blob(kind: int, payload: Any, compress: bool = True) -> Any:
-    """An `rdb_blob` of `kind` (LISTPACK_BLOB...) holding `payload` (a container object),
-    LZF-compressed as rdbSaveRawString would compress its bytes."""
-    out = WriteIo()
-    payload._write(out, None, None)
-    size = len(out.data)
-    packed = compress and size > LZF_MIN_BYTES and _lzf.compress(bytes(out.data), size - 4) is not None
-    return _rdb_string.RdbBlob._new(kind=kind, lzf=payload if packed else None, plain=None if packed else payload)
-
-
-def rdb_len(value: int) -> WriteInputs:
-    """A length, written by `write_rdb_len` in the smallest form (rdbSaveLen)."""
-    return WriteInputs(value=value, is_encoded=False)
 
 
 class Writer:
     """A new dump at `path`: magic `REDIS%04d` (or `VALKEY%03d` with `valkey`) of `version`, then
     the records in the order given, then EOF and the checksum at `close()`."""
 
-    def __init__(self, path: str | os.PathLike, version: int, valkey: bool = False, compress: bool = True):
+    def __init__(self, path: str | os.PathLike, version: int, valkey: bool = False, compress: bool = True,
+                 config: ServerConfig | None = None):
         self.path = Path(path)
         self.version = version
-        self.compress = compress
+        self.compress = compress if config is None else config.rdbcompression
+        self.config = config or ServerConfig(rdbcompression=compress)
+        self.layouts = Layouts(version, self.config)
         self.root = WriteInputs(is_valkey=valkey, version=version)  # what the spec's `_root` reads
         self._handle = tempfile.NamedTemporaryFile(dir=self.path.parent or ".", prefix=f".{self.path.name}.",
                                                    suffix=".tmp", delete=False)
@@ -189,6 +152,45 @@ class Writer:
         if key.freq is not None:
             self.record(FREQ, _rdb.Freq._new(lfu_freq=key.freq))
         self.record(key.rdb_type, key._body)
+
+    # -- new keys: the layout the server gives a key made by one command ---------------------------
+
+    def string(self, key: bytes, value: bytes, **meta: int | None) -> None:
+        """SET. Every new-key method takes `expire_at_ms` (Unix ms), `idle` (LRU seconds) and
+        `freq` (LFU counter), each None when the key has none."""
+        self._new_key(key, *self.layouts.string(value), **meta)
+
+    def list(self, key: bytes, items: Iterable[bytes], **meta: int | None) -> None:
+        """RPUSH of every item."""
+        self._new_key(key, *self.layouts.list(items), **meta)
+
+    def set(self, key: bytes, members: Iterable[bytes], **meta: int | None) -> None:
+        """SADD of every member."""
+        self._new_key(key, *self.layouts.set(members), **meta)
+
+    def hash(self, key: bytes, pairs: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]],
+             **meta: int | None) -> None:
+        """HSET of every field and value."""
+        self._new_key(key, *self.layouts.hash(pairs), **meta)
+
+    def zset(self, key: bytes, pairs: Mapping[bytes, float] | Iterable[tuple[bytes, float]],
+             **meta: int | None) -> None:
+        """ZADD of every member and score."""
+        self._new_key(key, *self.layouts.zset(pairs), **meta)
+
+    def stream(self, key: bytes, stream: EditableStream, **meta: int | None) -> None:
+        """A stream as `EditableStream.append` (XADD with the config's node limits) and its
+        groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11)."""
+        code = 15 if self.version < 10 else 19 if self.version == 10 else 21
+        self._new_key(key, code, stream.to_value(code, self.compress), **meta)
+
+    def _new_key(self, key: bytes, rdb_type: int, value: Any, expire_at_ms: int | None = None,
+                 idle: int | None = None, freq: int | None = None) -> None:
+        if self.db is None:
+            raise UnwritableError("a key is written after select_db: the server reads keys into a database")
+        body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=self.root.is_valkey, rdb_version=self.version,
+                                  key=rdb_string(key, self.compress), value=value)
+        self.key(KeyRecord(self.db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body))
 
     # -- the end ---------------------------------------------------------------------------------
 

@@ -21,7 +21,8 @@ from rdbspec_generated.rdb import KeyValue, Rdb
 import rdbspec
 from rdbspec import cli, convert, rewrite
 from rdbspec.errors import EXIT_CODES, UnwritableError
-from rdbspec.writer import Writer, rdb_string
+from rdbspec.layouts import rdb_string
+from rdbspec.writer import Writer
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))

@@ -28,9 +28,9 @@ from typing import Any
 from rdbspec_generated import WriteIo
 from rdbspec_generated import stream as _stream
 
+from ..layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
 from ..primitives import text
 from ..streams import MASK64, StreamId
-from ..writer import STREAM_LISTPACK_BLOB, blob, canonical_int, rdb_len, rdb_string
 from .groups import Loaded
 
 DELETED, SAMEFIELDS = 1, 2  # STREAM_ITEM_FLAG_DELETED, STREAM_ITEM_FLAG_SAMEFIELDS
@@ -38,12 +38,6 @@ LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
 ZERO: StreamId = (0, 0)
 INVALID_ENTRIES_READ = (1 << 64) - 1  # SCG_INVALID_ENTRIES_READ (-1) as rdbSaveLen writes it
 
-
-def stored(data: bytes) -> int | bytes:
-    """A field or value as a listpack stores it: the integer its text is, when canonical
-    (listpack.c lpStringToInt64), else the bytes."""
-    number = canonical_int(data)
-    return data if number is None else number
 
 
 def as_text(item: int | bytes) -> bytes:

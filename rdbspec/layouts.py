@@ -1,0 +1,417 @@
+"""Values in the layout the server gives them (issue 15): the forms of strings and containers that
+`rdbspec.writer.Writer`, `rdbspec.convert` and the stream edits write, built as the generated
+objects the generated writers write.
+
+Strings (redis src/rdb.c rdbSaveRawString): an INT8/16/32 when the string is the decimal text
+of such a number of at most 11 bytes (rdbTryIntegerEncoding), LZF-compressed when compression is
+on and it is over 20 bytes and compresses by at least 4 bytes (rdbSaveLzfStringObject), raw
+otherwise; the same for a container's blob.
+
+New keys (`Layouts`): the encoding and element order the server of an RDB version gives a key
+made by one command with all its elements, under the redis.conf limits of `ServerConfig`:
+
+* a list, RPUSH (src/t_list.c pushGenericCommand, src/quicklist.c quicklistPushTail and
+  _quicklistNodeAllowInsert): RDB 9 a quicklist of ziplists, each node taking elements while
+  its estimated size meets `list-max-listpack-size`; RDB 10 a quicklist of listpacks by the same
+  rule (an element of 1 GB or more a PLAIN node); from RDB 11 one listpack unless the elements'
+  bytes exceed the limit (listTypeTryConvertListpack), then a quicklist whose elements over the
+  limit are PLAIN nodes (isLargeElement);
+* a set, SADD (src/t_set.c setTypeCreate, setTypeAddAux): an intset (ascending, the narrowest
+  width) while every member is an integer and there are at most `set-max-intset-entries`; from
+  RDB 11 a listpack in the order the members came (the intset's members first, ascending, when
+  it turned into one) while small; a hashtable otherwise;
+* a hash, HSET (src/t_hash.c hashTypeTryConversion): a listpack (RDB 9: ziplist) of the pairs in
+  order while they are few and short, a hashtable otherwise;
+* a sorted set, ZADD (src/t_zset.c zsetAdd, zzlInsert): a listpack (RDB 9: ziplist) of member
+  and score by ascending score then member, each score as d2string writes it (src/util.c: an
+  integer as an integer; else "%.17g" before RDB 11, fpconv_dtoa's shortest digits from RDB 11),
+  while small; a skiplist otherwise, saved highest first (rdbSaveObject).
+
+A hashtable's order is the server's dict order, which no file fixes: the order given is written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import lzf as _lzf
+from rdbspec_generated import WriteIo
+from rdbspec_generated import hash as _hash
+from rdbspec_generated import intset as _intset
+from rdbspec_generated import listpack as _listpack
+from rdbspec_generated import quicklist as _quicklist
+from rdbspec_generated import rdb as _rdb
+from rdbspec_generated import rdb_string as _rdb_string
+from rdbspec_generated import ziplist as _ziplist
+from rdbspec_generated import zset as _zset
+from rdbspec_generated._runtime import WriteInputs
+
+INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
+LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+# what an rdb_blob holds (spec rdb_string::blob_kind)
+LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB, STREAM_LISTPACK_BLOB = 1, 2, 3, 5
+# value types (redis src/rdb.h RDB_TYPE_*)
+STRING, SET, ZSET_2, HASH, LIST_QUICKLIST, SET_INTSET, ZSET_ZIPLIST, HASH_ZIPLIST = 0, 2, 5, 4, 14, 11, 12, 13
+HASH_LISTPACK, ZSET_LISTPACK, LIST_QUICKLIST_2, SET_LISTPACK = 16, 17, 18, 20
+PLAIN, PACKED = 1, 2  # QUICKLIST_NODE_CONTAINER_*
+# quicklist.c: the node sizes of list-max-listpack-size -1..-5, the size a count-limited node
+# stays under, the estimate of an entry's overhead, the element a PLAIN node holds before 7.2
+OPTIMIZATION_LEVEL = (4096, 8192, 16384, 32768, 65536)
+SIZE_SAFETY_LIMIT = 8192
+SIZE_ESTIMATE_OVERHEAD = 8
+PACKED_THRESHOLD = 1 << 30
+EMPTY_LISTPACK, EMPTY_ZIPLIST = 7, 11  # lpNew, ziplistNew: the header and the end byte
+
+
+def canonical_int(data: bytes) -> int | None:
+    """The number `data` is the decimal text of, in the one form the server turns back into the
+    same text (redis src/util.c string2ll: no sign but '-', no leading zero, no space)."""
+    if not data or len(data) > 20 or not data.isascii():
+        return None
+    digits = data[1:] if data[:1] == b"-" else data
+    if not digits.isdigit() or (digits[:1] == b"0" and data != b"0"):
+        return None
+    number = int(data)
+    return number if -(1 << 63) <= number < 1 << 63 else None  # string2ll: a long long
+
+
+def stored(data: bytes) -> int | bytes:
+    """An element as a listpack or ziplist stores it: the integer its text is, when canonical
+    (listpack.c lpStringToInt64, ziplist.c zipTryEncoding), else the bytes."""
+    number = canonical_int(data)
+    return data if number is None else number
+
+
+def rdb_string(data: bytes, compress: bool = True) -> Any:
+    """An `rdb_string` holding `data` in the form rdbSaveRawString gives it (see the module doc)."""
+    s = _rdb_string.RdbString._new()
+    number = canonical_int(data) if len(data) <= INT_ENCODABLE_BYTES else None
+    if number is not None and INT32_MIN <= number <= INT32_MAX:
+        s.int_value = number
+    elif compress and len(data) > LZF_MIN_BYTES and _lzf.compress(data, len(data) - 4) is not None:
+        s.lzf = data
+    else:
+        s.raw = data
+    return s
+
+
+def blob(kind: int, payload: Any, compress: bool = True) -> Any:
+    """An `rdb_blob` of `kind` (LISTPACK_BLOB...) holding `payload` (a container object),
+    LZF-compressed as rdbSaveRawString would compress its bytes."""
+    data = _bytes(payload)
+    packed = compress and len(data) > LZF_MIN_BYTES and _lzf.compress(data, len(data) - 4) is not None
+    return _rdb_string.RdbBlob._new(kind=kind, lzf=payload if packed else None, plain=None if packed else payload)
+
+
+def rdb_len(value: int) -> WriteInputs:
+    """A length, written by `write_rdb_len` in the smallest form (rdbSaveLen)."""
+    return WriteInputs(value=value, is_encoded=False)
+
+
+def _bytes(payload: Any) -> bytes:
+    out = WriteIo()
+    payload._write(out, None, None)
+    return bytes(out.data)
+
+
+def listpack(entries: list) -> Any:
+    return _listpack.Listpack._new(body=_listpack.LpBody._new(entries=entries))
+
+
+def ziplist(entries: list) -> Any:
+    return _ziplist.Ziplist._new(body=_ziplist.ZlBody._new(entries=entries))
+
+
+def intset(members: Iterable[int]) -> Any:
+    """The intset of `members`: ascending, in the narrowest width that holds them (intsetAdd)."""
+    ordered = sorted(set(members))
+    low, high = (ordered[0], ordered[-1]) if ordered else (0, 0)
+    width = 2 if -(1 << 15) <= low and high < 1 << 15 else 4 if -(1 << 31) <= low and high < 1 << 31 else 8
+    return _intset.Intset._new(encoding=width, members=ordered)
+
+
+def string_list(items: Iterable[bytes], compress: bool = True) -> Any:
+    """A hashtable set's (or a type-1 list's) strings."""
+    return _rdb.StringList._new(items=[rdb_string(m, compress) for m in items])
+
+
+def hash_table(pairs: Iterable[tuple[bytes, bytes]], compress: bool = True) -> Any:
+    return _hash.HashTable._new(entries=[_hash.HashPair._new(field=rdb_string(f, compress),
+                                                             value=rdb_string(v, compress)) for f, v in pairs])
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """The redis.conf settings that decide a value's encoding (the defaults a server started
+    without a configuration file has: redis src/config.c)."""
+
+    hash_max_listpack_entries: int = 512  # the server's built-in default; the redis.conf it ships says 128
+    hash_max_listpack_value: int = 64
+    zset_max_listpack_entries: int = 128
+    zset_max_listpack_value: int = 64
+    set_max_intset_entries: int = 512
+    set_max_listpack_entries: int = 128
+    set_max_listpack_value: int = 64
+    list_max_listpack_size: int = -2
+    stream_node_max_bytes: int = 4096
+    stream_node_max_entries: int = 100
+    rdbcompression: bool = True
+
+
+@dataclass
+class _Node:
+    entries: list
+    size: int  # the node's bytes (lpBytes, ziplistBlobLen)
+    plain: bool = False
+
+
+class Layouts:
+    """The layouts the server of RDB `version` gives new keys (see the module doc)."""
+
+    def __init__(self, version: int, config: ServerConfig | None = None):
+        self.version = version
+        self.config = config or ServerConfig()
+        self.compress = self.config.rdbcompression
+
+    def _packed(self, entries: list) -> Any:
+        """A listpack blob (RDB 10+) or a ziplist blob of `entries` (ints and bytes, as stored)."""
+        if self.version >= 10:
+            return blob(LISTPACK_BLOB, listpack(entries), self.compress)
+        return blob(ZIPLIST_BLOB, ziplist(entries), self.compress)
+
+    # -- strings, hashes, sorted sets -------------------------------------------------------------
+
+    def string(self, data: bytes) -> tuple[int, Any]:
+        return STRING, rdb_string(data, self.compress)
+
+    def hash(self, pairs: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]) -> tuple[int, Any]:
+        """HSET of the pairs: a later value of a field replaces the earlier, in its place."""
+        given = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
+        merged = dict(given)
+        limit = self.config.hash_max_listpack_value
+        # from 7.2 the pairs given size the new hash (hashTypeTryConversion); before, the fields
+        count = max(len(given), len(merged)) if self.version >= 11 else len(merged)
+        if (count <= self.config.hash_max_listpack_entries
+                and all(len(f) <= limit and len(v) <= limit for f, v in given)):
+            entries = [x for f, v in merged.items() for x in (stored(f), stored(v))]
+            return (HASH_LISTPACK if self.version >= 10 else HASH_ZIPLIST), self._packed(entries)
+        return HASH, hash_table(merged.items(), self.compress)
+
+    def zset(self, pairs: Mapping[bytes, float] | Iterable[tuple[bytes, float]]) -> tuple[int, Any]:
+        """ZADD of the pairs: a later score of a member replaces the earlier. From 7.2 the pairs
+        given size the new set (zsetTypeCreate); before, it starts as a listpack and turns into a
+        skiplist at the member that would overflow it (zsetAdd), its scores read back from their
+        text, so that 7.0's -0.0, written "0", comes back as 0.0."""
+        given = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
+        merged = {m: float(s) for m, s in given}
+        if any(math.isnan(s) for s in merged.values()):
+            raise ValueError("a sorted set score cannot be NaN")
+        c = self.config
+        fits = all(len(m) <= c.zset_max_listpack_value for m in merged)
+        if self.version >= 11:
+            small = fits and len(given) <= c.zset_max_listpack_entries
+        else:
+            small = fits and len(merged) <= c.zset_max_listpack_entries
+            if not small and self.version == 10:
+                merged = self._scores_through_a_listpack(given, merged)
+        ordered = sorted(merged.items(), key=lambda pair: (pair[1], pair[0]))
+        if small:
+            entries = [x for m, s in ordered for x in (stored(m), stored(d2string(s, self.version)))]
+            return (ZSET_LISTPACK if self.version >= 10 else ZSET_ZIPLIST), self._packed(entries)
+        return ZSET_2, _zset.Zset2._new(entries=[_zset.Zset2Entry._new(member=rdb_string(m, self.compress), score=s)
+                                                 for m, s in reversed(ordered)])  # the tail first
+
+    def _scores_through_a_listpack(self, given: list, merged: dict[bytes, float]) -> dict[bytes, float]:
+        """7.0's scores of a set that outgrew its listpack: those of the members added before
+        (the listpack held them as d2string's text) read back."""
+        c = self.config
+        in_listpack: set[bytes] = set()
+        if c.zset_max_listpack_entries and len(given[0][0]) <= c.zset_max_listpack_value:
+            for member, _ in given:
+                if member in in_listpack:
+                    continue
+                if len(in_listpack) + 1 > c.zset_max_listpack_entries or len(member) > c.zset_max_listpack_value:
+                    break
+                in_listpack.add(member)
+        return {m: float(d2string(s, self.version)) if m in in_listpack else s for m, s in merged.items()}
+
+    # -- sets -------------------------------------------------------------------------------------
+
+    def set(self, members: Iterable[bytes]) -> tuple[int, Any]:
+        """SADD of the members (setTypeCreate, then setTypeAddAux member by member)."""
+        given = list(members)
+        if not given:
+            raise ValueError("a set holds at least one member")
+        c = self.config
+        numbers: dict[int, None] = {}
+        packed: dict[bytes, None] | None = None
+        table: dict[bytes, None] | None = None
+        first = canonical_int(given[0])
+        # setTypeCreate: from 7.2 the members given size the new set; before, the first decides
+        if first is None or (self.version >= 11 and len(given) > c.set_max_intset_entries):
+            numbers = None
+            small = self.version >= 11 and len(given) <= c.set_max_listpack_entries
+            packed, table = ({}, None) if small else (None, {})
+        for member in given:
+            if numbers is not None:
+                number = canonical_int(member)
+                if number is not None:
+                    numbers[number] = None
+                    if len(numbers) > c.set_max_intset_entries:
+                        table, numbers = {b"%d" % n: None for n in numbers}, None
+                    continue
+                ordered = [b"%d" % n for n in sorted(numbers)]
+                widest = max((len(m) for m in ordered), default=0)
+                if (self.version >= 11 and len(ordered) < c.set_max_listpack_entries
+                        and len(member) < c.set_max_listpack_value and widest < c.set_max_listpack_value):
+                    packed = dict.fromkeys(ordered)
+                else:
+                    table = dict.fromkeys(ordered)
+                numbers = None
+            if packed is not None:
+                if member in packed:
+                    continue
+                if len(packed) < c.set_max_listpack_entries and len(member) <= c.set_max_listpack_value:
+                    packed[member] = None
+                    continue
+                table, packed = dict(packed), None
+            table[member] = None
+        if numbers is not None:
+            return SET_INTSET, blob(INTSET_BLOB, intset(numbers), self.compress)
+        if packed is not None:
+            return SET_LISTPACK, blob(LISTPACK_BLOB, listpack([stored(m) for m in packed]), self.compress)
+        return SET, string_list(table, self.compress)
+
+    # -- lists ------------------------------------------------------------------------------------
+
+    def list(self, items: Iterable[bytes]) -> tuple[int, Any]:
+        """RPUSH of the items."""
+        given = list(items)
+        if not given:
+            raise ValueError("a list holds at least one element")
+        fill = self.config.list_max_listpack_size
+        if self.version < 10:
+            nodes = self._ziplist_nodes(given, fill)
+            return LIST_QUICKLIST, _quicklist.Quicklist._new(nodes=[
+                blob(ZIPLIST_BLOB, ziplist(n.entries), self.compress) for n in nodes])
+        if self.version >= 11 and not _exceeds_limit(fill, EMPTY_LISTPACK + sum(map(len, given)), len(given)):
+            nodes = [_Node([stored(x) for x in given], 0)]  # a listpack list: one node when saved
+        else:
+            nodes = self._listpack_nodes(given, fill)
+        return LIST_QUICKLIST_2, _quicklist.Quicklist2._new(nodes=[self._quicklist2_node(n) for n in nodes])
+
+    def _quicklist2_node(self, node: _Node) -> Any:
+        if node.plain:
+            return _quicklist.Quicklist2Node._new(container=rdb_len(PLAIN),
+                                                  plain=rdb_string(node.entries[0], self.compress))
+        return _quicklist.Quicklist2Node._new(container=rdb_len(PACKED),
+                                              packed=blob(LISTPACK_BLOB, listpack(node.entries), self.compress))
+
+    def _listpack_nodes(self, items: list[bytes], fill: int) -> list[_Node]:
+        """quicklistPushTail item by item (7.0 and 7.2+ rules)."""
+        nodes: list[_Node] = []
+        for item in items:
+            tail = nodes[-1] if nodes else None
+            if self._large(len(item), fill):
+                nodes.append(_Node([item], len(item), plain=True))
+            elif tail is not None and not tail.plain and self._allows(tail, len(item) + SIZE_ESTIMATE_OVERHEAD,
+                                                                     fill):
+                tail.entries.append(stored(item))
+                tail.size += _listpack_entry_size(stored(item))
+            else:
+                nodes.append(_Node([stored(item)], EMPTY_LISTPACK + _listpack_entry_size(stored(item))))
+        return nodes
+
+    def _large(self, size: int, fill: int) -> bool:
+        """isLargeElement: from 7.2 an element over the node limit, before it one of 1 GB."""
+        if self.version < 11:
+            return size >= PACKED_THRESHOLD
+        return size > (SIZE_SAFETY_LIMIT if fill >= 0 else OPTIMIZATION_LEVEL[min(-fill - 1, 4)])
+
+    def _allows(self, tail: _Node, added: int, fill: int) -> bool:
+        """_quicklistNodeAllowInsert with `added` the estimated bytes of the new entry."""
+        new_size = tail.size + added
+        if self.version >= 11:
+            return not _exceeds_limit(fill, new_size, len(tail.entries) + 1)
+        if fill < 0 and -fill - 1 < len(OPTIMIZATION_LEVEL):  # _quicklistNodeSizeMeetsOptimizationRequirement
+            if new_size <= OPTIMIZATION_LEVEL[-fill - 1]:
+                return True
+        return new_size <= SIZE_SAFETY_LIMIT and len(tail.entries) < fill
+
+    def _ziplist_nodes(self, items: list[bytes], fill: int) -> list[_Node]:
+        """6.2's quicklistPushTail: the entry's estimated overhead is its prevlen and encoding bytes."""
+        nodes: list[_Node] = []
+        last_entry = 0  # the size of the tail node's last entry, for the next one's prevlen
+        for item in items:
+            size = len(item)
+            overhead = (1 if size < 254 else 5) + (1 if size < 64 else 2 if size < 16384 else 5)
+            tail = nodes[-1] if nodes else None
+            if tail is None or not self._allows(tail, size + overhead, fill):
+                tail = _Node([], EMPTY_ZIPLIST)
+                nodes.append(tail)
+                last_entry = 0
+            entry = (1 if last_entry < 254 else 5) + _ziplist_entry_size(stored(item)) - 1
+            tail.entries.append(stored(item))
+            tail.size += entry
+            last_entry = entry
+        return nodes
+
+
+def _exceeds_limit(fill: int, size: int, count: int) -> bool:
+    """quicklistNodeExceedsLimit (7.2+)."""
+    if fill < 0:
+        return size > OPTIMIZATION_LEVEL[min(-fill - 1, 4)]
+    return size > SIZE_SAFETY_LIMIT or count > max(fill, 1)
+
+
+def _listpack_entry_size(item: int | bytes) -> int:
+    return len(_bytes(listpack([item]))) - EMPTY_LISTPACK
+
+
+def _ziplist_entry_size(item: int | bytes) -> int:
+    """The entry's bytes as a ziplist's first entry (a 1-byte prevlen)."""
+    return len(_bytes(ziplist([item]))) - EMPTY_ZIPLIST
+
+
+def d2string(score: float, version: int) -> bytes:
+    """A score's text as redis src/util.c d2string writes it into a listpack or ziplist: an
+    integral value in range as an integer (the range of 7.2's double2ll from RDB 11, of the
+    2^52 check before; -0.0 is "0" but in 6.2), else "%.17g" before RDB 11 and fpconv_dtoa
+    (deps/fpconv) from RDB 11."""
+    if math.isinf(score):
+        return b"-inf" if score < 0 else b"inf"
+    if score == 0 and version < 10:  # 6.2 keeps the sign of zero; from 7.0 the integer check takes it
+        return b"-0" if math.copysign(1.0, score) < 0 else b"0"
+    if version >= 11:
+        if -(1 << 62) <= score <= 1 << 62 and score == int(score):
+            return b"%d" % int(score)
+        return _fpconv_dtoa(score)
+    if -(2 ** 52 - 1) < score < 2 ** 52 and score == int(score):
+        return b"%d" % int(score)
+    return b"%.17g" % score
+
+
+def _fpconv_dtoa(value: float) -> bytes:
+    """fpconv_dtoa's text of a finite, non-zero `value`: its shortest digits (as Python's repr
+    finds them) in fpconv's forms: plain while the exponent is small, else d.ddde[+-]x."""
+    sign, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    k = exponent + (len(digit_tuple) - len(digits))  # value = digits * 10**k
+    n = len(digits)
+    exp = abs(k + n - 1)
+    neg = value < 0
+    if k >= 0 and exp < n + 7:
+        text = digits + "0" * k
+    elif k < 0 and (k > -7 or exp < 4):
+        offset = n + k
+        text = "0." + "0" * -offset + digits if offset <= 0 else digits[:offset] + "." + digits[offset:]
+    else:
+        n = min(n, 18 - neg)
+        mantissa = digits[0] + ("." + digits[1:n] if n > 1 else "")
+        text = f"{mantissa}e{'-' if k + n - 1 < 0 else '+'}{exp}"
+    return (("-" if neg else "") + text).encode()
