@@ -25,7 +25,9 @@ from .streams import Stream
 SELECT_DB, RESIZE_DB, AUX, EXPIRE_TIME, EXPIRE_TIME_MS = 254, 251, 250, 253, 252
 FREQ, IDLE, MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_INFO = 249, 248, 247, 245, 246, 244
 KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
-HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX))  # what a server writes before the keys
+# what a server writes before the keys (Valkey 9's SLOT_IMPORT: valkey src/cluster_migrateslots.c
+# clusterRDBSaveSlotImports, right before the databases)
+HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT))
 
 
 
@@ -230,7 +232,8 @@ class Dump:
 
     def head(self) -> list[Any]:
         """The records before the first database (AUX fields, function libraries, module data
-        saved before the keys), as the generated parsers read them; `keys()` still meets them."""
+        saved before the keys, Valkey's slot imports), as the generated parsers read them;
+        `keys()` still meets them."""
         while not self._pending or self._pending[-1][0].kind in HEAD_KINDS:
             item = self._read_record()
             if item is None:

@@ -41,7 +41,7 @@ from rdbspec_generated import quicklist as _quicklist
 from rdbspec_generated import rdb as _rdb
 from rdbspec_generated import stream as _stream
 
-from .api import AUX, FUNCTION2, FUNCTION_PRE_GA, KeyRecord
+from .api import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
 from .errors import UnwritableError
 from .layouts import (
     HASH,
@@ -131,6 +131,9 @@ class Converter:
             return False
         if record.kind == FUNCTION_PRE_GA:  # every release refuses it (rdbFunctionLoad)
             self.drop("pre-release functions (FUNCTION opcode 246: Redis 7.0-rc1 and rc2 only)")
+            return False
+        if record.kind == SLOT_IMPORT:  # Valkey 9's; no target knows the opcode
+            self.drop("slot import jobs (SLOT_IMPORT: Valkey 9 atomic slot migration)")
             return False
         return True
 

@@ -32,6 +32,7 @@ A hashtable's order is the server's dict order, which no file fixes: the order g
 
 from __future__ import annotations
 
+import binascii
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -78,6 +79,17 @@ def canonical_int(data: bytes) -> int | None:
         return None
     number = int(data)
     return number if -(1 << 63) <= number < 1 << 63 else None  # string2ll: a long long
+
+
+def key_hash_slot(key: bytes) -> int:
+    """The cluster slot of a key (redis src/cluster.c keyHashSlot): CRC16 (XMODEM) of the key, or
+    of its hash tag (what is between the first '{' and the next '}', when not empty), mod 16384."""
+    start = key.find(b"{")
+    if start >= 0:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            key = key[start + 1:end]
+    return binascii.crc_hqx(key, 0) & 0x3FFF
 
 
 def stored(data: bytes) -> int | bytes:

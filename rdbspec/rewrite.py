@@ -1,13 +1,15 @@
 """`rdbspec rewrite`: a dump written again, whole or cut down to some databases, keys and types.
 
 Two reads of the input. The first (the fastest parsers, values not decoded) counts what each kept
-database will hold, for its RESIZEDB (keys, keys with an expiry: redis src/rdb.c rdbSaveDb). The
-second reads with the Python parsers, whose objects the generated writers write again
-(`rdbspec.writer.Writer`), in the server's order (rdbSaveRio; for a Dragonfly snapshot set,
-whose shards each hold keys of every database, one read a database): the records before the databases
-as they were (AUX fields, function libraries, module data saved before the keys), each database
-with kept keys (SELECTDB, RESIZEDB, then each key as rdbSaveKeyValuePair writes it), module
-data saved after the keys (rdbSaveSingleModuleAux), EOF and the checksum. A dump written by a server and not cut is
+database will hold, for its RESIZEDB (keys, keys with an expiry: redis src/rdb.c rdbSaveDb), and
+for a cluster node's dump what each slot holds. The second reads with the Python parsers, whose
+objects the generated writers write again (`rdbspec.writer.Writer`), in the server's order
+(rdbSaveRio; for a Dragonfly snapshot set, whose shards each hold keys of every database, one
+read a database): the records before the databases as they were (AUX fields, function
+libraries, module data saved before the keys, Valkey's slot imports), each database with kept
+keys (SELECTDB, RESIZEDB, for a cluster node each slot's counts before its first key, then each
+key as rdbSaveKeyValuePair writes it), module data saved after the keys
+(rdbSaveSingleModuleAux), EOF and the checksum. A dump written by a server and not cut is
 written again byte for byte (tests/test_rewrite.py). The input is never modified; the output is
 written beside its destination and renamed at the end, so a failure leaves none.
 """
@@ -20,8 +22,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import api, edits
-from .convert import Converter
+from .convert import VALKEY_HASH_2, Converter
 from .errors import UnwritableError
+from .layouts import key_hash_slot
 from .stream_commands.rules import Version
 from .writer import Writer
 
@@ -47,7 +50,8 @@ class Selection:
 
 @dataclass
 class Plan:
-    """What the first read found: the header and what each kept database holds."""
+    """What the first read found: the header, what each kept database holds and, for a dump of
+    a cluster node, what each slot holds (`slots`: how the slots' counts are written)."""
 
     version: int
     valkey_magic: bool
@@ -55,6 +59,7 @@ class Plan:
     keys: Counter = field(default_factory=Counter)  # db: kept keys
     expires: Counter = field(default_factory=Counter)  # db: kept keys with an expiry
     read: int = 0  # keys in the input (after the commands, with --commands)
+    slots: SlotCounts | None = None
 
     def count(self, record: api.KeyRecord, selection: Selection, converter: Converter | None) -> None:
         """Counts a key that is written: kept, and held by the target (`converter` is told of
@@ -62,6 +67,53 @@ class Plan:
         if selection.keeps(record) and (converter is None or converter.holds(record, note=True)):
             self.keys[record.db] += 1
             self.expires[record.db] += record.expire_at_ms is not None
+            if self.slots is not None:
+                self.slots.count(record)
+
+
+@dataclass
+class SlotCounts:
+    """The counts a cluster node writes before each slot's first key (rdbSaveDb): as Redis
+    7.4+'s SLOT_INFO (`numbers` 3) or Valkey 8+'s `slot-info` AUX field (3 numbers, or 4 from
+    Valkey 9: the keys, the keys with an expiry, the keys with volatile items: hashes with field
+    TTLs). The server writes the keys slot by slot, so the counts go where the slot changes."""
+
+    opcode: bool
+    numbers: int
+    keys: Counter = field(default_factory=Counter)  # (db, slot): kept keys
+    expires: Counter = field(default_factory=Counter)
+    volatile: Counter = field(default_factory=Counter)
+
+    def count(self, record: api.KeyRecord) -> None:
+        where = (record.db, key_hash_slot(record.key))
+        self.keys[where] += 1
+        self.expires[where] += record.expire_at_ms is not None
+        if self.numbers > 3 and record.value_kind == VALKEY_HASH_2 and record.field_expire_at_ms:
+            self.volatile[where] += 1
+
+    def write(self, writer: Writer, record: api.KeyRecord) -> None:
+        """The counts of the record's slot, when it is the first key of that slot."""
+        slot = key_hash_slot(record.key)
+        if writer.slot == slot:
+            return
+        where = (record.db, slot)
+        if self.opcode:
+            writer.slot_info(slot, self.keys[where], self.expires[where])
+        else:
+            counts = (self.keys[where], self.expires[where], self.volatile[where])
+            writer.slot_info_aux(slot, counts[:self.numbers - 1])
+
+
+def slot_counts(dump: api.Dump, converter: Converter | None) -> SlotCounts | None:
+    """How a dump read up to its first key writes its slots' counts: as it did (a conversion:
+    SLOT_INFO for a target of RDB 12, as Redis 7.4+ writes it, none below, where the loader
+    would refuse the opcode; the counts are sizing hints, which a loader does without)."""
+    valkey = [value for name, value in dump.aux if name == b"slot-info"]
+    if not dump.slot_info and not valkey:
+        return None
+    if converter is not None:
+        return SlotCounts(True, 3) if converter.version >= 12 else None
+    return SlotCounts(True, 3) if dump.slot_info else SlotCounts(False, valkey[0].count(b",") + 1)
 
 
 def plan(path: str | os.PathLike, selection: Selection, converter: Converter | None = None) -> Plan:
@@ -69,10 +121,13 @@ def plan(path: str | os.PathLike, selection: Selection, converter: Converter | N
     the target: `converter` is told of those it drops)."""
     with api.open(path) as dump:
         out = _plan_of(dump, converter)
+        leading_aux = _leading_aux(dump.head())
         for record in dump.keys():
+            if not out.read:  # what comes before a cluster node's first key says how it counts
+                out.slots = slot_counts(dump, converter)
             out.read += 1
             out.count(record, selection, converter)
-        _refuse_unwritten(dump)
+        _refuse_unwritten(dump, leading_aux)
     return out
 
 
@@ -83,14 +138,18 @@ def _plan_of(dump: api.Dump, converter: Converter | None) -> Plan:
     return out
 
 
-def _refuse_unwritten(dump: api.Dump) -> None:
-    """Records the writer does not write yet are refused by name (nothing is dropped silently)."""
-    if dump.slot_info:
-        raise UnwritableError(f"the dump holds {len(dump.slot_info)} SLOT_INFO records (cluster mode), which "
-                              "rdbspec rewrite does not write yet")
-    if dump.slot_imports:
-        raise UnwritableError("the dump holds SLOT_IMPORT records (Valkey 9 atomic slot migration), which "
-                              "rdbspec rewrite does not write yet")
+def _leading_aux(head: list) -> int:
+    return sum(record.kind == api.AUX for record in head)
+
+
+def _refuse_unwritten(dump: api.Dump, leading_aux: int) -> None:
+    """AUX fields among the keys (those after the `leading_aux` first) are written again only as
+    the slots' counts (`SlotCounts`): any other is refused by name (nothing is dropped silently)."""
+    among_keys = {name for name, _ in dump.aux[leading_aux:] if name != b"slot-info"}
+    if among_keys:
+        names = ", ".join(sorted(repr(n) for n in among_keys))
+        raise UnwritableError(f"the dump holds AUX fields among its keys ({names}), which rdbspec rewrite "
+                              "does not write")
 
 
 @dataclass
@@ -142,8 +201,11 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
         head = dump.head()
         keys = edits.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
                            commands.node_max_bytes, commands.node_max_entries)
-        _refuse_unwritten(dump)
+        _refuse_unwritten(dump, _leading_aux(head))
         records = list(edits.written(keys, found.version, found.valkey_magic))
+        found.slots = slot_counts(dump, converter)
+        if found.slots is not None:  # a cluster node writes a database slot by slot
+            records.sort(key=lambda r: (r.db, key_hash_slot(r.key)))
         found.read = len(records)
         for record in records:
             found.count(record, selection, converter)
@@ -172,6 +234,8 @@ def _write_head(writer: Writer, head: list, converter: Converter | None) -> None
 def _write_key(writer: Writer, record: api.KeyRecord, found: Plan, converter: Converter | None) -> None:
     if writer.db != record.db:
         writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
+    if found.slots is not None:
+        found.slots.write(writer, record)
     writer.key(record if converter is None else converter.key(record))
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from .values import ModuleValue
 
 # record opcodes (redis src/rdb.h RDB_OPCODE_*)
 AUX, FUNCTION2, SELECT_DB, RESIZE_DB, EXPIRE_TIME_MS, IDLE, FREQ, EOF = 250, 245, 254, 251, 252, 248, 249, 255
-MODULE_AUX = 247
+MODULE_AUX, SLOT_INFO = 247, 244
 # module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*), by the names rdbspec.values gives them
 MODULE_OPCODES = {"sint": 1, "uint": 2, "float": 3, "double": 4, "string": 5}
 MASK64 = (1 << 64) - 1
@@ -72,6 +72,7 @@ class Writer:
         self._crc = 0
         self._closed = False
         self.db: int | None = None  # the database SELECTDB opened last
+        self.slot: int | None = None  # the cluster slot whose counts were written last in it
         self.bytes_written = 0
         self._write(("VALKEY%03d" if valkey else "REDIS%04d") % version)
 
@@ -136,10 +137,23 @@ class Writer:
         """A database's header (rdbSaveDb): SELECTDB, then RESIZEDB with the number of keys that
         follow and how many of them expire. Without the counts, no RESIZEDB (a hint the server
         sizes its tables by; without it, as in dumps before RDB 7, it grows them as it loads)."""
-        self.db = db
+        self.db, self.slot = db, None
         self.record(SELECT_DB, _rdb.SelectDb._new(db_number=rdb_len(db)))
         if keys is not None:
             self.record(RESIZE_DB, _rdb.ResizeDb._new(db_size=rdb_len(keys), expires_size=rdb_len(expires or 0)))
+
+    def slot_info(self, slot: int, keys: int, expires: int) -> None:
+        """A cluster slot's key counts before its first key (Redis 7.4+ cluster mode, rdbSaveDb:
+        SLOT_INFO; a sizing hint its loader takes in cluster mode and skips otherwise)."""
+        self.slot = slot
+        self.record(SLOT_INFO, _rdb.SlotInfo._new(slot_id=rdb_len(slot), slot_size=rdb_len(keys),
+                                                  expires_slot_size=rdb_len(expires)))
+
+    def slot_info_aux(self, slot: int, counts: Sequence[int]) -> None:
+        """The same hint as Valkey 8+ writes it (valkey src/rdb.c rdbSaveDb): an AUX field
+        `slot-info` of "slot,keys,expires" (9.x adds the keys with volatile items)."""
+        self.slot = slot
+        self.aux(b"slot-info", b",".join(b"%d" % n for n in (slot, *counts)))
 
     def key(self, key: KeyRecord) -> None:
         """A key as the server writes it (rdbSaveKeyValuePair): its expiry, LRU idle time and LFU

@@ -9,19 +9,25 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rdbspec import cli, rewrite
+import rdbspec
+from rdbspec import cli, convert, rewrite
 from rdbspec.checksum import crc64
-from rdbspec.errors import EXIT_CODES
+from rdbspec.errors import EXIT_CODES, UnwritableError
+from rdbspec.layouts import key_hash_slot
+from rdbspec.writer import Writer
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(TESTS / "conformance"))
 
 import servers  # noqa: E402
+from golden import GOLDEN_DIR, load_fixture  # noqa: E402
 from populate import populate  # noqa: E402
 from servers import binary_for  # noqa: E402
 
@@ -126,3 +132,112 @@ def test_a_dragonfly_snapshot_needs_a_redis_target(tmp_path: Path, capsys: pytes
     assert cli.main(["rewrite", str(path), "-o", str(tmp_path / "out.rdb")]) == EXIT_CODES["unwritable"]
     assert "Dragonfly snapshot is written for a Redis server: give --target" in capsys.readouterr().err
     assert not (tmp_path / "out.rdb").exists()
+
+
+def _cluster_node(redis_server_factory, rdb: Path | None = None, config: dict[str, Any] | None = None):
+    """A Valkey 9.1 node in cluster mode owning every slot, or, loading a dump, the slots of the
+    keys it finds (verifyClusterConfigWithData), serving them without the others."""
+    cluster = {"cluster-enabled": "yes", "cluster-require-full-coverage": "no",
+               "cluster-port": servers._free_port()}  # the default, the port + 10000, may not exist
+    node = redis_server_factory(binary_for("valkey"), {**cluster, **(config or {})}, rdb=rdb)
+    client = node.client()
+    if rdb is None:
+        client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+    for _ in range(100):
+        if b"cluster_state:ok" in client.execute_command("CLUSTER", "INFO"):
+            return node
+        time.sleep(0.05)
+    raise AssertionError("the cluster node did not come up")
+
+
+def _slot_info(path: Path) -> dict[int, list[int]]:
+    """The `slot-info` AUX fields among the keys: slot -> the counts after it."""
+    with rdbspec.open(path) as dump:
+        for _ in dump.keys():
+            pass
+        return {int(v.split(b",")[0]): [int(n) for n in v.split(b",")[1:]] for k, v in dump.aux
+                if k == b"slot-info"}
+
+
+def test_a_cluster_node_dump_is_written_with_the_counts_of_each_slot(redis_server_factory, tmp_path: Path) -> None:
+    """Valkey 9's `slot-info` AUX fields (rdbSaveDb: before each slot's first key, the slot's
+    keys, keys with an expiry and keys with volatile items): a whole dump comes out byte for byte,
+    a cut-down one with each slot's counts of the keys kept, which a cluster node loading it has."""
+    source = _cluster_node(redis_server_factory)
+    client = source.client()
+    for i in range(300):
+        client.set(f"{{tag{i % 40}}}:k{i}", "v" * (i % 7), px=10**9 if i % 3 == 0 else None)
+    for i in range(20):
+        client.execute_command("HSETEX", f"{{tag{i}}}:fields", "EX", 1000, "FIELDS", 2, "f", "1", "g", "2")
+        client.hset(f"{{tag{i}}}:plain", "f", "1")
+    dump = source.save(copy_to=tmp_path / "dump.rdb")
+    assert len(_slot_info(dump)) == 40
+    whole = tmp_path / "whole.rdb"
+    rewrite.rewrite(dump, whole)
+    assert whole.read_bytes() == dump.read_bytes()
+    cut = tmp_path / "cut.rdb"
+    rewrite.rewrite(dump, cut, rewrite.Selection(key=re.compile(rb"[13579]$|:fields$")))
+    loaded = _cluster_node(redis_server_factory, rdb=cut, config={"sanitize-dump-payload": "yes"})
+    counts = _slot_info(cut)
+    assert sum(c[0] for c in counts.values()) == loaded.client().dbsize() == 150 + 20
+    for slot, (keys, _, _) in counts.items():
+        assert keys == loaded.client().execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)
+    kept_tags = [t for t in range(40) if t % 2 or t < 20]  # keys i with an odd last digit: odd tags; hashes: 0-19
+    assert {slot: volatile for slot, (_, _, volatile) in counts.items()} == \
+        {key_hash_slot(b"{tag%d}" % t): int(t < 20) for t in kept_tags}  # tags 0-19: a hash with field TTLs each
+    kept, before = _digests(loaded, [0]), _digests(source, [0])
+    assert {k: digest for k, (digest, _) in kept.items()} == {k: before[k][0] for k in kept}
+    assert sum(expires for _, expires, _ in counts.values()) == sum(pttl >= 0 for _, pttl in kept.values()) > 0
+
+
+def test_redis_slot_info_is_counted_again_and_left_out_below_rdb_12(tmp_path: Path) -> None:
+    """Redis 7.4+'s SLOT_INFO records (rdbSaveDb, cluster mode): written again as read, counted
+    again for the keys kept, and left out for a target below RDB 12, whose loader refuses the
+    opcode (the counts are sizing hints: nothing is lost)."""
+    keys = sorted([b"{a}%d" % i for i in range(5)] + [b"{b}%d" % i for i in range(3)] + [b"foo"], key=key_hash_slot)
+    path = tmp_path / "cluster.rdb"
+    with Writer(path, 12) as out:
+        out.aux(b"redis-ver", b"7.4.1")
+        out.select_db(0, len(keys), 2)
+        for key in keys:
+            slot = key_hash_slot(key)
+            if out.slot != slot:
+                out.slot_info(slot, sum(key_hash_slot(k) == slot for k in keys),
+                              sum(key_hash_slot(k) == slot and k.endswith(b"1") for k in keys))
+            out.string(key, b"v", expire_at_ms=1893456000000 if key.endswith(b"1") else None)
+    same = tmp_path / "same.rdb"
+    rewrite.rewrite(path, same)
+    assert same.read_bytes() == path.read_bytes()
+    cut = tmp_path / "cut.rdb"
+    rewrite.rewrite(path, cut, rewrite.Selection(exclude=re.compile(rb"^\{a\}[0-2]")))
+    with rdbspec.open(cut) as dump:
+        assert len(list(dump.keys())) == 6
+        assert sorted(dump.slot_info) == sorted([(key_hash_slot(b"{a}"), 2, 0), (key_hash_slot(b"{b}"), 3, 1),
+                                                 (key_hash_slot(b"foo"), 1, 0)])
+    older = tmp_path / "for-7.0.rdb"
+    rewrite.rewrite(path, older, converter=convert.Converter(10))
+    with rdbspec.open(older) as dump:
+        assert len(list(dump.keys())) == len(keys) and dump.slot_info == []
+
+
+def test_valkey_slot_imports_are_written_again_and_refused_by_a_conversion(tmp_path: Path) -> None:
+    """Valkey 9's SLOT_IMPORT (clusterRDBSaveSlotImports, before the databases: an atomic slot
+    migration under way) is written as read; no conversion target knows the opcode."""
+    path = tmp_path / "import.rdb"
+    path.write_bytes(load_fixture("rdb_valkey_slot_import", GOLDEN_DIR).data)
+    same = tmp_path / "same.rdb"
+    rewrite.rewrite(path, same)
+    assert same.read_bytes() == path.read_bytes()
+    with pytest.raises(UnwritableError, match="slot import jobs"):
+        rewrite.rewrite(path, tmp_path / "for-7.0.rdb", converter=convert.Converter(10))
+    assert not (tmp_path / "for-7.0.rdb").exists()
+
+
+def test_an_aux_field_among_the_keys_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "aux.rdb"
+    with Writer(path, 11) as out:
+        out.select_db(0)
+        out.string(b"k", b"v")
+        out.aux(b"lua", b"return 1")
+    with pytest.raises(UnwritableError, match=r"AUX fields among its keys \(b'lua'\)"):
+        rewrite.rewrite(path, tmp_path / "out.rdb")
