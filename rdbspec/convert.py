@@ -47,28 +47,25 @@ from .layouts import (
     HASH,
     HASH_LISTPACK,
     HASH_ZIPLIST,
-    INTSET_BLOB,
     LIST_QUICKLIST,
     LIST_QUICKLIST_2,
     PLAIN,
-    SET,
-    SET_INTSET,
     SET_LISTPACK,
     ZIPLIST_BLOB,
     ZSET_LISTPACK,
     ZSET_ZIPLIST,
+    Layouts,
     ServerConfig,
     blob,
-    canonical_int,
     hash_table,
-    intset,
     rdb_len,
-    string_list,
+    stream_type,
     ziplist,
 )
 from .primitives import container, text, texts
+from .stream_commands.edit import id_value
 from .stream_commands.groups import group_entries_read, loaded
-from .streams import StreamId
+from .streams import UNKNOWN_ENTRIES_READ
 
 # what each target's server writes (redis src/rdb.h RDB_VERSION of that release; Valkey 8.0 writes
 # REDIS0011, valkey src/rdb.h)
@@ -83,13 +80,6 @@ DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = 31, 32
 DRAGONFLY_ONLY = frozenset((30, 33, 34, 35, 36, 37, 276))  # JSON, Bloom, count-min, top-k, cuckoo
 # the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
 DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
-SET_MAX_INTSET_ENTRIES = ServerConfig().set_max_intset_entries
-INVALID_ENTRIES_READ = (1 << 64) - 1  # SCG_INVALID_ENTRIES_READ (-1) as rdbSaveLen writes it
-
-
-def stream_type(version: int) -> int:
-    """The stream type a server of RDB `version` writes."""
-    return 15 if version < 10 else 19 if version == 10 else 21
 
 
 class Converter:
@@ -145,7 +135,7 @@ class Converter:
         if kind == LIST_QUICKLIST_2 and self.version < 10:
             rdb_type, value = LIST_QUICKLIST, self._ziplist_quicklist(value)
         elif kind == SET_LISTPACK and self.version < 11:
-            rdb_type, value = self._set(container(value).entries)
+            rdb_type, value = self._set(texts(container(value).entries))
         elif kind in (ZSET_LISTPACK, HASH_LISTPACK) and self.version < 10:
             rdb_type = ZSET_ZIPLIST if kind == ZSET_LISTPACK else HASH_ZIPLIST
             value = self._ziplist(container(value).entries)
@@ -159,7 +149,7 @@ class Converter:
             rdb_type, value = HASH, self._hash(record.value)
         elif kind == DF_SET_WITH_EXPIRY:
             self.drop("set member TTLs (Dragonfly type 32)", record)
-            rdb_type, value = self._set([_number(m) for m in record.value])
+            rdb_type, value = self._set(record.value)
         if rdb_type == record.rdb_type and value is record._body.value and self.version == record._body.rdb_version:
             return record
         body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=False, rdb_version=self.version,
@@ -177,12 +167,9 @@ class Converter:
                  for node in value.nodes]
         return _quicklist.Quicklist._new(nodes=nodes)
 
-    def _set(self, entries: list) -> tuple[int, Any]:
-        """The set Redis 7.0 makes of these members: an intset, or a hashtable set."""
-        members = list(entries)
-        if len(members) <= SET_MAX_INTSET_ENTRIES and all(type(m) is int for m in members):
-            return SET_INTSET, blob(INTSET_BLOB, intset(members), self.compress)
-        return SET, string_list(texts(members), self.compress)
+    def _set(self, members: list[bytes]) -> tuple[int, Any]:
+        """The set the target makes of these members (SADD of them: `layouts.Layouts.set`)."""
+        return Layouts(self.version, ServerConfig(rdbcompression=self.compress)).set(members)
 
     def _hash(self, pairs: list[tuple[bytes, bytes]]) -> Any:
         """A hashtable hash (4) of the pairs (the target converts a small one to a listpack as it loads)."""
@@ -202,7 +189,7 @@ class Converter:
             out.entries_added = value.entries_added
         elif target >= 19:  # what rdbLoadObject sets for a type-15 stream
             meta = loaded(stream)
-            out.first_id, out.max_deleted_entry_id = _id(meta.first_id), _id(meta.max_deleted)
+            out.first_id, out.max_deleted_entry_id = id_value(meta.first_id), id_value(meta.max_deleted)
             out.entries_added = rdb_len(meta.entries_added)
         elif source >= 19 and loaded(stream) != loaded(as_15):
             self.drop("stream metadata (entries_added, first and max-deleted IDs: type 19+)", record)
@@ -217,7 +204,7 @@ class Converter:
         if target >= 19:
             read = group_entries_read(stream, model)  # stored, or estimated as a loader of type 15 does
             out.entries_read = g.entries_read if g.type_code >= 19 else rdb_len(
-                INVALID_ENTRIES_READ if read is None else read)
+                UNKNOWN_ENTRIES_READ if read is None else read)
         elif g.type_code >= 19 and model.entries_read != group_entries_read(as_15, model):
             self.drop("consumer group entries_read (type 19+)", record)
         out.consumers = []
@@ -231,11 +218,3 @@ class Converter:
         return out
 
 
-def _number(member: bytes) -> int | bytes:
-    """A set member as a listpack holds it: the integer a canonical decimal text is."""
-    number = canonical_int(member)
-    return member if number is None else number
-
-
-def _id(stream_id: StreamId) -> Any:
-    return _stream.StreamId._new(ms=rdb_len(stream_id[0]), seq=rdb_len(stream_id[1]))

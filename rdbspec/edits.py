@@ -24,8 +24,7 @@ from typing import Any
 from rdbspec_generated.rdb import KeyValue
 
 from . import api
-from .convert import stream_type
-from .layouts import rdb_string
+from .layouts import new_key_record, rdb_string, stream_type
 from .stream_commands import changes, delivery
 from .stream_commands.changes import StreamEdit
 from .stream_commands.edit import EditableStream, groups_from_value
@@ -307,9 +306,8 @@ def written(keys: Keyspace, rdb_version: int, valkey: bool) -> Iterator[api.KeyR
             record = key.record
             if record is None:  # made by a command: a stream
                 code = 21 if valkey else stream_type(rdb_version)
-                body = KeyValue._new(type_code=code, is_valkey=valkey, rdb_version=rdb_version,
-                                     key=rdb_string(name), value=key.stream.to_value(code))
-                yield api.KeyRecord(db, name, code, code, key.expire_at_ms, None, None, 0, 0, body)
+                yield new_key_record(db, name, code, key.stream.to_value(code), rdb_version, valkey,
+                                     expire_at_ms=key.expire_at_ms)
                 continue
             body = record._body
             if key.stream is not None or name != record.key:

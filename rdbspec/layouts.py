@@ -51,6 +51,8 @@ from rdbspec_generated import ziplist as _ziplist
 from rdbspec_generated import zset as _zset
 from rdbspec_generated._runtime import WriteInputs
 
+from . import api
+
 INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
 LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -67,6 +69,21 @@ SIZE_SAFETY_LIMIT = 8192
 SIZE_ESTIMATE_OVERHEAD = 8
 PACKED_THRESHOLD = 1 << 30
 EMPTY_LISTPACK, EMPTY_ZIPLIST = 7, 11  # lpNew, ziplistNew: the header and the end byte
+
+
+def stream_type(version: int) -> int:
+    """The stream type a server of RDB `version` writes (rdbSaveObjectType): 15 before RDB 10,
+    19 for RDB 10, 21 from RDB 11."""
+    return 15 if version < 10 else 19 if version == 10 else 21
+
+
+def new_key_record(db: int, key: bytes, rdb_type: int, value: Any, version: int, valkey: bool,
+                   compress: bool = True, expire_at_ms: int | None = None, idle: int | None = None,
+                   freq: int | None = None) -> api.KeyRecord:
+    """A key that no dump holds, made to be written (`Writer.key`): its name, type and value."""
+    body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=valkey, rdb_version=version,
+                              key=rdb_string(key, compress), value=value)
+    return api.KeyRecord(db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body)
 
 
 def canonical_int(data: bytes) -> int | None:

@@ -43,7 +43,7 @@ from rdbspec_generated._runtime import WriteInputs
 from .api import FunctionLibrary, KeyRecord
 from .checksum import crc64_update
 from .errors import UnwritableError
-from .layouts import Layouts, ServerConfig, rdb_len, rdb_string
+from .layouts import Layouts, ServerConfig, new_key_record, rdb_len, rdb_string, stream_type
 from .stream_commands.edit import EditableStream
 from .values import ModuleValue
 
@@ -63,8 +63,8 @@ class Writer:
                  config: ServerConfig | None = None):
         self.path = Path(path)
         self.version = version
-        self.compress = compress if config is None else config.rdbcompression
-        self.config = config or ServerConfig(rdbcompression=compress)
+        self.config = config or ServerConfig(rdbcompression=compress)  # a config says whether to compress
+        self.compress = self.config.rdbcompression
         self.layouts = Layouts(version, self.config)
         self.root = WriteInputs(is_valkey=valkey, version=version)  # what the spec's `_root` reads
         self._handle = tempfile.NamedTemporaryFile(dir=self.path.parent or ".", prefix=f".{self.path.name}.",
@@ -195,16 +195,15 @@ class Writer:
     def stream(self, key: bytes, stream: EditableStream, **meta: int | None) -> None:
         """A stream as `EditableStream.append` (XADD with the config's node limits) and its
         groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11)."""
-        code = 15 if self.version < 10 else 19 if self.version == 10 else 21
+        code = stream_type(self.version)
         self._new_key(key, code, stream.to_value(code, self.compress), **meta)
 
     def _new_key(self, key: bytes, rdb_type: int, value: Any, expire_at_ms: int | None = None,
                  idle: int | None = None, freq: int | None = None) -> None:
         if self.db is None:
             raise UnwritableError("a key is written after select_db: the server reads keys into a database")
-        body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=self.root.is_valkey, rdb_version=self.version,
-                                  key=rdb_string(key, self.compress), value=value)
-        self.key(KeyRecord(self.db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body))
+        self.key(new_key_record(self.db, key, rdb_type, value, self.version, self.root.is_valkey, self.compress,
+                                expire_at_ms, idle, freq))
 
     # -- the end ---------------------------------------------------------------------------------
 

@@ -210,8 +210,9 @@ def job_failure(err: BaseException) -> PipelineError:
     return PipelineError(f"internal error, please report: {first}", EXIT_CODES["internal"])
 
 
-def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> None:
-    """What can be checked before Spark starts: options, the inputs, the output directory."""
+def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
+    """What can be checked before Spark starts: options, the inputs, the output directory.
+    Returns the input files."""
     try:
         ReadOptions.parse(options)
     except ValueError as err:
@@ -224,6 +225,7 @@ def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> None:
     if args.dumps and args.dumps_target is None and any(dragonfly.is_dfs(f) for f in files):
         raise PipelineError("a Dragonfly snapshot is written for a Redis server: give --dumps-target",
                             EXIT_CODES["usage"])
+    return files
 
 
 def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, options: dict[str, str],
@@ -241,11 +243,12 @@ def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, optio
     out.write(f"wrote {', '.join(tables)} to {args.out} ({args.format})\n")
 
 
-def _write_dumps(spark: Any, args: argparse.Namespace, options: dict[str, str], out: TextIO) -> None:
+def _write_dumps(spark: Any, files: list[str], args: argparse.Namespace, options: dict[str, str],
+                 out: TextIO) -> None:
     """`--dumps`: one task an input writes its dump (`dumps.write_dump`); a failed one is
     reported, and ends the command unless --ignore-corrupt-files."""
-    jobs = dumps.jobs(resolve_paths(list(args.inputs)), os.path.join(args.out, dumps.DUMPS_DIR), options,
-                      args.dumps_target, args.dumps_allow_lossy)
+    jobs = dumps.jobs(files, os.path.join(args.out, dumps.DUMPS_DIR), options, args.dumps_target,
+                      args.dumps_allow_lossy)
     results = spark.sparkContext.parallelize(jobs, len(jobs)).map(dumps.write_dump).collect()
     failed = [r for r in results if r.error is not None]
     if failed and not args.ignore_corrupt_files:
@@ -312,12 +315,12 @@ def _pipeline(args: argparse.Namespace, out: TextIO, debug: bool, jvm_log: IO[by
     except ValueError as err:
         raise PipelineError(str(err), EXIT_CODES["usage"]) from None
     options = read_options(args)
-    _check_inputs(args, options)
+    files = _check_inputs(args, options)
     spark = _start_spark(args.master, debug, jvm_log)
     try:
         _write_tables(spark, tables, args, options, out)
         if args.dumps:
-            _write_dumps(spark, args, options, out)
+            _write_dumps(spark, files, args, options, out)
     except PipelineError:
         raise
     except Exception as err:  # a Spark job failure: one line, not a JVM stack trace

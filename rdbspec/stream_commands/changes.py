@@ -46,6 +46,10 @@ class StreamEdit:
         entry, and XREADGROUP, XCLAIM and XAUTOCLAIM make it and see it even when they do not."""
         return self.version >= (7, 2)
 
+    def new_consumer(self) -> Consumer:
+        """streamCreateConsumer: seen now, never active (7.2+; before, active is the seen time)."""
+        return Consumer(self.now_ms, -1 if self.tracks_activity else self.now_ms)
+
     @property
     def drops_gone_entries(self) -> bool:
         """XCLAIM/XAUTOCLAIM remove a PEL entry whose stream entry is gone (7.0+)."""
@@ -273,7 +277,7 @@ def xgroup(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
     if sub == b"createconsumer":
         if argv[4] in group.consumers:
             return 0
-        group.consumers[argv[4]] = Consumer(edit.now_ms, -1 if edit.tracks_activity else edit.now_ms)
+        group.consumers[argv[4]] = edit.new_consumer()
         return 1
     consumer = group.consumers.pop(argv[4], None)  # DELCONSUMER
     if consumer is None:

@@ -164,7 +164,7 @@ def _consumer_seen(edit: StreamEdit, group: Group, name: bytes) -> Consumer:
     from 7.2), seen now."""
     consumer = group.consumers.get(name)
     if consumer is None:
-        consumer = group.consumers[name] = Consumer(edit.now_ms, -1 if edit.tracks_activity else edit.now_ms)
+        consumer = group.consumers[name] = edit.new_consumer()
     consumer.seen_time = edit.now_ms
     return consumer
 

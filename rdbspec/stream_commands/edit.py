@@ -30,13 +30,12 @@ from rdbspec_generated import stream as _stream
 
 from ..layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
 from ..primitives import text
-from ..streams import MASK64, StreamId
+from ..streams import MASK64, UNKNOWN_ENTRIES_READ, StreamId
 from .groups import Loaded
 
 DELETED, SAMEFIELDS = 1, 2  # STREAM_ITEM_FLAG_DELETED, STREAM_ITEM_FLAG_SAMEFIELDS
 LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
 ZERO: StreamId = (0, 0)
-INVALID_ENTRIES_READ = (1 << 64) - 1  # SCG_INVALID_ENTRIES_READ (-1) as rdbSaveLen writes it
 
 
 
@@ -281,9 +280,9 @@ class EditableStream:
                                          listpack=blob(STREAM_LISTPACK_BLOB, n.listpack(), compress))
                  for n in self.nodes]
         out = _stream.StreamValue._new(type_code=type_code, nodes=nodes, length=rdb_len(self.length),
-                                       last_id=_id(self.last_id))
+                                       last_id=id_value(self.last_id))
         if type_code >= 19:
-            out.first_id, out.max_deleted_entry_id = _id(self.first_id), _id(self.max_deleted)
+            out.first_id, out.max_deleted_entry_id = id_value(self.first_id), id_value(self.max_deleted)
             out.entries_added = rdb_len(self.entries_added)
         if type_code >= 26:
             out.idmp = self.idmp
@@ -294,10 +293,10 @@ class EditableStream:
     def _group(name: bytes, g: Group, type_code: int, compress: bool) -> Any:
         pel = [_stream.StreamPelEntry._new(id=_raw(i), delivery_time=p.delivery_time, delivery_count=rdb_len(
             p.delivery_count)) for i, p in sorted(g.pel.items())]
-        out = _stream.StreamGroup._new(type_code=type_code, name=rdb_string(name, compress), last_id=_id(g.last_id),
-                                       pel=pel)
+        out = _stream.StreamGroup._new(type_code=type_code, name=rdb_string(name, compress),
+                                       last_id=id_value(g.last_id), pel=pel)
         if type_code >= 19:
-            out.entries_read = rdb_len(INVALID_ENTRIES_READ if g.entries_read is None else g.entries_read)
+            out.entries_read = rdb_len(UNKNOWN_ENTRIES_READ if g.entries_read is None else g.entries_read)
         out.consumers = []
         for cname, c in sorted(g.consumers.items()):
             consumer = _stream.StreamConsumer._new(type_code=type_code, name=rdb_string(cname, compress),
@@ -327,7 +326,8 @@ def groups_from_value(value: Any, model_groups: list) -> dict[bytes, Group]:
     return out
 
 
-def _id(stream_id: StreamId) -> Any:
+def id_value(stream_id: StreamId) -> Any:
+    """A `stream_id` (two rdb lengths) to write."""
     return _stream.StreamId._new(ms=rdb_len(stream_id[0]), seq=rdb_len(stream_id[1]))
 
 
