@@ -116,6 +116,13 @@ class KeyRecord:
     def value(self) -> Any:
         return self._decode().value
 
+    def containers(self) -> list[tuple[bool, int]] | None:
+        """The containers the value is stored in (`values.CONTAINERS`): each quicklist node, or
+        the one listpack, ziplist or intset, as (PLAIN element, decompressed bytes); None for
+        the other encodings."""
+        return self._decoding(values.containers, self.value_kind)
+
+
     @property
     def skipped_by_server(self) -> bool:
         """An empty list, set, sorted set or hash: the server skips it on load (with a warning

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TextIO
 
-from . import api, backend, convert, edits, rewrite
+from . import api, backend, convert, edits, memory, rewrite
 from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
 from .errors import (
     EXIT_CODES,
@@ -96,10 +96,17 @@ def element_count(record: api.KeyRecord) -> int:
 
 
 def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    rows = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r)] for r in _selected(dump, args))
-    if args.top:
-        rows = iter(sorted(rows, key=lambda row: -row[4])[:args.top])
     header = ["db", "key", "type", "encoding", "size_in_file", "elements"]
+    rows: Iterator[list] = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r)]
+                            for r in _selected(dump, args))
+    if args.memory:
+        model = memory.model_for(dump, args.as_version, args.allocator)
+        header.append("memory")
+        rows = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r), model.usage(r)]
+                for r in _selected(dump, args))
+    if args.top:
+        by = header.index("memory" if args.memory else "size_in_file")
+        rows = iter(sorted(rows, key=lambda row: -row[by])[:args.top])
     if args.csv:
         writer = csv.writer(out)
         writer.writerow(header)
@@ -163,6 +170,17 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")
 
 
+def add_memory_options(parser: argparse.ArgumentParser, always: bool = False) -> None:
+    """--memory (unless always on), --as-version and --allocator."""
+    if not always:
+        parser.add_argument("--memory", action="store_true",
+                            help="add the bytes the server uses for each key (MEMORY USAGE key SAMPLES 0)")
+    parser.add_argument("--as-version", type=parse_version, metavar="X.Y",
+                        help="count memory as this server version does (default: the dump's redis-ver AUX field)")
+    parser.add_argument("--allocator", choices=sorted(memory.ALLOCATORS), default="jemalloc",
+                        help="the server's allocator: jemalloc (the default build) or libc (MALLOC=libc builds)")
+
+
 class VersionAction(argparse.Action):
     """`--version`: the installed version and the backend that runs, found only when asked for
     (importlib.metadata takes 15 ms to load, a fifth of the command line's start)."""
@@ -206,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(run=cmd_info)
     keys = common("keys", "one row per key: type, encoding, size in the file, elements")
     keys.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
-    keys.add_argument("--top", type=positive_int, metavar="N", help="only the N largest keys (by size in the file)")
+    keys.add_argument("--top", type=positive_int, metavar="N",
+                      help="only the N largest keys (by memory with --memory, else by size in the file)")
+    add_memory_options(keys)
     keys.set_defaults(run=cmd_keys)
     rewrite = sub.add_parser("rewrite", help="write the dump again, whole or only some databases, keys, types",
                              description=REWRITE_DESCRIPTION)

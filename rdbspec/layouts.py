@@ -334,6 +334,12 @@ class Layouts:
             nodes = self._listpack_nodes(given, fill)
         return LIST_QUICKLIST_2, _quicklist.Quicklist2._new(nodes=[self._quicklist2_node(n) for n in nodes])
 
+    def list_nodes(self, items: list[bytes]) -> list[tuple[bool, int]]:
+        """The quicklist nodes RPUSH of `items` makes, as (PLAIN, bytes) pairs."""
+        fill = self.config.list_max_listpack_size
+        nodes = self._ziplist_nodes(items, fill) if self.version < 10 else self._listpack_nodes(items, fill)
+        return [(node.plain, node.size) for node in nodes]
+
     def _quicklist2_node(self, node: _Node) -> Any:
         if node.plain:
             return _quicklist.Quicklist2Node._new(container=rdb_len(PLAIN),

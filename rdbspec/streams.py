@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from rdbspec_generated import WarningSink, collecting, current_sink
+from rdbspec_generated.rdb_string import RdbLen
 
 from .errors import IntegrityError, InternalError, RdbError
 from .primitives import container, text, texts
@@ -248,6 +249,21 @@ class NodeTable(Sequence[StreamNode]):
 
     def master_ids(self) -> list[StreamId]:
         return list(zip(self.ms, self.seq))
+
+    def listpack_sizes(self) -> list[int]:
+        """Each node's listpack bytes, decompressed (what the server allocates for it), read from
+        the lengths before its blob (spec `rdb_string::rdb_blob`: `len`, or an LZF run's `ulen`)."""
+        if self.source is None:
+            return []
+        io = self.source[1]
+        sizes = []
+        for offset in self.offsets:
+            length, pos = RdbLen._read(io, offset, None, None)
+            if length.is_encoded:  # LZF: clen, then ulen
+                pos = RdbLen._skip(io, pos, None, None)
+                length = RdbLen._read(io, pos, None, None)[0]
+            sizes.append(length.value)
+        return sizes
 
 
 def _listpack_place(node: Any) -> tuple[tuple[type, Any], int]:

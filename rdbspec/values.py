@@ -346,6 +346,33 @@ def packed(value_kind: int, value) -> Packed | None:
     return got if len(got) else None
 
 
+def _blob_size(blob) -> int:
+    """The bytes of the container in an `rdb_blob` (decompressed: what the server allocates)."""
+    return blob.ulen.value if blob.len.is_encoded else blob.len.value
+
+
+def _quicklist_2_sizes(v) -> list[tuple[bool, int]]:
+    return [(True, len(text(node.plain))) if node.container.value == 1 else (False, _blob_size(node.packed))
+            for node in v.nodes]
+
+
+# The containers a value is stored in, as (PLAIN element, bytes) pairs: a quicklist's nodes, one
+# blob for the other packed encodings (what the server allocates when it loads them as they are)
+CONTAINERS: dict[int, Callable[[Any], list[tuple[bool, int]]]] = {
+    **{kind: (lambda v: [(False, _blob_size(v))]) for kind in (9, 10, 11, 12, 13, 16, 17, 20)},
+    14: lambda v: [(False, _blob_size(node)) for node in v.nodes],
+    18: _quicklist_2_sizes,
+    23: lambda v: [(False, _blob_size(v.listpack))],
+    25: lambda v: [(False, _blob_size(v.listpack))],
+}
+
+
+def containers(value_kind: int, value) -> list[tuple[bool, int]] | None:
+    """`CONTAINERS` of the value; None for an encoding that keeps no container."""
+    sizes = CONTAINERS.get(value_kind)
+    return sizes(value) if sizes is not None else None
+
+
 # Lists, sets, sorted sets and hashes that hold nothing: the server skips such a key on load,
 # logging "rdbLoadObject skipping empty key" (redis src/rdb.c rdbLoadObject `goto emptykey`,
 # rdbLoadRioWithLoadingCtx; Redis >= 6.2). An empty intset or zipmap is refused instead
