@@ -1,6 +1,6 @@
 # rdbspec — every target installs what it needs itself. `run` needs Python 3.10+ and Java 17+
 # only (a .venv with rdbspec and its spark extra); the test targets add the dev extra, npm
-# packages into tests/conformance and Debian's redis-server (when root and missing). A C compiler
+# packages into tests/conformance and Debian's redis-server and chromium (when root and missing). A C compiler
 # and the Python headers are optional: the install compiles the native backend with them
 # (setup.py) and uses the pure-Python parsers without.
 PYTHON ?= python3
@@ -22,7 +22,8 @@ ASAN_ENV = LD_PRELOAD='$(SANITIZER_LIBS)' ASAN_OPTIONS=detect_leaks=0:abort_on_e
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup run test test-asan test-peers regenerate check-generated lint conformance pytest bench redis-server
+.PHONY: setup run test test-asan test-peers regenerate check-generated lint conformance pytest bench \
+  debian-packages
 
 $(VENV_STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || \
@@ -53,17 +54,20 @@ $(NODE_STAMP): tests/conformance/package.json tests/conformance/package-lock.jso
 	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
 	touch $@
 
-redis-server:
-	@if ! command -v redis-server >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
-	  else echo "redis-server missing and not root: real-server tests will be skipped"; fi; \
+# Debian's redis-server (the real-server tests) and chromium (tests/test_report.py renders the
+# report page headless), installed with one apt-get update when root and missing.
+debian-packages:
+	@missing=""; for p in redis-server chromium; do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing and not root:$$missing (real-server tests are skipped; tests/test_report.py fails without chromium)"; fi; \
 	fi
 
-setup: $(STAMP) $(NATIVE_STAMP) $(NODE_STAMP) redis-server
+setup: $(STAMP) $(NATIVE_STAMP) $(NODE_STAMP) debian-packages
 
 # The main job on the bundled sample dumps, through Spark local mode (checks Java 17+ first).
 run: $(RUN_STAMP) $(NATIVE_STAMP)
-	$(PY) -m rdbspec pipeline examples/ --out out/examples --master 'local[*]'
+	$(PY) -m rdbspec pipeline examples/ --out out/examples --master 'local[*]' --report out/examples/report.html
 
 regenerate: $(STAMP)
 	$(PY) -m generator spec generated docs/spec

@@ -6,8 +6,10 @@ once per backend built (RDBSPEC_BACKEND=python, and native when it imports), lib
 HDT3213/rdb (from ../shared/bench-peers or $RDBSPEC_BENCH_PEERS, when there), the official Kaitai
 compiler's Python output of our specs, rdbtools, redis-server loading the dump, ``cat`` as the
 floor, and the Spark group (the ``rdb`` data source's stream_entries table, unsplit and split,
-under local[1] and local[2], per backend). The Markdown report, with a Targets section (issue 14's
-targets, met or missed), goes to bench/results/latest.md.
+under local[1] and local[2], per backend). Then the memory accuracy comparison (bench/memory.py,
+issue 16): rdbspec's, rdbtools' and HDT3213/rdb's per-key memory estimates against what the servers
+answer to MEMORY USAGE for dumps they write during the run. The Markdown report, with a Targets
+section (issue 14's targets, met or missed), goes to bench/results/latest.md.
 
     python -m bench --quick          # 100k stream entries + 20k keys
     python -m bench                  # 1M stream entries + 200k keys
@@ -15,4 +17,5 @@ targets, met or missed), goes to bench/results/latest.md.
                                      # the ~1 GB dump (15M entries + 3.2M keys, RDB 10) alone
     python -m bench --only spark     # the Spark group only
     python -m bench --profile        # cProfile of rdbspec's full decode of the stream dump
+    python -m bench --memory-only    # the memory accuracy comparison only (also: --only memory)
 """

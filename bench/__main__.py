@@ -1,5 +1,5 @@
-"""`python -m bench [--quick] [--large] [--only X] [--file F] [--runs N] [--timeout S] [--profile]`
-(see bench/__init__.py)."""
+"""`python -m bench [--quick] [--large] [--only X] [--file F] [--runs N] [--timeout S] [--profile]
+[--memory-only | --no-memory]` (see bench/__init__.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import datasets as ds_mod
+from . import memory
 from .contenders import contenders
 from .report import document
 from .runner import Result, measure
@@ -53,14 +54,43 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached dumps")
     p.add_argument("--profile", action="store_true",
                    help="cProfile rdbspec's full decode of the stream dump instead of benchmarking")
-    p.add_argument("--output", type=Path, default=RESULTS_DIR / "latest.md",
-                   help="where to write the Markdown report (default bench/results/latest.md)")
+    p.add_argument("--memory-only", action="store_true",
+                   help="only the memory accuracy comparison (bench/memory.py: rdbspec, rdbtools and HDT3213/rdb "
+                        "against MEMORY USAGE on dumps written by the real servers; ~20 s)")
+    p.add_argument("--no-memory", action="store_true",
+                   help="leave the memory accuracy comparison out (it runs after the contenders on a plain run, "
+                        "without --only or --file; --only memory is --memory-only)")
+    p.add_argument("--output", type=Path,
+                   help="where to write the Markdown report (default bench/results/latest.md; with --memory-only "
+                        "bench/results/memory.md, leaving the whole run's report alone)")
     return p.parse_args(argv)
+
+
+def memory_only(args: argparse.Namespace) -> bool:
+    """--memory-only, or --only memory and no other --only."""
+    return args.memory_only or bool(args.only) and all(o.lower() == "memory" for o in args.only)
+
+
+def wants_memory(args: argparse.Namespace) -> bool:
+    """The memory comparison also runs after the contenders on a plain run (no --only, --file or --no-memory)."""
+    return not (args.no_memory or args.only or args.file)
+
+
+def write(text: str, output: Path) -> None:
+    print(text)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text)
+    log(f"written to {output}")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if memory_only(args):
+        rows, notes = memory.run(log)
+        write(document([], [], [], argv, args.runs, args.timeout, memory=memory.section(rows, notes)),
+              args.output or RESULTS_DIR / "memory.md")
+        return 0
     files = ds_mod.datasets(args.quick, args.rebuild, log, large=args.large)
     if args.file:
         files = [d for d in files if any(f in d.name for f in args.file)]
@@ -91,11 +121,9 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{c.name} on {d.name} ({c.description})")
             timeout = args.timeout * (LARGE_TIMEOUT_FACTOR if d.large else 1)
             results.append(measure(c, d, args.runs, timeout, args.single_run_above, log, memory_limit))
-    text = document(results, files, notes, argv, args.runs, args.timeout, memory_limit)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
-    log(f"written to {args.output}")
+    memory_lines = memory.section(*memory.run(log)) if wants_memory(args) else None
+    write(document(results, files, notes, argv, args.runs, args.timeout, memory_limit, memory_lines),
+          args.output or RESULTS_DIR / "latest.md")
     return 0
 
 

@@ -197,15 +197,17 @@ def rss_target(results: list[Result]) -> list[str]:
 
 
 def document(results: list[Result], datasets: list[Dataset], notes: list[str], argv: list[str],
-             runs: int, timeout: float, memory_limit: int | None = None) -> str:
+             runs: int, timeout: float, memory_limit: int | None = None, memory: list[str] | None = None) -> str:
+    """The whole report; `memory` is the memory accuracy section (bench.memory.section), when it ran."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# rdbspec benchmark ({when})", "", f"Command: `python -m bench {' '.join(argv)}`".rstrip(), "",
              "## Machine", ""]
     parts += [f"* {k}: {v}" for k, v in machine().items()]
     parts += ["", "## Versions", ""]
     parts += [f"* {k}: {v}" for k, v in versions().items()]
-    parts += ["", "## Files", ""]
-    parts += _files(datasets)
+    if datasets:
+        parts += ["", "## Files", ""]
+        parts += _files(datasets)
     cap = f"; data segment capped at {memory_limit / 2**30:.3g} GiB (RLIMIT_DATA)" if memory_limit else ""
     main = [r for r in results if r.group != "spark"]
     spark = [r for r in results if r.group == "spark"]
@@ -254,6 +256,8 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
                   "peaks (every 0.1 s) of the RSS / anonymous RSS summed over the driver, the JVM and the Python "
                   "workers (GNU time would see the driver only: the JVM is not its waited-for child).", "",
                   spark_table(spark), ""]
+    if memory is not None:
+        parts += [""] + memory
     parts += targets_section(results, notes)
     if notes:
         parts += ["## Notes", ""] + [f"* {n}" for n in notes] + [""]

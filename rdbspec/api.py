@@ -104,11 +104,12 @@ class KeyRecord:
         finally:
             warning_sink.reset(token)
 
-    def packed(self) -> values.Packed | None:
+    def packed(self, after_value: bool = False) -> values.Packed | None:
         """The value left in its containers' entries (`values.Packed`) when its encoding keeps
         them (listpacks, ziplists, intsets) and it holds an element; None otherwise: read
-        `value`. Checks and warnings as for `value`."""
-        if self._decoded is not None or self.value_kind not in values.PACKERS:
+        `value`. None too once `value` was read, unless `after_value` (the containers are
+        read again). Checks and warnings as for `value`."""
+        if (self._decoded is not None and not after_value) or self.value_kind not in values.PACKERS:
             return None
         return self._decoding(values.packed, self.value_kind)
 

@@ -1,4 +1,4 @@
-"""The `rdbspec` command line: dump, info, keys.
+"""The `rdbspec` command line: dump, info, keys, prefixes (and report, the stream commands, rewrite, pipeline).
 
 Bad input ends with one line on stderr (the problem, the byte offset, the key being read)
 and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines. Any other
@@ -11,16 +11,28 @@ import argparse
 import csv
 import json
 import os
-import re
 import sys
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TextIO
 
 from . import api, backend, convert, edits, memory, rewrite
-from .command_line import TYPES, AnyCaseSubParsers, error_line, key_pattern, positive_int, type_name
+from .command_line import (
+    TYPES,
+    AnyCaseSubParsers,
+    Progress,
+    add_memory_options,
+    dump_command,
+    error_line,
+    key_filter,
+    key_pattern,
+    parse_version,
+    positive_int,
+    type_name,
+)
 from .errors import (
     EXIT_CODES,
     InternalError,
@@ -33,66 +45,36 @@ from .errors import (
     print_warnings,
 )
 from .jsonl import s, write_records, write_rows
+from .report.cli import register as register_report
+from .report.data import element_count
+from .report.prefixes import PrefixTree
 from .spark.pipeline import register as register_pipeline
-from .stream_commands.cli import parse_version
 from .stream_commands.cli import register as register_stream_commands
 from .streams import Stream
-
-
-class Progress:
-    """A progress line on stderr, only when stderr is a terminal."""
-
-    def __init__(self, total: int):
-        self.total = max(total, 1)
-        self.enabled = sys.stderr.isatty()
-        self.shown = 0.0
-
-    def update(self, offset: int) -> None:
-        now = time.monotonic()
-        if self.enabled and now - self.shown > 0.5:
-            self.shown = now
-            sys.stderr.write(f"\r{100 * offset / self.total:5.1f}% of {self.total} bytes")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled and self.shown:
-            sys.stderr.write("\r" + " " * 40 + "\r")
 
 
 def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecord]:
     """The keys `--db`, `--type` and `--key` select, showing progress on a terminal; the dump's
     own iterator when there is neither (no Python step of ours per key)."""
-    pattern = getattr(args, "key", None)
+    keep = key_filter(args)
     progress = Progress(len(dump.source.buffer))
-    if not (args.db or args.type or pattern is not None or progress.enabled):
+    if keep is None and not progress.enabled:
         return dump.keys()
-    return _filtered(dump, args, pattern, progress)
+    return _filtered(dump, keep, progress)
 
 
-def _filtered(dump: api.Dump, args: argparse.Namespace, pattern: re.Pattern[bytes] | None,
+def _filtered(dump: api.Dump, keep: Callable[[api.KeyRecord], bool] | None,
               progress: Progress) -> Iterator[api.KeyRecord]:
     for record in dump.keys():
         progress.update(record.offset)
-        if args.db and record.db not in args.db:
-            continue
-        if args.type and record.type_name not in args.type:
-            continue
-        if pattern is not None and not pattern.search(record.key):
-            continue
-        yield record
+        if keep is None or keep(record):
+            yield record
     progress.done()
 
 
 def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
     write_records(out.buffer, _selected(dump, args), args.include_deleted)
-
-
-def element_count(record: api.KeyRecord) -> int:
-    value = record.value
-    if isinstance(value, Stream):
-        return value.length
-    return len(value) if isinstance(value, (bytes, list)) else 1
 
 
 def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
@@ -107,12 +89,30 @@ def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     if args.top:
         by = header.index("memory" if args.memory else "size_in_file")
         rows = iter(sorted(rows, key=lambda row: -row[by])[:args.top])
-    if args.csv:
+    _write_table(out, header, rows, args.csv)
+
+
+def cmd_prefixes(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    """Keys, elements and memory by key prefix (`report.prefixes`), the most memory first."""
+    model = memory.model_for(dump, args.as_version, args.allocator)
+    tree = PrefixTree(os.fsencode(args.separator), args.depth)
+    for record in _selected(dump, args):
+        tree.add(record.key, element_count(record), model.usage(record))
+    found = sorted(tree.rows(), key=lambda row: (-row.memory, row.prefix))[:args.top]
+    header = ["prefix", "level", "keys", "elements", "memory"]
+    rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in found)
+    _write_table(out, header, rows, args.csv)
+
+
+def _write_table(out: TextIO, header: list[str], rows: Iterator[list], as_csv: bool) -> None:
+    """Rows holding a key or a prefix: CSV (byte strings as `s` gives them, {"hex": ...} as its
+    JSON) or JSON Lines."""
+    if as_csv:
         writer = csv.writer(out)
         writer.writerow(header)
-        for db, key, *rest in rows:
-            text = s(key)
-            writer.writerow([db, json.dumps(text) if isinstance(text, dict) else text, *rest])
+        for row in rows:
+            texts = [s(v) if isinstance(v, bytes) else v for v in row]
+            writer.writerow([json.dumps(v) if isinstance(v, dict) else v for v in texts])
     else:
         out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
         write_rows(out.buffer, header, rows)
@@ -170,17 +170,6 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")
 
 
-def add_memory_options(parser: argparse.ArgumentParser, always: bool = False) -> None:
-    """--memory (unless always on), --as-version and --allocator."""
-    if not always:
-        parser.add_argument("--memory", action="store_true",
-                            help="add the bytes the server uses for each key (MEMORY USAGE key SAMPLES 0)")
-    parser.add_argument("--as-version", type=parse_version, metavar="X.Y",
-                        help="count memory as this server version does (default: the dump's redis-ver AUX field)")
-    parser.add_argument("--allocator", choices=sorted(memory.ALLOCATORS), default="jemalloc",
-                        help="the server's allocator: jemalloc (the default build) or libc (MALLOC=libc builds)")
-
-
 class VersionAction(argparse.Action):
     """`--version`: the installed version and the backend that runs, found only when asked for
     (importlib.metadata takes 15 ms to load, a fifth of the command line's start)."""
@@ -204,17 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, action=AnyCaseSubParsers,
                                 help="subcommands, in any case (each has its own --help)")
 
-    def common(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("file", help="dump file, or - for stdin")
-        p.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
-        p.add_argument("--type", action="append", type=type_name, metavar="TYPE",
-                       help=f"only this type (repeatable): {', '.join(TYPES)}")
-        p.add_argument("--key", type=key_pattern, metavar="REGEX",
-                       help="only keys matching this regular expression (searched in the key's bytes)")
-        p.add_argument("--no-verify-checksum", action="store_true", help="do not fail on a wrong checksum")
-        p.add_argument("-o", "--output", help="write here instead of stdout")
-        return p
+    common = partial(dump_command, sub)
 
     dump = common("dump", "every key as JSON Lines")
     dump.add_argument("--include-deleted", action="store_true", help="stream entries deleted but still stored")
@@ -228,6 +207,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="only the N largest keys (by memory with --memory, else by size in the file)")
     add_memory_options(keys)
     keys.set_defaults(run=cmd_keys)
+    prefixes = common("prefixes", "keys, elements and memory summed by key prefix, the most memory first")
+    prefixes.add_argument("--separator", default=":", help="what splits a key into parts (default :)")
+    prefixes.add_argument("--depth", type=positive_int, default=2, metavar="N",
+                          help="prefixes of up to N parts (default 2: a and a:b for the key a:b:c)")
+    prefixes.add_argument("--top", type=positive_int, metavar="N", help="only the N prefixes with the most memory")
+    prefixes.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
+    add_memory_options(prefixes, always=True)
+    prefixes.set_defaults(run=cmd_prefixes)
+    register_report(sub)
     rewrite = sub.add_parser("rewrite", help="write the dump again, whole or only some databases, keys, types",
                              description=REWRITE_DESCRIPTION)
     rewrite.add_argument("file", help="dump file to read (never modified)")
@@ -314,15 +302,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_dump_command(args: argparse.Namespace) -> int:
-    """`dump`, `info`, `keys`: bad input ends with one line and its exit code."""
+    """`dump`, `info`, `keys`, `prefixes`, `report`: bad input ends with one line and its exit
+    code. A command whose output is one document (`whole_output`: the report) writes it beside
+    -o and renames it at the end, so that a failure leaves no half page."""
     dump = None
     out = sys.stdout
+    whole = getattr(args, "whole_output", False) and args.output
+    written = f"{args.output}.rdbspec-partial" if whole else args.output
     try:
-        if args.output:
-            out = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        if written:
+            out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         with api.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
             args.run(dump, args, out)
         out.flush()
+        if whole:
+            out.close()
+            os.replace(written, args.output)
         print_warnings(dump.warnings)
         return EXIT_CODES["ok"]
     except BrokenPipeError:
@@ -340,3 +335,5 @@ def run_dump_command(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+        if whole and os.path.exists(written):
+            os.unlink(written)

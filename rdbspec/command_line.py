@@ -1,15 +1,21 @@
 """Pieces every `rdbspec` subcommand shares: argument types that refuse bad values as usage
-errors (exit 2, argparse's message), subcommand names matched in any case, and the one line
-that names the file an OSError is about."""
+errors (exit 2, argparse's message), subcommand names matched in any case, the options of the
+commands that read one dump (file, --db, --type, --key, -o; the memory model's), the progress
+line, and the one line that names the file an OSError is about."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import re
+import sys
+import time
+from collections.abc import Callable
 
+from . import api, memory
 from .errors import IntegrityError
 from .jsonl import dumps, s
+from .stream_commands.rules import Version
 from .values import TYPE_NAMES
 
 
@@ -60,6 +66,81 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
     return value
+
+
+def parse_version(text: str) -> Version:
+    """--as-version: a server version X.Y."""
+    try:
+        major, minor = (int(p) for p in text.split(".")[:2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a version X.Y: {text!r}") from None
+    return major, minor
+
+
+def dump_command(sub: argparse._SubParsersAction, name: str, help_text: str,
+                 output_required: bool = False) -> argparse.ArgumentParser:
+    """A subcommand that reads one dump: FILE, the key filters (`key_filter`), --no-verify-checksum
+    and -o; its `run(dump, args, out)` is called by the command line's run_dump_command."""
+    p = sub.add_parser(name, help=help_text)
+    p.add_argument("file", help="dump file, or - for stdin")
+    p.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
+    p.add_argument("--type", action="append", type=type_name, metavar="TYPE",
+                   help=f"only this type (repeatable): {', '.join(TYPES)}")
+    p.add_argument("--key", type=key_pattern, metavar="REGEX",
+                   help="only keys matching this regular expression (searched in the key's bytes)")
+    p.add_argument("--no-verify-checksum", action="store_true", help="do not fail on a wrong checksum")
+    p.add_argument("-o", "--output", required=output_required,
+                   help="write here" if output_required else "write here instead of stdout")
+    return p
+
+
+def key_filter(args: argparse.Namespace) -> Callable[[api.KeyRecord], bool] | None:
+    """Whether a key is one `--db`, `--type` and `--key` select; None when they select all."""
+    dbs, types, pattern = args.db, args.type, getattr(args, "key", None)
+    if not (dbs or types or pattern is not None):
+        return None
+    return lambda r: ((not dbs or r.db in dbs) and (not types or r.type_name in types)
+                      and (pattern is None or pattern.search(r.key) is not None))
+
+
+def server_version(text: str) -> memory.Server:
+    """--as-version of the memory commands: 7.0, redis-7.0 or valkey-9.1."""
+    try:
+        return memory.parse_server(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_memory_options(parser: argparse.ArgumentParser, always: bool = False) -> None:
+    """--memory (unless always on), --as-version and --allocator."""
+    if not always:
+        parser.add_argument("--memory", action="store_true",
+                            help="add the bytes the server uses for each key (MEMORY USAGE key SAMPLES 0)")
+    parser.add_argument("--as-version", type=server_version, metavar="SERVER",
+                        help="count memory as this server does: X.Y for Redis, valkey-X.Y for Valkey (default: the "
+                             "one that wrote the dump, from its AUX fields)")
+    parser.add_argument("--allocator", choices=sorted(memory.ALLOCATORS), default="jemalloc",
+                        help="the server's allocator: jemalloc (the default build) or libc (MALLOC=libc builds)")
+
+
+class Progress:
+    """A progress line on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int):
+        self.total = max(total, 1)
+        self.enabled = sys.stderr.isatty()
+        self.shown = 0.0
+
+    def update(self, offset: int) -> None:
+        now = time.monotonic()
+        if self.enabled and now - self.shown > 0.5:
+            self.shown = now
+            sys.stderr.write(f"\r{100 * offset / self.total:5.1f}% of {self.total} bytes")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.shown:
+            sys.stderr.write("\r" + " " * 40 + "\r")
 
 
 def error_line(path: str, err: BaseException) -> str:

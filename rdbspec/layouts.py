@@ -156,12 +156,17 @@ def ziplist(entries: list) -> Any:
     return _ziplist.Ziplist._new(body=_ziplist.ZlBody._new(entries=entries))
 
 
+def intset_width(members: Iterable[int]) -> int:
+    """The narrowest width that holds every member (_intsetValueEncoding): 2, 4 or 8 bytes."""
+    ordered = sorted(members)
+    low, high = (ordered[0], ordered[-1]) if ordered else (0, 0)
+    return 2 if -(1 << 15) <= low and high < 1 << 15 else 4 if -(1 << 31) <= low and high < 1 << 31 else 8
+
+
 def intset(members: Iterable[int]) -> Any:
     """The intset of `members`: ascending, in the narrowest width that holds them (intsetAdd)."""
     ordered = sorted(set(members))
-    low, high = (ordered[0], ordered[-1]) if ordered else (0, 0)
-    width = 2 if -(1 << 15) <= low and high < 1 << 15 else 4 if -(1 << 31) <= low and high < 1 << 31 else 8
-    return _intset.Intset._new(encoding=width, members=ordered)
+    return _intset.Intset._new(encoding=intset_width(ordered), members=ordered)
 
 
 def string_list(items: Iterable[bytes], compress: bool = True) -> Any:
@@ -357,9 +362,9 @@ class Layouts:
             elif tail is not None and not tail.plain and self._allows(tail, len(item) + SIZE_ESTIMATE_OVERHEAD,
                                                                      fill):
                 tail.entries.append(stored(item))
-                tail.size += _listpack_entry_size(stored(item))
+                tail.size += listpack_entry_bytes(stored(item))
             else:
-                nodes.append(_Node([stored(item)], EMPTY_LISTPACK + _listpack_entry_size(stored(item))))
+                nodes.append(_Node([stored(item)], EMPTY_LISTPACK + listpack_entry_bytes(stored(item))))
         return nodes
 
     def _large(self, size: int, fill: int) -> bool:
@@ -404,8 +409,19 @@ def _exceeds_limit(fill: int, size: int, count: int) -> bool:
     return size > SIZE_SAFETY_LIMIT or count > max(fill, 1)
 
 
-def _listpack_entry_size(item: int | bytes) -> int:
-    return len(_bytes(listpack([item]))) - EMPTY_LISTPACK
+def listpack_entry_bytes(entry: int | bytes) -> int:
+    """An entry's bytes in a listpack (redis src/listpack.c lpEncodeGetType, lpEncodeBacklen):
+    an integer in 1 to 9 bytes by its range, a string's 1, 2 or 5 length bytes and its bytes,
+    then the backlen of those (1 to 5 bytes, 7 bits each)."""
+    if isinstance(entry, int):
+        size = 1 if 0 <= entry < 128 else next(width for limit, width in _LISTPACK_INTS if -limit <= entry < limit)
+    else:
+        size = len(entry) + (1 if len(entry) < 64 else 2 if len(entry) < 4096 else 5)
+    return size + (1 if size < 128 else 2 if size < 16384 else 3 if size < 1 << 21 else 4 if size < 1 << 28 else 5)
+
+
+# (limit, bytes): the 13, 16, 24, 32 and 64-bit integers with their encoding byte
+_LISTPACK_INTS = ((1 << 12, 2), (1 << 15, 3), (1 << 23, 4), (1 << 31, 5), (1 << 63, 9))
 
 
 def _ziplist_entry_size(item: int | bytes) -> int:

@@ -21,6 +21,8 @@ from bench.contenders import (
     rdbspec_contenders,
 )
 from bench.datasets import Dataset
+from bench.memory import Target, Tool, Truth, accuracy, rdbspec_key, run_tool
+from bench.memory import table as memory_table
 from bench.peers import PEERS_ENV, peer_contenders
 from bench.report import spark_table
 from bench.runner import Contender, OutputCheck, Result, RunFailedError, measure, run_check
@@ -173,3 +175,48 @@ def test_a_spark_run_whose_warm_query_missed_rows_is_left_out(tmp_path: Path) ->
                   decodes_entries=True, reports=True, backend="native", group="spark")
     got = measure(c, dataset(tmp_path, entries=3, keys=1), 1, 60, 100, lambda msg: None)
     assert got.invalid == ["counted 2 warm_entries, expected 3"]
+
+
+def truth(tmp_path: Path, rdb_version: int) -> Truth:
+    """What a server answered to MEMORY USAGE for the five keys of its dump."""
+    keys = {(0, "a"): ("string", 100), (0, "b"): ("string", 200), (0, "c"): ("string", 100),
+            (0, "h"): ("hash", 1000), (1, "a"): ("list", 50)}
+    return Truth(Target("redis 7.0.15 (jemalloc)", Path("/usr/bin/redis-server"), "jemalloc"),
+                 tmp_path / "dump.rdb", rdb_version, keys, size=1000)
+
+
+def test_memory_accuracy_per_type_and_for_the_whole_dump(tmp_path: Path) -> None:
+    # ratios: strings 1.05, 1.5 and 0.91 (two within ±10%: 66.6%, rounded down), the hash 0.8; (1, "a") not
+    # reported, (2, "x") extra
+    got = accuracy("t", truth(tmp_path, 10), {(0, "a"): 105, (0, "b"): 300, (0, "c"): 91, (0, "h"): 800, (2, "x"): 5})
+    strings, hashes = got.per_type["string"], got.per_type["hash"]
+    assert (strings.keys, strings.within, strings.median) == (3, 2, 1.05)
+    assert (hashes.keys, hashes.within, hashes.median) == (1, 0, 0.8)
+    assert "list" not in got.per_type and got.not_read == 1
+    assert got.overall is not None and (got.overall.keys, got.overall.within) == (4, 2)
+    assert got.sum_ratio == (105 + 300 + 91 + 800) / (100 + 200 + 100 + 1000)
+    lines = memory_table([got]).splitlines()
+    assert lines[0] == "| dump | tool | string | list | hash | all keys | exact | sum ratio | not read | wall | notes |"
+    assert lines[2] == ("| RDB 10, redis 7.0.15 (jemalloc) | t | 66.6% · 1.05× | — | 0% · 0.80× | 50% · 0.98× | 0% "
+                        "| 0.926 | 1 | — |  |")
+
+
+def test_a_memory_tool_past_its_rdb_version_cannot_read_and_one_that_exits_failed(tmp_path: Path) -> None:
+    def tool(code: str) -> Tool:
+        return Tool("t", lambda dump, out, alloc: [sys.executable, "-c", code, str(out)], "db", "key", "memory",
+                    max_rdb=9)
+
+    refused = tool("import sys; sys.exit('Invalid RDB version number 10')")
+    got = run_tool(refused, truth(tmp_path, 10), tmp_path, lambda msg: None)
+    assert (got.status, got.note, got.not_read) == ("cannot read", "reads RDB ≤ 9 only", 5)
+    got = run_tool(refused, truth(tmp_path, 9), tmp_path, lambda msg: None)
+    assert (got.status, got.note) == ("failed", "exit 1: Invalid RDB version number 10")
+    writes = tool("import sys; open(sys.argv[1], 'w').write('db,key,memory\\n0,a,100\\n1,a,60\\n')")
+    got = run_tool(writes, truth(tmp_path, 9), tmp_path, lambda msg: None)
+    assert got.status == "ok" and got.not_read == 3 and got.per_type["list"].median == 1.2
+    assert got.overall is not None and got.overall.exact == 1
+
+
+def test_rdbspec_hex_keys_are_matched_to_the_servers_bytes() -> None:
+    # the server's key b"k:\x00\xff" as bench.memory spells it: UTF-8, the other bytes as \xNN
+    assert rdbspec_key('{"hex": "6b3a00ff"}') == "k:\x00\\xff" and rdbspec_key("k:1") == "k:1"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import shutil
 import sys
@@ -18,6 +19,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 import rdbspec  # noqa: E402
+from rdbspec import memory  # noqa: E402
 from rdbspec.spark.source import SCHEMAS, TABLES  # noqa: E402
 from rdbspec.splits import plan  # noqa: E402
 from rdbspec.stream_commands.groups import group_lag  # noqa: E402
@@ -78,9 +80,10 @@ def _library_keys(files: list[str]) -> list[tuple]:
     rows = []
     for f in files:
         with rdbspec.open(f) as dump:
+            model = memory.model_for(dump)
             for k in dump.keys():
                 rows.append((f, k.db, k.key, k.type_name, k.rdb_type, k.encoding, k.expire_at_ms, k.idle,
-                             k.freq, k.offset, k.size, _elements(k.value)))
+                             k.freq, k.offset, k.size, _elements(k.value), model.usage(k)))
     return sorted(rows, key=repr)
 
 
@@ -110,8 +113,8 @@ def test_keys_match_library(spark, corpus):
     got = _load(spark, "keys", corpus).collect()
     assert {r["file"] for r in got} == set(files)
     rows = sorted(((r["file"], r["db"], bytes(r["key"]), r["type"], r["rdb_type"], r["encoding"],
-                    r["expire_at_ms"], r["idle"], r["freq"], r["offset"], r["size_in_file"], r["elements"])
-                   for r in got), key=repr)
+                    r["expire_at_ms"], r["idle"], r["freq"], r["offset"], r["size_in_file"], r["elements"],
+                    r["memory"]) for r in got), key=repr)
     assert rows == _library_keys(files)
     for r in got:
         key = bytes(r["key"])
@@ -192,6 +195,26 @@ def test_streams_and_aux(spark, corpus):
             list(dump.keys())
             expected += [(f, n.decode(), v.decode()) for n, v in dump.aux]
     assert sorted((r["file"], r["name"], r["value"]) for r in aux) == sorted(expected)
+
+
+def test_memory_options(spark, corpus):
+    """The `memory` column counts for the dump's own server version, or `memoryVersion` and
+    `allocator`; a bad value is refused naming the option."""
+    path = str(corpus / "redis-6.2.14__mixed_types.rdb")
+    with rdbspec.open(path) as dump:
+        model = memory.model(memory.Server("redis", (7, 0)), "libc")
+        expected = sorted((k.key, model.usage(k)) for k in dump.keys())
+    got = _load(spark, "keys", path, memoryVersion="7.0", allocator="libc").collect()
+    assert sorted((bytes(r["key"]), r["memory"]) for r in got) == expected
+    with pytest.raises(Exception, match="option memoryVersion"):
+        _load(spark, "keys", path, memoryVersion="seven").collect()
+    with_valkey = sorted((bytes(r["key"]), r["memory"])
+                         for r in _load(spark, "keys", path, memoryVersion="valkey-9.1", allocator="libc").collect())
+    with rdbspec.open(path) as dump:
+        valkey = memory.model(memory.Server("valkey", (9, 1)), "libc")
+        assert with_valkey == sorted((k.key, valkey.usage(k)) for k in dump.keys())
+    with pytest.raises(Exception, match="option allocator"):
+        _load(spark, "keys", path, allocator="tcmalloc").collect()
 
 
 def test_options_filter(spark, corpus):
@@ -291,6 +314,42 @@ def test_pipeline_command(tmp_path, spark, monkeypatch):
     keys = spark.read.parquet(str(tmp_path / "out" / "keys"))
     assert keys.count() == 47
     assert sorted(os.listdir(tmp_path / "out")) == ["files", "keys", "stream_groups", "streams"]
+
+
+def test_pipeline_report_is_the_report_of_every_input(tmp_path, spark, monkeypatch):
+    """`pipeline --report`: the figures of `rdbspec report` over both inputs, made from the
+    tables (the keys table's memory column, the stream tables summed per group by Spark), equal
+    those `report.data.from_dump` gathers from the two dumps one after the other; the page and
+    its JSON are written whole."""
+    from rdbspec.report.data import ReportBuilder, from_dump, save_time_ms
+    from rdbspec.spark import launch, pipeline
+
+    inputs = [str(REAL / "redis-7.0.15" / "stream_groups.rdb"), str(REAL / "redis-7.0.15" / "mixed_types.rdb")]
+    parser = argparse.ArgumentParser()
+    pipeline.register(parser.add_subparsers(dest="command"))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    for name in ("report.json", "report.html"):
+        args = parser.parse_args(["pipeline", *inputs, "--out", str(tmp_path / "out"), "--tables", "keys",
+                                  "--report", str(tmp_path / name), "--allocator", "libc"])
+        assert pipeline.run(args, io.StringIO()) == 0
+    got = json.loads((tmp_path / "report.json").read_text())
+    dumps = [rdbspec.open(path) for path in inputs]
+    builder = ReportBuilder(now_ms=max(save_time_ms(d.aux) for d in dumps))
+    for dump in dumps:
+        from_dump(dump, memory.model_for(dump, None, "libc"), builder)
+        dump.close()
+    expected = json.loads(json.dumps(builder.result()))
+
+    def unordered(result: dict) -> dict:  # rows of equal weight come in Spark's order
+        result["top_keys"] = sorted(result["top_keys"], key=repr)
+        result["streams"]["top"] = sorted(result["streams"]["top"], key=repr)
+        return result
+
+    assert unordered(got) == unordered(expected)
+    assert got["streams"]["pending"] > 0 and got["totals"]["keys"] == sum(t["keys"] for t in got["types"])
+    page = (tmp_path / "report.html").read_text()
+    assert 'id="streams"' in page and 'id="top-keys"' in page
+    assert not list(tmp_path.glob("*.rdbspec-partial"))
 
 
 class _Unstoppable:

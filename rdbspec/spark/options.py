@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import api, dragonfly
 from ..dragonfly import SUMMARY_NAME
+from ..memory import ALLOCATORS, Server, parse_server
 
 # the tables of `source.SCHEMAS`, in that order
 TABLES = ("keys", "streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers", "aux", "files")
@@ -100,6 +101,23 @@ def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
     return out
 
 
+def _server(text: str | None) -> Server | None:
+    """``memoryVersion``: a server like 7.0 or valkey-9.1, or None."""
+    if text is None:
+        return None
+    try:
+        return parse_server(text)
+    except ValueError as err:
+        raise ValueError(f"option memoryVersion: {err}") from None
+
+
+def _allocator(text: str | None) -> str:
+    name = (text or "jemalloc").strip().lower()
+    if name not in ALLOCATORS:
+        raise ValueError(f"option allocator: expected one of {', '.join(sorted(ALLOCATORS))}, got {text!r}")
+    return name
+
+
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -125,6 +143,8 @@ class ReadOptions:
     verify_checksum: bool = True
     batch_size: int = 4096
     split_size: int = 64 << 20
+    memory_server: Server | None = None  # None: each dump's own (memory.server_of)
+    allocator: str = "jemalloc"
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> ReadOptions:
@@ -145,6 +165,8 @@ class ReadOptions:
             verify_checksum=_bool(options, "verifyChecksum", True),
             batch_size=max(1, int(option(options, "batchSize") or 4096)),
             split_size=_size(option(options, "splitSize") or "64m"),
+            memory_server=_server(option(options, "memoryVersion")),
+            allocator=_allocator(option(options, "allocator")),
         )
 
     def selects(self, record: Any) -> bool:

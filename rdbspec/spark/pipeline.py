@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import json
 import os
 import re
 import sys
@@ -22,9 +23,13 @@ from types import ModuleType
 from typing import IO, Any, TextIO
 
 from .. import dragonfly, errors
+from ..command_line import add_memory_options
 from ..convert import TARGETS
 from ..errors import EXIT_CODES, exit_code
+from ..report import html
+from ..report.data import ReportBuilder
 from . import dumps
+from . import report as spark_report
 from .options import TABLES, ReadOptions, resolve_paths
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
@@ -56,6 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         + ", ".join(sorted(TARGETS)))
     p.add_argument("--dumps-allow-lossy", action="store_true",
                    help="drop what the target cannot hold from those dumps instead of failing the input")
+    p.add_argument("--report", metavar="FILE",
+                   help="also write the page of rdbspec report over all the inputs (FILE.json: its data as JSON)")
+    add_memory_options(p, always=True)
     p.add_argument("--split-size", default="64m",
                    help="files over this size are split into byte ranges read by separate tasks (default: 64m)")
     p.add_argument("--no-summary", action="store_true", help="do not print the summary")
@@ -107,6 +115,10 @@ def read_options(args: argparse.Namespace) -> dict[str, str]:
         options["types"] = args.types
     if getattr(args, "key_pattern", None):
         options["keyPattern"] = args.key_pattern
+    if getattr(args, "as_version", None):
+        options["memoryVersion"] = str(args.as_version)
+    if getattr(args, "allocator", None):
+        options["allocator"] = args.allocator
     return options
 
 
@@ -229,7 +241,8 @@ def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> list[str
 
 
 def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, options: dict[str, str],
-                  out: TextIO) -> None:
+                  out: TextIO) -> dict[str, Any]:
+    """Writes each table and returns the frames read back."""
     written: dict[str, Any] = {}
     for i, table in enumerate(tables):
         path = os.path.join(args.out, table)
@@ -241,6 +254,27 @@ def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, optio
     if not args.no_summary:
         summarize(spark, written, out)
     out.write(f"wrote {', '.join(tables)} to {args.out} ({args.format})\n")
+    return written
+
+
+def _write_report(spark: Any, written: dict[str, Any], args: argparse.Namespace, options: dict[str, str],
+                  out: TextIO) -> None:
+    """`--report FILE`: the page of the tables written, and of the others it needs read for it;
+    written beside FILE and renamed at the end. A FILE ending in .json gets the page's data."""
+    quiet = {**options, "warnCorruptFiles": "false"}  # a corrupt file was reported by the tables' reads
+    frames = {table: written[table] if table in written else reader(spark, table, quiet, list(args.inputs))
+              for table in spark_report.REPORT_TABLES}
+    now_ms = spark_report.save_time_ms(frames["aux"])
+    builder = spark_report.build(frames, ReportBuilder(now_ms=now_ms))
+    result = builder.result()
+    partial = f"{args.report}.rdbspec-partial"
+    with open(partial, "w", encoding="utf-8") as page:
+        if args.report.endswith(".json"):
+            page.write(json.dumps(result, ensure_ascii=False, indent=1) + "\n")
+        else:
+            page.write(html.render(result, title=f"rdbspec report: {', '.join(map(os.path.basename, args.inputs))}"))
+    os.replace(partial, args.report)
+    out.write(f"wrote the report of {result['totals']['keys']} keys to {args.report}\n")
 
 
 def _write_dumps(spark: Any, files: list[str], args: argparse.Namespace, options: dict[str, str],
@@ -318,7 +352,9 @@ def _pipeline(args: argparse.Namespace, out: TextIO, debug: bool, jvm_log: IO[by
     files = _check_inputs(args, options)
     spark = _start_spark(args.master, debug, jvm_log)
     try:
-        _write_tables(spark, tables, args, options, out)
+        written = _write_tables(spark, tables, args, options, out)
+        if args.report:
+            _write_report(spark, written, args, options, out)
         if args.dumps:
             _write_dumps(spark, files, args, options, out)
     except PipelineError:

@@ -35,7 +35,10 @@ path as resolved) and ``db`` (the database number; null where it does not apply)
     key binary, key_str (UTF-8 text of the key, null when not valid UTF-8), type, rdb_type
     (the type byte), encoding, expire_at_ms (absolute unix ms), idle (seconds, LRU), freq
     (LFU), offset (byte offset of the record), size_in_file (bytes of the record), elements
-    (items of a list/set/zset/hash, entries of a stream; null for strings and modules).
+    (items of a list/set/zset/hash, entries of a stream; null for strings and modules), memory
+    (the bytes ``MEMORY USAGE key SAMPLES 0`` answers on the server that loads the dump:
+    ``rdbspec.memory``, for the version the dump's AUX names, or option ``memoryVersion``
+    (7.0, valkey-9.1...), and option ``allocator``: jemalloc, the default, or libc).
 ``streams``
     key, length, last_id, first_id, max_deleted_id (IDs as "ms-seq" text), entries_added,
     nodes (listpack nodes), groups (consumer groups).
@@ -70,7 +73,8 @@ line is written to the worker's stderr and to the ``files`` table); ``warnCorrup
 (default true: write that line; a reader of several tables of the same files, as the
 pipeline, keeps it for the first); ``verifyChecksum``
 (default true; with splits, the task of a file's last split verifies it); ``batchSize``
-(default 4096); ``splitSize`` (bytes, or with a ``k``/``m``/``g`` suffix; default ``64m``).
+(default 4096); ``splitSize`` (bytes, or with a ``k``/``m``/``g`` suffix; default ``64m``);
+``memoryVersion`` and ``allocator`` (the server the ``memory`` column counts for: see ``keys``).
 With ``ignoreCorruptFiles`` and splits, a problem ends the split it is in (as Spark's own
 option does for splittable files): a value that cannot be decoded in the middle of a file
 drops the rest of its split, not the rest of the file.
@@ -97,7 +101,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .. import api, backend
+from .. import api, backend, memory
 from ..errors import RdbError, as_internal, file_error_line, internal_error_line
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
@@ -131,6 +135,7 @@ SCHEMAS: dict[str, StructType] = {
         StructField("offset", LongType(), False),
         StructField("size_in_file", LongType(), False),
         StructField("elements", LongType(), True),
+        StructField("memory", LongType(), True),
     ),
     "streams": _schema(
         _KEY,
@@ -328,6 +333,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
         if split.start is not None:
             dump.seek(split.start, split.db)
         per_key = table not in ("aux", "files")
+        model = memory.model_for(dump, opts.memory_server, opts.allocator) if table == "keys" else None
         kinds = STREAM_KINDS if table in STREAM_TABLES else None  # the stream tables' rows are in streams only
         for record in dump.keys(split.end, kinds):
             records += 1
@@ -339,7 +345,8 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
                 out.add(file=path, db=record.db, key=record.key, key_str=_utf8(record.key),
                         type=record.type_name, rdb_type=record.rdb_type, encoding=record.encoding,
                         expire_at_ms=record.expire_at_ms, idle=record.idle, freq=record.freq,
-                        offset=record.offset, size_in_file=record.size, elements=_elements(record.value))
+                        offset=record.offset, size_in_file=record.size, elements=_elements(record.value),
+                        memory=model.usage(record))
                 if out.full():
                     yield out.take()
             elif not opts.selects(record):  # the stream tables: stream keys only (`kinds`)

@@ -11,20 +11,10 @@ import time
 from collections.abc import Sequence
 
 from .. import api
-from ..command_line import AnyCaseSubParsers, error_line
+from ..command_line import AnyCaseSubParsers, error_line, parse_version
 from ..errors import RdbError, exit_code, print_warnings
 from .commands import CommandError, dump_context, dump_lookup, execute
 from .reply import render_json, render_text
-from .rules import Version
-
-
-def parse_version(text: str) -> Version:
-    try:
-        major, minor = (int(p) for p in text.split(".")[:2])
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a version X.Y: {text!r}") from None
-    return major, minor
-
 
 XREAD_WORDS = (b"count", b"streams")  # where XREAD's own syntax starts, in any case
 

@@ -33,14 +33,25 @@ Struct sizes are those of 64-bit builds (src/server.h, dict.h, quicklist.h, stre
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from . import api
-from .layouts import LIST_QUICKLIST, LIST_QUICKLIST_2, Layouts, ServerConfig, canonical_int, d2string, stored
-from .primitives import values
-from .streams import Stream
+from .. import api
+from ..layouts import (
+    LIST_QUICKLIST,
+    LIST_QUICKLIST_2,
+    Layouts,
+    ServerConfig,
+    canonical_int,
+    d2string,
+    intset_width,
+    listpack_entry_bytes,
+    stored,
+)
+from ..primitives import values
+from ..streams import Stream
+from .allocators import ALLOCATORS, sds_bytes
+from .rax import STREAM_ID, rax_shape, stream_id_key
 
 Version = tuple[int, int]
 
@@ -52,7 +63,7 @@ EMBSTR_OVERHEAD = ROBJ + 3 + 1  # the object, an sdshdr8 and the terminating NUL
 QUICKLIST = 40
 ZSET, ZSKIPLIST = 16, 32  # zset: dict* and zskiplist*; zskiplist: header, tail, length, level
 SKIPLIST_NODE, SKIPLIST_LEVEL, SKIPLIST_MAXLEVEL, SKIPLIST_P = 24, 16, 32, 0.25
-STREAM_ID, RAX_NODE, RAX_NODE_AUX = 16, 4, 8 * 30  # streamRadixTreeMemoryUsage's sums
+RAX_NODE, RAX_NODE_AUX = 4, 8 * 30  # streamRadixTreeMemoryUsage's sums
 STREAM_NACK = 24
 DICT_INITIAL = 4  # DICT_HT_INITIAL_SIZE
 EMPTY_LISTPACK, EMPTY_INTSET = 7, 8
@@ -85,42 +96,6 @@ def generation_of(version: Version) -> Generation:
     """The newest generation not after `version`."""
     fitting = [v for v in GENERATIONS if v <= version]
     return GENERATIONS[max(fitting)] if fitting else GENERATIONS[(6, 0)]
-
-
-# -- allocators --------------------------------------------------------------------------------------
-
-def jemalloc_size(n: int) -> int:
-    """jemalloc 5's size class of an `n`-byte request: 8, multiples of 16 to 128, then four
-    classes a doubling (sz_s2u)."""
-    if n <= 8:
-        return 8
-    if n <= 128:
-        return (n + 15) & ~15
-    step = 1 << ((n - 1).bit_length() - 3)
-    return (n + step - 1) & ~(step - 1)
-
-
-GLIBC_MMAP_THRESHOLD = 128 * 1024  # M_MMAP_THRESHOLD's default
-GLIBC_PAGE = 4096
-
-
-def glibc_size(n: int) -> int:
-    """glibc's malloc_usable_size of an `n`-byte malloc: its chunk (16-byte aligned, with an
-    8-byte header, 32 at least) less the header; page-aligned less 16 when mmapped."""
-    chunk = max(32, (n + 8 + 15) & ~15)
-    if n >= GLIBC_MMAP_THRESHOLD:
-        return ((chunk + 8 + GLIBC_PAGE - 1) & ~(GLIBC_PAGE - 1)) - 16
-    return chunk - 8
-
-
-ALLOCATORS: dict[str, Callable[[int], int]] = {"jemalloc": jemalloc_size, "libc": glibc_size}
-
-
-def sds_bytes(length: int) -> int:
-    """The bytes sdsnewlen asks for a string of `length`: the smallest header that holds it
-    (sdsReqType), the string and a NUL."""
-    header = 1 if length < 32 else 3 if length < 256 else 5 if length < 65536 else 9 if length < 1 << 32 else 17
-    return header + length + 1
 
 
 def _next_power(size: int) -> int:
@@ -157,59 +132,13 @@ def dict_slots(total: int, converted_at: int | None = None, expand_at_once: bool
     return size + old
 
 
-def rax_nodes(keys: Sequence[int], width: int = STREAM_ID) -> int:
-    """The nodes of a rax holding `keys` (ascending, distinct, each `width` big-endian bytes):
-    its head, each branch and key, and one compressed node for a run of two or more bytes
-    between a branch and the next branch or key (a run from the head is the head itself)."""
-    if not keys:
-        return 1
-    bits = width * 8
-
-    def common(a: int, b: int) -> int:  # bytes shared at the front
-        return (bits - (a ^ b).bit_length()) // 8
-
-    lcps = [common(a, b) for a, b in zip(keys, keys[1:])]
-    nodes = 1 + len(keys)
-    # branches: the LCP intervals, each with the depth of the branch above it
-    stack: list[int] = []
-    branches: list[tuple[int, int]] = []  # (depth, parent depth)
-    for lcp in [*lcps, -1]:
-        closed = None
-        while stack and stack[-1] > lcp:
-            closed = stack.pop()
-            parent = max(lcp, stack[-1] if stack else -1)
-            branches.append((closed, parent))
-        if lcp >= 0 and (not stack or stack[-1] < lcp):
-            stack.append(lcp)
-    for depth, parent in branches:
-        if parent < 0:  # the top branch: the head itself, or reached through the head's run
-            nodes += depth > 0
-        else:
-            nodes += 1 + (depth - parent >= 2)
-    edges = [-1, *lcps, -1]
-    for i in range(len(keys)):
-        above = max(edges[i], edges[i + 1])
-        if above >= 0 and width - above >= 2:  # a key below a branch, through a run
-            nodes += 1
-    return nodes
-
-
-def stream_id_key(stream_id: tuple[int, int]) -> int:
-    """A stream ID as the 128-bit number of its rax key (streamEncodeID: ms, seq big-endian)."""
-    return stream_id[0] << 64 | stream_id[1]
-
-
-def rax_usage(keys: Sequence[int]) -> int:
-    """streamRadixTreeMemoryUsage of a rax of stream IDs."""
-    return len(keys) * STREAM_ID + rax_nodes(keys) * (RAX_NODE + RAX_NODE_AUX)
-
-
 # -- the model ---------------------------------------------------------------------------------------
 
 @dataclass
-class MemoryModel:
+class RedisModel:
     """`MEMORY USAGE key SAMPLES 0` as a server of `version` built with `allocator` answers it
-    after loading the dump, under the limits of `config`."""
+    after loading the dump, under the limits of `config`. Each type's measure is the value's
+    objectComputeSize: the object (`robj`) and what the encoding the loader gives it holds."""
 
     version: Version
     allocator: str = "jemalloc"
@@ -218,65 +147,75 @@ class MemoryModel:
     def __post_init__(self) -> None:
         self.size = ALLOCATORS[self.allocator]
         self.generation = generation_of(self.version)
-        levels = [(1 - SKIPLIST_P) * SKIPLIST_P ** (level - 1) for level in range(1, SKIPLIST_MAXLEVEL)]
-        levels.append(1 - sum(levels))
-        self.skiplist_node = sum(p * self.size(SKIPLIST_NODE + SKIPLIST_LEVEL * level)
-                                 for level, p in enumerate(levels, 1))
-        self.skiplist_header = self.size(SKIPLIST_NODE + SKIPLIST_LEVEL * SKIPLIST_MAXLEVEL)
+        self._nodes: dict[int, float] = {}
 
     def usage(self, record: api.KeyRecord) -> int:
         """The key's bytes: its value's, its name's sds and its dictEntry."""
         return self.value_usage(record) + self.sds(len(record.key)) + DICT_ENTRY
 
     def value_usage(self, record: api.KeyRecord) -> int:
-        """objectComputeSize of the value as loaded (module values: the object alone)."""
-        measure = self._MEASURES.get(record.type_name)
-        return round(measure(self, record)) if measure is not None else ROBJ
+        """objectComputeSize of the value as loaded (a module value: the object alone)."""
+        measured = record.type_name in MEASURED_TYPES
+        return round(self.robj(record) + (getattr(self, record.type_name)(record) if measured else 0))
+
+    def robj(self, record: api.KeyRecord) -> int:
+        """The object, as objectComputeSize counts it (sizeof(robj))."""
+        return ROBJ
 
     def sds(self, length: int) -> int:
         return self.size(sds_bytes(length))
 
+    # -- strings ---------------------------------------------------------------------------------
+
     def string(self, record: api.KeyRecord) -> float:
+        """Beyond the object: an integer nothing, an EMBSTR the rest of its allocation (6.x its
+        length and 2), a RAW string its sds."""
         data = record.value
         if canonical_int(data) is not None:
-            return ROBJ
+            return 0
         if len(data) <= EMBSTR_LIMIT:
             if self.generation.embstr_counted:
-                return len(data) + 2 + ROBJ
-            return self.size(EMBSTR_OVERHEAD + len(data))
-        return ROBJ + self.sds(len(data))
+                return len(data) + 2
+            return self.size(EMBSTR_OVERHEAD + len(data)) - ROBJ
+        return self.sds(len(data))
 
-    def _listpack_of(self, entries: Iterable[int | bytes]) -> int:
+    # -- containers ------------------------------------------------------------------------------
+
+    def listpack_of(self, entries: Iterable[int | bytes]) -> int:
         """The allocation of the listpack lpAppend builds from `entries` (ints and bytes)."""
         return self.size(EMPTY_LISTPACK + sum(map(listpack_entry_bytes, entries)))
 
     def _packed(self, record: api.KeyRecord) -> int | None:
-        """The object and its one container, as read or (7.0+, a ziplist or zipmap) turned into a
+        """The value's one container, as read or (7.0+, a ziplist or zipmap) turned into a
         listpack of the same entries; None when the value is in no container."""
         sizes = record.containers()
         if sizes is None:
             return None
         if self.generation.listpacks and record.encoding in ("ziplist", "zipmap"):
-            return ROBJ + self._listpack_of(_entries(record))
-        return ROBJ + self.blob(sizes[0][1])
+            return self.listpack_of(_entries(record))
+        return self.blob(sizes[0][1])
 
     def blob(self, size: int) -> int:
         """What a container of `size` bytes counts for."""
         return size if self.generation.blobs_counted else self.size(size)
+
+    @staticmethod
+    def _fits(elements: Sequence[bytes], entries: int, value: int) -> bool:
+        return len(elements) <= entries and all(len(e) <= value for e in elements)
 
     def list(self, record: api.KeyRecord) -> float:
         g = self.generation
         if record.encoding != "quicklist" or (record.rdb_type == LIST_QUICKLIST_2 and not g.listpacks):
             nodes = Layouts(g.rdb_version, self.config).list_nodes(record.value)  # pushed one by one
         elif record.rdb_type == LIST_QUICKLIST and g.listpacks:  # each ziplist node made a listpack
-            packed = record.packed()
+            packed = record.packed(after_value=True)
             parts = packed.parts if packed is not None else []
             nodes = [(False, EMPTY_LISTPACK + sum(map(listpack_entry_bytes, values(part)))) for part in parts]
         else:
             nodes = record.containers() or []
         if g.listpack_lists and len(nodes) == 1 and not nodes[0][0]:
-            return ROBJ + self.size(nodes[0][1])
-        return ROBJ + QUICKLIST + sum(g.quicklist_node + self.blob(size) for _, size in nodes)
+            return self.size(nodes[0][1])
+        return QUICKLIST + sum(g.quicklist_node + self.blob(size) for _, size in nodes)
 
     def set(self, record: api.KeyRecord) -> float:
         packed = self._packed(record)
@@ -288,17 +227,16 @@ class MemoryModel:
             ints = [canonical_int(m) for m in members]
             converted_at = next((i for i, n in enumerate(ints) if n is None), None)
             if converted_at is None:
-                return ROBJ + self.blob(EMPTY_INTSET + len(ints) * intset_width(ints))
+                return self.blob(EMPTY_INTSET + len(ints) * intset_width(ints))
             if self.generation.listpack_lists and self._fits(members, self.config.set_max_listpack_entries,
                                                              self.config.set_max_listpack_value):
-                return ROBJ + self._listpack_of(map(stored, members))
-        slots = dict_slots(len(members), converted_at, expand_at_once=True)
-        return (ROBJ + self.generation.dict + POINTER * slots
-                + sum(DICT_ENTRY + self.sds(len(m)) for m in members))
+                return self.listpack_of(map(stored, members))
+        return self.hashtable_set(members, converted_at)
 
-    @staticmethod
-    def _fits(elements: Sequence[bytes], entries: int, value: int) -> bool:
-        return len(elements) <= entries and all(len(e) <= value for e in elements)
+    def hashtable_set(self, members: Sequence[bytes], converted_at: int | None) -> float:
+        """A dict of the members (`converted_at`: where an intset turned into it, see `dict_slots`)."""
+        slots = dict_slots(len(members), converted_at, expand_at_once=True)
+        return self.generation.dict + POINTER * slots + sum(DICT_ENTRY + self.sds(len(m)) for m in members)
 
     def hash(self, record: api.KeyRecord) -> float:
         packed = self._packed(record)
@@ -310,92 +248,75 @@ class MemoryModel:
         if len(pairs) <= self.config.hash_max_listpack_entries:
             converted_at = next((i for i, (f, v) in enumerate(pairs) if len(f) > limit or len(v) > limit), None)
             if converted_at is None:
-                return ROBJ + self._listpack_of(stored(x) for pair in pairs for x in pair)
+                return self.listpack_of(stored(x) for pair in pairs for x in pair)
+        return self.hashtable_hash(pairs, converted_at)
+
+    def hashtable_hash(self, pairs: Sequence[tuple[bytes, bytes]], converted_at: int | None) -> float:
+        """A dict of the pairs (`converted_at`: where a listpack turned into it)."""
         slots = dict_slots(len(pairs), converted_at)
-        return (ROBJ + self.generation.dict + POINTER * slots
+        return (self.generation.dict + POINTER * slots
                 + sum(DICT_ENTRY + self.sds(len(f)) + self.sds(len(v)) for f, v in pairs))
 
     def zset(self, record: api.KeyRecord) -> float:
-        rdb_version = self.generation.rdb_version
         packed = self._packed(record)
         if packed is not None:
             return packed
         pairs = record.value
         limit = self.config.zset_max_listpack_value  # zsetConvert after loading, when it fits
         if self._fits([m for m, _ in pairs], self.config.zset_max_listpack_entries, limit):
-            return ROBJ + self._listpack_of(x for member, score in pairs
-                                            for x in (stored(member), stored(d2string(score, rdb_version))))
-        slots = _next_power(len(pairs))
-        return (ROBJ + ZSET + ZSKIPLIST + self.generation.dict + POINTER * slots + self.skiplist_header
-                + sum(self.sds(len(m)) + DICT_ENTRY + self.skiplist_node for m, _ in pairs))
+            rdb_version = self.generation.rdb_version
+            return self.listpack_of(x for member, score in pairs
+                                    for x in (stored(member), stored(d2string(score, rdb_version))))
+        return self.skiplist([len(m) for m, _ in pairs])
+
+    def skiplist(self, members: Sequence[int]) -> float:
+        """A dict and a skiplist of members of these lengths: each node at the expected size of
+        its random level (zslRandomLevel), the header at the highest."""
+        header = self.size(SKIPLIST_NODE + SKIPLIST_LEVEL * SKIPLIST_MAXLEVEL)
+        return (ZSET + ZSKIPLIST + self.generation.dict + POINTER * _next_power(len(members)) + header
+                + sum(self.sds(m) + DICT_ENTRY for m in members) + len(members) * self.expected_node(SKIPLIST_NODE))
+
+    def expected_node(self, fixed: int) -> float:
+        """A skiplist node's expected allocation: `fixed` bytes and its levels."""
+        found = self._nodes.get(fixed)
+        if found is None:
+            found = self._nodes[fixed] = sum(p * self.size(fixed + SKIPLIST_LEVEL * level) for level, p in _LEVELS)
+        return found
+
+    # -- streams ---------------------------------------------------------------------------------
+
+    def rax(self, keys: Sequence[int]) -> int:
+        """streamRadixTreeMemoryUsage of a rax of stream IDs: 16 bytes a key, and 4 (a raxNode)
+        and 240 ("a fixed overhead due to the aux data pointer, children...") a node."""
+        return len(keys) * STREAM_ID + len(rax_shape(keys)) * (RAX_NODE + RAX_NODE_AUX)
 
     def stream(self, record: api.KeyRecord) -> float:
+        """The stream, its tree of nodes and their listpacks; per group its struct, its PEL's tree
+        and NACKs; per consumer its struct, name and PEL's tree."""
         stream: Stream = record.value
         g = self.generation
-        total = ROBJ + g.stream + rax_usage([stream_id_key(i) for i in stream.nodes.master_ids()])
+        total = g.stream + self.rax([stream_id_key(i) for i in stream.nodes.master_ids()])
         total += sum(map(self.size, stream.nodes.listpack_sizes()))
         for group in stream.groups:
             pel = sorted(stream_id_key(p.id) for p in group.pending)
-            total += g.stream_cg + rax_usage(pel) + STREAM_NACK * len(pel)
+            total += g.stream_cg + self.rax(pel) + STREAM_NACK * len(pel)
             for consumer in group.consumers:
-                total += g.consumer + len(consumer.name)
-                total += rax_usage(sorted(map(stream_id_key, consumer.pending)))
+                total += g.consumer + len(consumer.name) + self.rax(sorted(map(stream_id_key, consumer.pending)))
         return total
 
-    _MEASURES: ClassVar[dict[str, Callable[[MemoryModel, api.KeyRecord], float]]] = {
-        "string": string, "list": list, "set": set, "hash": hash, "zset": zset, "stream": stream}
 
-
-def listpack_entry_bytes(entry: int | bytes) -> int:
-    """An entry's bytes in a listpack (redis src/listpack.c lpEncodeGetType, lpEncodeBacklen):
-    an integer in 1 to 9 bytes by its range, a string's 1, 2 or 5 length bytes and its bytes,
-    then the backlen of those (1 to 5 bytes, 7 bits each)."""
-    if isinstance(entry, int):
-        size = next(width for limit, width in _LISTPACK_INTS if -limit <= entry < limit)
-        if 0 <= entry < 128:
-            size = 1
-    else:
-        size = len(entry) + (1 if len(entry) < 64 else 2 if len(entry) < 4096 else 5)
-    return size + (1 if size < 128 else 2 if size < 16384 else 3 if size < 1 << 21 else 4 if size < 1 << 28 else 5)
-
-
-# (limit, bytes): 13-bit, 16, 24, 32 and 64-bit integers with their encoding byte
-_LISTPACK_INTS = ((1 << 12, 2), (1 << 15, 3), (1 << 23, 4), (1 << 31, 5), (1 << 63, 9))
-
-
-def intset_width(members: Iterable[int]) -> int:
-    """_intsetValueEncoding of the widest member: 2, 4 or 8 bytes."""
-    low, high = min(members), max(members)
-    if -(1 << 15) <= low and high < 1 << 15:
-        return 2
-    return 4 if -(1 << 31) <= low and high < 1 << 31 else 8
+# the types with a measure, each the model's method of that name (module values: the object alone)
+MEASURED_TYPES = frozenset(("string", "list", "set", "hash", "zset", "stream"))
+# zslRandomLevel's levels and their odds: each further level a quarter as likely, 32 at most
+_LEVELS = [(level, (1 - SKIPLIST_P) * SKIPLIST_P ** (level - 1)) for level in range(1, SKIPLIST_MAXLEVEL)]
+_LEVELS.append((SKIPLIST_MAXLEVEL, 1 - sum(p for _, p in _LEVELS)))
 
 
 def _entries(record: api.KeyRecord) -> list[int | bytes]:
-    """The entries of a value's one container (ints and bytes as stored); a zipmap's pairs."""
-    packed = record.packed()
-    if packed is None:  # a zipmap, or an empty container
-        return [stored(x) for pair in record.value for x in pair]
-    return values(packed.parts[0])
+    """The entries of a ziplist or zipmap value (ints and bytes as stored); a zipmap's, which
+    keeps them otherwise, from its pairs."""
+    packed = record.packed(after_value=True)
+    if packed is not None:
+        return values(packed.parts[0])
+    return [stored(x) for pair in record.value for x in pair]
 
-
-def server_version(aux: Iterable[tuple[bytes, bytes]], rdb_version: int) -> Version:
-    """The version of the server that wrote the dump: its `redis-ver` AUX field (Valkey 8.0 and
-    later write `valkey-ver` and report Redis 7.2.4 there), else the oldest that writes its RDB
-    version (rdbSaveInfoAuxFields)."""
-    fields = dict(aux)
-    if b"valkey-ver" in fields:
-        return (7, 2)
-    written = fields.get(b"redis-ver")
-    if written is not None:
-        try:
-            major, minor = (int(part) for part in written.split(b".")[:2])
-            return major, minor
-        except ValueError:
-            pass
-    return (6, 0) if rdb_version <= 9 else (7, 0) if rdb_version == 10 else (7, 2)
-
-
-def model_for(dump: api.Dump, as_version: Version | None = None, allocator: str = "jemalloc") -> MemoryModel:
-    """The model of the server that wrote `dump` (or of `as_version`)."""
-    return MemoryModel(as_version or server_version(dump.aux, dump.header.version), allocator)

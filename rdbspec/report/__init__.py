@@ -1,0 +1,5 @@
+"""`rdbspec report`: one self-contained HTML page (or JSON) of where a dump's memory goes (issue 16).
+
+`data` gathers the figures in bounded memory from plain rows (a dump, or the Spark tables),
+`prefixes` sums keys by prefix (also `rdbspec prefixes`), `svg` draws the charts, `html` lays out
+the page, `cli` registers the command."""
