@@ -186,11 +186,12 @@ def measure_loaded(target: Target, dump: Path) -> dict[Key, tuple[str, int]]:
 
 def ground_truth(target: Target, workdir: Path, log: Log, seed: int = SEED, scale: int = SCALE) -> Truth:
     t0 = time.monotonic()
-    dump = workdir / f"{target.allocator}.rdb"
+    dump = workdir / f"{target.name.split(' (')[0].replace(' ', '-')}.rdb"  # one file a server
     write_dump(target, dump, seed, scale)
     keys = measure_loaded(target, dump)
     with open(dump, "rb") as f:
-        version = int(f.read(9)[5:])
+        magic = f.read(9)  # REDIS0011, VALKEY080
+        version = int(magic[6:] if magic.startswith(b"VALKEY") else magic[5:])
     truth = Truth(target, dump, version, keys, dump.stat().st_size, time.monotonic() - t0)
     log(f"memory accuracy: {truth.label}: {len(keys):,} keys, {truth.size / 1e6:.1f} MB, "
         f"written and measured in {truth.build_s:.1f} s")
