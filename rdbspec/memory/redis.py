@@ -1,5 +1,5 @@
-"""What a key costs the server that loads the dump: the bytes `MEMORY USAGE key SAMPLES 0` answers
-there (issue 16), computed from the value and the form it is stored in.
+"""`MEMORY USAGE key SAMPLES 0` on Redis 6.0 to 8.x (and Valkey 8.0, Redis 7.2's code), computed
+from the value and the form it is stored in.
 
 The server's sum (redis src/object.c memoryCommand): `objectComputeSize` of the value, the key's
 sds (`sdsZmallocSize`) and one `dictEntry`. Every allocation counts at the allocator's size for it
@@ -29,6 +29,8 @@ loading server's version and its limits (`layouts.ServerConfig`, the built-in de
   keys: one a branch, a key, and a run of single-child bytes between them.
 
 Struct sizes are those of 64-bit builds (src/server.h, dict.h, quicklist.h, stream.h, rax.h).
+Checked key by key against Redis 6.2 (libc) and 7.0 (jemalloc) in tests/test_memory.py; what
+changed in 7.2 (listpack lists and sets, streamConsumer's active_time) is taken from its source.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ class Generation:
     rdb_version: int  # the RDB version it writes: the score texts d2string gives
     embstr_counted: bool  # 6.x counts an EMBSTR as its string, 2 and the object, not its allocation
     blobs_counted: bool  # 6.x counts a ziplist or intset at its length (ziplistBlobLen), not its allocation
-    quicklist_node: int  # sizeof(quicklistNode): 7.0 adds dont_compress and widens the bit fields
+    quicklist_node: int  # a quicklistNode as MEMORY USAGE counts it: 40 bytes from 7.0 (measured on 7.0.15)
 
 
 GENERATIONS: dict[Version, Generation] = {
