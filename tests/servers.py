@@ -38,8 +38,9 @@ from typing import Any
 import pytest
 import redis
 
-# The binary lookup is shared with the benchmark's dump builder (bench never imports tests): the
-# repository root is on sys.path through pytest's `pythonpath` (pyproject.toml).
+# The binary lookup is shared with the benchmark's dump builder (bench imports nothing of tests at
+# import; its memory-accuracy run borrows this module and the content writers when it runs, see
+# bench/memory.py): the repository root is on sys.path through pytest's `pythonpath` (pyproject.toml).
 from bench.binaries import (
     DEBIAN_REDIS_SERVER,
     binary_version,
