@@ -123,7 +123,6 @@ class KeyRecord:
         the other encodings."""
         return self._decoding(values.containers, self.value_kind)
 
-
     @property
     def skipped_by_server(self) -> bool:
         """An empty list, set, sorted set or hash: the server skips it on load (with a warning

@@ -31,6 +31,7 @@ from .command_line import (
     key_pattern,
     parse_version,
     positive_int,
+    separator,
     type_name,
 )
 from .errors import (
@@ -78,14 +79,10 @@ def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
 
 
 def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    header = ["db", "key", "type", "encoding", "size_in_file", "elements"]
-    rows: Iterator[list] = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r)]
+    header = ["db", "key", "type", "encoding", "size_in_file", "elements"] + ["memory"] * args.memory
+    usage = [memory.model_for(dump, args.as_version, args.allocator).usage] if args.memory else []
+    rows: Iterator[list] = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r), *(f(r) for f in usage)]
                             for r in _selected(dump, args))
-    if args.memory:
-        model = memory.model_for(dump, args.as_version, args.allocator)
-        header.append("memory")
-        rows = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r), model.usage(r)]
-                for r in _selected(dump, args))
     if args.top:
         by = header.index("memory" if args.memory else "size_in_file")
         rows = iter(sorted(rows, key=lambda row: -row[by])[:args.top])
@@ -95,7 +92,7 @@ def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
 def cmd_prefixes(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     """Keys, elements and memory by key prefix (`report.prefixes`), the most memory first."""
     model = memory.model_for(dump, args.as_version, args.allocator)
-    tree = PrefixTree(os.fsencode(args.separator), args.depth)
+    tree = PrefixTree(args.separator, args.depth)
     for record in _selected(dump, args):
         tree.add(record.key, element_count(record), model.usage(record))
     found = sorted(tree.rows(), key=lambda row: (-row.memory, row.prefix))[:args.top]
@@ -208,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_memory_options(keys)
     keys.set_defaults(run=cmd_keys)
     prefixes = common("prefixes", "keys, elements and memory summed by key prefix, the most memory first")
-    prefixes.add_argument("--separator", default=":", help="what splits a key into parts (default :)")
+    prefixes.add_argument("--separator", type=separator, default=b":", help="what splits a key into parts (default :)")
     prefixes.add_argument("--depth", type=positive_int, default=2, metavar="N",
                           help="prefixes of up to N parts (default 2: a and a:b for the key a:b:c)")
     prefixes.add_argument("--top", type=positive_int, metavar="N", help="only the N prefixes with the most memory")

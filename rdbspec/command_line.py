@@ -68,6 +68,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def separator(text: str) -> bytes:
+    """--separator of the prefix commands: the bytes that split a key into parts, not empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("the separator is empty")
+    return os.fsencode(text)
+
+
 def parse_version(text: str) -> Version:
     """--as-version: a server version X.Y."""
     try:

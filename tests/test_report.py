@@ -286,3 +286,13 @@ def test_report_page_in_chromium(live: dict, keys: list[dict], report: dict, tmp
     screenshot = ROOT / "docs" / "report.png"
     subprocess.run([*argv, f"--screenshot={screenshot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("command", [["prefixes"], ["report", "-o", "never.html"]])
+def test_an_empty_separator_is_a_usage_error(command: list[str], tmp_path: Path) -> None:
+    """--separator "" is refused by the command line (exit 2, argparse's message), before the dump is read."""
+    sample = Path(__file__).resolve().parent.parent / "examples" / "sample.rdb"
+    done = subprocess.run([sys.executable, "-m", "rdbspec", command[0], str(sample), *command[1:], "--separator", ""],
+                          capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 2 and "the separator is empty" in done.stderr, done.stderr
+    assert not (tmp_path / "never.html").exists()

@@ -109,24 +109,24 @@ class ValkeyModel(RedisModel):
         return KEY_PREFIX + sds_bytes(len(record.key)) + EXPIRY * expiry
 
     def robj(self, record: api.KeyRecord) -> int:
-        if record.type_name == "string" and self._embedded(record) is not None:
-            return 0  # the string's measure is the whole allocation
+        if record.type_name == "string":
+            return 0  # `string` counts the object, which may hold the value
+        return self._object(record)
+
+    def _object(self, record: api.KeyRecord) -> int:
+        """The object with its value pointer, key and expiry."""
         return self.size(OBJECT_HEADER + VALUE_POINTER + self._key_bytes(record))
 
-    def _embedded(self, record: api.KeyRecord) -> int | None:
-        """The bytes of an EMBSTR object holding the string, None when it is not one."""
-        data = record.value
-        if canonical_int(data) is not None:
-            return None
-        embedded = OBJECT_HEADER + self._key_bytes(record) + SDS8_HEADER + max(len(data), EMBEDDED_MIN) + 1
-        return embedded if embedded <= EMBED_LIMIT else None
-
     def string(self, record: api.KeyRecord) -> float:
+        """An integer: the object; an EMBSTR: the object holding the value; else the object and
+        the value's sds."""
         data = record.value
         if canonical_int(data) is not None:
-            return 0
-        embedded = self._embedded(record)
-        return self.size(embedded) if embedded is not None else self.sds(len(data))
+            return self._object(record)
+        embedded = OBJECT_HEADER + self._key_bytes(record) + SDS8_HEADER + max(len(data), EMBEDDED_MIN) + 1
+        if embedded <= EMBED_LIMIT:
+            return self.size(embedded)
+        return self._object(record) + self.sds(len(data))
 
     def hashtable(self, elements: int, metadata: int = 0) -> float:
         top = buckets(elements)

@@ -11,7 +11,7 @@ import time
 from typing import TextIO
 
 from .. import api, memory
-from ..command_line import Progress, add_memory_options, dump_command, key_filter, positive_int
+from ..command_line import Progress, add_memory_options, dump_command, key_filter, positive_int, separator
 from . import html
 from .data import ReportBuilder, from_dump, save_time_ms
 
@@ -20,7 +20,7 @@ def cmd_report(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     now_ms = args.now
     if now_ms is None:
         now_ms = save_time_ms(dump.aux) or int(time.time() * 1000)
-    builder = ReportBuilder(args.top, os.fsencode(args.separator), args.depth, now_ms)
+    builder = ReportBuilder(args.top, args.separator, args.depth, now_ms)
     progress = Progress(len(dump.source.buffer))
     from_dump(dump, memory.model_for(dump, args.as_version, args.allocator), builder, keep=key_filter(args),
               progress=progress.update, server=args.as_version)
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="write the report's data as JSON instead of HTML")
     p.add_argument("--top", type=positive_int, default=50, metavar="N",
                    help="the N largest keys, streams and consumers (default 50)")
-    p.add_argument("--separator", default=":", help="what splits a key into prefix parts (default :)")
+    p.add_argument("--separator", type=separator, default=b":", help="what splits a key into prefix parts (default :)")
     p.add_argument("--depth", type=positive_int, default=3, metavar="N", help="prefixes of up to N parts (default 3)")
     p.add_argument("--now", type=int, metavar="MS",
                    help="the clock for expiry and pending ages, Unix ms (default: the dump's save time, its ctime "

@@ -222,9 +222,14 @@ def save_time_ms(aux: Iterable[tuple[bytes, bytes]]) -> int | None:
     (rdbSaveInfoAuxFields, unix seconds), so that nothing recorded before the save is after it."""
     ctime = dict(aux).get(b"ctime")
     try:
-        return int(ctime) * 1000 + 999 if ctime is not None else None
+        return ctime_ms(int(ctime)) if ctime is not None else None
     except ValueError:
         return None
+
+
+def ctime_ms(seconds: int) -> int:
+    """The last ms of a `ctime` second."""
+    return seconds * 1000 + 999
 
 
 def element_count(record: api.KeyRecord) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..report.data import GroupSummary, ReportBuilder
+from ..report.data import GroupSummary, ReportBuilder, ctime_ms
 
 # the tables the page is made from
 REPORT_TABLES = ("keys", "streams", "stream_groups", "stream_consumers", "stream_pending", "aux")
@@ -28,7 +28,7 @@ def save_time_ms(aux: Any) -> int | None:
 
     latest = (aux.where(F.col("name") == "ctime").select(F.max(F.col("value").cast("long")).alias("ctime"))
               .first()["ctime"])
-    return None if latest is None else latest * 1000 + 999
+    return None if latest is None else ctime_ms(latest)
 
 
 def _groups(frames: dict[str, Any]) -> dict[tuple, list[GroupSummary]]:
