@@ -1,5 +1,6 @@
 """`python -m bench [--quick] [--large] [--only X] [--file F] [--runs N] [--timeout S] [--profile]
-[--memory-only | --no-memory]` (see bench/__init__.py)."""
+[--memory-only | --no-memory] [--mix-only | --no-mix] [--spark-memory-only | --no-spark-memory]`
+(see bench/__init__.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import sys
 from pathlib import Path
 
 from . import datasets as ds_mod
-from . import memory
+from . import memory, mix, mix_content, spark_memory
 from .contenders import contenders
-from .report import document
-from .runner import Result, measure
+from .report import AFTER_MIX, document, merge_section
+from .runner import Result, measure, warm_page_cache
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 LARGE_TIMEOUT_FACTOR = 4  # the large file gets this many times --timeout per run
@@ -60,6 +61,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true",
                    help="leave the memory accuracy comparison out (it runs after the contenders on a plain run, "
                         "without --only or --file; --only memory is --memory-only)")
+    p.add_argument("--mix-only", action="store_true",
+                   help="only the content mix (bench/mix.py: rdbspec dump against librdb and HDT3213/rdb, and "
+                        "each rdbspec command's peak RSS, on dumps of one kind of content each; --file picks "
+                        "files of it), its section merged into the report file, the other sections kept (the "
+                        "section is replaced whole: with --file it lists those files only)")
+    p.add_argument("--no-mix", action="store_true",
+                   help="leave the content mix out (it runs after the contenders on a plain run, without --only "
+                        "or --file; --only mix is --mix-only)")
+    p.add_argument("--spark-memory-only", action="store_true",
+                   help="only the Spark workers' memory (bench/spark_memory.py: the peak RSS of each Python worker "
+                        "of a `keys` read of the mix's big hash and a `stream_entries` read of a 10M-entry stream, "
+                        "and the rdb source's warm rows/s against the floor source's on local[1]; ~4 min), its "
+                        "section merged into the report file, the other sections kept")
+    p.add_argument("--no-spark-memory", action="store_true",
+                   help="leave the Spark workers' memory out (it runs after the contenders on a plain run, without "
+                        "--only or --file; --only spark-memory is --spark-memory-only)")
     p.add_argument("--output", type=Path,
                    help="where to write the Markdown report (default bench/results/latest.md; with --memory-only "
                         "bench/results/memory.md, leaving the whole run's report alone)")
@@ -76,6 +93,50 @@ def wants_memory(args: argparse.Namespace) -> bool:
     return not (args.no_memory or args.only or args.file)
 
 
+def mix_only(args: argparse.Namespace) -> bool:
+    """--mix-only, or --only mix and no other --only."""
+    return args.mix_only or bool(args.only) and all(o.lower() == "mix" for o in args.only)
+
+
+def wants_mix(args: argparse.Namespace) -> bool:
+    """The content mix also runs after the contenders on a plain run (no --only, --file or --no-mix)."""
+    return not (args.no_mix or args.only or args.file)
+
+
+def spark_memory_only(args: argparse.Namespace) -> bool:
+    """--spark-memory-only, or --only spark-memory and no other --only."""
+    return args.spark_memory_only or bool(args.only) and all(o.lower() == "spark-memory" for o in args.only)
+
+
+def wants_spark_memory(args: argparse.Namespace) -> bool:
+    """The Spark workers' memory also runs after the contenders on a plain run (no --only, --file or
+    --no-spark-memory)."""
+    return not (args.no_spark_memory or args.only or args.file)
+
+
+def run_spark_memory(args: argparse.Namespace, argv: list[str], spark_results: list[Result] | None) -> list[str]:
+    """The Spark workers' memory (its dumps built when missing) and its report section; the rdb ÷ floor
+    share from `spark_results` when given, else measured too."""
+    got = spark_memory.run(args.quick, args.rebuild, args.runs, args.timeout, args.single_run_above, log,
+                           spark_results, argv)
+    return spark_memory.section(got)
+
+
+def merge_into(output: Path, heading: str, section: list[str], before: tuple[str, ...], whole: str) -> None:
+    """Writes `section` into the report file `output` in place of its own, the other sections kept; `whole`
+    (a report of that section alone) when there is no such file."""
+    old = output.read_text() if output.is_file() else None
+    write(merge_section(old, heading, section, before) if old is not None else whole, output)
+
+
+def run_mix(args: argparse.Namespace, argv: list[str], memory_limit: int | None) -> list[str]:
+    """The content mix's dumps (built when missing), its run and its report section."""
+    files, notes = mix_content.datasets(args.quick, args.rebuild, log, names=args.file if mix_only(args) else None)
+    got = mix.run(files, args.runs, args.timeout, args.single_run_above, log, memory_limit, argv)
+    got.notes[:0] = notes
+    return mix.section(got)
+
+
 def write(text: str, output: Path) -> None:
     print(text)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -86,10 +147,21 @@ def write(text: str, output: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    memory_limit = int(args.max_memory * 2**30) or None
     if memory_only(args):
         rows, notes = memory.run(log)
         write(document([], [], [], argv, args.runs, args.timeout, memory=memory.section(rows, notes)),
               args.output or RESULTS_DIR / "memory.md")
+        return 0
+    if mix_only(args):  # the section replaces the one of the report file, the rest of which stays
+        section = run_mix(args, argv, memory_limit)
+        merge_into(args.output or RESULTS_DIR / "latest.md", mix.HEADING, section, AFTER_MIX,
+                   document([], [], [], argv, args.runs, args.timeout, memory_limit, mix=section))
+        return 0
+    if spark_memory_only(args):
+        section = run_spark_memory(args, argv, None)
+        merge_into(args.output or RESULTS_DIR / "latest.md", spark_memory.HEADING, section, spark_memory.BEFORE,
+                   document([], [], [], argv, args.runs, args.timeout, spark_memory=section))
         return 0
     files = ds_mod.datasets(args.quick, args.rebuild, log, large=args.large)
     if args.file:
@@ -106,12 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     all_contenders, notes = contenders(log)
     if args.only:
         all_contenders = [c for c in all_contenders if any(o.lower() in c.name.lower() for o in args.only)]
-    for d in files:  # warm the page cache so every contender reads from memory
-        with open(d.path, "rb") as f:
-            while f.read(1 << 24):
-                pass
+    for d in files:
+        warm_page_cache(d.path)
     results: list[Result] = []
-    memory_limit = int(args.max_memory * 2**30) or None
     for c in all_contenders:
         for d in files:
             why = c.skip_reason(d)
@@ -121,9 +190,12 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{c.name} on {d.name} ({c.description})")
             timeout = args.timeout * (LARGE_TIMEOUT_FACTOR if d.large else 1)
             results.append(measure(c, d, args.runs, timeout, args.single_run_above, log, memory_limit))
+    spark_lines = (run_spark_memory(args, argv, [r for r in results if r.group == "spark"])
+                   if wants_spark_memory(args) else None)
+    mix_lines = run_mix(args, argv, memory_limit) if wants_mix(args) else None
     memory_lines = memory.section(*memory.run(log)) if wants_memory(args) else None
-    write(document(results, files, notes, argv, args.runs, args.timeout, memory_limit, memory_lines),
-          args.output or RESULTS_DIR / "latest.md")
+    write(document(results, files, notes, argv, args.runs, args.timeout, memory_limit, memory_lines, mix_lines,
+                   spark_lines), args.output or RESULTS_DIR / "latest.md")
     return 0
 
 

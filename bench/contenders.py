@@ -124,13 +124,18 @@ def compile_official(log: Callable[[str], None]) -> str | None:
     return None
 
 
-def cli_dump_available() -> str | None:
-    """None when `python -m rdbspec dump` works, else why not."""
+def dump_help() -> tuple[str | None, str]:
+    """(None when `python -m rdbspec dump` works, else why not; its --help text)."""
     proc = subprocess.run([sys.executable, "-m", "rdbspec", "dump", "--help"], capture_output=True, text=True,
                           cwd=REPO, timeout=60)
     if proc.returncode != 0:
-        return (proc.stderr.strip().splitlines() or ["failed"])[-1][:200]
-    return None
+        return (proc.stderr.strip().splitlines() or ["failed"])[-1][:200], ""
+    return None, proc.stdout
+
+
+def cli_dump_available() -> str | None:
+    """None when `python -m rdbspec dump` works, else why not."""
+    return dump_help()[0]
 
 
 def rdbtools_binary() -> str | None:
@@ -138,8 +143,19 @@ def rdbtools_binary() -> str | None:
     return str(candidate) if candidate.is_file() else shutil.which("rdb")
 
 
-def _dump(ds: Dataset) -> list[str]:
-    return [sys.executable, "-m", "rdbspec", "dump", str(ds.path)]
+def rdbspec_argv(command: str, *args: str) -> Callable[[Dataset], list[str]]:
+    """`python -m rdbspec COMMAND FILE ARGS...` for a dataset."""
+    return lambda ds: [sys.executable, "-m", "rdbspec", command, str(ds.path), *args]
+
+
+def dump_contender(name: str, backend: str | None, *args: str) -> Contender:
+    """`python -m rdbspec dump FILE ARGS... > /dev/null`, with its check run."""
+    argv = rdbspec_argv("dump", *args)
+    # its JSON Lines: one {"db":...} object per key, stream entries as {"id":"...","fields":[...]}, counted
+    # by their `","fields":[` (a pending entry is a {"id":"...","consumer":...})
+    check = OutputCheck(argv, entries=b'","fields":[', keys=b'{"db":')
+    return Contender(name, " ".join(["python -m rdbspec dump FILE", *args, "> /dev/null"]), argv,
+                     decodes_entries=True, backend=backend, discard_stdout=True, check=check)
 
 
 def rdbspec_contenders(backends: list[str], dump: bool) -> list[Contender]:
@@ -154,10 +170,7 @@ def rdbspec_contenders(backends: list[str], dump: bool) -> list[Contender]:
                      backend=b)
            for name, what, workload, entries, note in workloads for b in backends]
     if dump:
-        # its JSON Lines: one {"db":...} object per key, stream entries as {"id":"...","fields":[...]}
-        check = OutputCheck(_dump, entries=b'{"id":"', keys=b'{"db":')
-        out += [Contender(labelled(DUMP_CLI, b), "python -m rdbspec dump FILE > /dev/null", _dump,
-                          decodes_entries=True, backend=b, discard_stdout=True, check=check) for b in backends]
+        out += [dump_contender(labelled(DUMP_CLI, b), b) for b in backends]
     return out
 
 

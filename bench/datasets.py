@@ -58,27 +58,34 @@ class Dataset:
     server: Path  # the redis-server binary that wrote it (and loads it in the benchmark)
     rdb_version: int
     entries: int
-    keys: int
+    keys: int  # keys besides the stream keys
     large: bool = False  # the ~1 GB dump of --large
+    streams: int = 1  # stream keys (holding the `entries`)
 
     @property
     def size(self) -> int:
         return self.path.stat().st_size
 
-    @property
-    def meta_path(self) -> Path:
-        return self.path.with_suffix(".json")
+    def build_info(self, needed: tuple[str, ...] = ("stream_s", "keys_s")) -> dict[str, Any]:
+        """What `build_dump` recorded beside the dump (build time, server...) with the `needed` fields of
+        its content, or {} (an older cache)."""
+        return read_build_info(self.path, needed)
 
-    def build_info(self) -> dict[str, Any]:
-        """What `build` recorded beside the dump (build time, server...), or {} (an older cache)."""
-        try:
-            info = json.loads(self.meta_path.read_text())
-        except (OSError, ValueError):
-            return {}
-        needed = ("build_s", "stream_s", "keys_s", "save_s", "commands", "server_used_memory", "size")
-        if not isinstance(info, dict) or any(k not in info for k in needed) or info["size"] != self.size:
-            return {}
-        return info
+
+BUILD_FIELDS = ("build_s", "save_s", "commands", "server_used_memory", "size")  # what build_dump records
+
+
+def read_build_info(path: Path, needed: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The .json `build_dump` wrote beside the dump `path`, or {} when it is missing, lacks a field or
+    describes another file (its size differs)."""
+    try:
+        info = json.loads(path.with_suffix(".json").read_text())
+        size = path.stat().st_size
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(info, dict) or any(k not in info for k in (*BUILD_FIELDS, *needed)) or info["size"] != size:
+        return {}
+    return info
 
 
 def servers() -> list[tuple[Path, int]]:
@@ -157,8 +164,8 @@ class RespPipe:
 
     redis-py's pipeline does the same with a per-argument packer and reply parser written for
     generality; this one packs a command in a couple of microseconds, which halves a large build.
-    Only replies without nesting are expected (+OK, :n, $bulk, -ERR): what SET, RPUSH, SADD, ZADD,
-    HSET, PEXPIRE and XADD answer."""
+    Replies are checked, not kept: +OK, :n, $bulk and -ERR (what SET, RPUSH, SADD, ZADD, HSET,
+    PEXPIRE, XADD answer), and arrays of them (XREADGROUP), whose elements are read as replies."""
 
     def __init__(self, port: int, batch: int = BATCH) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=300)
@@ -217,6 +224,9 @@ class RespPipe:
                 pos = end
             elif kind in (0x2B, 0x3A):  # +simple, :integer
                 pos = nl + 2
+            elif kind == 0x2A:  # *count: its elements follow as replies (*-1: a null array)
+                n += max(int(data[pos + 1:nl]), 0)
+                pos = nl + 2
             elif kind == 0x2D:  # -error
                 raise RuntimeError(f"redis-server replied {data[pos:nl].decode(errors='replace')}")
             else:
@@ -258,7 +268,8 @@ def _populate_stream(send: Callable[..., None], entries: int, rng: random.Random
         send("XADD", STREAM_KEY, f"{ms}-{seq}", names[0], sensor, names[1], reading, names[2], third)
 
 
-def _word(rng: random.Random) -> str:
+def word(rng: random.Random) -> str:
+    """A short word: a call sign and a number."""
     return rng.choice(("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
                        "india", "juliet", "kilo", "lima")) + str(rng.randrange(10_000))
 
@@ -278,47 +289,45 @@ def _populate_keys(send: Callable[..., None], keys: int, rng: random.Random,
             if r < 0.3:
                 value: str | int = rng.randrange(-10**12, 10**12)  # INT-encoded
             elif r < 0.8:
-                value = f"user:{rng.randrange(10**6)}:{_word(rng)}"
+                value = f"user:{rng.randrange(10**6)}:{word(rng)}"
             else:  # long and repetitive: LZF-compressed in the dump
-                value = (_word(rng) + " ") * rng.randrange(8, 60)
+                value = (word(rng) + " ") * rng.randrange(8, 60)
             send("SET", name, value)
         elif kind == 1:
-            send("RPUSH", name, *[_word(rng) if j % 3 else rng.randrange(10**6) for j in range(n)])
+            send("RPUSH", name, *[word(rng) if j % 3 else rng.randrange(10**6) for j in range(n)])
         elif kind == 2:
             if i % 2:
                 send("SADD", name, *[rng.randrange(10**9) for _ in range(n)])  # intset
             else:
-                send("SADD", name, *[_word(rng) for _ in range(n)])
+                send("SADD", name, *[word(rng) for _ in range(n)])
         elif kind == 3:
-            scores = {f"{_word(rng)}:{j}": rng.uniform(0, 1000) for j in range(n)}
+            scores = {f"{word(rng)}:{j}": rng.uniform(0, 1000) for j in range(n)}
             send("ZADD", name, *[x for member, score in scores.items() for x in (score, member)])
         else:
-            fields = {f"field{j}": (_word(rng) if j % 2 else rng.randrange(10**6)) for j in range(n)}
+            fields = {f"field{j}": (word(rng) if j % 2 else rng.randrange(10**6)) for j in range(n)}
             send("HSET", name, *[x for item in fields.items() for x in item])
         if i % 10 == 0:
             send("PEXPIRE", name, 10**10)  # far future: kept through SAVE, gives EXPIRETIME_MS records
 
 
-def build(binary: Path, rdb_version: int, entries: int, keys: int, target: Path,
-          progress: Progress | None = None) -> dict[str, Any]:
-    """Starts the server, writes the data with pipelining, SAVEs and copies the dump to `target`.
-    Returns what the build took (also written beside the dump as `target`.json)."""
+Fill = Callable[[RespPipe, redis.Redis], dict[str, Any]]
+SEED = 20240601
+
+
+def build_dump(binary: Path, rdb_version: int, target: Path, fill: Fill) -> dict[str, Any]:
+    """Starts the server, lets `fill` write the data, SAVEs and copies the dump to `target`.
+
+    `fill(pipe, client)` sends its commands through `pipe` (pipelined), closes it (every reply read),
+    checks what the server holds with `client` and returns what it wrote (counts, phase times). The
+    result, with what the build took, is also written beside the dump as `target`.json."""
     server = Server(binary)
     server.start()
     t0 = time.monotonic()
     try:
         c = server.client()
-        rng = random.Random(20240601)
         pipe = RespPipe(server.port)
-        _populate_stream(pipe.command, entries, rng, progress)
-        t_stream = time.monotonic()
-        _populate_keys(pipe.command, keys, rng, progress)
-        pipe.close()
-        t_keys = time.monotonic()
-        if c.xlen(STREAM_KEY) != entries:
-            raise RuntimeError(f"stream has {c.xlen(STREAM_KEY)} entries, expected {entries}")
-        if c.dbsize() != keys + 1:
-            raise RuntimeError(f"{c.dbsize()} keys, expected {keys + 1}")
+        filled = fill(pipe, c)
+        t_fill = time.monotonic()
         used_memory = int(c.info("memory")["used_memory"])
         c.save()
         t_save = time.monotonic()
@@ -332,9 +341,8 @@ def build(binary: Path, rdb_version: int, entries: int, keys: int, target: Path,
         shutil.copyfile(dump, partial)
         info: dict[str, Any] = {
             "server": str(binary), "server_version": server_version(binary), "rdb_version": rdb_version,
-            "entries": entries, "keys": keys, "commands": pipe.sent, "size": partial.stat().st_size,
-            "server_used_memory": used_memory, "stream_s": round(t_stream - t0, 1),
-            "keys_s": round(t_keys - t_stream, 1), "save_s": round(t_save - t_keys, 1),
+            **filled, "commands": pipe.sent, "size": partial.stat().st_size, "server_used_memory": used_memory,
+            "fill_s": round(t_fill - t0, 1), "save_s": round(t_save - t_fill, 1),
             "build_s": round(time.monotonic() - t0, 1),
             "built_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         }
@@ -345,17 +353,50 @@ def build(binary: Path, rdb_version: int, entries: int, keys: int, target: Path,
         server.stop()
 
 
-def _dataset(binary: Path, version: int, entries: int, keys: int, name: str, large: bool, rebuild: bool,
-             log: Progress) -> Dataset:
-    path = CACHE_DIR / f"{name}.rdb"
-    if rebuild or not path.is_file():
-        log(f"building {path.name} with {binary} ({entries:,} stream entries, {keys:,} keys)...")
+def build(binary: Path, rdb_version: int, entries: int, keys: int, target: Path,
+          progress: Progress | None = None) -> dict[str, Any]:
+    """The stream and the keys written with pipelining into a fresh server, saved to `target` (build_dump)."""
+
+    def fill(pipe: RespPipe, c: redis.Redis) -> dict[str, Any]:
         t0 = time.monotonic()
-        build(binary, version, entries, keys, path,
-              progress=(lambda what: log(f"  {what} sent, {time.monotonic() - t0:.0f} s")) if large else None)
+        rng = random.Random(SEED)
+        _populate_stream(pipe.command, entries, rng, progress)
+        t_stream = time.monotonic()
+        _populate_keys(pipe.command, keys, rng, progress)
+        pipe.close()
+        t_keys = time.monotonic()
+        if c.xlen(STREAM_KEY) != entries:
+            raise RuntimeError(f"stream has {c.xlen(STREAM_KEY)} entries, expected {entries}")
+        if c.dbsize() != keys + 1:
+            raise RuntimeError(f"{c.dbsize()} keys, expected {keys + 1}")
+        return {"entries": entries, "keys": keys, "stream_s": round(t_stream - t0, 1),
+                "keys_s": round(t_keys - t_stream, 1)}
+
+    return build_dump(binary, rdb_version, target, fill)
+
+
+def cached(path: Path, what: str, make: Callable[[Path], object], rebuild: bool, log: Progress,
+           valid: Callable[[], bool] = lambda: True) -> None:
+    """Builds the dump `path` with `make(path)` when it is missing, not `valid` (its .json stale) or `rebuild`
+    is asked; otherwise says it is reused."""
+    if rebuild or not path.is_file() or not valid():
+        log(f"building {path.name} ({what})...")
+        t0 = time.monotonic()
+        make(path)
         log(f"  done in {time.monotonic() - t0:.1f} s, {path.stat().st_size / 1e6:.1f} MB")
     else:
         log(f"reusing {path.relative_to(BENCH_DIR.parent)} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+def cached_dataset(binary: Path, version: int, entries: int, keys: int, name: str, rebuild: bool, log: Progress,
+                   large: bool = False, progress: bool = False) -> Dataset:
+    """bench/cache/`name`.rdb: the stream of `entries` entries and `keys` keys (`build`), built when missing
+    or `rebuild`; with `progress`, the build logs every million entries and half-million keys sent."""
+    path = CACHE_DIR / f"{name}.rdb"
+    t0 = time.monotonic()
+    sent = (lambda what: log(f"  {what} sent, {time.monotonic() - t0:.0f} s")) if progress else None
+    cached(path, f"{binary}: {entries:,} stream entries, {keys:,} keys",
+           lambda target: build(binary, version, entries, keys, target, sent), rebuild, log)
     return Dataset(name, path, binary, version, entries, keys, large)
 
 
@@ -363,13 +404,13 @@ def datasets(quick: bool, rebuild: bool = False, log: Progress = print, large: b
     """The cached dumps for this size, built when missing (or when `rebuild`); with `large`, also
     the ~1 GB one (Debian's server only, RDB 10)."""
     entries, keys = (QUICK_ENTRIES, QUICK_KEYS) if quick else (FULL_ENTRIES, FULL_KEYS)
-    out = [_dataset(binary, version, entries, keys, f"rdb{version}-{entries // 1000}k", False, rebuild, log)
+    out = [cached_dataset(binary, version, entries, keys, f"rdb{version}-{entries // 1000}k", rebuild, log)
            for binary, version in servers()]
     if large:
         debian = debian_binary()
         if debian is None:
             log(f"--large: {DEBIAN_REDIS_SERVER} is not installed, no large dump")
         else:
-            out.append(_dataset(debian, 10, LARGE_ENTRIES, LARGE_KEYS, f"rdb10-large-{LARGE_ENTRIES // 1000}k",
-                                True, rebuild, log))
+            out.append(cached_dataset(debian, 10, LARGE_ENTRIES, LARGE_KEYS, f"rdb10-large-{LARGE_ENTRIES // 1000}k",
+                                      rebuild, log, large=True, progress=True))
     return out

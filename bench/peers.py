@@ -49,15 +49,17 @@ class Peer:
 
 PEERS = [
     # librdb: options before the format word; its log goes to ./rdb-cli.log unless -l says otherwise.
-    # Its JSON: one `"key":value` line per key at 4 spaces, stream entries as `{ "id":"...", "items":{...} }`.
+    # Its JSON: one `"key":value` line per key at 4 spaces, stream entries as `{ "id":"...", "items":{...} }`
+    # (consumer groups are not written).
     Peer("librdb rdb-cli (C)", "librdb-cli", "redis/librdb",
          lambda binary, dump, out: [binary, dump, "-l", os.devnull, "json", "-o", out],
          entries=b'{ "id":"', keys=b'\n    "', note="streams its JSON out"),
     # HDT3213/rdb: one `{"db":...}` object per key; stream entries as `{"id":"...","fields":{...}}` (a map:
-    # field order and duplicate fields lost). Default -concurrent 4.
+    # field order and duplicate fields lost), counted by their `","fields":{`: a pending entry is a
+    # `{"id":"...","deliveryTime":...}` and a node's master fields a list. Default -concurrent 4.
     Peer("HDT3213/rdb (Go)", "hdt-rdb", "HDT3213/rdb",
          lambda binary, dump, out: [binary, "-c", "json", "-o", out, dump],
-         entries=b'{"id":"', keys=b'{"db":', note="holds the whole JSON in memory; stream fields kept in a map"),
+         entries=b'","fields":{', keys=b'{"db":', note="holds the whole JSON in memory; stream fields kept in a map"),
 ]
 
 

@@ -63,7 +63,7 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _secs(x: float | None) -> str:
+def seconds(x: float | None) -> str:
     if x is None:
         return "—"
     return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
@@ -80,7 +80,7 @@ def _rate(n: float, secs: float | None) -> str:
     return f"{r:.0f}"
 
 
-def _mb(kb: int) -> str:
+def mb(kb: int) -> str:
     return f"{kb / 1024:,.0f}" if kb else "—"
 
 
@@ -96,13 +96,13 @@ def table(results: list[Result]) -> str:
         if r.status in ("skipped",):
             row = [r.contender, r.dataset.name, "n/a", "", "", "", "", "", "", "", r.note]
         elif r.status != "ok":
-            row = [r.contender, r.dataset.name, r.status.upper(), "", "", "", _mb(r.anon_kb), "", "", "", r.note]
+            row = [r.contender, r.dataset.name, r.status.upper(), "", "", "", mb(r.anon_kb), "", "", "", r.note]
         else:
             ratio = f"{med / base[r.dataset.name]:.2f}×" if med and base.get(r.dataset.name) else "—"
             mbs = f"{size_mb / med:.1f}" if med else "—"
             eps = _rate(r.entries, med) if r.entries else "—"
-            row = [r.contender, r.dataset.name, _secs(med), _secs(r.spread), str(len(r.walls)),
-                   _mb(r.rss_kb), _mb(r.anon_kb), mbs, eps, ratio, r.note]
+            row = [r.contender, r.dataset.name, seconds(med), seconds(r.spread), str(len(r.walls)),
+                   mb(r.rss_kb), mb(r.anon_kb), mbs, eps, ratio, r.note]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -124,7 +124,7 @@ def spark_table(results: list[Result]) -> str:
         if r.status != "ok":
             lines.append(f"| {r.contender} | {r.dataset.name} | | {r.status.upper()} |" + " |" * 14 + f" {r.note} |")
             continue
-        sizes = sorted({int(str(e["split_size"])) for e in r.extras if "split_size" in e})
+        sizes = sorted({int(str(e["split_size"])) for e in r.extras if e.get("split_size") is not None})
         split = "/".join(_bytes(n) for n in sizes) or "?"
         parts = sorted({int(e["partitions"]) for e in r.extras if "partitions" in e})  # type: ignore[arg-type]
         rows = r.entries or 0
@@ -135,16 +135,16 @@ def spark_table(results: list[Result]) -> str:
         cells = [r.contender, r.dataset.name, split, "/".join(map(str, parts)) or "?", f"{rows:,}"]
         for query in ("cold_query_s", "warm_query_s"):
             secs = r.extra_median(query)
-            cells.append(_secs(secs))
+            cells.append(seconds(secs))
             if query == "warm_query_s":
-                cells.append(_secs(_spread([float(e[query]) for e in r.extras if query in e])))
+                cells.append(seconds(_spread([float(e[query]) for e in r.extras if query in e])))
             cells.append(_rate(rows, secs))
             bq = baseline.extra_median(query) if baseline else None
             cells.append(f"{bq / secs:.2f}×" if bq and secs else "—")
         jvm, workers = r.extra_median("warm_jvm_cpu_s"), r.extra_median("warm_worker_cpu_s")
-        cells.append(f"{_secs(jvm)} / {_secs(workers)}" if jvm is not None and workers is not None else "—")
-        cells += [_secs(r.extra_median("session_s")), _secs(r.median), str(len(r.walls)), _mb(r.tree_kb),
-                  _mb(r.anon_kb), note]
+        cells.append(f"{seconds(jvm)} / {seconds(workers)}" if jvm is not None and workers is not None else "—")
+        cells += [seconds(r.extra_median("session_s")), seconds(r.median), str(len(r.walls)), mb(r.tree_kb),
+                  mb(r.anon_kb), note]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -192,13 +192,36 @@ def rss_target(results: list[Result]) -> list[str]:
             out.append(f"* {r.contender}: {r.status} ({r.note})")
             continue
         verdict = "meets" if r.rss_kb / 1024 <= RSS_TARGET_MB else "misses"
-        out.append(f"* {r.contender}: {_mb(r.rss_kb)} MB peak RSS, {_mb(r.anon_kb)} MB anon — {verdict} the target")
+        out.append(f"* {r.contender}: {mb(r.rss_kb)} MB peak RSS, {mb(r.anon_kb)} MB anon — {verdict} the target")
     return out + [""]
 
 
+# The sections a whole report has after the content mix, in order: a mix section merged into a report
+# without one goes before the first of them.
+AFTER_MIX = ("## Memory accuracy", "## Targets", "## Notes")
+
+
+def merge_section(report: str, heading: str, section: list[str], before: tuple[str, ...] = AFTER_MIX) -> str:
+    """`report` with its section under `heading` (up to the next "## " heading) replaced by `section`
+    (whose first line is that heading), or, when it has none, with `section` inserted before the first
+    of the headings `before`, else at the end."""
+    lines = report.splitlines()
+    if heading in lines:
+        start = lines.index(heading)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    else:
+        start = end = next((i for i, line in enumerate(lines) if line in before), len(lines))
+    if start == len(lines) and lines and lines[-1]:
+        section = ["", *section]
+    return "\n".join(lines[:start] + section + lines[end:]) + "\n"
+
+
 def document(results: list[Result], datasets: list[Dataset], notes: list[str], argv: list[str],
-             runs: int, timeout: float, memory_limit: int | None = None, memory: list[str] | None = None) -> str:
-    """The whole report; `memory` is the memory accuracy section (bench.memory.section), when it ran."""
+             runs: int, timeout: float, memory_limit: int | None = None, memory: list[str] | None = None,
+             mix: list[str] | None = None, spark_memory: list[str] | None = None) -> str:
+    """The whole report; `memory` is the memory accuracy section (bench.memory.section), `mix` the
+    content mix's (bench.mix.section) and `spark_memory` the Spark workers' (bench.spark_memory.section),
+    when they ran."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# rdbspec benchmark ({when})", "", f"Command: `python -m bench {' '.join(argv)}`".rstrip(), "",
              "## Machine", ""]
@@ -256,6 +279,10 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
                   "peaks (every 0.1 s) of the RSS / anonymous RSS summed over the driver, the JVM and the Python "
                   "workers (GNU time would see the driver only: the JVM is not its waited-for child).", "",
                   spark_table(spark), ""]
+    if spark_memory is not None:
+        parts += [""] + spark_memory
+    if mix is not None:
+        parts += [""] + mix
     if memory is not None:
         parts += [""] + memory
     parts += targets_section(results, notes)

@@ -24,12 +24,25 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass
+class ProcessPeak:
+    """One process of a sampled tree: what it ran and its peaks."""
+
+    pid: int
+    parent: int
+    command: str  # its command line (arguments joined by spaces), as last seen
+    hwm_kb: int = 0  # its peak RSS as the kernel keeps it (VmHWM), at the last sample that saw it
+    rss_kb: int = 0  # sampled peak of its RSS (VmRSS): below hwm_kb when it peaked between two samples
+    anon_kb: int = 0  # sampled peak of its anonymous RSS
+
+
+@dataclass
 class Measurement:
     wall: float  # seconds
     rss_kb: int  # peak resident set size (GNU time: of the largest single process)
     output: str = ""
     anon_kb: int = 0  # sampled peak of the anonymous RSS summed over the process tree
     tree_kb: int = 0  # sampled peak of the whole RSS summed over the process tree
+    processes: list[ProcessPeak] = field(default_factory=list)  # each process of the tree seen by the sampler
 
     def counted(self) -> dict[str, object]:
         """The JSON object on the last line of a workload's output (what it counted)."""
@@ -58,6 +71,7 @@ class Result:
     group: str = "parse"  # the contender's group (which report table)
     backend: str | None = None  # rdbspec's backend (RDBSPEC_BACKEND) the contender ran with
     invalid: list[str] = field(default_factory=list)  # why its figures do not count: the work was not all done
+    processes: list[list[ProcessPeak]] = field(default_factory=list)  # each run's processes (Measurement.processes)
 
     @property
     def valid(self) -> bool:
@@ -105,45 +119,76 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _rss(pid: int) -> tuple[int, int]:
-    """(anonymous RSS, whole RSS) of one process in kB; (0, 0) once it is gone."""
-    anon = total = 0
+def _status_kb(pid: int) -> dict[str, int]:
+    """The kB figures of one process's /proc status (VmRSS, VmHWM, RssAnon...); {} once it is gone
+    (a zombie has none)."""
+    out = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("RssAnon:"):
-                    anon = int(line.split()[1])
-                elif line.startswith("VmRSS:"):
-                    total = int(line.split()[1])
-    except (OSError, ValueError, IndexError):
+                if line.endswith(" kB\n"):
+                    name, value, _ = line.split()
+                    out[name.rstrip(":")] = int(value)
+    except (OSError, ValueError):
         pass
-    return anon, total
+    return out
+
+
+def _rss(pid: int) -> tuple[int, int]:
+    """(anonymous RSS, whole RSS) of one process in kB; (0, 0) once it is gone."""
+    status = _status_kb(pid)
+    return status.get("RssAnon", 0), status.get("VmRSS", 0)
+
+
+def _command(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
 
 
 class TreeSampler(threading.Thread):
     """Polls the RSS of a process tree (the root excluded: GNU time) every `interval` seconds and
     keeps the peaks of its sums: anonymous memory (heap, Python objects, the JVM's heap) apart from
-    the whole RSS, which also counts the pages of an mmap'ed dump the process has touched."""
+    the whole RSS, which also counts the pages of an mmap'ed dump the process has touched; and,
+    per process, its command line and peaks (`processes`). A process's peak RSS is the kernel's
+    VmHWM, exact whenever the process lived through one sample, however short the peak; a process
+    that lived less than `interval` may not be seen at all."""
 
     def __init__(self, root: int, include_root: bool, interval: float = 0.1) -> None:
         super().__init__(daemon=True)
         self.root, self.include_root, self.interval = root, include_root, interval
         self.anon_kb = self.tree_kb = 0
+        self.processes: dict[int, ProcessPeak] = {}
         self.done = threading.Event()
 
     def sample(self) -> None:
-        pids = [self.root] if self.include_root else _children(self.root)
+        pids = [(self.root, 0)] if self.include_root else [(c, self.root) for c in _children(self.root)]
         anon = total = 0
         seen: set[int] = set()
         while pids:
-            pid = pids.pop()
+            pid, parent = pids.pop()
             if pid in seen:
                 continue
             seen.add(pid)
-            a, t = _rss(pid)
-            anon, total = anon + a, total + t
-            pids.extend(_children(pid))
+            status = _status_kb(pid)
+            anon, total = anon + status.get("RssAnon", 0), total + status.get("VmRSS", 0)
+            self._note(pid, parent, status)
+            pids.extend((c, pid) for c in _children(pid))
         self.anon_kb, self.tree_kb = max(self.anon_kb, anon), max(self.tree_kb, total)
+
+    def _note(self, pid: int, parent: int, status: dict[str, int]) -> None:
+        """Keeps one process's command line (re-read: a fork may exec after a sample) and peaks."""
+        peak = self.processes.get(pid)
+        if peak is None or peak.parent != parent:  # new, or its pid reused
+            peak = self.processes[pid] = ProcessPeak(pid, parent, "")
+        command = _command(pid)
+        if command:
+            peak.command = command
+        peak.hwm_kb = max(peak.hwm_kb, status.get("VmHWM", 0))
+        peak.rss_kb = max(peak.rss_kb, status.get("VmRSS", 0))
+        peak.anon_kb = max(peak.anon_kb, status.get("RssAnon", 0))
 
     def run(self) -> None:
         while not self.done.wait(self.interval):
@@ -216,7 +261,7 @@ def run_process(argv: list[str], timeout: float, cwd: Path = REPO, memory_limit:
             words = rss_file.read().split()
             if words and words[-1].isdigit():
                 rss_kb = int(words[-1])
-        return Measurement(wall, rss_kb, text, sampler.anon_kb, sampler.tree_kb)
+        return Measurement(wall, rss_kb, text, sampler.anon_kb, sampler.tree_kb, list(sampler.processes.values()))
 
 
 def _kill_group(pid: int) -> None:
@@ -343,9 +388,9 @@ class Contender:
 
 def _miscounts(counted: dict[str, object], ds: Dataset, keys: bool) -> list[str]:
     """What a contender counted that is not what the dump holds (every stream entry, by each query
-    of the Spark workload; with `keys`, every key, the stream's included)."""
+    of the Spark workload; with `keys`, every key, the streams' included)."""
     expected = {"entries": ds.entries, **({"warm_entries": ds.entries} if "warm_entries" in counted else {}),
-                **({"keys": ds.keys + 1} if keys else {})}
+                **({"keys": ds.keys + ds.streams} if keys else {})}
     return [f"counted {counted.get(name)} {name}, expected {n}" for name, n in expected.items()
             if counted.get(name) != n]
 
@@ -389,12 +434,13 @@ def measure(c: Contender, ds: Dataset, runs: int, timeout: float, single_run_abo
         res.rss_kb = max(res.rss_kb, m.rss_kb)
         res.anon_kb = max(res.anon_kb, m.anon_kb)
         res.tree_kb = max(res.tree_kb, m.tree_kb)
+        res.processes.append(m.processes)
         if counted is not None:
             res.extras.append(counted)
             if c.decodes_entries:
                 res.entries = counted.get("entries")  # type: ignore[assignment]
-                _invalidate(res, _miscounts(counted, ds, keys=False))
-            _invalidate(res, _backend_mismatch(c, counted))
+                invalidate(res, _miscounts(counted, ds, keys=False))
+            invalidate(res, _backend_mismatch(c, counted))
         log(f"  {c.name} on {ds.name}: run {i + 1}/{runs} {m.wall:.2f} s, {m.rss_kb / 1024:.0f} MB "
             f"(anon {m.anon_kb / 1024:.0f} MB){'' if counted is None else ' ' + json.dumps(counted)}")
         if m.wall > single_run_above and i == 0 and runs > 1:
@@ -404,24 +450,31 @@ def measure(c: Contender, ds: Dataset, runs: int, timeout: float, single_run_abo
         try:
             counted = run_check(c.check, ds, timeout, c.env, limit)
         except (RunTimeoutError, RunOutOfMemoryError, RunFailedError) as err:
-            _invalidate(res, [f"check run: {err}"])
+            invalidate(res, [f"check run: {err}"])
         else:
             log(f"  {c.name} on {ds.name}: check run {json.dumps(counted)}")
             res.extras.append({"check": counted})
             res.entries = counted["entries"]
-            _invalidate(res, [f"check run {w}" for w in _miscounts(counted, ds, keys=True)])
+            invalidate(res, [f"check run {w}" for w in _miscounts(counted, ds, keys=True)])
             res.note = f"check run: {counted['bytes'] / 1e6:,.1f} MB of JSON; {res.note}".strip("; ")
     if c.decodes_entries and res.entries is None:
         res.entries = ds.entries
     return res
 
 
-def _invalidate(res: Result, why: list[str]) -> None:
+def invalidate(res: Result, why: list[str]) -> None:
     """Marks `res` as not counting for the targets, each reason said once in its notes."""
     for w in why:
         if w not in res.invalid:
             res.invalid.append(w)
             res.note = f"{w}; {res.note}".strip("; ")
+
+
+def warm_page_cache(path: Path) -> None:
+    """Reads `path` once so that every contender reads it from memory."""
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
 
 
 def python() -> str:

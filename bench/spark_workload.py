@@ -1,15 +1,18 @@
 """The Spark workload, run in its own process (JVM included):
 
-    python -m bench.spark_workload FILE --master 'local[2]' --split-size 8388608 [--floor]
+    python -m bench.spark_workload FILE --master 'local[2]' --split-size 8388608 [--floor ROWS]
+    python -m bench.spark_workload FILE --table keys
 
-Builds the session as ``rdbspec pipeline`` does (``rdbspec.spark.launch.session``), reads
-``spark.read.format("rdb").option("table", "stream_entries").option("splitSize", S).load(FILE)``
-and forces every row through an aggregate over a real column (``count(*)`` and
-``sum(length(id))``: the reader builds whole Arrow batches anyway, and the sum makes Spark read
-the ``id`` column of every row rather than answer from a row count). The query runs twice in
-the same session: the first ("cold") also pays the session's one-time costs (Python workers
-started and their imports, the JVM's class loading and JIT warm-up), the second ("warm") is
-the steady state a session reading many files sees.
+Builds the session as ``rdbspec pipeline`` does (``rdbspec.spark.launch.session``), with Spark
+bound to the loopback interface (``SPARK_LOCAL_IP=127.0.0.1`` unless set: it runs in local mode
+only), reads ``spark.read.format("rdb").option("table", T).option("splitSize", S).load(FILE)``
+(T = ``stream_entries`` unless ``--table`` says ``keys``; without ``--split-size`` the source's
+default) and forces every row through an aggregate over a real column (``count(*)`` and
+``sum(length(id))``, ``sum(length(key))`` for ``keys``: the reader builds whole Arrow batches
+anyway, and the sum makes Spark read the column of every row rather than answer from a row
+count). The query runs twice in the same session: the first ("cold") also pays the session's
+one-time costs (Python workers started and their imports, the JVM's class loading and JIT
+warm-up), the second ("warm") is the steady state a session reading many files sees.
 
 With ``--floor`` the query reads the format ``rdb-floor`` instead: the same table, partitions
 and number of rows, but each task yields one Arrow batch of real rows (the file's first
@@ -18,12 +21,14 @@ next to nothing and what remains is Spark's own work per row: taking the batches
 worker and turning them into rows. Its local[2] ÷ local[1] is the most any reader can gain
 from a second core on this machine.
 
-Prints one JSON line: rows of each query (``entries``, ``warm_entries``: the runner checks
-both), the partitions Spark planned, the seconds spent building the session (JVM start) and
-running each query, timed in this process (the runner times the whole process as well), the
-CPU seconds the JVM and the Python workers spent in the warm query (``warm_jvm_cpu_s``,
-``warm_worker_cpu_s``), and ``RDBSPEC_BACKEND`` as a Python worker sees it (after the queries,
-untimed), which the runner checks against the backend asked for.
+Prints one JSON line: the table, rows of each query (``entries`` and ``warm_entries`` for
+``stream_entries``, which the runner checks; ``keys`` and ``warm_keys`` for ``keys``), the sum of
+the column's lengths (``id_chars``, ``key_chars``), the partitions Spark planned, the seconds
+spent building the session (JVM start) and running each query, timed in this process (the
+runner times the whole process as well), the CPU seconds the JVM and the Python workers spent
+in the warm query (``warm_jvm_cpu_s``, ``warm_worker_cpu_s``), and ``RDBSPEC_BACKEND`` as a
+Python worker sees it (after the queries, untimed), which the runner checks against the backend
+asked for.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ if TYPE_CHECKING:
 
 FLOOR_FORMAT = "rdb-floor"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# The tables the workload reads: the column its aggregate sums the lengths of, and what a row counts
+TABLES = {"stream_entries": ("id", "entries"), "keys": ("key", "keys")}
 
 
 class FloorReader(DataSourceReader):
@@ -111,12 +118,15 @@ def tree_cpu() -> tuple[float, float]:
     return jvm, workers
 
 
-def run(path: str, master: str, split_size: str, floor_rows: int | None) -> dict[str, object]:
+def run(path: str, master: str, split_size: str | None, floor_rows: int | None,
+        table: str = "stream_entries") -> dict[str, object]:
     t0 = time.perf_counter()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM inherits it: nothing listens outside
     from pyspark.sql import functions as F  # noqa: N812
 
     from rdbspec.spark.launch import session as build_session
 
+    column, counts = TABLES[table]
     spark = build_session(master, "rdbspec-bench")
     t1 = time.perf_counter()
     try:
@@ -126,12 +136,14 @@ def run(path: str, master: str, split_size: str, floor_rows: int | None) -> dict
         def query() -> tuple[DataFrame, Row, float, tuple[float, float]]:
             before = tree_cpu()
             start = time.perf_counter()
-            reader = spark.read.option("table", "stream_entries").option("splitSize", split_size)
+            reader = spark.read.option("table", table)
+            if split_size is not None:
+                reader = reader.option("splitSize", split_size)
             if floor_rows is None:
                 df = reader.format("rdb").load(path)
             else:
                 df = reader.format(FLOOR_FORMAT).option("rows", str(floor_rows)).load(path)
-            row = df.select(F.count("*").alias("rows"), F.sum(F.length("id")).alias("id_chars")).collect()[0]
+            row = df.select(F.count("*").alias("rows"), F.sum(F.length(column)).alias("chars")).collect()[0]
             elapsed = time.perf_counter() - start
             after = tree_cpu()
             return df, row, elapsed, (after[0] - before[0], after[1] - before[1])
@@ -141,7 +153,8 @@ def run(path: str, master: str, split_size: str, floor_rows: int | None) -> dict
         worker_backend = worker_env(spark, "RDBSPEC_BACKEND")
     finally:
         spark.stop()
-    return {"entries": int(cold["rows"]), "warm_entries": int(warm["rows"]), "id_chars": int(cold["id_chars"] or 0),
+    return {"table": table, counts: int(cold["rows"]), f"warm_{counts}": int(warm["rows"]),
+            f"{column}_chars": int(cold["chars"] or 0),
             "partitions": partitions, "master": master, "split_size": split_size, "session_s": round(t1 - t0, 3),
             "cold_query_s": round(cold_s, 3), "warm_query_s": round(warm_s, 3),
             "warm_jvm_cpu_s": round(jvm_cpu, 2), "warm_worker_cpu_s": round(worker_cpu, 2),
@@ -157,11 +170,15 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.spark_workload")
     p.add_argument("file")
     p.add_argument("--master", default="local[1]")
-    p.add_argument("--split-size", default=str(1 << 40), help="splitSize option: bytes, or with a k/m/g suffix")
+    p.add_argument("--split-size", help="splitSize option: bytes, or with a k/m/g suffix (default: not set, the "
+                                        "source's default)")
+    p.add_argument("--table", choices=list(TABLES), default="stream_entries")
     p.add_argument("--floor", type=int, metavar="ROWS",
                    help="read ROWS rows of the rdb-floor source (copies of the file's first batch) instead")
     args = p.parse_args(argv)
-    print(json.dumps(run(args.file, args.master, args.split_size, args.floor)), flush=True)
+    if args.floor is not None and (args.table != "stream_entries" or args.split_size is None):
+        p.error("--floor reads stream_entries, with --split-size")
+    print(json.dumps(run(args.file, args.master, args.split_size, args.floor, args.table)), flush=True)
     return 0
 
 

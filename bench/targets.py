@@ -1,6 +1,7 @@
-"""The report's "Targets" section: each target of the compiled-backend issue (#14), per rdbspec
-backend, with the measured ratio and whether it is met. Only valid results count (runner.Result.valid:
-ran to the end and counted every stream entry); a target without one says "not measured"."""
+"""The report's "Targets" section: each target of the compiled-backend issue (#14), and issue 26's
+Spark reader against the floor source, per rdbspec backend, with the measured ratio and whether it is
+met. Only valid results count (runner.Result.valid: ran to the end and counted every stream entry); a
+target without one says "not measured"."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ LOAD_FACTOR_FULL, LOAD_FACTOR_KEYS = 5.0, 2.0  # rdbspec within this many times 
 SPARK_ROWS_PER_S = 500_000  # stream_entries query rows/s on local[1] (the warm query: see report.py)
 SPARK_SPLIT_SPEEDUP = 1.6  # a split file on local[2] against local[1]
 SPARK_SPLIT_1, SPARK_SPLIT_2 = "spark local[1] split", "spark local[2] split"
+SPARK_FLOOR_SHARE = 0.90  # the rdb source's warm rows/s ÷ the floor source's, on local[1] (issue 26)
+SPARK_WORKER_MB = 300  # the peak RSS of each Spark Python worker (issue 26: bench/spark_memory.py)
 
 
 @dataclass
@@ -106,6 +109,20 @@ def _spark_split(results: list[Result], backend: str) -> list[Measured]:
     return out
 
 
+def spark_floor_share(results: list[Result], backend: str) -> list[Measured]:
+    """Warm rows/s of the split query on local[1] ÷ the floor source's (same splits and rows, so the
+    floor's warm time ÷ ours): how close the reader comes to a source that costs nothing."""
+    ours, floor = _by_file(results, labelled(SPARK_SPLIT_1, backend)), _by_file(results, SPARK_FLOOR_1)
+    out = []
+    for f in ours:
+        q, qf = ours[f].extra_median("warm_query_s"), floor[f].extra_median("warm_query_s") if f in floor else None
+        rows = ours[f].entries
+        if q and qf and rows:
+            out.append(Measured(f, f"{qf / q:.2f} ({rows / q / 1e3:,.0f}k rows/s in {q:.3g} s vs the floor's "
+                                   f"{rows / qf / 1e3:,.0f}k rows/s in {qf:.3g} s)", qf / q >= SPARK_FLOOR_SHARE))
+    return out
+
+
 @dataclass(frozen=True)
 class Target:
     text: str
@@ -128,6 +145,8 @@ def targets() -> list[Target]:
                "judged on the warm query, the cold one beside it)", _spark_rate),
         Target(f"Spark: a split file on local[2] ≥ {SPARK_SPLIT_SPEEDUP:g}× local[1] (query time, same splits; "
                "judged on the warm query, the cold one beside it)", _spark_split),
+        Target(f"Spark: warm stream_entries rows/s on local[1] ≥ {SPARK_FLOOR_SHARE:.0%} of the floor source's "
+               "(rdb ÷ rdb-floor, same splits and rows)", spark_floor_share),
         Target("official Kaitai compiler's Python output: its wall ÷ rdbspec full decode (reported, no bound)",
                lambda rs, b: _ratio(rs, OFFICIAL, labelled(FULL_DECODE, b), "full decode", None)),
     ]
