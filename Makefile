@@ -92,8 +92,9 @@ test: setup check-generated lint conformance pytest test-asan
 
 # The native backend built again with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build/asan (never the install), then the golden fixtures (conformance's ours-native), the corpus,
-# the fuzz run, both JSON writers, the compiled one's float printer (tests/test_shortest_double.py)
-# and the mapped pages' releasing thread through it (rdbspec itself imported from build/asan too,
+# the fuzz run, the chunked readers of hashtable-encoded values (tests/test_chunks.py), both JSON
+# writers, the compiled one's float printer (tests/test_shortest_double.py) and the mapped pages'
+# releasing thread through it (rdbspec itself imported from build/asan too,
 # so its compiled JSON encoder, stream ID check and releaser are the instrumented ones;
 # -P and pythonpath keep the source tree's out):
 # any report aborts the run (CPython's own leaks are by design, so leak detection is off).
@@ -108,7 +109,8 @@ test-asan: $(STAMP) $(NATIVE_STAMP)
 	             for x in (m, j, r, s)), (m.__file__, j.__file__, r.__file__, s.__file__)'
 	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native
 	$(ASAN_ENV) $(PY) -m pytest -q -rP -p no:cacheprovider -o pythonpath='$(ASAN)/lib .' \
-	  tests/test_corpus.py tests/test_fuzz.py tests/test_jsonl.py tests/test_shortest_double.py tests/test_source.py
+	  tests/test_corpus.py tests/test_fuzz.py tests/test_jsonl.py tests/test_shortest_double.py tests/test_source.py \
+	  tests/test_chunks.py
 
 # The dumps other projects publish, never copied into the repository: read from ../shared.
 test-peers: $(STAMP)

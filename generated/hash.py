@@ -82,7 +82,8 @@ class HashTable:
         "_root",
         "_io",
         "num_fields",
-        "entries",
+        "_lazy_entries",
+        "_given_entries",
     )
 
     @classmethod
@@ -107,17 +108,18 @@ class HashTable:
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
+        # entries: decoded on first access (see the property); stepped over here
+        self._lazy_entries = pos
         # entries: The field/value pairs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
             raise invalid(
                 io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
-            entries_item, pos = HashPair._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
+            pos = HashPair._skip(io, pos, None, root)
+            entries_item = None
         return self, pos
 
     @classmethod
@@ -175,6 +177,64 @@ class HashTable:
         out.add(p_entries)
         if self.num_fields is None:
             self.num_fields = f_num_fields
+
+    @property
+    def entries(self):
+        """The field/value pairs.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_entries is None:  # an object to write: the value a writer gave it
+            return self._given_entries
+        return list(self.iter_entries())
+
+    @entries.setter
+    def entries(self, value) -> None:
+        self._lazy_entries = None
+        self._given_entries = value
+
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        if self._lazy_entries is None:  # an object to write: the elements a writer gave it
+            yield from self._given_entries or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 2:
+            raise invalid(
+                io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
+            )
+        for entries_index in range(entries_count):
+            entries_item, pos = HashPair._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, rows: int):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 2
+        for item in self.iter_entries():
+            chunk.append(
+                item.field.raw
+                if item.field.raw is not None
+                else item.field.int_value
+                if item.field.int_value is not None
+                else item.field.lzf
+            )
+            chunk.append(
+                item.value.raw
+                if item.value.raw is not None
+                else item.value.int_value
+                if item.value.int_value is not None
+                else item.value.lzf
+            )
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class HashPair:
@@ -268,7 +328,8 @@ class HashMetadataPreGa:
         "_root",
         "_io",
         "num_fields",
-        "entries",
+        "_lazy_entries",
+        "_given_entries",
     )
 
     @classmethod
@@ -293,6 +354,8 @@ class HashMetadataPreGa:
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
+        # entries: decoded on first access (see the property); stepped over here
+        self._lazy_entries = pos
         # entries: The fields with their absolute TTLs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -302,11 +365,10 @@ class HashMetadataPreGa:
                 "hash:hash_metadata_pre_ga.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
-            entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
+            pos = HashTtlEntryPreGa._skip(io, pos, None, root)
+            entries_item = None
         return self, pos
 
     @classmethod
@@ -369,6 +431,68 @@ class HashMetadataPreGa:
         out.add(p_entries)
         if self.num_fields is None:
             self.num_fields = f_num_fields
+
+    @property
+    def entries(self):
+        """The fields with their absolute TTLs.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_entries is None:  # an object to write: the value a writer gave it
+            return self._given_entries
+        return list(self.iter_entries())
+
+    @entries.setter
+    def entries(self, value) -> None:
+        self._lazy_entries = None
+        self._given_entries = value
+
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        if self._lazy_entries is None:  # an object to write: the elements a writer gave it
+            yield from self._given_entries or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(
+                io,
+                pos,
+                "hash:hash_metadata_pre_ga.entries",
+                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+            )
+        for entries_index in range(entries_count):
+            entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, rows: int):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 3
+        for item in self.iter_entries():
+            chunk.append(item.ttl.value)
+            chunk.append(
+                item.field.raw
+                if item.field.raw is not None
+                else item.field.int_value
+                if item.field.int_value is not None
+                else item.field.lzf
+            )
+            chunk.append(
+                item.value.raw
+                if item.value.raw is not None
+                else item.value.int_value
+                if item.value.int_value is not None
+                else item.value.lzf
+            )
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class HashTtlEntryPreGa:
@@ -552,7 +676,8 @@ class HashMetadata:
         "_io",
         "min_expire",
         "num_fields",
-        "entries",
+        "_lazy_entries",
+        "_given_entries",
     )
 
     @classmethod
@@ -583,6 +708,8 @@ class HashMetadata:
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
+        # entries: decoded on first access (see the property); stepped over here
+        self._lazy_entries = pos
         # entries: The fields with their relative TTLs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -592,11 +719,10 @@ class HashMetadata:
                 "hash:hash_metadata.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
-            entries_item, pos = HashTtlEntry._read(io, pos, self, root, min_expire)
-            entries.append(entries_item)
-        self.entries = entries
+            pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
+            entries_item = None
         return self, pos
 
     @classmethod
@@ -673,6 +799,68 @@ class HashMetadata:
         out.add(p_entries)
         if self.num_fields is None:
             self.num_fields = f_num_fields
+
+    @property
+    def entries(self):
+        """The fields with their relative TTLs.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_entries is None:  # an object to write: the value a writer gave it
+            return self._given_entries
+        return list(self.iter_entries())
+
+    @entries.setter
+    def entries(self, value) -> None:
+        self._lazy_entries = None
+        self._given_entries = value
+
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        if self._lazy_entries is None:  # an object to write: the elements a writer gave it
+            yield from self._given_entries or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(
+                io,
+                pos,
+                "hash:hash_metadata.entries",
+                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+            )
+        for entries_index in range(entries_count):
+            entries_item, pos = HashTtlEntry._read(io, pos, self, root, self.min_expire)
+            yield entries_item
+
+    def chunks_entries(self, rows: int):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 3
+        for item in self.iter_entries():
+            chunk.append(item.ttl.value)
+            chunk.append(
+                item.field.raw
+                if item.field.raw is not None
+                else item.field.int_value
+                if item.field.int_value is not None
+                else item.field.lzf
+            )
+            chunk.append(
+                item.value.raw
+                if item.value.raw is not None
+                else item.value.int_value
+                if item.value.int_value is not None
+                else item.value.lzf
+            )
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class HashTtlEntry:

@@ -36,7 +36,8 @@ class Quicklist:
         "_root",
         "_io",
         "num_nodes",
-        "nodes",
+        "_lazy_nodes",
+        "_given_nodes",
     )
 
     @classmethod
@@ -61,17 +62,18 @@ class Quicklist:
         # num_nodes: Number of quicklist nodes.
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_nodes = num_nodes
+        # nodes: decoded on first access (see the property); stepped over here
+        self._lazy_nodes = pos
         # nodes: The nodes, each a ziplist (possibly LZF-compressed).
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(
                 io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
-        nodes = []
+        nodes = None
         for nodes_index in range(nodes_count):
-            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
-            nodes.append(nodes_item)
-        self.nodes = nodes
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            nodes_item = None
         return self, pos
 
     @classmethod
@@ -134,6 +136,39 @@ class Quicklist:
         if self.num_nodes is None:
             self.num_nodes = f_num_nodes
 
+    @property
+    def nodes(self):
+        """The nodes, each a ziplist (possibly LZF-compressed).
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_nodes is None:  # an object to write: the value a writer gave it
+            return self._given_nodes
+        return list(self.iter_nodes())
+
+    @nodes.setter
+    def nodes(self, value) -> None:
+        self._lazy_nodes = None
+        self._given_nodes = value
+
+    def iter_nodes(self):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+        if self._lazy_nodes is None:  # an object to write: the elements a writer gave it
+            yield from self._given_nodes or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes
+        nodes_count = self.num_nodes.value
+        if nodes_count < 0 or nodes_count > end - pos:
+            raise invalid(
+                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
+            )
+        for nodes_index in range(nodes_count):
+            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            yield nodes_item
+
 
 class Quicklist2:
     """LIST_QUICKLIST_2 (type 18, notes §5.5): `len node_count`, then per node a container kind
@@ -146,7 +181,8 @@ class Quicklist2:
         "_root",
         "_io",
         "num_nodes",
-        "nodes",
+        "_lazy_nodes",
+        "_given_nodes",
     )
 
     @classmethod
@@ -171,17 +207,18 @@ class Quicklist2:
         # num_nodes: Number of quicklist nodes.
         num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_nodes = num_nodes
+        # nodes: decoded on first access (see the property); stepped over here
+        self._lazy_nodes = pos
         # nodes: The nodes.
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(
                 io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
-        nodes = []
+        nodes = None
         for nodes_index in range(nodes_count):
-            nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
-            nodes.append(nodes_item)
-        self.nodes = nodes
+            pos = Quicklist2Node._skip(io, pos, None, root)
+            nodes_item = None
         return self, pos
 
     @classmethod
@@ -239,6 +276,39 @@ class Quicklist2:
         out.add(p_nodes)
         if self.num_nodes is None:
             self.num_nodes = f_num_nodes
+
+    @property
+    def nodes(self):
+        """The nodes.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_nodes is None:  # an object to write: the value a writer gave it
+            return self._given_nodes
+        return list(self.iter_nodes())
+
+    @nodes.setter
+    def nodes(self, value) -> None:
+        self._lazy_nodes = None
+        self._given_nodes = value
+
+    def iter_nodes(self):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+        if self._lazy_nodes is None:  # an object to write: the elements a writer gave it
+            yield from self._given_nodes or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes
+        nodes_count = self.num_nodes.value
+        if nodes_count < 0 or nodes_count > end - pos:
+            raise invalid(
+                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
+            )
+        for nodes_index in range(nodes_count):
+            nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
+            yield nodes_item
 
 
 class Quicklist2Node:

@@ -1701,7 +1701,8 @@ class StringList:
         "_root",
         "_io",
         "num_items",
-        "items",
+        "_lazy_items",
+        "_given_items",
     )
 
     @classmethod
@@ -1726,17 +1727,18 @@ class StringList:
         # num_items: Number of elements.
         num_items, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_items = num_items
+        # items: decoded on first access (see the property); stepped over here
+        self._lazy_items = pos
         # items: The elements.
         items_count = num_items.value
         if items_count < 0 or items_count > end - pos:
             raise invalid(
                 io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
             )
-        items = []
+        items = None
         for items_index in range(items_count):
-            items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
-            items.append(items_item)
-        self.items = items
+            pos = rdb_string.RdbString._skip(io, pos, None, root)
+            items_item = None
         return self, pos
 
     @classmethod
@@ -1794,3 +1796,50 @@ class StringList:
         out.add(p_items)
         if self.num_items is None:
             self.num_items = f_num_items
+
+    @property
+    def items(self):
+        """The elements.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_items is None:  # an object to write: the value a writer gave it
+            return self._given_items
+        return list(self.iter_items())
+
+    @items.setter
+    def items(self, value) -> None:
+        self._lazy_items = None
+        self._given_items = value
+
+    def iter_items(self):
+        """Yields the elements of `items` one at a time, read where they were stepped over."""
+        if self._lazy_items is None:  # an object to write: the elements a writer gave it
+            yield from self._given_items or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_items
+        items_count = self.num_items.value
+        if items_count < 0 or items_count > end - pos:
+            raise invalid(
+                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
+            )
+        for items_index in range(items_count):
+            items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
+            yield items_item
+
+    def chunks_items(self, rows: int):
+        """Yields the elements of `items` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 1
+        for item in self.iter_items():
+            chunk.append(
+                item.raw if item.raw is not None else item.int_value if item.int_value is not None else item.lzf
+            )
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk

@@ -266,7 +266,8 @@ class Zset2:
         "_root",
         "_io",
         "num_members",
-        "entries",
+        "_lazy_entries",
+        "_given_entries",
     )
 
     @classmethod
@@ -291,17 +292,18 @@ class Zset2:
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_members = num_members
+        # entries: decoded on first access (see the property); stepped over here
+        self._lazy_entries = pos
         # entries: The members with their scores.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 9:
             raise invalid(
                 io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
-            entries_item, pos = Zset2Entry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
+            pos = Zset2Entry._skip(io, pos, None, root)
+            entries_item = None
         return self, pos
 
     @classmethod
@@ -359,6 +361,58 @@ class Zset2:
         out.add(p_entries)
         if self.num_members is None:
             self.num_members = f_num_members
+
+    @property
+    def entries(self):
+        """The members with their scores.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_entries is None:  # an object to write: the value a writer gave it
+            return self._given_entries
+        return list(self.iter_entries())
+
+    @entries.setter
+    def entries(self, value) -> None:
+        self._lazy_entries = None
+        self._given_entries = value
+
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        if self._lazy_entries is None:  # an object to write: the elements a writer gave it
+            yield from self._given_entries or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_members.value
+        if entries_count < 0 or entries_count > (end - pos) // 9:
+            raise invalid(
+                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
+            )
+        for entries_index in range(entries_count):
+            entries_item, pos = Zset2Entry._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, rows: int):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 2
+        for item in self.iter_entries():
+            chunk.append(
+                item.member.raw
+                if item.member.raw is not None
+                else item.member.int_value
+                if item.member.int_value is not None
+                else item.member.lzf
+            )
+            chunk.append(item.score)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class Zset2Entry:

@@ -17,14 +17,18 @@ from dataclasses import replace
 
 from . import expressions as ex
 from . import render
-from .emit_python import TypeEmitter
+from .emit_python import Lines, TypeEmitter
 from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
 from .plan import (
+    DOUBLE,
+    ELEMENT,
+    LENGTH,
     OBJECT,
     ROWS,
     SCALAR,
     SKIP,
     attribute_expressions,
+    chunk_row,
     element_min_size,
     is_lazy,
     skipped_types,
@@ -233,16 +237,8 @@ class CythonTypeEmitter(TypeEmitter):
             return
         args = "".join(f", {self.expr(arg)}" for arg in ref.args)
         parent = "self" if self.mode == OBJECT else "None"
-        if scanned or self.mode == SKIP and a.type is ref and a.cond is None and not a.repeat \
-                and not self.plan.steps_over(a, ref) and struct_members(self.builder, ref.target):
-            # a skip reader keeps no object: the numbers it needs are read into a C struct
-            struct = f"{ref.target.class_name}Values"
-            if ref.target.module != self.t.module:
-                self.cimports.add((ref.target.module, struct))
-                struct = f"{ref.target.module}__{struct}"
-            self.emit(f"{self.c_function(ref.target, 'scan')}(io, buf, _p, end, &pos, None, root, &{local})")
-            self.cdefs[local] = struct
-            self.structs.add(local)
+        if scanned or self.into_struct(a, ref):
+            self.scan(ref.target, local)
             return
         if not ref.target.scalar:  # the type's cdef reader, called with the position's address
             if self.plan.steps_over(a, ref):
@@ -271,6 +267,22 @@ class CythonTypeEmitter(TypeEmitter):
             self.pushed.add(a.id)
             return
         self.emit(f"{local} = {self.scalar_function(ref.target)}(io, buf, _p, end, &pos, {parent}, root{args})")
+
+    def scan(self, target: TypeSpec, local: str) -> None:
+        """Reads a type of unsigned numbers into the C struct `local` (`c_scan_<id>`), no object."""
+        struct = f"{target.class_name}Values"
+        if target.module != self.t.module:
+            self.cimports.add((target.module, struct))
+            struct = f"{target.module}__{struct}"
+        self.emit(f"{self.c_function(target, 'scan')}(io, buf, _p, end, &pos, None, root, &{local})")
+        self.cdefs[local] = struct
+        self.structs.add(local)
+
+    def into_struct(self, a: Attribute, ref: UserRef) -> bool:
+        """A skip reader keeps no object: the numbers it needs of a single unconditional field of
+        a type of unsigned numbers are read into a C struct (`scan`)."""
+        return (self.mode == SKIP and a.type is ref and a.cond is None and not a.repeat
+                and not self.plan.steps_over(a, ref) and struct_members(self.builder, ref.target) is not None)
 
     def field(self, a: Attribute) -> None:
         if not (self.row_field(a) and a.cond is not None and not a.repeat and isinstance(a.type, UserRef)
@@ -465,6 +477,46 @@ class CythonTypeEmitter(TypeEmitter):
         self.pointer = False  # a generator holds no view of the buffer between its yields
         return super().lazy_iter_body(a)
 
+    def chunks_body(self, a: Attribute) -> list[str]:
+        """`chunks_<field>(rows)`: a ScalarColumns of up to `rows` elements at a time, each
+        element's values (plan.chunk_row) pushed one after the other with the readers' own
+        checks; the buffer is held while a chunk is read, not between chunks."""
+        self.out = Lines(depth=2)
+        self.known = [set()]
+        parts = chunk_row(self.builder, a)
+        self.lazy_start(a)
+        self.absent(a, "")
+        count = f"{self.local(a.id)}_count"
+        self.emit(f"{count} = {self.expr(a.repeat_expr)}")
+        self.check_count(a, count)
+        self.emit(f"left = {count}")
+        self.block("while left > 0:")
+        self.emit("n = min(max(rows, 1), left)")
+        self.emit("out = ScalarColumns(buf)")
+        self.emit(f"out.reserve(n * {len(parts)})")
+        self.emit("_p = acquire(buf, &_view, end)")
+        self.block("try:")
+        self.block("for index in range(n):")
+        for part in parts:
+            if part.how == ELEMENT:
+                self.emit(f"{self.c_function(part.target, 'push')}(io, buf, _p, end, &pos, None, root, out)")
+                continue
+            local = self.local(part.attr.id)
+            if part.how == LENGTH:
+                self.scan(part.target, local)
+                self.emit(f"out.push_length({local}.value)")
+            else:
+                self.read_primitive(part.attr, part.attr.type, local)
+                self.emit(f"out.push_{'double' if part.how == DOUBLE else 'int'}({local})")
+        self.end_block()
+        self.end_block()
+        self.emit("finally:")
+        self.emit("    PyBuffer_Release(&_view)")
+        self.emit("left -= n")
+        self.emit("yield out")
+        self.end_block()
+        return self.out.lines
+
     @staticmethod
     def with_view(lines: list[str]) -> list[str]:
         """A property that reads bytes holds the buffer from when it has it to its return."""
@@ -508,6 +560,38 @@ class ValuesEmitter(CythonTypeEmitter):
         return lines
 
 
+class ElementEmitter(CythonTypeEmitter):
+    """Renders `c_push_<id>` of a `-rdbspec-element` type, which stays an object elsewhere: its
+    fields read as a scalar reader reads them (the same checks, messages and paths; its one raw
+    field left in the buffer as a span), then the first of its element fields that is present
+    pushed into `out`: that span, an integer, or other bytes (an LZF string's, decompressed)
+    that the columns keep."""
+
+    def __init__(self, builder, t: TypeSpec):
+        super().__init__(builder, replace(t, scalar=t.element), SCALAR)
+        self.span = span_field(self.t)
+
+    def into_struct(self, a: Attribute, ref: UserRef) -> bool:
+        """Its numbers too are read into C structs: an element makes no object."""
+        return (a.type is ref and a.cond is None and not a.repeat and not self.plan.steps_over(a, ref)
+                and struct_members(self.builder, ref.target) is not None)
+
+    def push_lines(self) -> list[str]:
+        locals_ = {name: self.resolve(name) for name in self.t.scalar}
+        self.flush_pre()
+        lines = []
+        for name, local in locals_.items():
+            attr = self.t.attribute(name)
+            if self.span is not None and attr is self.span:
+                push = f"out.push_span({local}_start, {local}_length)"
+            elif (attr.is_instance and self.t.scalar_kind(name) == "int") or int_column(attr.type):
+                push = f"out.push_int({local})"
+            else:
+                push = f"out.push_bytes({local})"
+            lines += [f"{'elif' if lines else 'if'} {local} is not None:", f"    {push}"]
+        return lines + ["else:", "    out.push_none()"]
+
+
 def hold_buffer(lines: list[str], indent: str) -> list[str]:
     """`lines` run with `_p` pointing into `buf`, whose buffer they hold until they end."""
     return [f"{indent}_p = acquire(buf, &_view, end)", f"{indent}try:"] + ["    " + line for line in lines] \
@@ -538,6 +622,13 @@ class NativeModuleRenderer(render.ModuleRenderer):
             lines = push.body()
             view.push_lines = ["    " + line for line in push.push_lines()]
             view.push_body = self.collect(push, lines)
+        if t.element:  # c_push_<id> of an object type, for the columns of chunked repeats
+            push = ElementEmitter(self.builder, t)
+            lines = push.body()
+            view.push_lines = ["    " + line for line in push.push_lines()]
+            view.push_body = self.collect(push, lines)
+            view.element = True
+            view.element_names = t.element
         view.values = struct_members(self.builder, t)
         if view.values:
             scan = ValuesEmitter(self.builder, t, view.values)

@@ -18,7 +18,22 @@ from typing import Optional
 from . import expressions as ex
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
-from .plan import OBJECT, ROWS, SCALAR, Chain, Check, MessageValue, Read, TypePlan, element_min_size, is_lazy
+from .plan import (
+    DOUBLE,
+    ELEMENT,
+    INT,
+    OBJECT,
+    ROWS,
+    SCALAR,
+    Chain,
+    Check,
+    MessageValue,
+    Read,
+    TypePlan,
+    chunk_row,
+    element_min_size,
+    is_lazy,
+)
 
 
 @dataclass
@@ -721,6 +736,34 @@ class TypeEmitter:
         self.lazy_start(a)
         self.absent(a, "")
         self.read_repeated(a, self.local(a.id), yielding=True)
+        return self.out.lines
+
+    def chunks_body(self, a: Attribute) -> list[str]:
+        """The body of `chunks_<field>(rows)` of a `-rdbspec-chunks` field: its elements, `rows`
+        at a time, each as the values of `plan.chunk_row` one after the other in a list (the
+        native target fills columns instead)."""
+        self.out = Lines(depth=2)
+        parts = chunk_row(self.builder, a)
+        self.emit("chunk = []")
+        self.emit(f"size = max(rows, 1) * {len(parts)}")
+        self.block(f"for item in self.iter_{a.id}():")
+        for part in parts:
+            source = "item" if part.attr is None else f"item.{part.attr.id}"
+            if part.how == ELEMENT:  # the first of its element fields that is present
+                value = f"{source}.{part.target.element[-1]}"
+                for name in reversed(part.target.element[:-1]):
+                    value = f"{source}.{name} if {source}.{name} is not None else {value}"
+                self.emit(f"chunk.append({value})")
+            else:
+                self.emit(f"chunk.append({source}{'' if part.how in (INT, DOUBLE) else '.value'})")
+        self.block("if len(chunk) >= size:")
+        self.emit("yield chunk")
+        self.emit("chunk = []")
+        self.end_block()
+        self.end_block()
+        self.block("if chunk:")
+        self.emit("yield chunk")
+        self.end_block()
         return self.out.lines
 
     def lazy_start(self, a: Attribute) -> None:

@@ -18,9 +18,10 @@ _SUPPORTED_ATTR_KEYS = {"id", "doc", "doc-ref", "type", "size", "size-eos", "pro
                         "repeat-expr", "repeat-until", "if", "contents", "valid", "enum", "encoding",
                         "terminator", "consume", "include", "value", "pos", "-rdbspec-columns",
                         "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message", "-rdbspec-warn",
-                        "-rdbspec-write"}
+                        "-rdbspec-write", "-rdbspec-chunks"}
 _SUPPORTED_TYPE_KEYS = {"meta", "doc", "doc-ref", "params", "seq", "instances", "types", "enums",
-                        "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream", "-rdbspec-write-from"}
+                        "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream", "-rdbspec-write-from",
+                        "-rdbspec-element"}
 _SUPPORTED_META_KEYS = {"id", "title", "endian", "imports", "file-extension", "license",
                         "ks-version", "encoding", "application", "xref", "tags"}
 
@@ -88,6 +89,8 @@ class Attribute:
     consume: bool = True
     include: bool = False
     columns: bool = False
+    # a lazy repeat also read in chunks of columns (`-rdbspec-chunks`): see plan.chunk_row
+    chunks: bool = False
     value: Optional[ex.Node] = None
     pos: Optional[ex.Node] = None
     # how a writer derives the field (`-rdbspec-write`): an expression, or for a field of a user
@@ -118,6 +121,9 @@ class TypeSpec:
     types: dict[str, TypeSpec] = field(default_factory=dict)
     scalar: Optional[list[str]] = None
     scalar_tests: dict[str, str] = field(default_factory=dict)
+    # the fields or value instances that hold the type's value when it is one element of a
+    # column (`-rdbspec-element`), the first present one: the type stays an object elsewhere
+    element: Optional[list[str]] = None
     parents: list[TypeSpec] = field(default_factory=list)
     streamed: Optional[str] = None
     used_as_columns: bool = False
@@ -222,6 +228,7 @@ class Builder:
         scalar = raw.get("-rdbspec-scalar")
         t.scalar = [scalar] if isinstance(scalar, str) else scalar
         t.scalar_tests = dict(raw.get("-rdbspec-scalar-tests", {}))
+        t.element = raw.get("-rdbspec-element")
         # a scalar type is written from its scalar instances once its fields say how (-rdbspec-write)
         derives = any("-rdbspec-write" in a for a in raw.get("seq", []))
         t.write_from = list(raw.get("-rdbspec-write-from", (t.scalar or []) if derives else []))
@@ -257,6 +264,7 @@ class Builder:
         a.consume = bool(raw.get("consume", True))
         a.include = bool(raw.get("include", False))
         a.columns = bool(raw.get("-rdbspec-columns", False))
+        a.chunks = bool(raw.get("-rdbspec-chunks", False))
         write = raw.get("-rdbspec-write")
         if isinstance(write, dict):
             a.write = {str(k): _expr(spec, f"{path}/-rdbspec-write/{k}", v) for k, v in write.items()}
@@ -282,6 +290,9 @@ class Builder:
                 inst = t.attribute(name)
                 if inst is None or not inst.is_instance or inst.value is None:
                     raise _error(t.spec, f"{t.yaml_path}/-rdbspec-scalar", f"{name} is not a value instance")
+        for name in t.element or ():
+            if t.attribute(name) is None:
+                raise _error(t.spec, f"{t.yaml_path}/-rdbspec-element", f"{name} is not a field or instance")
         for a in t.seq + t.instances:
             a.type = self._type_ref(t, a)
             for ref in type_refs(a.type):
@@ -291,6 +302,8 @@ class Builder:
                 if not isinstance(a.type, UserRef) or not a.repeat:
                     raise _error(t.spec, a.yaml_path, "-rdbspec-columns needs a repeated user type")
                 a.type.target.used_as_columns = True
+            if a.chunks and not (isinstance(a.type, UserRef) and a.repeat == "expr" and a.raw.get("-rdbspec-lazy")):
+                raise _error(t.spec, a.yaml_path, "-rdbspec-chunks needs a lazy repeat-expr of a user type")
             if a.enum:
                 self.enum(t, tuple(a.enum.split("::")[:-1]), a.enum.split("::")[-1], a.yaml_path, whole=True)
 

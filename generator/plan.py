@@ -169,6 +169,44 @@ def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
     return set(found)
 
 
+# How one part of a chunked element goes into its columns (`chunk_row`)
+ELEMENT, INT, DOUBLE, LENGTH = "element", "int", "double", "length"
+
+
+@dataclass(frozen=True)
+class ChunkPart:
+    """One column value of a chunked repeat's element: `attr` (None: the element itself) read as
+    `how`: ELEMENT, a `-rdbspec-element` type's value (bytes or an integer); INT or DOUBLE, a
+    number; LENGTH, the `value` instance of a type of unsigned numbers (rdb_len)."""
+
+    attr: Optional[Attribute]
+    how: str
+    target: Optional[TypeSpec] = None
+
+
+def chunk_row(builder: Builder, a: Attribute) -> list[ChunkPart]:
+    """The values one element of the `-rdbspec-chunks` field `a` puts into its columns, in order:
+    the element itself when its type is a `-rdbspec-element` type, else each field of its type,
+    every one unconditional, single, unchecked and of a kind a column holds."""
+    target = a.type.target
+    if target.element:
+        return [ChunkPart(None, ELEMENT, target)]
+    parts = []
+    for f in target.seq:
+        ref = f.type
+        plain = f.cond is None and not f.repeat and f.valid is None and f.size is None and f.process is None
+        if plain and isinstance(ref, UserRef) and ref.target.element and not ref.args:
+            parts.append(ChunkPart(f, ELEMENT, ref.target))
+        elif plain and isinstance(ref, UserRef) and (value_fields(builder, ref.target) or {}).get("value") == "int":
+            parts.append(ChunkPart(f, LENGTH, ref.target))
+        elif plain and isinstance(ref, Primitive) and ref.fmt[-1] in "fdbBhHiIq":  # a double, or an int64
+            parts.append(ChunkPart(f, DOUBLE if ref.fmt[-1] in "fd" else INT))
+        else:
+            raise SpecError(target.spec.name, f.yaml_path,
+                            f"{f.id} cannot go into the columns of {a.yaml_path} (-rdbspec-chunks)")
+    return parts
+
+
 # operators that keep non-negative numbers non-negative (a target may compute them unsigned)
 _NON_NEGATIVE_OPS = {"&", "|", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not"}
 

@@ -69,6 +69,9 @@ class TypeView:
     properties: list[PropertyView] = field(default_factory=list)
     keeps_parent: bool = True  # see plan.keeps_parent
     lazy_iters: list[PropertyView] = field(default_factory=list)  # iter_<field> of repeated lazy fields
+    chunk_iters: list[PropertyView] = field(default_factory=list)  # chunks_<field> of -rdbspec-chunks fields
+    element: bool = False  # a `-rdbspec-element` type: the native target pushes it into columns
+    element_names: list[str] = field(default_factory=list)
     write_body: list[str] = field(default_factory=list)  # `_write`, or `write_<id>` for a type with inputs
     write_inputs: list[str] = field(default_factory=list)  # the instances `write_<id>` takes
 
@@ -143,6 +146,12 @@ class ModuleRenderer:
                 doc = f"Yields the elements of `{a.id}` one at a time, read where they were stepped over."
                 view.lazy_iters.append(PropertyView(a.id, doc, self.collect(it, it.lazy_iter_body(a)), cached=False,
                                                     given=given))
+            if a.chunks:
+                chunks = self.emitter(self.builder, t, OBJECT)
+                doc = (f"Yields the elements of `{a.id}` `rows` at a time as columns: each element's values "
+                       "(an element's bytes or integer, a number) one after the other.")
+                view.chunk_iters.append(PropertyView(a.id, doc, self.collect(chunks, chunks.chunks_body(a)),
+                                                     cached=False))
         if id(t) in self.skipped:
             skip = self.emitter(self.builder, t, SKIP)
             view.skip_body = self.collect(skip, skip.body())

@@ -5,14 +5,19 @@ integer element its own way) and the check of a node's entry columns."""
 
 from libc.stdint cimport uint8_t
 
-from rdbspec_generated.native._columns cimport ScalarColumns
+from rdbspec_generated.native._columns cimport KIND_BYTES, KIND_HELD, ScalarColumns
 
 
 cdef inline const uint8_t* element_bytes(ScalarColumns columns, const uint8_t[:] buf, Py_ssize_t k) except NULL:
-    """Where the `columns.l[k]` bytes of element `k` lie in `buf`, the buffer its columns were
-    read from: checked to be a bytes element (not an integer or a null) inside it."""
+    """Where the `columns.l[k]` bytes of element `k` lie: in `buf`, the buffer its columns were
+    read from, or in the bytes the columns hold (a decompressed string); checked to be a bytes
+    element (not an integer, a double or a null) inside its buffer."""
     cdef long long start = columns.s[k], length = columns.l[k]
-    if columns.k[k] != 1:
+    if columns.k[k] == KIND_HELD:
+        if start < 0 or length < 0 or start + length > len(columns.held):
+            raise ValueError(f"element {k} lies outside its buffer")
+        return columns.held_data() + start
+    if columns.k[k] != KIND_BYTES:
         raise ValueError(f"element {k} is neither bytes nor an integer")
     if start < 0 or length < 0 or start + length > buf.shape[0]:
         raise ValueError(f"element {k} lies outside its buffer")

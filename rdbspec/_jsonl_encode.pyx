@@ -27,7 +27,7 @@ from libc.math cimport isinf, isnan
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, strlen
 
-from rdbspec_generated.native._columns cimport RaggedColumns, ScalarColumns
+from rdbspec_generated.native._columns cimport KIND_DOUBLE, KIND_INT, RaggedColumns, ScalarColumns
 
 from ._elements cimport check_entry_columns, element_bytes
 from ._out cimport Out, put, put_u64, reserve
@@ -233,9 +233,17 @@ cdef class _Elements:
 
     cdef int put(self, Out* out, Py_ssize_t k) except -1:
         cdef ScalarColumns c = self.columns
-        if c.k[k] == 0:
+        if c.k[k] == KIND_INT:
             return put_int_text(out, c.i[k])
         return put_text(out, element_bytes(c, self.buf, k), c.l[k])
+
+    cdef double number(self, Py_ssize_t k) except? -1:
+        """Entry `k`, a double (a sorted set's score in a chunk of a hashtable-encoded value)."""
+        cdef double x
+        if self.columns.k[k] != KIND_DOUBLE:
+            raise ValueError(f"element {k} is not a double")
+        memcpy(&x, &self.columns.i[k], 8)
+        return x
 
 
 def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] seq, const uint8_t[:] deleted,
@@ -384,9 +392,16 @@ cdef bint put_record(Out* out, record, context) except -1:
     """`record`'s line as `jsonl.record_json` gives it, serialized, when its value is left in
     its containers' entries (`KeyRecord.packed`), a string, or a non-empty list of items
     `put_items` writes; False, written in part, for any other record."""
+    string = record.plain_string()
+    if string is not None:
+        if not put_head(out, record):
+            return False
+        put_bytes(out, string)
+        put(out, b"}\n", 2)
+        return True
     packed = record.packed()
     if packed is not None:
-        if not (put_head(out, record) and put_packed(out, packed)):
+        if not (put_head(out, record) and put_packed(out, packed, out.size + <Py_ssize_t>context)):
             return False
         put(out, b"}\n", 2)
         return True
@@ -435,38 +450,67 @@ cdef int put_entry(Out* out, object part, _Elements elements, Py_ssize_t k) exce
     return put_object(out, part[k])
 
 
-cdef bint put_packed(Out* out, packed) except -1:
+cdef bint put_packed(Out* out, packed, Py_ssize_t limit) except -1:
     """A `values.Packed` value as `jsonl.value_json` writes the list `values.decode` makes of it:
-    [item,...], [[field,value],...] or [[member,score],...]; False for another shape."""
+    [item,...], [[field,value],...] or [[member,score],...]; False for another shape, or (written
+    in part) once the text of parts read as they are iterated reaches `limit` bytes of `out`."""
     shape = packed.shape
-    cdef bint pairs = shape == "pairs", scored = shape == "scored"
-    if not (pairs or scored or shape == "items"):
+    if shape not in SHAPES:
         return False
-    cdef list scores = packed.scores if scored else None
-    cdef Py_ssize_t k, n, count, written = 0
-    cdef _Elements elements
+    cdef bint bounded = type(packed.parts) is not list
+    cdef Py_ssize_t written = 0
     put(out, b"[", 1)
     for part in packed.parts:
-        elements = _Elements(part) if isinstance(part, ScalarColumns) else None
-        n = len(part)
-        count = len(scores) if scored else n // 2 if pairs else n
-        for k in range(count):
-            if written:
-                put(out, b",", 1)
-            written += 1
-            if not (pairs or scored):
-                put_entry(out, part, elements, k)
-                continue
-            put(out, b"[", 1)
-            put_entry(out, part, elements, 2 * k)
-            put(out, b",", 1)
-            if scored:
-                put_number(out, scores[k])
-            else:
-                put_entry(out, part, elements, 2 * k + 1)
-            put(out, b"]", 1)
+        written = put_part(out, part, shape, packed.scores, written)
+        if bounded and out.size >= limit:
+            return False
     put(out, b"]", 1)
     return True
+
+
+SHAPES = frozenset(("items", "pairs", "scored"))
+
+
+cdef Py_ssize_t put_part(Out* out, part, str shape, list scores, Py_ssize_t written) except -1:
+    """The elements of one part of a `values.Packed` of `shape`, each after a comma once
+    `written` elements were; returns how many are written in all. Scored elements take their
+    score from `scores` (a container's, read by strtod) or else from the entry after the member
+    (a chunk of a hashtable-encoded sorted set: a double)."""
+    cdef bint pairs = shape == "pairs", scored = shape == "scored"
+    cdef _Elements elements = _Elements(part) if isinstance(part, ScalarColumns) else None
+    cdef Py_ssize_t k, n = len(part)
+    cdef Py_ssize_t count = len(scores) if scores is not None else n // 2 if pairs or scored else n
+    for k in range(count):
+        if written:
+            put(out, b",", 1)
+        written += 1
+        if not (pairs or scored):
+            put_entry(out, part, elements, k)
+            continue
+        put(out, b"[", 1)
+        put_entry(out, part, elements, 2 * k)
+        put(out, b",", 1)
+        if scores is not None:
+            put_number(out, scores[k])
+        elif scored:
+            put_number(out, elements.number(2 * k + 1) if elements is not None else part[2 * k + 1])
+        else:
+            put_entry(out, part, elements, 2 * k + 1)
+        put(out, b"]", 1)
+    return written
+
+
+def encode_part(part, str shape) -> bytes:
+    """One chunk of a `values.Packed` value of `shape` (no scores of its own), its elements
+    serialized as `put_packed` writes them and joined by commas, without the brackets."""
+    if shape not in SHAPES:
+        raise ValueError(f"a Packed value has no shape {shape!r}")
+    cdef Out out = Out(NULL, 0, 0)
+    try:
+        put_part(&out, part, shape, None, 0)
+        return PyBytes_FromStringAndSize(out.data, out.size)
+    finally:
+        PyMem_Free(out.data)
 
 
 cdef bint put_str(Out* out, str text) except -1:
@@ -544,11 +588,12 @@ cdef int give(Out* out, write) except -1:
     return 0
 
 
-def write_lines(records, write, other) -> None:
+def write_lines(records, write, other, Py_ssize_t line_limit) -> None:
     """Each key record's JSON line (`jsonl.record_json`'s, serialized), given to `write` a
     megabyte at a time; a record whose value is not a string or a non-empty list (a stream, a
-    module, a sketch, an empty container) goes to `other(record)` (see `write_each`)."""
-    write_each(records, put_record, None, write, other)
+    module, a sketch, an empty container), or is read in parts (`values.Packed`) whose line
+    reaches `line_limit` bytes, goes to `other(record)` (see `write_each`)."""
+    write_each(records, put_record, line_limit, write, other)
 
 
 def write_rows(names, rows, write) -> None:

@@ -7,6 +7,7 @@ record); values are decoded only when `KeyRecord.value` is read.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from rdbspec_generated import Io, RdbError, warning_sink
 
 from . import backend, dragonfly, values
 from .checksum import crc64
+from .dragonfly import ENVELOPES
 from .errors import ChecksumError, IntegrityError, InternalError, RdbWarning
 from .primitives import text
 from .source import Source, open_source
@@ -28,6 +30,10 @@ KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
 # what a server writes before the keys (Valkey 9's SLOT_IMPORT: valkey src/cluster_migrateslots.c
 # clusterRDBSaveSlotImports, right before the databases)
 HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT))
+# what the server writes right before a key's type byte, for that key (rdbSaveKeyValuePair: expiry,
+# LRU, LFU; Redis 8.6's key metadata, src/keymeta.c rdbSaveKeyMetadata): a loader keeps them until
+# the next key (rdbLoadRioWithLoadingCtx)
+KEY_PREFIX_KINDS = frozenset((EXPIRE_TIME, EXPIRE_TIME_MS, IDLE, FREQ, KEY_META))
 
 
 
@@ -61,6 +67,9 @@ class KeyRecord:
     _body: Any = field(repr=False, default=None)
     _decoded: values.Decoded | None = field(repr=False, default=None)
     _warn: Callable[[RdbWarning], None] | None = field(repr=False, default=None)
+    # the bytes of its own records before it (KEY_PREFIX_KINDS), which end at `offset`: the key
+    # takes [offset - prefix_size, offset + size); None when another record parts them from it
+    prefix_size: int | None = 0
 
     @property
     def type_name(self) -> str:
@@ -94,24 +103,47 @@ class KeyRecord:
         token = warning_sink.set(self._sink)  # `collecting(self._sink)` without its three calls
         try:
             return decode(*args, self._body.value)
-        except IntegrityError as err:
-            raise IntegrityError(err.reason, self.offset, self.key) from None
-        except RdbError as err:
-            err.key = self.key
-            raise
-        except Exception as err:  # noqa: BLE001 - not the input's fault: a bug, named with its key
-            raise InternalError(err, self.offset, self.key) from err
+        except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+            self._failed(err)
         finally:
             warning_sink.reset(token)
 
+    def _failed(self, err: Exception) -> NoReturn:
+        """What a failed read of this key's value ends in: its errors named with this key, an
+        unexpected exception as an internal error."""
+        if isinstance(err, IntegrityError):
+            raise IntegrityError(err.reason, self.offset, self.key) from None
+        if isinstance(err, RdbError):
+            err.key = self.key
+            raise err
+        raise InternalError(err, self.offset, self.key) from err
+
+    def _chunks(self, parts: Iterator[Any]) -> Iterator[Any]:
+        """The chunks of a value read as they are iterated, with `_decoding`'s warnings and errors."""
+        while True:
+            token = warning_sink.set(self._sink)
+            try:
+                part = next(parts, None)
+            except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+                self._failed(err)
+            finally:
+                warning_sink.reset(token)
+            if part is None:
+                return
+            yield part
+
     def packed(self, after_value: bool = False) -> values.Packed | None:
-        """The value left in its containers' entries (`values.Packed`) when its encoding keeps
-        them (listpacks, ziplists, intsets) and it holds an element; None otherwise: read
-        `value`. None too once `value` was read, unless `after_value` (the containers are
-        read again). Checks and warnings as for `value`."""
+        """The value without an object per element (`values.Packed`) when its encoding allows
+        (listpacks, ziplists, intsets: their entries; hashtable-encoded lists, sets, hashes and
+        sorted sets: chunks read as they are iterated) and it holds an element; None otherwise:
+        read `value`. None too once `value` was read, unless `after_value` (the value is read
+        again). Checks and warnings as for `value`."""
         if (self._decoded is not None and not after_value) or self.value_kind not in values.PACKERS:
             return None
-        return self._decoding(values.packed, self.value_kind)
+        got = self._decoding(values.packed, self.value_kind)
+        if got is not None and isinstance(got.parts, Iterator):
+            got.parts = self._chunks(got.parts)
+        return got
 
     @property
     def value(self) -> Any:
@@ -123,10 +155,50 @@ class KeyRecord:
         the other encodings."""
         return self._decoding(values.containers, self.value_kind)
 
+    def elements(self) -> Iterator[list[Any]]:
+        """The value's elements a chunk at a time, each a list of what `value` holds (bytes,
+        (field, value) or (member, score) pairs): a list, set, hash or sorted set of any size is
+        walked in bounded memory (`packed`); another value, when it is a list, is one chunk."""
+        packed = self.packed(after_value=True)
+        if packed is None:
+            value = self.value
+            if isinstance(value, list) and value:
+                yield value
+            return
+        for part in packed.parts:
+            yield values.Packed(packed.shape, [part], packed.scores).elements()
+
+    def plain_string(self) -> bytes | None:
+        """A string key's value, read without the decoders' bookkeeping (a string has no check
+        the server skips, so no warning); None for any other type, or once `value` was read.
+        Errors as for `value`."""
+        if self.value_kind != values.STRING or self._decoded is not None:
+            return None
+        try:
+            return text(self._body.value)
+        except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+            self._failed(err)
+
+    def count_elements(self) -> int | None:
+        """The elements of a list, set, hash or sorted set (from its declared count or its
+        containers' entries, without an object per element where `packed` can), the length of
+        a stream; None for a string, a module value or a sketch."""
+        if self.value_kind in values.PACKERS:
+            packed = self.packed(after_value=True)
+            return len(packed) if packed is not None else 0
+        value = self.value
+        if isinstance(value, Stream):
+            return value.length
+        return len(value) if isinstance(value, list) else None
+
     @property
     def skipped_by_server(self) -> bool:
         """An empty list, set, sorted set or hash: the server skips it on load (with a warning
-        here); `rdbspec dump` leaves it out. Decodes the value."""
+        here); `rdbspec dump` leaves it out. Decodes the value, unless `packed` tells (its
+        declared count or its containers' entries)."""
+        if self._decoded is None and self.value_kind in values.PACKERS:
+            if self.packed() is not None:
+                return False
         return values.skipped_when_empty(self.value_kind, self.value)
 
     @property
@@ -158,7 +230,9 @@ class Dump:
         rdb = backend.parser("rdb", self.backend).Rdb
         self._rdb = self._guard(lambda: rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
         self._records = self._rdb.iter_records()
-        self._expanded = self._record_source()
+        # Dragonfly's envelopes (compressed blobs, tagged chunks) give records read before the next
+        self._expander = dragonfly.RecordExpander(self._rdb, self.backend)
+        self._expanded: deque[tuple[Any, int, int]] = deque()
         self.extra_info: dict[str, Any] = {}  # producer-specific facts for `rdbspec info` (DFS shards...)
         self._pending: list[tuple[Any, int, int]] = []
         self._offset = self._rdb._stream_pos
@@ -211,11 +285,6 @@ class Dump:
             return None
         return text(key)
 
-    def _record_source(self) -> Iterator[tuple[Any, int, int]]:
-        """Where `_read_record` takes (record, start, end) from: the generated root's records
-        with Dragonfly's compressed blobs and tagged chunks expanded (rdbspec.dragonfly).
-        A subclass may return another iterator over `self._rdb` / `self._records`."""
-        return dragonfly.expand_records(self._rdb, self._records, self.backend)
 
     def seek(self, offset: int, db: int) -> None:
         """Goes on reading at `offset`: a record boundary where database `db` is selected and no
@@ -225,17 +294,32 @@ class Dump:
         self._db = db
         self._rdb._stream_pos = self._offset = offset
         self._records = self._rdb.iter_records()
-        self._expanded = self._record_source()
+        self._expanded.clear()
 
     def _read_record(self) -> tuple[Any, int, int] | None:
-        start = self._offset
-        self.current = (start, None)
-        try:  # `_guard(..., record=True)` without its call and lambda: this runs once per record
-            item = next(self._expanded, None)
-        except Exception as err:  # noqa: BLE001 - told apart by `_failed`
-            self._failed(err, start, record=True)
-        self._offset = self._rdb._stream_pos
-        return item
+        """The next record of the file as (record, start, end), or of the envelope read last
+        (Dragonfly's: `dragonfly.RecordExpander`); None after the last."""
+        expanded = self._expanded
+        while not expanded:
+            start = self._offset
+            self.current = (start, None)
+            try:  # `_guard(..., record=True)` without its call and lambda: this runs once per record
+                record = next(self._records, None)
+                end = self._offset = self._rdb._stream_pos
+                if record is None:
+                    return None
+                opcode = record.opcode
+                if opcode in ENVELOPES:
+                    expanded.extend(self._expander.expand(record, start, end))
+                    continue
+                if opcode == EOF:  # the caller reads the checksum from the generated iterator itself
+                    expanded.extend(self._expander.finish(start))
+                    expanded.append((record, start, end))
+                    continue
+            except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+                self._failed(err, start, record=True)
+            return record, start, end
+        return expanded.popleft()
 
     def head(self) -> list[Any]:
         """The records before the first database (AUX fields, function libraries, module data
@@ -247,6 +331,13 @@ class Dump:
                 break
             self._pending.append(item)
         return [record for record, _, _ in self._pending if record.kind in HEAD_KINDS]
+
+    def head_span(self) -> tuple[int, int]:
+        """Where the records of `head()` lie in the file, [start, end) (asked before `keys()`)."""
+        self.head()
+        pending = self._pending
+        start = pending[0][1] if pending else self._offset
+        return start, next((begin for record, begin, _ in pending if record.kind not in HEAD_KINDS), self._offset)
 
     def _read_leading_aux(self) -> None:
         while True:
@@ -305,31 +396,41 @@ class Dump:
         db = self._db
         expire_at_ms = idle = freq = None
         aux_done = self._leading_aux
-        pending, warn = self._pending, self.warn  # looked up once: this loop runs once per record
+        # looked up once: this loop runs once per record
+        pending, warn, read = self._pending, self.warn, self._read_record
+        prefix_kinds = KEY_PREFIX_KINDS
+        prefix_start: int | None = pending[0][1] if pending else self._offset  # where the next key's records start
         while True:
             if pending:
                 item = pending.pop(0)
             elif stop is not None and self._offset >= stop:
                 return
             else:
-                item = self._read_record()
+                item = read()
             if item is None:
                 break
             record, start, end = item
             kind = record.kind
             if kind == KEY_VALUE:
                 body = record.body
-                self.last_key = key = text(body.key)
+                name = body.key
+                key = name.raw
+                if key is None:
+                    key = text(name)
+                self.last_key = key
                 self.current = (start, key)
                 value_kind = body.value_kind
                 if kinds is None or value_kind in kinds:
-                    yield KeyRecord(db, key, record.opcode, value_kind, expire_at_ms, idle, freq, start,
-                                    end - start, body, None, warn)
+                    yield KeyRecord(db, key, record.opcode, value_kind, expire_at_ms, idle, freq, start, end - start,
+                                    body, None, warn, None if prefix_start is None else start - prefix_start)
                 expire_at_ms = idle = freq = None
-            elif kind == SELECT_DB:
-                db = record.body.db_number.value
-            elif kind == EXPIRE_TIME_MS:
+                prefix_start = end  # the next key's own records start after this one
+                continue
+            if kind == EXPIRE_TIME_MS:
                 expire_at_ms = record.body.ms
+                continue  # one of the next key's own records
+            if kind == SELECT_DB:
+                db = record.body.db_number.value
             elif kind == EXPIRE_TIME:
                 expire_at_ms = record.body.seconds * 1000
             elif kind == IDLE:
@@ -343,6 +444,8 @@ class Dump:
                 aux_done -= 1  # read at open already
             else:
                 self._note(record)
+            if kind not in prefix_kinds:  # the next key's own records start after this one, if nothing is pending
+                prefix_start = end if prefix_start == start else None
         self._finish()
 
     def _finish(self) -> None:

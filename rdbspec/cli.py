@@ -3,6 +3,10 @@
 Bad input ends with one line on stderr (the problem, the byte offset, the key being read)
 and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines. Any other
 exception is a bug: exit 70 and one line asking for a report (the traceback with `--debug`).
+
+Each command reading a dump gathers what it needs from some keys (`_dump_lines`, `_key_rows`,
+`_count_keys`, `_prefix_tree`) and adds up what the ranges gathered in file order: one range, the
+whole file, in one process; with --jobs, one per byte range read by a worker (`each_range`).
 """
 
 from __future__ import annotations
@@ -15,17 +19,19 @@ import sys
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import partial
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
-from . import api, backend, convert, edits, memory, rewrite
+from . import api, backend, convert, edits, memory, parallel, rewrite
 from .command_line import (
     TYPES,
     AnyCaseSubParsers,
     Progress,
     add_memory_options,
     dump_command,
+    each_range,
     error_line,
     key_filter,
     key_pattern,
@@ -45,7 +51,7 @@ from .errors import (
     internal_error_line,
     print_warnings,
 )
-from .jsonl import s, write_records, write_rows
+from .jsonl import entries_json, s, stream_line_ends, write_joined, write_records, write_rows
 from .report.cli import register as register_report
 from .report.data import element_count
 from .report.prefixes import PrefixTree
@@ -54,10 +60,14 @@ from .stream_commands.cli import register as register_stream_commands
 from .streams import Stream
 
 
-def _selected(dump: api.Dump, args: argparse.Namespace) -> Iterator[api.KeyRecord]:
-    """The keys `--db`, `--type` and `--key` select, showing progress on a terminal; the dump's
-    own iterator when there is neither (no Python step of ours per key)."""
+def _selected(dump: api.Dump, args: argparse.Namespace,
+              records: Iterator[api.KeyRecord] | None = None) -> Iterator[api.KeyRecord]:
+    """The keys `--db`, `--type` and `--key` select: of the dump, showing progress on a terminal
+    (the dump's own iterator when there is neither: no Python step of ours per key), or of
+    `records` (a range's, read by a worker: the parent shows the progress)."""
     keep = key_filter(args)
+    if records is not None:
+        return records if keep is None else filter(keep, records)
     progress = Progress(len(dump.source.buffer))
     if keep is None and not progress.enabled:
         return dump.keys()
@@ -75,38 +85,136 @@ def _filtered(dump: api.Dump, keep: Callable[[api.KeyRecord], bool] | None,
 
 def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
-    write_records(out.buffer, _selected(dump, args), args.include_deleted)
+    stream: list[tuple[_StreamPart, BinaryIO]] = []  # the node splits of a stream key read so far
+    for piece, part, spool in each_range(dump, args, out, _dump_lines, streaming=True, stream_nodes=True):
+        if piece is not None and spool is not None and part is not None:
+            stream.append((part, spool))
+            if piece.last:
+                _join_stream(out.buffer, stream)
+                stream = []
+
+
+@dataclass(frozen=True)
+class _StreamPart:
+    """What a node split of a stream key wrote of its line: the line's start (the first split's),
+    from `entries_at` the entries of its nodes (`entries` bytes), then the line's end (the last's)."""
+
+    entries_at: int
+    entries: int
+
+
+def _dump_lines(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+                piece: parallel.Piece | None, out: TextIO) -> _StreamPart | None:
+    """`dump`'s lines of the keys of `records` (all: None), or a node split's part of a stream
+    key's line."""
+    out.flush()
+    selected = _selected(dump, args, records)
+    if piece is None or piece.split.nodes is None:
+        write_records(out.buffer, selected, args.include_deleted)
+        return None
+    record = next(selected, None)
+    if record is None:  # not selected
+        return None
+    write = out.buffer
+    head, tail = stream_line_ends(record, args.include_deleted) if piece.first or piece.last else (b"", b"")
+    if piece.first:
+        write.write(head)
+    start = write.tell()
+    write_joined(write, (entries_json(got.columns, args.include_deleted)
+                         for _, got in parallel.piece_nodes(record, piece)))
+    part = _StreamPart(start, write.tell() - start)
+    if piece.last:
+        write.write(tail)
+    return part
+
+
+def _join_stream(out: BinaryIO, parts: list[tuple[_StreamPart, BinaryIO]]) -> None:
+    """A stream key's line from what its node splits wrote, their entries joined by commas."""
+    joined = False
+    for part, spool in parts:
+        parallel.copy(spool, out, 0, part.entries_at)
+        if part.entries:
+            if joined:
+                out.write(b",")
+            parallel.copy(spool, out, part.entries_at, part.entries_at + part.entries)
+            joined = True
+        parallel.copy(spool, out, part.entries_at + part.entries)
+
+
+KEY_COLUMNS = ["db", "key", "type", "encoding", "size_in_file", "elements"]
 
 
 def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    header = ["db", "key", "type", "encoding", "size_in_file", "elements"] + ["memory"] * args.memory
+    header = KEY_COLUMNS + ["memory"] * args.memory
+    if not args.top:
+        _write_header(out, header, args.csv)
+    top: list[list] = []
+    for _, rows, _ in each_range(dump, args, out, _key_rows, streaming=not args.top):
+        top = _largest(top + rows, args) if args.top else top
+    if args.top:
+        _write_table(out, header, iter(top), args.csv)
+
+
+def _key_rows(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+              piece: parallel.Piece | None, out: TextIO) -> list[list] | None:
+    """`keys`' rows of the keys of `records` (all: None): with --top, the largest (returned),
+    else all of them, written."""
     usage = [memory.model_for(dump, args.as_version, args.allocator).usage] if args.memory else []
     rows: Iterator[list] = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r), *(f(r) for f in usage)]
-                            for r in _selected(dump, args))
+                            for r in _selected(dump, args, records))
     if args.top:
-        by = header.index("memory" if args.memory else "size_in_file")
-        rows = iter(sorted(rows, key=lambda row: -row[by])[:args.top])
-    _write_table(out, header, rows, args.csv)
+        return _largest(rows, args)
+    _write_rows(out, KEY_COLUMNS + ["memory"] * args.memory, rows, args.csv)
+    return None
+
+
+def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
+    """The --top rows with the most memory (--memory) or bytes in the file, in file order among equals."""
+    by = (KEY_COLUMNS + ["memory"]).index("memory" if args.memory else "size_in_file")
+    return sorted(rows, key=lambda row: -row[by])[:args.top]
 
 
 def cmd_prefixes(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     """Keys, elements and memory by key prefix (`report.prefixes`), the most memory first."""
-    model = memory.model_for(dump, args.as_version, args.allocator)
-    tree = PrefixTree(args.separator, args.depth)
-    for record in _selected(dump, args):
-        tree.add(record.key, element_count(record), model.usage(record))
+    tree: PrefixTree | None = None
+    for _, part, _ in each_range(dump, args, out, _prefix_tree):
+        if tree is None:
+            tree = part
+        else:
+            tree.merge(part)
+    assert tree is not None
     found = sorted(tree.rows(), key=lambda row: (-row.memory, row.prefix))[:args.top]
     header = ["prefix", "level", "keys", "elements", "memory"]
     rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in found)
     _write_table(out, header, rows, args.csv)
 
 
+def _prefix_tree(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+                 piece: parallel.Piece | None, out: TextIO) -> PrefixTree:
+    """The prefix sums of the keys of `records` (all: None)."""
+    model = memory.model_for(dump, args.as_version, args.allocator)
+    tree = PrefixTree(args.separator, args.depth)
+    for record in _selected(dump, args, records):
+        tree.add(record.key, element_count(record), model.usage(record))
+    return tree
+
+
 def _write_table(out: TextIO, header: list[str], rows: Iterator[list], as_csv: bool) -> None:
     """Rows holding a key or a prefix: CSV (byte strings as `s` gives them, {"hex": ...} as its
     JSON) or JSON Lines."""
+    _write_header(out, header, as_csv)
+    _write_rows(out, header, rows, as_csv)
+
+
+def _write_header(out: TextIO, header: list[str], as_csv: bool) -> None:
+    """CSV's header row (JSON Lines name the columns in each row)."""
+    if as_csv:
+        csv.writer(out).writerow(header)
+
+
+def _write_rows(out: TextIO, header: list[str], rows: Iterator[list], as_csv: bool) -> None:
     if as_csv:
         writer = csv.writer(out)
-        writer.writerow(header)
         for row in rows:
             texts = [s(v) if isinstance(v, bytes) else v for v in row]
             writer.writerow([json.dumps(v) if isinstance(v, dict) else v for v in texts])
@@ -117,7 +225,13 @@ def _write_table(out: TextIO, header: list[str], rows: Iterator[list], as_csv: b
 
 def check(record: api.KeyRecord) -> None:
     """Decodes a key's value (a stream's every node) so the checks the server makes on load run:
-    what it refuses raises, what it loads is counted in `dump.warnings`."""
+    what it refuses raises, what it loads is counted in `dump.warnings`. A value that can be
+    read without an object per element is walked so."""
+    packed = record.packed()
+    if packed is not None:
+        for _ in packed.parts:
+            pass
+        return
     value = record.value
     if isinstance(value, Stream):
         for _ in value.node_entries():
@@ -127,11 +241,10 @@ def check(record: api.KeyRecord) -> None:
 def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     per_db: dict[int, Counter] = defaultdict(Counter)
     per_type: Counter = Counter()
-    for record in _selected(dump, args):
-        check(record)
-        per_db[record.db]["keys"] += 1
-        per_db[record.db]["expires"] += record.expire_at_ms is not None
-        per_type[record.type_name] += 1
+    for _, (dbs, types), _ in each_range(dump, args, out, _count_keys, stream_nodes=True):
+        for db, counts in dbs.items():
+            per_db[db].update(counts)
+        per_type.update(types)
     info = {
         "file": dump.source.name,
         "magic": dump.header.magic,
@@ -165,6 +278,26 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     out.write(f"  warnings: {info['warnings']}\n")
     for key, value in getattr(dump, "extra_info", {}).items():
         out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")
+
+
+def _count_keys(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+                piece: parallel.Piece | None, out: TextIO) -> tuple[dict[int, Counter], Counter]:
+    """The keys of `records` (all: None) per database and per type, each value checked (`check`;
+    a node split's nodes only, and the key counted with its first split)."""
+    per_db: dict[int, Counter] = defaultdict(Counter)
+    per_type: Counter = Counter()
+    for record in _selected(dump, args, records):
+        if piece is not None and piece.split.nodes is not None:
+            for _ in parallel.piece_nodes(record, piece):
+                pass
+            if not piece.first:
+                continue
+        else:
+            check(record)
+        per_db[record.db]["keys"] += 1
+        per_db[record.db]["expires"] += record.expire_at_ms is not None
+        per_type[record.type_name] += 1
+    return per_db, per_type
 
 
 class VersionAction(argparse.Action):
@@ -321,6 +454,14 @@ def run_dump_command(args: argparse.Namespace) -> int:
         # the reader went away (e.g. `| head`): not an error; keep Python from complaining at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CODES["ok"]
+    except parallel.RangeError as failed:  # a worker's range (--jobs): it ends as a single process would
+        failure = failed.failure
+        if not failure.internal:
+            print_warnings(dump.warnings if dump is not None else ())
+        elif args.debug and failure.traceback:
+            sys.stderr.write(failure.traceback)
+        print(failure.line, file=sys.stderr)
+        return failure.code
     except (RdbError, OSError) as err:
         print_warnings(dump.warnings if dump is not None else ())
         print(error_line(args.file, err), file=sys.stderr)

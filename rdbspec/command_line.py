@@ -1,19 +1,24 @@
 """Pieces every `rdbspec` subcommand shares: argument types that refuse bad values as usage
 errors (exit 2, argparse's message), subcommand names matched in any case, the options of the
-commands that read one dump (file, --db, --type, --key, -o; the memory model's), the progress
-line, and the one line that names the file an OSError is about."""
+commands that read one dump (file, --db, --type, --key, -o, --jobs; the memory model's), the
+progress line, the one line that names the file an OSError is about, and `each_range`, which
+reads a dump in one process or, with --jobs, in byte ranges read by worker processes."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import re
 import sys
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO, TextIO
 
-from . import api, memory
-from .errors import IntegrityError
+from . import api, memory, parallel
+from .errors import IntegrityError, RdbError, as_internal, exit_code, internal_error_line
 from .jsonl import dumps, s
 from .stream_commands.rules import Version
 from .values import TYPE_NAMES
@@ -98,6 +103,9 @@ def dump_command(sub: argparse._SubParsersAction, name: str, help_text: str,
     p.add_argument("--no-verify-checksum", action="store_true", help="do not fail on a wrong checksum")
     p.add_argument("-o", "--output", required=output_required,
                    help="write here" if output_required else "write here instead of stdout")
+    p.add_argument("--jobs", type=positive_int, default=parallel.usable_cores(), metavar="N",
+                   help="decode the file in N processes, a range of it each, for the same output (default: the "
+                        "cores this process may use); 1, stdin, a Dragonfly dump or a file under 8 MiB: one process")
     return p
 
 
@@ -159,3 +167,61 @@ def error_line(path: str, err: BaseException) -> str:
     if isinstance(err, OSError) and err.filename is not None and err.strerror:
         return f"rdbspec: {os.fsdecode(err.filename)}: {err.strerror}{where}"
     return f"rdbspec: {path}: {err}{where}"
+
+
+# (dump, args, records, piece, out) -> the result of reading those keys (`each_range`)
+Gather = Callable[[api.Dump, argparse.Namespace, "Iterator[api.KeyRecord] | None", "parallel.Piece | None", TextIO],
+                  Any]
+
+
+def each_range(dump: api.Dump, args: argparse.Namespace, out: TextIO, gather: Gather, streaming: bool = False,
+               stream_nodes: bool = False) -> Iterator[tuple[parallel.Piece | None, Any, BinaryIO | None]]:
+    """Yields (piece, result, spool) of `gather(dump, args, records, piece, out)` over the keys of
+    the dump, in file order. When one process reads the dump (`parallel.split_size`, --jobs 1),
+    once: over all of them (`records` and `piece` None: the dump's keys, with a progress line on
+    a terminal), writing to `out`. Else once per range of the file, in a worker process, with the
+    range's records and writing to its spool (encoded as `out` is); the parent shows the progress.
+    With `streaming`, the spools hold output: each is copied to `out` in turn (spool None), except
+    a node split's (a part of a stream key's line: for the caller to join). A range that fails
+    raises `parallel.RangeError` after the ranges before it, and with `streaming` its own output
+    up to the record it failed at (its worker writes whole records)."""
+    size = parallel.split_size(args.file, dump, args.jobs)
+    if size is None:
+        yield None, gather(dump, args, None, None, out), None
+        return
+    progress = Progress(len(dump.source.buffer))
+
+    def work(part: api.Dump, records: Iterator[api.KeyRecord], piece: parallel.Piece, spool: BinaryIO) -> Any:
+        text = io.TextIOWrapper(spool, encoding=out.encoding, errors=out.errors)  # type: ignore[arg-type]
+        try:
+            return gather(part, args, records, piece, text)
+        finally:
+            text.flush()
+            text.detach()
+
+    def fail(err: BaseException, part: api.Dump | None) -> parallel.Failure:
+        return range_failure(args, err, part)
+
+    out.flush()  # what it holds comes before the spools
+    with contextlib.closing(parallel.ranges(dump, size, args.jobs, work, fail, stream_nodes,
+                                            progress.update if progress.enabled else None)) as done_ranges:
+        for done in done_ranges:
+            copied = streaming and done.piece.split.nodes is None
+            if copied and (done.failure is None or done.whole):
+                parallel.copy(done.spool, out.buffer)
+            if done.failure is not None:
+                raise parallel.RangeError(done.failure)
+            yield done.piece, done.value, None if copied else done.spool
+    progress.done()
+
+
+def range_failure(args: argparse.Namespace, err: BaseException, dump: api.Dump | None) -> parallel.Failure:
+    """How an exception that ended a range in a worker ends the command: as it would in a single
+    process (bad input: `error_line` and its exit code; anything else a bug, exit 70)."""
+    if isinstance(err, (RdbError, OSError)):
+        return parallel.Failure(error_line(args.file, err), exit_code(err))
+    internal = as_internal(err, dump.current if dump is not None else None)
+    if internal is not err:
+        internal.__cause__ = err
+    return parallel.Failure(internal_error_line(internal, args.file), exit_code(internal), internal=True,
+                            traceback="".join(traceback.format_exception(internal)) if args.debug else None)

@@ -93,32 +93,20 @@ class _ChunkStream:
 
 
 class RecordExpander:
-    """Iterates (record, start, end) over a generated root's records with Dragonfly's
-    compressed blobs and tagged chunks expanded. `start`/`end` are file offsets for plain
-    records; a record from a blob or a reassembled entry has `start` = the blob's or the first
-    chunk's offset and `end - start` = its own (uncompressed) size."""
+    """Dragonfly's compressed blobs and tagged chunks expanded into the records they hold, as
+    (record, start, end) items: a record from a blob or a reassembled entry has `start` = the
+    blob's or the first chunk's offset and `end - start` = its own (uncompressed) size. The
+    reader (`api.Dump`) hands it each envelope record (`ENVELOPES`) and, at EOF, asks for the
+    entries of chunk streams still open (`finish`)."""
 
-    def __init__(self, rdb, records: Iterator, parsers: str | None = None):
-        self.rdb = rdb
-        self.records = records
+    def __init__(self, rdb, parsers: str | None = None):
+        self.rdb = rdb  # the generated root: what the records inside are parsed under
         self.read_record = backend.parser("rdb", parsers).Record._read
         self.streams: dict[int, _ChunkStream] = {}
 
-    def __iter__(self) -> Iterator[Item]:
-        rdb = self.rdb
-        start = rdb._stream_pos
-        for record in self.records:
-            end = rdb._stream_pos
-            opcode = record.opcode  # 201/202/224 are only valid under the REDIS magic
-            if opcode in ENVELOPES:
-                yield from self.expand(record, start, end)
-            elif opcode == EOF:
-                yield from self._finish_streams(start)
-                yield record, start, end
-                return  # the caller reads the checksum from the generated iterator itself
-            else:
-                yield record, start, end
-            start = end
+    def finish(self, eof_offset: int) -> Iterator[Item]:
+        """What the chunk streams still open hold at EOF (an error if one is incomplete)."""
+        return self._finish_streams(eof_offset) if self.streams else iter(())
 
     # -- one record ------------------------------------------------------------------------
 
@@ -202,12 +190,6 @@ class RecordExpander:
             raise ParseError(f"TAGGED_CHUNK stream {stream.stream_id} is incomplete at EOF (byte {eof_offset}): "
                              f"{stream.chunks} chunk(s), {stream.size} bytes of an entry{detail}; first chunk",
                              stream.first_offset, "dragonfly:tagged_chunk")
-
-
-def expand_records(rdb, records: Iterator, parsers: str | None = None) -> Iterator[Item]:
-    """The record source `api.Dump` reads: the generated iterator with envelopes expanded (by the
-    generated parsers of backend `parsers`, by default the one in use)."""
-    return iter(RecordExpander(rdb, records, parsers))
 
 
 def decompress(codec: str, data: bytes, offset: int) -> bytes:

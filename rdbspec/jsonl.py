@@ -6,10 +6,11 @@ by orjson: floats are `Real`, which orjson hands to `_default` to be written as 
 writes them (1e-07, NaN; orjson writes 1e-7, null); what orjson refuses (an int beyond 64 bits)
 goes through json.dumps. When the compiled `rdbspec._jsonl_encode` was built, it writes the
 lines of string and list keys whole (`write_records`): a list, set, hash or sorted set still in
-its listpack, ziplist or intset entries (`KeyRecord.packed`) straight from them, with no object
-per element; and `rdbspec keys`' rows (`write_rows`), a megabyte at a time, and a stream's
-entries a node at a time from its columns; else `record_json`, `entry_json` and `value_json` do
-(same bytes).
+its listpack, ziplist or intset entries, or read in chunks (`KeyRecord.packed`), straight from
+them, with no object per element (a line of parts read as they are iterated that grows past
+8 MB a part at a time, spooled: `write_record`); and `rdbspec keys`' rows (`write_rows`), a
+megabyte at a time, and a stream's entries a node at a time from its columns; else
+`record_json`, `entry_json` and `value_json` do (same bytes).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import orjson
 
 from .api import KeyRecord
 from .streams import EntryColumns, EntryFields, Stream, StreamEntry, format_id
-from .values import ModuleValue
+from .values import PACKERS, ModuleValue, Packed
 
 try:  # compiled by setup.py from _jsonl_encode.pyx; absent without a C compiler
     from . import _jsonl_encode
@@ -127,8 +128,17 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
     return value
 
 
-def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: bool = True) -> dict:
-    value = value_json(record.value, include_deleted, with_entries)
+_DECODED = object()
+
+
+def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: bool = True,
+                value: Any = _DECODED) -> dict:
+    """A key's JSON object; with `value`, that in place of its decoded value (which is then
+    not read: only a list, set, hash or sorted set without TTLs of its own may be given one)."""
+    if value is _DECODED:
+        value = value_json(record.value, include_deleted, with_entries)
+    elif record.value_kind not in PACKERS:
+        raise ValueError(f"a {record.type_name} key's value cannot be given")
     out = {
         "db": record.db,
         "key": s(record.key),
@@ -139,6 +149,8 @@ def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: 
         "freq": record.freq,
         "value": value,
     }
+    if record.value_kind in PACKERS:  # no TTLs of its own: its value need not be decoded
+        return out
     if record.field_expire_at_ms is not None:
         out["field_expire_at_ms"] = [[s(f), t] for f, t in record.field_expire_at_ms]
     member_ttls = record._decode().member_expire_at_ms
@@ -168,31 +180,71 @@ def entries_json(cols: EntryColumns, include_deleted: bool) -> bytes:
     return orjson.dumps([entry_json(e) for e in cols.entries(include_deleted)])[1:-1]
 
 
-_ENTRIES_SLOT = b'"entries":null'
-_SPOOL_IN_MEMORY = 8 << 20  # bytes of entry JSON kept in memory before spilling to a temporary file
+_SPOOL_IN_MEMORY = 8 << 20  # bytes of a line's elements kept in memory before spilling to a temporary file
+ENTRIES_SLOT = b'"entries":null'  # a stream's entries in its line written without them
+
+
+def part_json(part: Any, shape: str) -> bytes:
+    """One chunk of a `values.Packed` value (a hashtable-encoded value's) as the elements of
+    `value_json`'s list joined by commas."""
+    if _jsonl_encode is not None:
+        return _jsonl_encode.encode_part(part, shape)
+    return orjson.dumps(value_json(Packed(shape, [part]).elements(), False), default=_default)[1:-1]
+
+
+def _spooled_line(out: BinaryIO, line: bytes, slot: bytes, chunks: Iterable[bytes]) -> None:
+    """`line` with the JSON list of `chunks` (elements joined by commas) in place of `slot`
+    (`"name":null`, the only one of its kind: names and values inside are escaped strings).
+    The chunks are checked as they are decoded: spooled first, so a bad one leaves no partial
+    line, and a list of any size is never one text in memory."""
+    head, tail = line_ends(line, slot)
+    with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, mode="w+b") as spool:
+        write_joined(spool, chunks)
+        spool.seek(0)
+        out.write(head)
+        shutil.copyfileobj(spool, out, 1 << 20)
+    out.write(tail)
+
+
+def line_ends(line: bytes, slot: bytes) -> tuple[bytes, bytes]:
+    """`line` around `slot` (`"name":null`) made a list: up to its `[`, and from its `]` to the
+    newline."""
+    head, tail = line.rsplit(slot, 1)
+    return head + slot[:-4] + b"[", b"]" + tail + b"\n"
+
+
+def write_joined(out: BinaryIO, chunks: Iterable[bytes]) -> bool:
+    """`chunks` (each elements joined by commas, or empty) joined by commas; whether one was not empty."""
+    separator = b""
+    for chunk in chunks:
+        if chunk:
+            out.write(separator + chunk)
+            separator = b","
+    return bool(separator)
+
+
+def stream_line_ends(record: KeyRecord, include_deleted: bool = False) -> tuple[bytes, bytes]:
+    """A stream key's line (`write_record`'s) around its entries, for a writer of the entries
+    of some of its nodes (`rdbspec --jobs`: a stream split over several workers)."""
+    return line_ends(dumps_bytes(record_json(record, include_deleted, with_entries=False)), ENTRIES_SLOT)
 
 
 def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False) -> None:
-    """One JSON Lines record; a stream's entries are written a node at a time, so a
-    million-entry stream never exists as one JSON text or one list of dicts."""
+    """One JSON Lines record; a stream's entries are written a node at a time and a list, set,
+    hash or sorted set of more than one chunk a chunk at a time, so that a value of millions of
+    elements never exists as one JSON text or one list of objects."""
+    packed = record.packed()
+    if packed is not None and not isinstance(packed.parts, list):  # read as iterated
+        line = dumps_bytes(record_json(record, value=None))
+        _spooled_line(out, line, b'"value":null', (part_json(part, packed.shape) for part in packed.parts))
+        return
     value = record.value
     if not isinstance(value, Stream):
         out.write(dumps_bytes(record_json(record)) + b"\n")
         return
-    # the entries slot is the only one of its kind: names and values inside are escaped strings
-    head, tail = dumps_bytes(record_json(record, include_deleted, with_entries=False)).split(_ENTRIES_SLOT, 1)
-    # entries are checked as they are decoded: spool them, so a bad node leaves no partial line
-    with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY, mode="w+b") as spool:
-        separator = b""
-        for _, got in value.node_entries():
-            chunk = entries_json(got.columns, include_deleted)
-            if chunk:
-                spool.write(separator + chunk)
-                separator = b","
-        spool.seek(0)
-        out.write(head + b'"entries":[')
-        shutil.copyfileobj(spool, out, 1 << 20)
-    out.write(b"]" + tail + b"\n")
+    line = dumps_bytes(record_json(record, include_deleted, with_entries=False))
+    _spooled_line(out, line, ENTRIES_SLOT, (entries_json(got.columns, include_deleted)
+                                            for _, got in value.node_entries()))
 
 
 def write_records(out: BinaryIO, records: Iterable[KeyRecord], include_deleted: bool = False) -> None:
@@ -207,7 +259,7 @@ def write_records(out: BinaryIO, records: Iterable[KeyRecord], include_deleted: 
         for record in records:
             write_loaded(record)
     else:
-        _jsonl_encode.write_lines(records, out.write, write_loaded)
+        _jsonl_encode.write_lines(records, out.write, write_loaded, _SPOOL_IN_MEMORY)
 
 
 def write_rows(out: BinaryIO, names: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

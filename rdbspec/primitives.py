@@ -9,6 +9,8 @@ when they are there."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def text(s) -> bytes:
     """An `rdb_string` as the server holds it: raw bytes, an integer's decimal text, or the
@@ -56,3 +58,16 @@ def values(items) -> list[int | bytes]:
     """The entries as a list (ints and bytes, as read)."""
     bulk = getattr(items, "values", None)
     return bulk() if bulk is not None else items if isinstance(items, list) else list(items)
+
+
+def text_lengths(items, start: int, step: int, second: int = -1) -> Sequence[int]:
+    """The lengths of `texts` of entries start, start + step, ... (what an sds of each holds);
+    with `second`, each paired with the length of entry second, second + step, ... as
+    `first << 32 | second`."""
+    bulk = getattr(items, "text_lengths", None)
+    if bulk is not None:
+        return bulk(start, step, second)
+    firsts = [len(t) for t in texts(items[start::step])]
+    if second < 0:
+        return firsts
+    return [a << 32 | len(b) for a, b in zip(firsts, texts(items[second::step]))]

@@ -2,16 +2,26 @@
 
 Two reads of the input. The first (the fastest parsers, values not decoded) counts what each kept
 database will hold, for its RESIZEDB (keys, keys with an expiry: redis src/rdb.c rdbSaveDb), and
-for a cluster node's dump what each slot holds. The second reads with the Python parsers, whose
-objects the generated writers write again (`rdbspec.writer.Writer`), in the server's order
-(rdbSaveRio; for a Dragonfly snapshot set, whose shards each hold keys of every database, one
-read a database): the records before the databases as they were (AUX fields, function
-libraries, module data saved before the keys, Valkey's slot imports), each database with kept
-keys (SELECTDB, RESIZEDB, for a cluster node each slot's counts before its first key, then each
-key as rdbSaveKeyValuePair writes it), module data saved after the keys
-(rdbSaveSingleModuleAux), EOF and the checksum. A dump written by a server and not cut is
-written again byte for byte (tests/test_rewrite.py). The input is never modified; the output is
-written beside its destination and renamed at the end, so a failure leaves none.
+for a cluster node's dump what each slot holds. The second writes (`rdbspec.writer.Writer`) in
+the server's order (rdbSaveRio; for a Dragonfly snapshot set, whose shards each hold keys of
+every database, one read a database): the records before the databases as they were (AUX
+fields, function libraries, module data saved before the keys, Valkey's slot imports), each
+database with kept keys (SELECTDB, RESIZEDB, for a cluster node each slot's counts before its
+first key, then each key as rdbSaveKeyValuePair writes it), module data saved after the keys
+(rdbSaveSingleModuleAux), EOF and the checksum: 0 when the input's is 0, as the server that
+saved it with `rdbchecksum no` writes it (rdbSaveRio), a CRC-64 otherwise.
+
+What is written as it was read is copied as its bytes from the mapped input: the records before
+the databases, and each key with its own records before it (EXPIRETIME_MS, IDLE, FREQ, KEY_META),
+its value neither decoded nor written again, so a dump rewritten whole is a copy and a CRC-64
+whatever its values hold. The generated writers write only what changes: the database headers
+and slot counts (counted again for the keys kept), module data saved after the keys, the keys
+of a conversion (`rdbspec.convert`: the second read then takes the Python parsers, whose
+objects they write; a key `Converter.key` gives back as it was would be copied), those the
+commands changed (`rdbspec.edits`), and every key of a Dragonfly snapshot (its records lie in
+compressed blobs and in several files). A dump written by a server and not cut is written again
+byte for byte (tests/test_rewrite.py). The input is never modified; the output is written beside
+its destination and renamed at the end, so a failure leaves none.
 """
 
 from __future__ import annotations
@@ -26,9 +36,10 @@ from .convert import VALKEY_HASH_2, Converter
 from .errors import UnwritableError
 from .layouts import key_hash_slot
 from .stream_commands.rules import Version
-from .writer import Writer
+from .writer import DumpBuffer, Writer
 
 AFTER_RDB = 2  # redis src/server.h REDISMODULE_AUX_AFTER_RDB: module data saved after the keys
+CHECKSUM_DISABLED = "disabled (0)"  # `api.Dump.checksum_status` of a dump saved with `rdbchecksum no`
 
 
 @dataclass
@@ -60,6 +71,7 @@ class Plan:
     expires: Counter = field(default_factory=Counter)  # db: kept keys with an expiry
     read: int = 0  # keys in the input (after the commands, with --commands)
     slots: SlotCounts | None = None
+    checksum: bool = True  # the output gets a CRC-64 (`checksummed`)
 
     def count(self, record: api.KeyRecord, selection: Selection, converter: Converter | None) -> None:
         """Counts a key that is written: kept, and held by the target (`converter` is told of
@@ -128,7 +140,15 @@ def plan(path: str | os.PathLike, selection: Selection, converter: Converter | N
             out.read += 1
             out.count(record, selection, converter)
         _refuse_unwritten(dump, leading_aux)
+        out.checksum = checksummed(dump)
     return out
+
+
+def checksummed(dump: api.Dump) -> bool:
+    """Whether a dump read to its end is written again with a CRC-64: not when it has 0 there
+    (saved with `rdbchecksum no`: rdbSaveRio's rio then never updates its checksum), as its server
+    would write it again. Dragonfly writes 0 in every file; the Redis dump made of them gets one."""
+    return dump.header.dialect == "dragonfly" or dump.checksum_status != CHECKSUM_DISABLED
 
 
 def _plan_of(dump: api.Dump, converter: Converter | None) -> Plan:
@@ -181,15 +201,18 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
     passes = sorted(found.keys) if found.dragonfly else [None]
     with _writer(destination, found, converter) as writer:
         for db in passes:
-            with api.open(source, parsers="python") as dump:
+            # a copy needs no objects, a conversion the Python parsers' (the generated writers write them)
+            with api.open(source, parsers=None if converter is None else "python") as dump:
+                copy_from = _copy_from(dump, found)
                 if db == passes[0]:
-                    _write_head(writer, dump.head(), converter)
+                    _write_head(writer, dump.head(), dump.head_span(), copy_from, converter)
                 for record in dump.keys():
                     if (db is None or record.db == db) and selection.keeps(record) and (
                             converter is None or converter.holds(record)):
-                        _write_key(writer, record, found, converter)
+                        _write_key(writer, record, found, converter, copy_from)
                 if db == passes[-1]:
                     _write_tail(writer, dump)
+                writer.flush()  # what was copied from this read, before it is closed
     return found
 
 
@@ -198,11 +221,15 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
     """One read: the keyspace the commands leave (kept in memory), then written."""
     with api.open(source, parsers="python") as dump:
         found = _plan_of(dump, converter)
-        head = dump.head()
+        head, span, copy_from = dump.head(), dump.head_span(), _copy_from(dump, found)
         keys = edits.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
                            commands.node_max_bytes, commands.node_max_entries)
         _refuse_unwritten(dump, _leading_aux(head))
+        found.checksum = checksummed(dump)
         records = list(edits.written(keys, found.version, found.valkey_magic))
+        # edits.written gives a key the commands left as it was as the very record read (live
+        # objects: their ids differ from those of the records made for the others)
+        as_read = {id(key.record) for db in keys.dbs.values() for key in db.values()}
         found.slots = slot_counts(dump, converter)
         if found.slots is not None:  # a cluster node writes a database slot by slot
             records.sort(key=lambda r: (r.db, key_hash_slot(r.key)))
@@ -210,33 +237,53 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
         for record in records:
             found.count(record, selection, converter)
         with _writer(destination, found, converter) as writer:
-            _write_head(writer, head, converter)
+            _write_head(writer, head, span, copy_from, converter)
             for record in records:
                 if selection.keeps(record) and (converter is None or converter.holds(record)):
-                    _write_key(writer, record, found, converter)
+                    _write_key(writer, record, found, converter, copy_from if id(record) in as_read else None)
             _write_tail(writer, dump)
     return found
 
 
 def _writer(destination: str | os.PathLike, found: Plan, converter: Converter | None) -> Writer:
     if converter is None:
-        return Writer(destination, found.version, valkey=found.valkey_magic)
-    return Writer(destination, converter.version)
+        return Writer(destination, found.version, valkey=found.valkey_magic, checksum=found.checksum)
+    return Writer(destination, converter.version, checksum=found.checksum)
 
 
-def _write_head(writer: Writer, head: list, converter: Converter | None) -> None:
-    """The records before the databases, as read: their strings keep the form the server gave them."""
+def _copy_from(dump: api.Dump, found: Plan) -> DumpBuffer | None:
+    """The buffer a record read from `dump` is copied from; None for a Dragonfly snapshot, whose
+    records are read from decompressed blobs and from the files of its set."""
+    return None if found.dragonfly else dump.source.buffer
+
+
+def _write_head(writer: Writer, head: list, span: tuple[int, int], copy_from: DumpBuffer | None,
+                converter: Converter | None) -> None:
+    """The records before the databases, as read: copied (`span` of `copy_from`), or, for a
+    conversion, written again but those the target does not hold (their strings keep the form
+    the server gave them)."""
+    if converter is None and copy_from is not None:
+        writer.copy(copy_from, *span)
+        return
     for record in head:
         if converter is None or converter.head(record):
             writer.record(record.opcode, record.body)
 
 
-def _write_key(writer: Writer, record: api.KeyRecord, found: Plan, converter: Converter | None) -> None:
+def _write_key(writer: Writer, record: api.KeyRecord, found: Plan, converter: Converter | None,
+               copy_from: DumpBuffer | None) -> None:
+    """A kept key, after its database's header and its slot's counts when it is the first there:
+    copied from `copy_from` (the buffer it was read from; None: it is not as it was read) unless
+    the conversion gives it another record, which the generated writers write."""
     if writer.db != record.db:
         writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
     if found.slots is not None:
         found.slots.write(writer, record)
-    writer.key(record if converter is None else converter.key(record))
+    written = record if converter is None else converter.key(record)  # the same record: nothing changes
+    if written is record and copy_from is not None:
+        writer.copy_key(record, copy_from)
+    else:
+        writer.key(written)
 
 
 def _write_tail(writer: Writer, dump: api.Dump) -> None:

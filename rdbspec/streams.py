@@ -413,7 +413,14 @@ def walk_nodes(nodes: Iterable[StreamNode], origin: tuple[int, bytes] | None, le
             previous = (cols.ms[-1], cols.seq[-1])
         live += len(cols) - flagged
         yield node, got
-    if length is not None and live != length:
+    if length is not None:
+        check_length(length, live, origin, warn)
+
+
+def check_length(length: int, live: int, origin: tuple[int, bytes] | None, warn: WarningSink | None) -> None:
+    """The check that ends a walk over all of a stream's nodes: its `live` entries number its
+    stored `length` (a walk split over several workers adds up their counts first)."""
+    if live != length:
         _warn(warn, f"stream length {length} but {live} live entries (the server answers {length})", origin)
 
 

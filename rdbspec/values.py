@@ -7,18 +7,20 @@ absolute unix ms beside them; streams a `Stream`; modules a `ModuleValue`.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import IntegrityError
-from .primitives import container, pairs, strings, text, texts, values
+from .primitives import container, pairs, text, texts, values
 from .streams import Stream
 
-# value_kind numbers of the spec's `rdb::value_type` enum (Valkey HASH_2 and old Dragonfly
-# JSON are mapped above 255 there, since they reuse Redis type bytes)
+# value_kind numbers of the spec's `rdb::value_type` enum: a plain string, Valkey HASH_2 and old
+# Dragonfly JSON (these two are mapped above 255 there, since they reuse Redis type bytes)
+STRING = 0
 VALKEY_HASH_2 = 278
 DF_JSON_LEGACY = 276
 
@@ -223,11 +225,11 @@ def _df_cuckoo(v) -> dict:
 
 DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     0: lambda v, t: Decoded(text(v)),
-    1: lambda v, t: Decoded(strings(v.items)),
-    2: lambda v, t: Decoded(strings(v.items)),
+    1: lambda v, t: Decoded(PACKERS[1](v).elements()),
+    2: lambda v, t: Decoded(PACKERS[2](v).elements()),
     3: lambda v, t: Decoded([(text(e.member), legacy_double(e.score)) for e in v.entries]),
-    4: lambda v, t: Decoded([(text(p.field), text(p.value)) for p in v.entries]),
-    5: lambda v, t: Decoded([(text(e.member), e.score) for e in v.entries]),
+    4: lambda v, t: Decoded(PACKERS[4](v).elements()),
+    5: lambda v, t: Decoded(PACKERS[5](v).elements()),
     7: lambda v, t: Decoded(module_value(v)),
     # the last zipmap entry is the end marker (spec zipmap.ksy), not a pair
     9: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries if e.field is not None]),
@@ -243,10 +245,9 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     19: lambda v, t: Decoded(Stream.from_spec(v, t)),
     20: lambda v, t: Decoded(texts(container(v).entries)),
     21: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    22: lambda v, t: _hash_with_ttls([(text(e.field), text(e.value), e.ttl.value or None) for e in v.entries]),
+    22: lambda v, t: _ttl_rows(v, lambda ttl: ttl or None),
     23: lambda v, t: _listpack_triples(container(v.listpack)),
-    24: lambda v, t: _hash_with_ttls([
-        (text(e.field), text(e.value), e.ttl.value + v.min_expire - 1 if e.ttl.value else None) for e in v.entries]),
+    24: lambda v, t: _ttl_rows(v, lambda ttl: ttl + v.min_expire - 1 if ttl else None),
     25: lambda v, t: _listpack_triples(container(v.listpack)),
     26: lambda v, t: Decoded(Stream.from_spec(v, t)),
     30: lambda v, t: Decoded(text(v)),
@@ -280,21 +281,32 @@ ENCODINGS = {0: "string", 1: "linkedlist", 2: "hashtable", 3: "skiplist", 4: "ha
              36: "topk", 37: "cuckoo", DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hashtable"}
 
 
+# Elements a chunk of a hashtable-encoded value holds (`chunks_<field>` of the generated
+# parsers): bounded, so that a value of any size is walked in the same memory
+CHUNK_ROWS = 1 << 16
+
+
 @dataclass(slots=True)
 class Packed:
-    """A list, set, hash or sorted set left in its containers' entries (listpack, ziplist and
-    intset columns with the native backend, lists with the Python one): what `decode` makes a
-    list of, for a writer that needs no object per element (`rdbspec dump`'s compiled encoder).
-    `shape` says how the entries read, integers as their decimal text: "items" (each entry an
-    element), "pairs" (field, value; an odd last entry left out, as `pairs` does) or "scored"
-    (member, score; `scores` holds the scores as `scored` reads them)."""
+    """A list, set, hash or sorted set left in its entries without an object per element: the
+    containers' entries of a listpack, ziplist or intset (columns with the native backend, lists
+    with the Python one), or the chunks of a hashtable-encoded value, read as they are iterated
+    (once). What `decode` makes a list of, for a writer that needs no object per element
+    (`rdbspec dump`'s compiled encoder). `shape` says how the entries read, integers as their
+    decimal text: "items" (each entry an element), "pairs" (field, value; an odd last entry left
+    out, as `pairs` does) or "scored" (member, score; `scores` holds the scores as `scored` reads
+    them, else each member's score is the entry after it, a number). `count` is the elements
+    declared, for parts read as they are iterated."""
 
     shape: str
-    parts: list[Any]  # each container's entries, in order
+    parts: Iterable[Any]  # each container's entries, or each chunk, in order (a list, or read as iterated)
     scores: list[float] | None = None
+    count: int | None = None
 
     def __len__(self) -> int:
         """How many elements `decode` gives."""
+        if self.count is not None:
+            return self.count
         if self.scores is not None:
             return len(self.scores)
         if self.shape == "pairs":
@@ -304,18 +316,19 @@ class Packed:
     def elements(self) -> list[Any]:
         """The list `decode` gives: each entry's text, (field, value) or (member, score) pairs."""
         if self.scores is not None:
-            return list(zip(texts(self.parts[0])[0::2], self.scores))
+            return list(zip(texts(next(iter(self.parts)))[0::2], self.scores))
         out: list[Any] = []
         for part in self.parts:
-            out.extend(pairs(part) if self.shape == "pairs" else texts(part))
+            if self.shape == "scored":
+                out.extend(zip(texts(part[0::2]), part[1::2]))
+            else:
+                out.extend(pairs(part) if self.shape == "pairs" else texts(part))
         return out
 
 
-def _packed_quicklist(v) -> Packed:
-    parts: list[Any] = []
-    for node in v.nodes:  # QUICKLIST_NODE_CONTAINER_PLAIN (1): one element, not a container
-        parts.append([text(node.plain)] if node.container.value == 1 else container(node.packed).entries)
-    return Packed("items", parts)
+def _quicklist_2_parts(v) -> Iterator[Any]:
+    for node in v.iter_nodes():  # QUICKLIST_NODE_CONTAINER_PLAIN (1): one element, not a container
+        yield [text(node.plain)] if node.container.value == 1 else container(node.packed).entries
 
 
 def _packed_scored(v) -> Packed:
@@ -324,14 +337,18 @@ def _packed_scored(v) -> Packed:
 
 
 PACKERS: dict[int, Callable[[Any], Packed]] = {
+    1: lambda v: Packed("items", v.chunks_items(CHUNK_ROWS), count=v.num_items.value),
+    2: lambda v: Packed("items", v.chunks_items(CHUNK_ROWS), count=v.num_items.value),
+    4: lambda v: Packed("pairs", v.chunks_entries(CHUNK_ROWS), count=v.num_fields.value),
+    5: lambda v: Packed("scored", v.chunks_entries(CHUNK_ROWS), count=v.num_members.value),
     10: lambda v: Packed("items", [container(v).entries]),
     11: lambda v: Packed("items", [container(v).members]),
     12: _packed_scored,
     13: lambda v: Packed("pairs", [container(v).entries]),
-    14: lambda v: Packed("items", [container(node).entries for node in v.nodes]),
+    14: lambda v: Packed("items", (container(node).entries for node in v.iter_nodes())),
     16: lambda v: Packed("pairs", [container(v).entries]),
     17: _packed_scored,
-    18: _packed_quicklist,
+    18: lambda v: Packed("items", _quicklist_2_parts(v)),
     20: lambda v: Packed("items", [container(v).entries]),
 }
 
@@ -343,7 +360,23 @@ def packed(value_kind: int, value) -> Packed | None:
     if packer is None:
         return None
     got = packer(value)
-    return got if len(got) else None
+    if got.count is not None or isinstance(got.parts, list):
+        return got if len(got) else None
+    for part in got.parts:  # a quicklist's nodes, read as they are iterated: up to one with an entry
+        if len(part):
+            got.parts = itertools.chain((part,), got.parts)
+            return got
+    return None
+
+
+def _ttl_rows(v, absolute) -> Decoded:
+    """A field-TTL hash's (ttl, field, value) chunks as `_hash_with_ttls` rows, each TTL made
+    absolute by `absolute` (None for a field without one)."""
+    rows = []
+    for chunk in v.chunks_entries(CHUNK_ROWS):
+        flat, numbers = texts(chunk), values(chunk)
+        rows.extend(zip(flat[1::3], flat[2::3], map(absolute, numbers[0::3])))
+    return _hash_with_ttls(rows)
 
 
 def _blob_size(blob) -> int:
@@ -353,14 +386,14 @@ def _blob_size(blob) -> int:
 
 def _quicklist_2_sizes(v) -> list[tuple[bool, int]]:
     return [(True, len(text(node.plain))) if node.container.value == 1 else (False, _blob_size(node.packed))
-            for node in v.nodes]
+            for node in v.iter_nodes()]
 
 
 # The containers a value is stored in, as (PLAIN element, bytes) pairs: a quicklist's nodes, one
 # blob for the other packed encodings (what the server allocates when it loads them as they are)
 CONTAINERS: dict[int, Callable[[Any], list[tuple[bool, int]]]] = {
     **{kind: (lambda v: [(False, _blob_size(v))]) for kind in (9, 10, 11, 12, 13, 16, 17, 20)},
-    14: lambda v: [(False, _blob_size(node)) for node in v.nodes],
+    14: lambda v: [(False, _blob_size(node)) for node in v.iter_nodes()],
     18: _quicklist_2_sizes,
     23: lambda v: [(False, _blob_size(v.listpack))],
     25: lambda v: [(False, _blob_size(v.listpack))],

@@ -17,8 +17,13 @@ grammar does not say:
   counter), each when the key has one;
 * a database's header (rdbSaveDb): SELECTDB, then RESIZEDB with its key count and the count of
   keys with an expiry; a database without keys is not written;
-* the end (rdbSaveRio): EOF, then the CRC-64 of every byte before (0 when the version has none
-  before RDB 5, rdbLoadRioWithLoadingCtx).
+* the end (rdbSaveRio): EOF, then the CRC-64 of every byte before (none before RDB 5,
+  rdbLoadRioWithLoadingCtx; 0 without `checksum`, as a server with `rdbchecksum no` writes it:
+  rdbSaveRio's rio never updates its checksum then).
+
+Records read from a dump and written as they were are copied as their bytes (`copy`, `copy_key`:
+a key with its own records before it), their values neither decoded nor written again; spans
+that follow each other in the source are gathered and written in chunks of `COPY_CHUNK`.
 
 The file is written to a temporary file beside the destination and renamed over it by
 `close()`; a failure (an exception in the `with` block, or `abort()`) leaves no destination
@@ -31,6 +36,7 @@ import os
 import struct
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from mmap import mmap
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +59,16 @@ MODULE_AUX, SLOT_INFO = 247, 244
 # module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*), by the names rdbspec.values gives them
 MODULE_OPCODES = {"sint": 1, "uint": 2, "float": 3, "double": 4, "string": 5}
 MASK64 = (1 << 64) - 1
+COPY_CHUNK = 16 << 20  # bytes written (and checksummed) a call when copying: a mapped span is never copied whole
+DumpBuffer = bytes | mmap  # what a dump is read from (`rdbspec.source.Source.buffer`)
 
 
 class Writer:
     """A new dump at `path`: magic `REDIS%04d` (or `VALKEY%03d` with `valkey`) of `version`, then
-    the records in the order given, then EOF and the checksum at `close()`."""
+    the records in the order given, then EOF and the checksum at `close()` (0 without `checksum`)."""
 
     def __init__(self, path: str | os.PathLike, version: int, valkey: bool = False, compress: bool = True,
-                 config: ServerConfig | None = None):
+                 config: ServerConfig | None = None, checksum: bool = True):
         self.path = Path(path)
         self.version = version
         self.config = config or ServerConfig(rdbcompression=compress)  # a config says whether to compress
@@ -69,7 +77,9 @@ class Writer:
         self.root = WriteInputs(is_valkey=valkey, version=version)  # what the spec's `_root` reads
         self._handle = tempfile.NamedTemporaryFile(dir=self.path.parent or ".", prefix=f".{self.path.name}.",
                                                    suffix=".tmp", delete=False)
+        self.checksum = checksum
         self._crc = 0
+        self._copying: tuple[DumpBuffer, int, int] | None = None  # the span `copy` has not written yet
         self._closed = False
         self.db: int | None = None  # the database SELECTDB opened last
         self.slot: int | None = None  # the cluster slot whose counts were written last in it
@@ -86,10 +96,35 @@ class Writer:
             self.abort()
 
     def _write(self, data: bytes | bytearray | str) -> None:
-        data = data.encode("ascii") if isinstance(data, str) else bytes(data)
+        self.flush()
+        self._put(data.encode("ascii") if isinstance(data, str) else bytes(data))
+
+    def _put(self, data: bytes | memoryview) -> None:
         self._handle.write(data)
-        self._crc = crc64_update(self._crc, data)
+        if self.checksum:
+            self._crc = crc64_update(self._crc, data)
         self.bytes_written += len(data)
+
+    def copy(self, source: DumpBuffer, start: int, end: int) -> None:
+        """The bytes [start, end) of `source` as they are. They are written with the next record,
+        at `flush()` or at `close()`, gathered with the spans copied before when they follow them
+        in `source` (`flush()` before closing the dump: its mapped pages are released as they
+        are read only while it is open)."""
+        if self._copying is not None and self._copying[0] is source and self._copying[2] == start:
+            self._copying = (source, self._copying[1], end)
+            return
+        self.flush()
+        self._copying = (source, start, end)
+
+    def flush(self) -> None:
+        """Writes what `copy` has gathered."""
+        if self._copying is None:
+            return
+        source, start, end = self._copying
+        self._copying = None
+        with memoryview(source) as view:
+            for offset in range(start, end, COPY_CHUNK):
+                self._put(view[offset:min(offset + COPY_CHUNK, end)])
 
     def record(self, opcode: int, body: Any = None) -> None:
         """One record: `opcode` and its body (an object of the generated class the spec reads
@@ -159,13 +194,28 @@ class Writer:
         """A key as the server writes it (rdbSaveKeyValuePair): its expiry, LRU idle time and LFU
         counter when it has them, then its type, name and value, read by the Python parsers
         (`rdbspec.open(..., parsers="python")`) and written again."""
+        self._key_prefix(key)
+        self.record(key.rdb_type, key._body)
+
+    def copy_key(self, key: KeyRecord, source: DumpBuffer) -> None:
+        """A key read from `source` (the buffer its offsets are in) copied as its bytes (`copy`):
+        its own records before it (expiry, LRU, LFU, key metadata: `KeyRecord.prefix_size`), then
+        its type, name and value, not decoded. Own records that another record parted from it
+        are written from its values, as `key` writes them."""
+        if key.prefix_size is None:
+            self._key_prefix(key)
+            self.copy(source, key.offset, key.offset + key.size)
+        else:
+            self.copy(source, key.offset - key.prefix_size, key.offset + key.size)
+
+    def _key_prefix(self, key: KeyRecord) -> None:
+        """What rdbSaveKeyValuePair writes before the key's type: EXPIRETIME_MS, IDLE, FREQ."""
         if key.expire_at_ms is not None:
             self.record(EXPIRE_TIME_MS, _rdb.ExpireTimeMs._new(ms=key.expire_at_ms))
         if key.idle is not None:
             self.record(IDLE, _rdb.Idle._new(seconds=rdb_len(key.idle)))
         if key.freq is not None:
             self.record(FREQ, _rdb.Freq._new(lfu_freq=key.freq))
-        self.record(key.rdb_type, key._body)
 
     # -- new keys: the layout the server gives a key made by one command ---------------------------
 
@@ -214,7 +264,7 @@ class Writer:
         try:
             self._write(bytes([EOF]))
             if self.version >= 5:
-                self._write(struct.pack("<Q", self._crc))
+                self._write(struct.pack("<Q", self._crc if self.checksum else 0))
             self._handle.flush()
             os.fsync(self._handle.fileno())
             self._handle.close()
@@ -229,5 +279,6 @@ class Writer:
         if self._closed:
             return
         self._closed = True
+        self._copying = None
         self._handle.close()
         Path(self._handle.name).unlink(missing_ok=True)

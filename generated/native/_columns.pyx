@@ -2,11 +2,13 @@
 """Column containers of the native parsers (rendered verbatim by rdbspec's generator).
 
 `ScalarColumns` holds the elements of a repeat of a `-rdbspec-scalar` type (listpack and ziplist
-entries, stream items) and intset members as four C arrays, one row per element: `kinds`
-(0 integer, 1 bytes, 2 null), `ints` (the integer), `starts` and `lengths` (where the bytes lie
-in `buf`, the buffer they were read from: the mapped file or a decompressed blob). Nothing is
-made per element while reading; Python objects are made when a caller asks (indexing,
-`values()`, `texts()`, `pairs()`), equal to what the Python backend's lists hold.
+entries, stream items), intset members and the chunks of a `-rdbspec-chunks` repeat (the
+elements of hashtable-encoded values) as four C arrays, one row per element: `kinds`
+(KIND_INT, KIND_BYTES, KIND_NULL, KIND_HELD, KIND_DOUBLE), `ints` (the integer, or a double's
+bits), `starts` and `lengths` (where the bytes lie: for KIND_BYTES in `buf`, the buffer they
+were read from, the mapped file or a decompressed blob; for KIND_HELD in `held`, bytes the
+columns keep, such as a decompressed LZF string's). Nothing is made per element while reading; Python objects are made when a caller
+asks (indexing, `values()`, `texts()`, `pairs()`), equal to what the Python backend's lists hold.
 `RaggedColumns` is a column of lists (the items of each stream entry): one `ScalarColumns` of
 every row's elements and the row boundaries.
 """
@@ -15,6 +17,7 @@ from array import array as _array
 from mmap import mmap
 
 from cpython cimport array
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport strtod
@@ -47,6 +50,7 @@ cdef class ScalarColumns:
 
     def __cinit__(self, buf=b""):
         self.buf = buf
+        self.held = bytearray()
         self.n = 0
         self._kinds = array.clone(_BYTES, 0, False)
         self._ints = array.clone(_INT64, 0, False)
@@ -73,7 +77,7 @@ cdef class ScalarColumns:
     cdef int push_int(self, int64_t value) except -1:
         if self.n == len(self._kinds):
             self.reserve(1)
-        self.k[self.n] = 0
+        self.k[self.n] = KIND_INT
         self.i[self.n] = value
         self.s[self.n] = 0
         self.l[self.n] = 0
@@ -83,7 +87,7 @@ cdef class ScalarColumns:
     cdef int push_span(self, int64_t start, int64_t length) except -1:
         if self.n == len(self._kinds):
             self.reserve(1)
-        self.k[self.n] = 1
+        self.k[self.n] = KIND_BYTES
         self.i[self.n] = 0
         self.s[self.n] = start
         self.l[self.n] = length
@@ -93,12 +97,45 @@ cdef class ScalarColumns:
     cdef int push_none(self) except -1:
         if self.n == len(self._kinds):
             self.reserve(1)
-        self.k[self.n] = 2
+        self.k[self.n] = KIND_NULL
         self.i[self.n] = 0
         self.s[self.n] = 0
         self.l[self.n] = 0
         self.n += 1
         return 0
+
+    cdef int push_bytes(self, bytes value) except -1:
+        """Bytes that are not in `buf` (a decompressed string): kept in `held`."""
+        if self.n == len(self._kinds):
+            self.reserve(1)
+        self.k[self.n] = KIND_HELD
+        self.i[self.n] = 0
+        self.s[self.n] = len(self.held)
+        self.l[self.n] = len(value)
+        self.held += value
+        self.n += 1
+        return 0
+
+    cdef const unsigned char* held_data(self):
+        """Where the KIND_HELD rows' bytes start (valid until the next push)."""
+        return <const unsigned char*>PyByteArray_AS_STRING(self.held)
+
+    cdef int push_double(self, double value) except -1:
+        if self.n == len(self._kinds):
+            self.reserve(1)
+        self.k[self.n] = KIND_DOUBLE
+        memcpy(&self.i[self.n], &value, 8)
+        self.s[self.n] = 0
+        self.l[self.n] = 0
+        self.n += 1
+        return 0
+
+    cdef int push_length(self, unsigned long long value) except -1:
+        """An unsigned 64-bit number (an RDB length) as an integer row; one above 2**63 - 1
+        does not fit the column."""
+        if value > 0x7FFFFFFFFFFFFFFF:
+            raise OverflowError(f"the length {value} does not fit a 64-bit signed column")
+        return self.push_int(<int64_t>value)
 
     cpdef append(self, value):
         """Adds an integer or None (the elements that are not bytes of `buf`)."""
@@ -113,10 +150,16 @@ cdef class ScalarColumns:
 
     cdef object item(self, Py_ssize_t index):
         cdef uint8_t kind = self.k[index]
-        if kind == 0:
+        cdef double number
+        if kind == KIND_INT:
             return self.i[index]
-        if kind == 2:
+        if kind == KIND_NULL:
             return None
+        if kind == KIND_DOUBLE:
+            memcpy(&number, &self.i[index], 8)
+            return number
+        if kind == KIND_HELD:
+            return bytes(self.held[self.s[index]:self.s[index] + self.l[index]])
         return self.buf[self.s[index]:self.s[index] + self.l[index]]
 
     def __len__(self) -> int:
@@ -155,10 +198,12 @@ cdef class ScalarColumns:
             p = &view[0]
         out = [None] * self.n
         for index in range(self.n):
-            if self.k[index] == 0:
+            if self.k[index] == KIND_INT:
                 out[index] = self.i[index]
-            elif self.k[index] == 1:
+            elif self.k[index] == KIND_BYTES:
                 out[index] = PyBytes_FromStringAndSize(<const char*>p + self.s[index], self.l[index])
+            elif self.k[index] != KIND_NULL:
+                out[index] = self.item(index)
         return out
 
     def texts(self) -> list:
@@ -166,7 +211,7 @@ cdef class ScalarColumns:
         out = self.values()
         cdef Py_ssize_t index
         for index in range(self.n):
-            if self.k[index] == 0:
+            if self.k[index] == KIND_INT:
                 out[index] = decimal_text(self.i[index])
         return out
 
@@ -185,15 +230,57 @@ cdef class ScalarColumns:
             p = &view[0]
         out = []
         for index in range(start, self.n, step):
-            if self.k[index] == 0:
+            if self.k[index] == KIND_INT:
                 out.append(<double>self.i[index])
-            elif self.k[index] == 1:
+            elif self.k[index] == KIND_BYTES or self.k[index] == KIND_HELD:
                 length = min(self.l[index], max_len)
-                memcpy(copy, p + self.s[index], length)
+                memcpy(copy, (p if self.k[index] == KIND_BYTES else <const unsigned char*>self.held_data()) + self.s[index],
+                       length)
                 copy[length] = 0
                 out.append(strtod(copy, NULL))
+            elif self.k[index] == KIND_DOUBLE:
+                out.append(self.item(index))
             else:
                 out.append(0.0)
+        return out
+
+    cdef int64_t text_length(self, Py_ssize_t index):
+        """The length of element `index`'s text (an integer's decimal text; 0 for a double or
+        a null)."""
+        cdef uint64_t rest
+        cdef int64_t digits
+        if self.k[index] == KIND_INT:
+            rest = <uint64_t>self.i[index] if self.i[index] >= 0 else -(<uint64_t>self.i[index])
+            digits = 1 + (self.i[index] < 0)
+            while rest >= 10:
+                rest //= 10
+                digits += 1
+            return digits
+        if self.k[index] == KIND_BYTES or self.k[index] == KIND_HELD:
+            return self.l[index]
+        return 0
+
+    def text_lengths(self, Py_ssize_t start, Py_ssize_t step, Py_ssize_t second=-1) -> array.array:
+        """The lengths of the texts of elements start, start + step, ... as array('q'); with
+        `second`, each paired with the length of element second, second + step, ... as
+        `first << 32 | second` (lengths below 2**31)."""
+        if not (step > 0 and start >= 0 and second < step):
+            raise ValueError(f"text_lengths({start}, {step}, {second}): start >= 0, step > 0, second < step")
+        cdef Py_ssize_t rows = max(0, (self.n - start + step - 1) // step)
+        if second >= 0:
+            rows = min(rows, max(0, (self.n - second + step - 1) // step))
+        out = array.clone(_INT64, rows, False)
+        cdef int64_t* lengths = <int64_t*>(<array.array>out).data.as_voidptr
+        cdef Py_ssize_t row
+        cdef int64_t length, other
+        for row in range(rows):
+            length = self.text_length(start + row * step)
+            if second >= 0:
+                other = self.text_length(second + row * step)
+                if length >= 1 << 31 or other >= 1 << 31:
+                    raise OverflowError("a text of 2**31 bytes or more")
+                length = length << 32 | other
+            lengths[row] = length
         return out
 
     def pairs(self) -> list:

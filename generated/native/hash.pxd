@@ -13,7 +13,7 @@ cdef class HashTable:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object entries
+    cdef public object _lazy_entries
     cdef public object _lazy_num_fields
 
 cdef class HashPair:
@@ -27,7 +27,7 @@ cdef class HashMetadataPreGa:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object entries
+    cdef public object _lazy_entries
     cdef public object _lazy_num_fields
 
 cdef class HashTtlEntryPreGa:
@@ -49,7 +49,7 @@ cdef class HashMetadata:
     cdef public object _root
     cdef public object _io
     cdef public object min_expire
-    cdef public object entries
+    cdef public object _lazy_entries
     cdef public object _lazy_num_fields
 
 cdef class HashTtlEntry:

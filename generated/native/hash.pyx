@@ -19,6 +19,7 @@ from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
 from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
+from .rdb_string cimport c_push_rdb_string as rdb_string__c_push_rdb_string
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -81,7 +82,7 @@ cdef class HashTable:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -114,6 +115,14 @@ cdef class HashTable:
             PyBuffer_Release(&_view)
 
     @property
+    def entries(self):
+        """The field/value pairs.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_entries())
+
+    @property
     def num_fields(self):
         """Number of fields.
 
@@ -135,6 +144,50 @@ cdef class HashTable:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 2:
+            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        for entries_index in range(<Py_ssize_t>entries_count):
+            entries_item, pos = HashPair._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, Py_ssize_t rows):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 2:
+            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        left = entries_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 2)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one hash_table at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -148,15 +201,16 @@ cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p,
     # num_fields: Number of fields.
     self._lazy_num_fields = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
+    # entries: decoded on first access (see the property); stepped over here
+    self._lazy_entries = pos
     # entries: The field/value pairs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
-        entries_item = c_read_hash_pair(io, buf, _p, end, &pos, self, root)
-        entries.append(entries_item)
-    self.entries = entries
+        pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
+        entries_item = None
     _at[0] = pos
     return self
 
@@ -258,7 +312,7 @@ cdef class HashMetadataPreGa:
     Written by: redis 7.4-rc1 src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -291,6 +345,14 @@ cdef class HashMetadataPreGa:
             PyBuffer_Release(&_view)
 
     @property
+    def entries(self):
+        """The fields with their absolute TTLs.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_entries())
+
+    @property
     def num_fields(self):
         """Number of fields.
 
@@ -312,6 +374,53 @@ cdef class HashMetadataPreGa:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        for entries_index in range(<Py_ssize_t>entries_count):
+            entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, Py_ssize_t rows):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        cdef rdb_string__RdbLenValues ttl
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        left = entries_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 3)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &ttl)
+                    out.push_length(ttl.value)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one hash_metadata_pre_ga at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -325,15 +434,16 @@ cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const 
     # num_fields: Number of fields.
     self._lazy_num_fields = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
+    # entries: decoded on first access (see the property); stepped over here
+    self._lazy_entries = pos
     # entries: The fields with their absolute TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
-        entries_item = c_read_hash_ttl_entry_pre_ga(io, buf, _p, end, &pos, self, root)
-        entries.append(entries_item)
-    self.entries = entries
+        pos = c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, None, root)
+        entries_item = None
     _at[0] = pos
     return self
 
@@ -530,7 +640,7 @@ cdef class HashMetadata:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "min_expire", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "min_expire", "_lazy_entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -563,6 +673,14 @@ cdef class HashMetadata:
             PyBuffer_Release(&_view)
 
     @property
+    def entries(self):
+        """The fields with their relative TTLs.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_entries())
+
+    @property
     def num_fields(self):
         """Number of fields.
 
@@ -584,6 +702,53 @@ cdef class HashMetadata:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        for entries_index in range(<Py_ssize_t>entries_count):
+            entries_item, pos = HashTtlEntry._read(io, pos, self, root, self.min_expire)
+            yield entries_item
+
+    def chunks_entries(self, Py_ssize_t rows):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        cdef rdb_string__RdbLenValues ttl
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        left = entries_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 3)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &ttl)
+                    out.push_length(ttl.value)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one hash_metadata at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -603,15 +768,16 @@ cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned cha
     # num_fields: Number of fields.
     self._lazy_num_fields = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
+    # entries: decoded on first access (see the property); stepped over here
+    self._lazy_entries = pos
     # entries: The fields with their relative TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
-        entries_item = c_read_hash_ttl_entry(io, buf, _p, end, &pos, self, root, min_expire)
-        entries.append(entries_item)
-    self.entries = entries
+        pos = c_skip_hash_ttl_entry(io, buf, _p, end, pos, None, root, min_expire)
+        entries_item = None
     _at[0] = pos
     return self
 

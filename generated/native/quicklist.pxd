@@ -8,14 +8,14 @@ cdef class Quicklist:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object nodes
+    cdef public object _lazy_nodes
     cdef public object _lazy_num_nodes
 
 cdef class Quicklist2:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object nodes
+    cdef public object _lazy_nodes
     cdef public object _lazy_num_nodes
 
 cdef class Quicklist2Node:

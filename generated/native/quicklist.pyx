@@ -11,6 +11,7 @@ cimport cython
 
 import struct
 
+from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
@@ -40,7 +41,7 @@ cdef class Quicklist:
     Written by: redis src/rdb.c rdbLoadObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "nodes", "_lazy_num_nodes", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_nodes", "_lazy_num_nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -73,6 +74,14 @@ cdef class Quicklist:
             PyBuffer_Release(&_view)
 
     @property
+    def nodes(self):
+        """The nodes, each a ziplist (possibly LZF-compressed).
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_nodes())
+
+    @property
     def num_nodes(self):
         """Number of quicklist nodes.
 
@@ -94,6 +103,21 @@ cdef class Quicklist:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_nodes(self):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes
+        nodes_count = self.num_nodes.value
+        if nodes_count < 0 or nodes_count > end - pos:
+            raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        for nodes_index in range(<Py_ssize_t>nodes_count):
+            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            yield nodes_item
+
 
 cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one quicklist at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -107,15 +131,16 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
     # num_nodes: Number of quicklist nodes.
     self._lazy_num_nodes = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
+    # nodes: decoded on first access (see the property); stepped over here
+    self._lazy_nodes = pos
     # nodes: The nodes, each a ziplist (possibly LZF-compressed).
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-    nodes = []
+    nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
-        nodes_item = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
-        nodes.append(nodes_item)
-    self.nodes = nodes
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+        nodes_item = None
     _at[0] = pos
     return self
 
@@ -145,7 +170,7 @@ cdef class Quicklist2:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "nodes", "_lazy_num_nodes", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_nodes", "_lazy_num_nodes", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -178,6 +203,14 @@ cdef class Quicklist2:
             PyBuffer_Release(&_view)
 
     @property
+    def nodes(self):
+        """The nodes.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_nodes())
+
+    @property
     def num_nodes(self):
         """Number of quicklist nodes.
 
@@ -199,6 +232,21 @@ cdef class Quicklist2:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_nodes(self):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes
+        nodes_count = self.num_nodes.value
+        if nodes_count < 0 or nodes_count > end - pos:
+            raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        for nodes_index in range(<Py_ssize_t>nodes_count):
+            nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
+            yield nodes_item
+
 
 cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one quicklist_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -212,15 +260,16 @@ cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _
     # num_nodes: Number of quicklist nodes.
     self._lazy_num_nodes = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
+    # nodes: decoded on first access (see the property); stepped over here
+    self._lazy_nodes = pos
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
         raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
-    nodes = []
+    nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
-        nodes_item = c_read_quicklist_2_node(io, buf, _p, end, &pos, self, root)
-        nodes.append(nodes_item)
-    self.nodes = nodes
+        pos = c_skip_quicklist_2_node(io, buf, _p, end, pos, None, root)
+        nodes_item = None
     _at[0] = pos
     return self
 

@@ -104,7 +104,7 @@ cdef class StringList:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object items
+    cdef public object _lazy_items
     cdef public object _lazy_num_items
 
 cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)

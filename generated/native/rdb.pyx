@@ -11,6 +11,7 @@ cimport cython
 
 import struct
 
+from . import rdb_string
 from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
@@ -64,6 +65,7 @@ from .quicklist cimport c_skip_quicklist_2 as quicklist__c_skip_quicklist_2
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
 from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
+from .rdb_string cimport c_push_rdb_string as rdb_string__c_push_rdb_string
 from .rdb_string cimport c_read_rdb_blob as rdb_string__c_read_rdb_blob
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -1308,7 +1310,7 @@ cdef class StringList:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "items", "_lazy_num_items", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_items", "_lazy_num_items", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -1341,6 +1343,14 @@ cdef class StringList:
             PyBuffer_Release(&_view)
 
     @property
+    def items(self):
+        """The elements.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_items())
+
+    @property
     def num_items(self):
         """Number of elements.
 
@@ -1362,6 +1372,49 @@ cdef class StringList:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_items(self):
+        """Yields the elements of `items` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_items
+        items_count = self.num_items.value
+        if items_count < 0 or items_count > end - pos:
+            raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+        for items_index in range(<Py_ssize_t>items_count):
+            items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
+            yield items_item
+
+    def chunks_items(self, Py_ssize_t rows):
+        """Yields the elements of `items` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_items
+        items_count = self.num_items.value
+        if items_count < 0 or items_count > end - pos:
+            raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+        left = items_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 1)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef StringList c_read_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one string_list at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -1375,15 +1428,16 @@ cdef StringList c_read_string_list(object io, object buf, const unsigned char* _
     # num_items: Number of elements.
     self._lazy_num_items = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_items)
+    # items: decoded on first access (see the property); stepped over here
+    self._lazy_items = pos
     # items: The elements.
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:
         raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
-    items = []
+    items = None
     for items_index in range(<Py_ssize_t>items_count):
-        items_item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
-        items.append(items_item)
-    self.items = items
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
+        items_item = None
     _at[0] = pos
     return self
 

@@ -55,6 +55,7 @@ cdef class RdbDouble:
     cdef public object is_pos_inf
     cdef public object is_neg_inf
 
+cdef int c_push_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, ScalarColumns out) except -1
 cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef int c_scan_rdb_len(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, RdbLenValues* out) except -1

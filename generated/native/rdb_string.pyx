@@ -23,6 +23,82 @@ cdef object _SPAN = object()
 cdef object _UNSET = object()
 
 
+cdef int c_push_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, ScalarColumns out) except -1:
+    """One rdb_string read as a column element into `out` (raw, int_value, lzf: the first present)."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef bint is_int = 0
+    cdef bint is_lzf = 0
+    cdef RdbLenValues len_
+    cdef Py_ssize_t len__pos = 0
+    cdef Py_ssize_t lzf_nbytes = 0
+    cdef Py_ssize_t raw_length = 0
+    cdef Py_ssize_t raw_nbytes = 0
+    cdef Py_ssize_t raw_start = 0
+    # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+    len__pos = pos
+    c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
+    len_is_encoded = len_.is_encoded
+    len_value = len_.value
+    if not ((not len_is_encoded) or (len_value <= 3)):
+        raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
+    # raw, int_value, clen, ulen, lzf: at most one of them is present
+    is_int = (len_is_encoded and (len_value < 3))
+    is_lzf = (len_is_encoded and (len_value == 3))
+    raw = int_value = clen = ulen = lzf = None
+    if (not len_is_encoded):
+        # raw: The bytes of a plain (not encoded) string.
+        if len_value > end - pos:
+            raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
+        raw_nbytes = len_value
+        pos += raw_nbytes
+        raw_start = pos - raw_nbytes
+        raw_length = raw_nbytes
+        raw = _SPAN
+    elif is_int:
+        # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
+        int_value_on = len_value
+        if int_value_on == 0:
+            if pos + 1 > end:
+                raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
+            int_value = rd_s1le(_p, pos)
+            pos += 1
+        elif int_value_on == 1:
+            if pos + 2 > end:
+                raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
+            int_value = rd_s2le(_p, pos)
+            pos += 2
+        elif int_value_on == 2:
+            if pos + 4 > end:
+                raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
+            int_value = rd_s4le(_p, pos)
+            pos += 4
+        else:
+            int_value = None
+    elif is_lzf:
+        # clen: Compressed length of an LZF string (written before the uncompressed length).
+        clen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+        # ulen: Uncompressed length of an LZF string; decompression must produce exactly this many bytes.
+        ulen = c_read_rdb_len(io, buf, _p, end, &pos, None, root)
+        # lzf: The decompressed bytes of an LZF string.
+        lzf_size = clen.value
+        if lzf_size > end - pos:
+            raise truncated(io, pos, lzf_size, "rdb_string:rdb_string.lzf")
+        lzf_nbytes = lzf_size
+        lzf_data = lzf_decompress(buf[pos:pos + lzf_nbytes], ulen.value, io, pos, "rdb_string:rdb_string.lzf")
+        pos += lzf_nbytes
+        lzf = lzf_data
+    _at[0] = pos
+    if raw is not None:
+        out.push_span(raw_start, raw_length)
+    elif int_value is not None:
+        out.push_int(int_value)
+    elif lzf is not None:
+        out.push_bytes(lzf)
+    else:
+        out.push_none()
+    return 0
+
+
 @cython.freelist(32)
 cdef class RdbString:
     """An RDB string (notes §3.2): a length (§3.1), then either the raw bytes, an integer

@@ -27,7 +27,7 @@ cdef class Zset2:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object entries
+    cdef public object _lazy_entries
     cdef public object _lazy_num_members
 
 cdef class Zset2Entry:

@@ -19,6 +19,7 @@ from .rdb_string cimport RdbDouble as rdb_string__RdbDouble
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
 from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
+from .rdb_string cimport c_push_rdb_string as rdb_string__c_push_rdb_string
 from .rdb_string cimport c_read_rdb_double as rdb_string__c_read_rdb_double
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
@@ -256,7 +257,7 @@ cdef class Zset2:
     Written by: redis src/rdb.c rdbSaveBinaryDoubleValue"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_members", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_entries", "_lazy_num_members", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -289,6 +290,14 @@ cdef class Zset2:
             PyBuffer_Release(&_view)
 
     @property
+    def entries(self):
+        """The members with their scores.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_entries())
+
+    @property
     def num_members(self):
         """Number of members.
 
@@ -310,6 +319,54 @@ cdef class Zset2:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_members.value
+        if entries_count < 0 or entries_count > (end - pos) // 9:
+            raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        for entries_index in range(<Py_ssize_t>entries_count):
+            entries_item, pos = Zset2Entry._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, Py_ssize_t rows):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_members.value
+        if entries_count < 0 or entries_count > (end - pos) // 9:
+            raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        left = entries_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 2)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "zset:zset_2.score")
+                    score = rd_f8le(_p, pos)
+                    pos += 8
+                    out.push_double(score)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one zset_2 at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -323,15 +380,16 @@ cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssiz
     # num_members: Number of members.
     self._lazy_num_members = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
+    # entries: decoded on first access (see the property); stepped over here
+    self._lazy_entries = pos
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
         raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
-        entries_item = c_read_zset_2_entry(io, buf, _p, end, &pos, self, root)
-        entries.append(entries_item)
-    self.entries = entries
+        pos = c_skip_zset_2_entry(io, buf, _p, end, pos, None, root)
+        entries_item = None
     _at[0] = pos
     return self
 

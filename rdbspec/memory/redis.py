@@ -35,6 +35,7 @@ changed in 7.2 (listpack lists and sets, streamConsumer's active_time) is taken 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -50,8 +51,9 @@ from ..layouts import (
     listpack_entry_bytes,
     stored,
 )
-from ..primitives import values
+from ..primitives import text_lengths, values
 from ..streams import Stream
+from ..values import Packed
 from .allocators import ALLOCATORS, sds_bytes
 from .rax import STREAM_ID, rax_shape, stream_id_key
 
@@ -219,10 +221,20 @@ class RedisModel:
             return self.size(nodes[0][1])
         return QUICKLIST + sum(g.quicklist_node + self.blob(size) for _, size in nodes)
 
+    def _dict_sized(self, record: api.KeyRecord, limit: int) -> Packed | None:
+        """A hashtable-encoded value of more elements than `limit`: the loader makes it a dict
+        (or skiplist) whatever they hold, so the lengths of its elements, read a chunk at a time,
+        are all that counts; None for any other value."""
+        packed = record.packed(after_value=True)
+        return packed if packed is not None and packed.count is not None and packed.count > limit else None
+
     def set(self, record: api.KeyRecord) -> float:
         packed = self._packed(record)
         if packed is not None:
             return packed
+        chunked = self._dict_sized(record, self.config.set_max_intset_entries)
+        if chunked is not None:
+            return self.dict_set(chunked.count, length_counts(chunked, 1, 0), None)
         members = record.value
         converted_at = None
         if len(members) <= self.config.set_max_intset_entries:
@@ -233,17 +245,21 @@ class RedisModel:
             if self.generation.listpack_lists and self._fits(members, self.config.set_max_listpack_entries,
                                                              self.config.set_max_listpack_value):
                 return self.listpack_of(map(stored, members))
-        return self.hashtable_set(members, converted_at)
+        return self.dict_set(len(members), Counter(map(len, members)), converted_at)
 
-    def hashtable_set(self, members: Sequence[bytes], converted_at: int | None) -> float:
-        """A dict of the members (`converted_at`: where an intset turned into it, see `dict_slots`)."""
-        slots = dict_slots(len(members), converted_at, expand_at_once=True)
-        return self.generation.dict + POINTER * slots + sum(DICT_ENTRY + self.sds(len(m)) for m in members)
+    def dict_set(self, count: int, lengths: Counter, converted_at: int | None) -> float:
+        """A dict of `count` members whose lengths `lengths` counts (`converted_at`: where an
+        intset turned into it, see `dict_slots`)."""
+        slots = dict_slots(count, converted_at, expand_at_once=True)
+        return self.generation.dict + POINTER * slots + sum(n * (DICT_ENTRY + self.sds(m)) for m, n in lengths.items())
 
     def hash(self, record: api.KeyRecord) -> float:
         packed = self._packed(record)
         if packed is not None:
             return packed
+        chunked = self._dict_sized(record, self.config.hash_max_listpack_entries)
+        if chunked is not None:
+            return self.dict_hash(chunked.count, length_counts(chunked, 2, 0, 1), None)
         pairs = record.value
         limit = self.config.hash_max_listpack_value
         converted_at = None
@@ -251,32 +267,37 @@ class RedisModel:
             converted_at = next((i for i, (f, v) in enumerate(pairs) if len(f) > limit or len(v) > limit), None)
             if converted_at is None:
                 return self.listpack_of(stored(x) for pair in pairs for x in pair)
-        return self.hashtable_hash(pairs, converted_at)
+        return self.dict_hash(len(pairs), Counter((len(f), len(v)) for f, v in pairs), converted_at)
 
-    def hashtable_hash(self, pairs: Sequence[tuple[bytes, bytes]], converted_at: int | None) -> float:
-        """A dict of the pairs (`converted_at`: where a listpack turned into it)."""
-        slots = dict_slots(len(pairs), converted_at)
+    def dict_hash(self, count: int, lengths: Counter, converted_at: int | None) -> float:
+        """A dict of `count` pairs whose (field, value) lengths `lengths` counts
+        (`converted_at`: where a listpack turned into it)."""
+        slots = dict_slots(count, converted_at)
         return (self.generation.dict + POINTER * slots
-                + sum(DICT_ENTRY + self.sds(len(f)) + self.sds(len(v)) for f, v in pairs))
+                + sum(n * (DICT_ENTRY + self.sds(f) + self.sds(v)) for (f, v), n in lengths.items()))
 
     def zset(self, record: api.KeyRecord) -> float:
         packed = self._packed(record)
         if packed is not None:
             return packed
+        chunked = self._dict_sized(record, self.config.zset_max_listpack_entries)
+        if chunked is not None:
+            return self.skiplist(chunked.count, length_counts(chunked, 2, 0))
         pairs = record.value
         limit = self.config.zset_max_listpack_value  # zsetConvert after loading, when it fits
         if self._fits([m for m, _ in pairs], self.config.zset_max_listpack_entries, limit):
             rdb_version = self.generation.rdb_version
             return self.listpack_of(x for member, score in pairs
                                     for x in (stored(member), stored(d2string(score, rdb_version))))
-        return self.skiplist([len(m) for m, _ in pairs])
+        return self.skiplist(len(pairs), Counter(len(m) for m, _ in pairs))
 
-    def skiplist(self, members: Sequence[int]) -> float:
-        """A dict and a skiplist of members of these lengths: each node at the expected size of
-        its random level (zslRandomLevel), the header at the highest."""
+    def skiplist(self, count: int, lengths: Counter) -> float:
+        """A dict and a skiplist of `count` members whose lengths `lengths` counts: each node at
+        the expected size of its random level (zslRandomLevel), the header at the highest."""
         header = self.size(SKIPLIST_NODE + SKIPLIST_LEVEL * SKIPLIST_MAXLEVEL)
-        return (ZSET + ZSKIPLIST + self.generation.dict + POINTER * _next_power(len(members)) + header
-                + sum(self.sds(m) + DICT_ENTRY for m in members) + len(members) * self.expected_node(SKIPLIST_NODE))
+        return (ZSET + ZSKIPLIST + self.generation.dict + POINTER * _next_power(count) + header
+                + sum(n * (self.sds(m) + DICT_ENTRY) for m, n in lengths.items())
+                + count * self.expected_node(SKIPLIST_NODE))
 
     def expected_node(self, fixed: int) -> float:
         """A skiplist node's expected allocation: `fixed` bytes and its levels."""
@@ -305,6 +326,18 @@ class RedisModel:
             for consumer in group.consumers:
                 total += g.consumer + len(consumer.name) + self.rax(sorted(map(stream_id_key, consumer.pending)))
         return total
+
+
+def length_counts(packed: Packed, width: int, first: int, second: int = -1) -> Counter:
+    """How many elements of a value read in chunks have each length: of the text at `first` of
+    each group of `width` entries, or (with `second`) the pair of the lengths at `first` and at
+    `second`."""
+    counts: Counter = Counter()
+    for part in packed.parts:
+        counts.update(text_lengths(part, first, width, second))
+    if second < 0:
+        return counts
+    return Counter({(both >> 32, both & 0xFFFFFFFF): n for both, n in counts.items()})
 
 
 # the types with a measure, each the model's method of that name (module values: the object alone)

@@ -22,6 +22,7 @@ Lists, listpacks and intsets count as in Redis 7.2 (`redis.RedisModel`).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -132,8 +133,8 @@ class ValkeyModel(RedisModel):
         top = buckets(elements)
         return HASHTABLE + metadata + BUCKET * (top + child_buckets(elements, top))
 
-    def hashtable_set(self, members: Sequence[bytes], converted_at: int | None) -> float:
-        return self.hashtable(len(members)) + sum(self.sds(len(m)) for m in members)
+    def dict_set(self, count: int, lengths: Counter, converted_at: int | None) -> float:
+        return self.hashtable(count) + sum(n * self.sds(m) for m, n in lengths.items())
 
     def hash(self, record: api.KeyRecord) -> float:
         """A hash with field TTLs is a hashtable whatever its size (a listpack holds none)."""
@@ -143,26 +144,27 @@ class ValkeyModel(RedisModel):
         expiring = {field for field, _ in ttls}
         pairs = record.value
         return (self.hashtable(len(pairs), HASH_METADATA)
-                + sum(self._hash_entry(f, v, f in expiring) for f, v in pairs))
+                + sum(self._hash_entry(len(f), len(v), f in expiring) for f, v in pairs))
 
-    def hashtable_hash(self, pairs: Sequence[tuple[bytes, bytes]], converted_at: int | None) -> float:
-        return self.hashtable(len(pairs), HASH_METADATA) + sum(self._hash_entry(f, v) for f, v in pairs)
+    def dict_hash(self, count: int, lengths: Counter, converted_at: int | None) -> float:
+        return self.hashtable(count, HASH_METADATA) + sum(n * self._hash_entry(f, v) for (f, v), n in lengths.items())
 
-    def _hash_entry(self, field: bytes, value: bytes, expiring: bool = False) -> int:
-        """hashTypeEntryMemUsage: the field's sds (type 8 at least with a TTL), the TTL, and the
-        value as an sds of type 8 in the same allocation up to 128 bytes, else a pointer to the
-        value's own sds (the field then type 8 at least too)."""
-        field_bytes = sds_bytes(len(field)) + (EXPIRY + 2 * (len(field) < 32)) * expiring
-        together = field_bytes + SDS8_HEADER + len(value) + 1
+    def _hash_entry(self, field: int, value: int, expiring: bool = False) -> int:
+        """hashTypeEntryMemUsage of a field and a value of these lengths: the field's sds (type 8
+        at least with a TTL), the TTL, and the value as an sds of type 8 in the same allocation
+        up to 128 bytes, else a pointer to the value's own sds (the field then type 8 at least
+        too)."""
+        field_bytes = sds_bytes(field) + (EXPIRY + 2 * (field < 32)) * expiring
+        together = field_bytes + SDS8_HEADER + value + 1
         if together <= HASH_EMBED_LIMIT:
             return self.size(together)
-        field_bytes += 2 * (len(field) < 32 and not expiring)
-        return self.size(VALUE_POINTER + field_bytes) + self.sds(len(value))
+        field_bytes += 2 * (field < 32 and not expiring)
+        return self.size(VALUE_POINTER + field_bytes) + self.sds(value)
 
-    def skiplist(self, members: Sequence[int]) -> float:
+    def skiplist(self, count: int, lengths: Counter) -> float:
         header = self.size(SKIPLIST_NODE + SKIPLIST_LEVEL * SKIPLIST_HEADER_LEVELS)
-        return (ZSET_SKIPLIST + self.hashtable(len(members)) + header
-                + sum(self.expected_node(SKIPLIST_NODE + KEY_PREFIX + sds_bytes(m)) for m in members))
+        return (ZSET_SKIPLIST + self.hashtable(count) + header
+                + sum(n * self.expected_node(SKIPLIST_NODE + KEY_PREFIX + sds_bytes(m)) for m, n in lengths.items()))
 
     def rax(self, keys: Sequence[int]) -> int:
         """raxAllocSize: the struct and every node's allocation."""

@@ -24,7 +24,6 @@ is the dump's save time (`save_time_ms`) unless --now; the builder's own default
 from __future__ import annotations
 
 import heapq
-import itertools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -37,7 +36,7 @@ from ..memory import RedisModel, Server
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import Version, signed64, stream_version
 from ..streams import ConsumerGroup, Stream, format_id
-from .prefixes import PrefixNode, PrefixTree
+from .prefixes import FramedTree, PrefixNode, PrefixTree
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -78,6 +77,12 @@ class _Sums:
         self.expires += expires
 
 
+def _add_up(sums: Any, more: Any) -> None:
+    """Adds every field of `more` to those of `sums` (a `_Sums` or `_StreamTotals`)."""
+    for name in vars(more):
+        setattr(sums, name, getattr(sums, name) + getattr(more, name))
+
+
 @dataclass
 class _StreamTotals:
     streams: int = 0
@@ -112,10 +117,12 @@ class ReportBuilder:
         self._encodings: dict[tuple[str, str], _Sums] = {}
         self._prefixes = PrefixTree(self.separator, self.depth, self.max_prefixes)
         self._expiry: dict[str, Counter] = {name: Counter() for name in EXPIRY_NAMES}
-        self._order = itertools.count()
+        self._added = 0  # rows offered to the top lists: the later of two equal ones loses
         self._top_keys: list[tuple[int, int, dict[str, Any]]] = []
         self._streams: list[tuple[int, int, dict[str, Any]]] = []
         self._stream_totals = _StreamTotals()
+        self._spill: Callable[[bytes, int, int], None] | None = None
+        self._spilling = False
 
     def add_key(self, db: int, key: bytes, type_name: str, encoding: str, size_in_file: int, elements: int,
                 memory: int, expire_at_ms: int | None) -> None:
@@ -123,7 +130,13 @@ class ReportBuilder:
         for sums in (self.totals, self._databases.setdefault(db, _Sums()), self._types.setdefault(type_name, _Sums()),
                      self._encodings.setdefault((type_name, encoding), _Sums())):
             sums.add(memory, elements, size_in_file, expires)
-        self._prefixes.add(key, elements, memory)
+        if self._spill is None:
+            self._prefixes.add(key, elements, memory)
+        elif self._spilling or not self._prefixes.fits(key):
+            self._spilling = True
+            self._spill(key, elements, memory)
+        else:
+            self._prefixes.add(key, elements, memory)
         bucket = self._expiry[self.expiry_bucket(expire_at_ms)]
         bucket["keys"] += 1
         bucket["memory"] += memory
@@ -165,11 +178,53 @@ class ReportBuilder:
 
     def _keep(self, heap: list[tuple[int, int, dict[str, Any]]], weight: int, row: dict[str, Any]) -> None:
         """Keeps the `top` heaviest rows; among equals the first added."""
-        item = (weight, -next(self._order), row)
+        self._added += 1
+        self._push(heap, (weight, -self._added, row))
+
+    def _push(self, heap: list[tuple[int, int, dict[str, Any]]], item: tuple[int, int, dict[str, Any]]) -> None:
         if len(heap) < self.top:
             heapq.heappush(heap, item)
         elif item[:2] > heap[0][:2]:
             heapq.heapreplace(heap, item)
+
+    def spill_prefixes(self, spill: Callable[[bytes, int, int], None] | None) -> None:
+        """From the first key whose prefixes would take the tree past `max_prefixes` on, the
+        prefix sums of every key (key, elements, memory) go to `spill` rather than the tree
+        (None: no more). A worker's builder does so, so that its tree holds every prefix of the
+        keys before: `merge` adds it as their keys would have been, and `add_prefixes` the keys
+        spilled after it, in order."""
+        self._spill = spill
+
+    def follow(self, earlier: ReportBuilder) -> bool:
+        """Whether this builder, given keys that come after those of `earlier`, counts their
+        prefixes as `earlier` would from now on: when its prefix tree is full, in a
+        `FramedTree` of it, which `earlier.merge` adds back without spilling any key."""
+        if not earlier._prefixes.full:
+            return False
+        self._prefixes = FramedTree(earlier._prefixes)
+        return True
+
+    def add_prefixes(self, key: bytes, elements: int, memory: int) -> None:
+        """The prefix sums of a key spilled by another builder (`spill_prefixes`), after `merge`."""
+        self._prefixes.add(key, elements, memory)
+
+    def merge(self, later: ReportBuilder) -> None:
+        """Adds what `later` (with the same parameters) gathered from keys that come after those
+        of this builder: the figures are those of one builder given all the keys in order (its
+        prefix tree never reached `max_prefixes`: see `spill_prefixes`; or it follows this one's)."""
+        _add_up(self.totals, later.totals)
+        for mine, theirs in ((self._databases, later._databases), (self._types, later._types),
+                             (self._encodings, later._encodings)):
+            for name, sums in theirs.items():
+                _add_up(mine.setdefault(name, _Sums()), sums)
+        self._prefixes.merge(later._prefixes)
+        for name, counts in later._expiry.items():
+            self._expiry[name].update(counts)
+        for heap, theirs in ((self._top_keys, later._top_keys), (self._streams, later._streams)):
+            for weight, order, row in theirs:
+                self._push(heap, (weight, order - self._added, row))  # after every row of this builder
+        self._added += later._added
+        _add_up(self._stream_totals, later._stream_totals)
 
     def result(self) -> dict[str, Any]:
         def sums(s: _Sums) -> dict[str, int]:
@@ -234,22 +289,20 @@ def ctime_ms(seconds: int) -> int:
 
 def element_count(record: api.KeyRecord) -> int:
     """A key's elements, as `rdbspec keys` counts them: a stream's length, a container's members,
-    1 for a string or a module value."""
-    value = record.value
-    if isinstance(value, Stream):
-        return value.length
-    return len(value) if isinstance(value, list) else 1
+    1 for a string or a module value (`KeyRecord.count_elements`)."""
+    count = record.count_elements()
+    return 1 if count is None else count
 
 
 def from_dump(dump: api.Dump, model: RedisModel, builder: ReportBuilder, *,
               keep: Callable[[api.KeyRecord], bool] | None = None, progress: Callable[[int], None] | None = None,
-              server: Server | None = None) -> ReportBuilder:
-    """Adds the keys of `dump` that `keep` selects (all without it), calling `progress` with each
-    record's offset; streams' lags by the rules of `server` (a Redis version), else of their RDB
-    type, and of Valkey 9 for a Valkey `server` or a VALKEY-magic dump."""
+              server: Server | None = None, records: Iterable[api.KeyRecord] | None = None) -> ReportBuilder:
+    """Adds the keys of `dump` (or `records`, some of them) that `keep` selects (all without it),
+    calling `progress` with each record's offset; streams' lags by the rules of `server` (a Redis
+    version), else of their RDB type, and of Valkey 9 for a Valkey `server` or a VALKEY-magic dump."""
     valkey = dump.header.magic.startswith("VALKEY") or (server is not None and server.name == "valkey")
     as_version = server.version if server is not None and server.name == "redis" else None
-    for record in dump.keys():
+    for record in dump.keys() if records is None else records:
         if progress is not None:
             progress(record.offset)
         if keep is not None and not keep(record):

@@ -16,7 +16,7 @@ from array import array as _array
 
 from rdbspec._elements cimport check_entry_columns, element_bytes
 from rdbspec._out cimport Out, put, put_u64
-from rdbspec_generated.native._columns cimport RaggedColumns, ScalarColumns
+from rdbspec_generated.native._columns cimport KIND_INT, RaggedColumns, ScalarColumns
 
 
 cdef int put_i64_text(Out* out, int64_t v) except -1:
@@ -81,7 +81,7 @@ cdef class Elements:
 
     cdef int add_to(self, Binary out, Py_ssize_t k) except -1:
         cdef ScalarColumns c = self.columns
-        if c.k[k] == 0:
+        if c.k[k] == KIND_INT:
             put_i64_text(&out.data, c.i[k])
             return out.end_item()
         return out.add(element_bytes(c, self.buf, k), c.l[k])

@@ -106,7 +106,7 @@ from ..errors import RdbError, as_internal, file_error_line, internal_error_line
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import stream_version
-from ..streams import EntryColumns, Stream
+from ..streams import EntryColumns
 from ..values import STREAM_KINDS
 from .entries import entry_batch
 from .options import STREAM_TABLES, TABLES, ReadOptions, option, resolve_paths
@@ -209,14 +209,6 @@ def _utf8(data: bytes) -> str | None:
 
 def _sid(stream_id: tuple[int, int] | None) -> str | None:
     return None if stream_id is None else f"{stream_id[0]}-{stream_id[1]}"
-
-
-def _elements(value: Any) -> int | None:
-    if isinstance(value, Stream):
-        return value.length
-    if isinstance(value, list):
-        return len(value)
-    return None
 
 
 class _Batcher:
@@ -345,7 +337,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
                 out.add(file=path, db=record.db, key=record.key, key_str=_utf8(record.key),
                         type=record.type_name, rdb_type=record.rdb_type, encoding=record.encoding,
                         expire_at_ms=record.expire_at_ms, idle=record.idle, freq=record.freq,
-                        offset=record.offset, size_in_file=record.size, elements=_elements(record.value),
+                        offset=record.offset, size_in_file=record.size, elements=record.count_elements(),
                         memory=model.usage(record))
                 if out.full():
                     yield out.take()
