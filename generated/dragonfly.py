@@ -86,7 +86,8 @@ class DfHashWithExpiry:
         "_root",
         "_io",
         "num_fields",
-        "entries",
+        "_lazy_entries",
+        "_given_entries",
     )
 
     @classmethod
@@ -111,6 +112,8 @@ class DfHashWithExpiry:
         # num_fields: Number of fields.
         num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_fields = num_fields
+        # entries: decoded on first access (see the property); stepped over here
+        self._lazy_entries = pos
         # entries: The fields.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
@@ -120,11 +123,10 @@ class DfHashWithExpiry:
                 "dragonfly:df_hash_with_expiry.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
-            entries_item, pos = DfHashEntry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
+            pos = DfHashEntry._skip(io, pos, None, root)
+            entries_item = None
         return self, pos
 
     @classmethod
@@ -185,6 +187,74 @@ class DfHashWithExpiry:
             )
         out.add(p_num_fields)
         out.add(p_entries)
+
+    @property
+    def entries(self):
+        """The fields.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_entries is None:  # an object to write: the value a writer gave it
+            return self._given_entries
+        return list(self.iter_entries())
+
+    @entries.setter
+    def entries(self, value) -> None:
+        self._lazy_entries = None
+        self._given_entries = value
+
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        if self._lazy_entries is None:  # an object to write: the elements a writer gave it
+            yield from self._given_entries or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(
+                io,
+                pos,
+                "dragonfly:df_hash_with_expiry.entries",
+                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+            )
+        for entries_index in range(entries_count):
+            entries_item, pos = DfHashEntry._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, rows: int):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 3
+        for item in self.iter_entries():
+            chunk.append(
+                item.field.raw
+                if item.field.raw is not None
+                else item.field.int_value
+                if item.field.int_value is not None
+                else item.field.lzf
+            )
+            chunk.append(
+                item.value.raw
+                if item.value.raw is not None
+                else item.value.int_value
+                if item.value.int_value is not None
+                else item.value.lzf
+            )
+            chunk.append(
+                item.ttl.raw
+                if item.ttl.raw is not None
+                else item.ttl.int_value
+                if item.ttl.int_value is not None
+                else item.ttl.lzf
+            )
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class DfHashEntry:
@@ -296,7 +366,8 @@ class DfSetWithExpiry:
         "_root",
         "_io",
         "num_members",
-        "entries",
+        "_lazy_entries",
+        "_given_entries",
     )
 
     @classmethod
@@ -321,6 +392,8 @@ class DfSetWithExpiry:
         # num_members: Number of members.
         num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_members = num_members
+        # entries: decoded on first access (see the property); stepped over here
+        self._lazy_entries = pos
         # entries: The members.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
@@ -330,11 +403,10 @@ class DfSetWithExpiry:
                 "dragonfly:df_set_with_expiry.entries",
                 f"count {entries_count} exceeds the {end - pos} bytes that remain",
             )
-        entries = []
+        entries = None
         for entries_index in range(entries_count):
-            entries_item, pos = DfSetEntry._read(io, pos, self, root)
-            entries.append(entries_item)
-        self.entries = entries
+            pos = DfSetEntry._skip(io, pos, None, root)
+            entries_item = None
         return self, pos
 
     @classmethod
@@ -395,6 +467,67 @@ class DfSetWithExpiry:
             )
         out.add(p_num_members)
         out.add(p_entries)
+
+    @property
+    def entries(self):
+        """The members.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_entries is None:  # an object to write: the value a writer gave it
+            return self._given_entries
+        return list(self.iter_entries())
+
+    @entries.setter
+    def entries(self, value) -> None:
+        self._lazy_entries = None
+        self._given_entries = value
+
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        if self._lazy_entries is None:  # an object to write: the elements a writer gave it
+            yield from self._given_entries or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_members.value
+        if entries_count < 0 or entries_count > (end - pos) // 2:
+            raise invalid(
+                io,
+                pos,
+                "dragonfly:df_set_with_expiry.entries",
+                f"count {entries_count} exceeds the {end - pos} bytes that remain",
+            )
+        for entries_index in range(entries_count):
+            entries_item, pos = DfSetEntry._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, rows: int):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 2
+        for item in self.iter_entries():
+            chunk.append(
+                item.member.raw
+                if item.member.raw is not None
+                else item.member.int_value
+                if item.member.int_value is not None
+                else item.member.lzf
+            )
+            chunk.append(
+                item.ttl.raw
+                if item.ttl.raw is not None
+                else item.ttl.int_value
+                if item.ttl.int_value is not None
+                else item.ttl.lzf
+            )
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class DfSetEntry:

@@ -24,6 +24,10 @@ STRING = 0
 VALKEY_HASH_2 = 278
 DF_JSON_LEGACY = 276
 
+# Elements a chunk of a hashtable-encoded value holds (`chunks_<field>` of the generated
+# parsers): bounded, so that a value of any size is walked in the same memory
+CHUNK_ROWS = 1 << 16
+
 
 # What C's strtod reads: the longest prefix that is a decimal or hexadecimal float, inf or nan
 _STRTOD = re.compile(rb"[ \t\n\v\f\r]*([+-]?(?:(0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
@@ -179,10 +183,10 @@ def _scores(texts: list[bytes]) -> list[float]:
 DF_MEMBER_EXPIRY_BASE_S = 1675209600
 
 
-def df_member_expiry_ms(ttl) -> int | None:
-    """The TTL must be an int64 in decimal, as absl::SimpleAtoi reads it; Dragonfly refuses the
-    file otherwise (dragonfly src/server/rdb_load.cc OpaqueObjLoader::CreateSet, CreateHMap)."""
-    raw = text(ttl)
+def df_member_expiry_ms(raw: bytes) -> int | None:
+    """The TTL (its text) must be an int64 in decimal, as absl::SimpleAtoi reads it; Dragonfly
+    refuses the file otherwise (dragonfly src/server/rdb_load.cc OpaqueObjLoader::CreateSet,
+    CreateHMap)."""
     if not re.fullmatch(rb"\s*[+-]?[0-9]+\s*", raw) or not -(1 << 63) <= int(raw) < 1 << 63:
         raise IntegrityError(f"the member TTL {raw!r} is not a 64-bit number")
     seconds = int(raw)
@@ -196,8 +200,19 @@ def df_chunks(chunk_list) -> bytes:
 
 
 def _df_set(v) -> Decoded:
-    rows = [(text(e.member), df_member_expiry_ms(e.ttl)) for e in v.entries]
+    rows = []
+    for chunk in v.chunks_entries(CHUNK_ROWS):  # (member, ttl) texts
+        flat = texts(chunk)
+        rows.extend(zip(flat[0::2], map(df_member_expiry_ms, flat[1::2])))
     return Decoded([m for m, _ in rows], member_expire_at_ms=[(m, t) for m, t in rows if t is not None])
+
+
+def _df_hash(v) -> Decoded:
+    rows = []
+    for chunk in v.chunks_entries(CHUNK_ROWS):  # (field, value, ttl) texts
+        flat = texts(chunk)
+        rows.extend(zip(flat[0::3], flat[1::3], map(df_member_expiry_ms, flat[2::3])))
+    return _hash_with_ttls(rows)
 
 
 def _df_sbf(v, chunked: bool) -> dict:
@@ -251,7 +266,7 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     25: lambda v, t: _listpack_triples(container(v.listpack)),
     26: lambda v, t: Decoded(Stream.from_spec(v, t)),
     30: lambda v, t: Decoded(text(v)),
-    31: lambda v, t: _hash_with_ttls([(text(e.field), text(e.value), df_member_expiry_ms(e.ttl)) for e in v.entries]),
+    31: lambda v, t: _df_hash(v),
     32: lambda v, t: _df_set(v),
     33: lambda v, t: Decoded(_df_sbf(v, chunked=False)),
     34: lambda v, t: Decoded(_df_sbf(v, chunked=True)),
@@ -279,11 +294,6 @@ ENCODINGS = {0: "string", 1: "linkedlist", 2: "hashtable", 3: "skiplist", 4: "ha
              20: "listpack", 21: "listpacks", 22: "hashtable", 23: "listpack", 24: "hashtable", 25: "listpack",
              26: "listpacks", 30: "json", 31: "hashtable", 32: "hashtable", 33: "sbf", 34: "sbf", 35: "cms",
              36: "topk", 37: "cuckoo", DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hashtable"}
-
-
-# Elements a chunk of a hashtable-encoded value holds (`chunks_<field>` of the generated
-# parsers): bounded, so that a value of any size is walked in the same memory
-CHUNK_ROWS = 1 << 16
 
 
 @dataclass(slots=True)

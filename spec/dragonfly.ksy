@@ -23,6 +23,8 @@ types:
         type: df_hash_entry
         repeat: expr
         repeat-expr: num_fields.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The fields.
   df_hash_entry:
     doc: One field of a Dragonfly HASH_WITH_EXPIRY.
@@ -48,6 +50,8 @@ types:
         type: df_set_entry
         repeat: expr
         repeat-expr: num_members.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The members.
   df_set_entry:
     doc: One member of a Dragonfly SET_WITH_EXPIRY.

@@ -19,9 +19,11 @@ from rdbspec import ParseError, jsonl, values
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
 
+from rdbspec_generated import dragonfly as python_dragonfly  # noqa: E402
 from rdbspec_generated import hash as python_hash  # noqa: E402
 from rdbspec_generated import rdb as python_rdb  # noqa: E402
 from rdbspec_generated import zset as python_zset  # noqa: E402
+from rdbspec_generated.native import dragonfly as native_dragonfly  # noqa: E402
 from rdbspec_generated.native import hash as native_hash  # noqa: E402
 from rdbspec_generated.native import rdb as native_rdb  # noqa: E402
 from rdbspec_generated.native import zset as native_zset  # noqa: E402
@@ -33,6 +35,7 @@ from build import f64, rdb_len, rdb_str_single_entry  # noqa: E402
 ELEMENTS = [b"plain", b"7", b"-300", b"2147483647", b"", b"x" * 64, b"ab" * 40, b"\xff\x00bytes",
             b"9223372036854775807", b"0" * 30]
 BACKENDS = {"python": (python_rdb, python_hash, python_zset), "native": (native_rdb, native_hash, native_zset)}
+DRAGONFLY = {"python": python_dragonfly, "native": native_dragonfly}
 
 
 def encoded(element: bytes) -> bytes:
@@ -67,7 +70,14 @@ def test_chunks_give_the_objects_values_a_bounded_number_at_a_time(backend: str,
     ttls = hash_.HashMetadata.from_bytes(struct.pack("<Q", 1700000000000) + rdb_len(n)
                                          + b"".join(rdb_len(i * 1000) + encoded(e) + encoded(b"v") for i, e in
                                                     enumerate(ELEMENTS)))
+    dragonfly = DRAGONFLY[backend]
+    ttl = [encoded(b"%d" % (i * 100 - 1)) for i in range(n)]  # seconds since Dragonfly's base, -1: none
+    df_set = dragonfly.DfSetWithExpiry.from_bytes(rdb_len(n) + b"".join(encoded(e) + t for e, t in zip(ELEMENTS, ttl)))
+    df_hash = dragonfly.DfHashWithExpiry.from_bytes(rdb_len(n) + b"".join(encoded(e) + encoded(e[:3]) + t
+                                                                         for e, t in zip(ELEMENTS, ttl)))
     cases = [
+        (df_set.chunks_entries(rows), [element(x) for e in df_set.entries for x in (e.member, e.ttl)], 2),
+        (df_hash.chunks_entries(rows), [element(x) for e in df_hash.entries for x in (e.field, e.value, e.ttl)], 3),
         (items.chunks_items(rows), [element(s) for s in items.items], 1),
         (table.chunks_entries(rows), [element(x) for p in table.entries for x in (p.field, p.value)], 2),
         (members.chunks_entries(rows), [x for e in members.entries for x in (element(e.member), e.score)], 2),

@@ -13,7 +13,7 @@ cdef class DfHashWithExpiry:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object entries
+    cdef public object _lazy_entries
     cdef public object _lazy_num_fields
 
 cdef class DfHashEntry:
@@ -28,7 +28,7 @@ cdef class DfSetWithExpiry:
     cdef public object _parent
     cdef public object _root
     cdef public object _io
-    cdef public object entries
+    cdef public object _lazy_entries
     cdef public object _lazy_num_members
 
 cdef class DfSetEntry:

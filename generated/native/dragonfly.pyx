@@ -18,6 +18,7 @@ from ._columns cimport RaggedColumns, ScalarColumns
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
 from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
+from .rdb_string cimport c_push_rdb_string as rdb_string__c_push_rdb_string
 from .rdb_string cimport c_read_rdb_len as rdb_string__c_read_rdb_len
 from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
 from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
@@ -80,7 +81,7 @@ cdef class DfHashWithExpiry:
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_fields", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_entries", "_lazy_num_fields", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -113,6 +114,14 @@ cdef class DfHashWithExpiry:
             PyBuffer_Release(&_view)
 
     @property
+    def entries(self):
+        """The fields.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_entries())
+
+    @property
     def num_fields(self):
         """Number of fields.
 
@@ -134,6 +143,51 @@ cdef class DfHashWithExpiry:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        for entries_index in range(<Py_ssize_t>entries_count):
+            entries_item, pos = DfHashEntry._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, Py_ssize_t rows):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_fields.value
+        if entries_count < 0 or entries_count > (end - pos) // 3:
+            raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        left = entries_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 3)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_hash_with_expiry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -147,15 +201,16 @@ cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const un
     # num_fields: Number of fields.
     self._lazy_num_fields = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
+    # entries: decoded on first access (see the property); stepped over here
+    self._lazy_entries = pos
     # entries: The fields.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
         raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
-        entries_item = c_read_df_hash_entry(io, buf, _p, end, &pos, self, root)
-        entries.append(entries_item)
-    self.entries = entries
+        pos = c_skip_df_hash_entry(io, buf, _p, end, pos, None, root)
+        entries_item = None
     _at[0] = pos
     return self
 
@@ -263,7 +318,7 @@ cdef class DfSetWithExpiry:
     Written by: dragonfly src/server/rdb_load.cc RdbLoaderBase::ReadObj"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "entries", "_lazy_num_members", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "_lazy_entries", "_lazy_num_members", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data):
@@ -296,6 +351,14 @@ cdef class DfSetWithExpiry:
             PyBuffer_Release(&_view)
 
     @property
+    def entries(self):
+        """The members.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_entries())
+
+    @property
     def num_members(self):
         """Number of members.
 
@@ -317,6 +380,50 @@ cdef class DfSetWithExpiry:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_entries(self):
+        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_members.value
+        if entries_count < 0 or entries_count > (end - pos) // 2:
+            raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        for entries_index in range(<Py_ssize_t>entries_count):
+            entries_item, pos = DfSetEntry._read(io, pos, self, root)
+            yield entries_item
+
+    def chunks_entries(self, Py_ssize_t rows):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_members.value
+        if entries_count < 0 or entries_count > (end - pos) // 2:
+            raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        left = entries_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 2)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+                    rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
     """Reads one df_set_with_expiry at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -330,15 +437,16 @@ cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsi
     # num_members: Number of members.
     self._lazy_num_members = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_members)
+    # entries: decoded on first access (see the property); stepped over here
+    self._lazy_entries = pos
     # entries: The members.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
         raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
-    entries = []
+    entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
-        entries_item = c_read_df_set_entry(io, buf, _p, end, &pos, self, root)
-        entries.append(entries_item)
-    self.entries = entries
+        pos = c_skip_df_set_entry(io, buf, _p, end, pos, None, root)
+        entries_item = None
     _at[0] = pos
     return self
 
