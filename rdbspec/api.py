@@ -10,6 +10,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -79,10 +80,13 @@ class KeyRecord:
     def encoding(self) -> str:
         return values.ENCODINGS.get(self.value_kind, "unknown")
 
-    def _sink(self, reason: str, offset: int | None, where: str) -> None:
-        """Where the checks that the server does not make on load report, for this key."""
-        if self._warn is not None:
-            self._warn(RdbWarning(reason, self.offset if offset is None else offset, self.key, where))
+    @property
+    def _sink(self) -> Callable[[str, int | None, str], None]:
+        """Where the checks that the server does not make on load report, for this key. It holds
+        the key's name and offset, not the record: a value that keeps its sink (a `Stream`) and
+        the record that keeps the value would otherwise make a reference cycle, which only the
+        cyclic garbage collector frees, with everything the value holds."""
+        return partial(_tell, self._warn, self.offset, self.key)
 
     def _decode(self) -> values.Decoded:
         if self._decoded is None:
@@ -204,6 +208,13 @@ class KeyRecord:
     @property
     def field_expire_at_ms(self) -> list[tuple[bytes, int]] | None:
         return self._decode().field_expire_at_ms
+
+
+def _tell(warn: Callable[[RdbWarning], None] | None, record_offset: int, key: bytes, reason: str,
+          offset: int | None, where: str) -> None:
+    """A warning about key `key` (the record at `record_offset`), told to `warn`."""
+    if warn is not None:
+        warn(RdbWarning(reason, record_offset if offset is None else offset, key, where))
 
 
 class Dump:

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from .api import KeyRecord
-from .streams import EntryColumns, EntryFields, Stream, StreamEntry, format_id
+from .streams import ConsumerGroup, EntryColumns, EntryFields, Stream, StreamEntry, format_id
 from .values import PACKERS, ModuleValue, Packed
 
 try:  # compiled by setup.py from _jsonl_encode.pyx; absent without a C compiler
@@ -80,16 +80,23 @@ def stream_json(stream: Stream, include_deleted: bool, with_entries: bool = True
         "max_deleted_entry_id": format_id(stream.max_deleted_entry_id) if stream.max_deleted_entry_id else None,
         "entries_added": stream.entries_added,
         "entries": entries,
-        "groups": [{
-            "name": s(g.name),
-            "last_delivered_id": format_id(g.last_delivered_id),
-            "entries_read": g.entries_read,
-            "pending": [{"id": format_id(p.id), "consumer": s(p.consumer) if p.consumer is not None else None,
-                         "delivery_time_ms": p.delivery_time_ms, "delivery_count": p.delivery_count}
-                        for p in g.pending],
-            "consumers": [{"name": s(c.name), "seen_time_ms": c.seen_time_ms, "active_time_ms": c.active_time_ms,
-                           "pending": [format_id(i) for i in c.pending]} for c in g.consumers],
-        } for g in stream.groups],
+        "groups": [group_json(g) for g in stream.groups],
+    }
+
+
+def group_json(g: ConsumerGroup) -> dict:
+    """A consumer group's object. It runs once per pending entry, twice with a consumer: its IDs
+    are written as `format_id` writes them, inline, and each consumer's name is written once."""
+    names = {c.name: s(c.name) for c in g.consumers}  # every pending entry's consumer is one of them
+    return {
+        "name": s(g.name),
+        "last_delivered_id": format_id(g.last_delivered_id),
+        "entries_read": g.entries_read,
+        "pending": [{"id": f"{p.id[0]}-{p.id[1]}", "consumer": names.get(p.consumer),
+                     "delivery_time_ms": p.delivery_time_ms, "delivery_count": p.delivery_count}
+                    for p in g.pending],
+        "consumers": [{"name": names[c.name], "seen_time_ms": c.seen_time_ms, "active_time_ms": c.active_time_ms,
+                       "pending": [f"{ms}-{seq}" for ms, seq in c.pending]} for c in g.consumers],
     }
 
 

@@ -266,13 +266,14 @@ class NodeTable(Sequence[StreamNode]):
         return sizes
 
 
-def _listpack_place(node: Any) -> tuple[tuple[type, Any], int]:
-    """Where a generated `stream_node`'s listpack blob is: (the node's type, its stream) and the
-    position (the generator keeps a `-rdbspec-lazy` field's position as `_lazy_<field>`)."""
-    return (type(node), node._io), node._lazy_listpack
+def _listpack_place(node: Any) -> tuple[tuple[type, Any, Any], int]:
+    """Where a generated `stream_node`'s listpack blob is: (the node's type, its stream, the root
+    it was read under) and the position (the generator keeps a `-rdbspec-lazy` field's position
+    as `_lazy_<field>`)."""
+    return (type(node), node._io, node._root), node._lazy_listpack
 
 
-@dataclass
+@dataclass(slots=True)
 class PendingEntry:
     id: StreamId
     consumer: bytes | None
@@ -454,25 +455,30 @@ def _read_node(node: StreamNode, origin: tuple[int, bytes] | None, warn: Warning
         raise InternalError(err, *(origin or (None, None))) from err
 
 
-def _node_entries(source: tuple[type, Any], offset: int, master_id: StreamId) -> NodeEntries:
+def _node_entries(source: tuple[type, Any, Any], offset: int, master_id: StreamId) -> NodeEntries:
     """Decodes the listpack blob at `offset` (spec `stream::stream_listpack`) into columns. It is
     read by the `listpack` property of a bare node of the generated type that read the stream,
-    so by the same backend."""
-    node_type, io = source
+    so by the same backend, under the stream's root: without one, the blob would be its own root,
+    a reference cycle a node that only the cyclic garbage collector frees."""
+    node_type, io, root = source
     node = node_type.__new__(node_type)
-    node._parent = node._root = None
+    node._parent, node._root = None, root
     node._io, node._lazy_listpack = io, offset
     lp = container(node.listpack)
-    master = lp.master
-    return NodeEntries(master.count, master.deleted,
-                       EntryColumns.from_rows(lp.entries, master_id, texts(master.fields)))
+    master, rows = lp.master, lp.entries
+    got = NodeEntries(master.count, master.deleted, EntryColumns.from_rows(rows, master_id, texts(master.fields)))
+    # the rows keep the listpack (their expressions read its master entry) that keeps them: a
+    # reference cycle a node, let go here rather than left to the cyclic garbage collector
+    rows._parent = None
+    return got
 
 
 def _group(g, warn: WarningSink | None) -> ConsumerGroup:
     name = text(g.name)
     pending: dict[StreamId, PendingEntry] = {}
-    for row in g.pel:
-        entry_id = (row.id.ms, row.id.seq)
+    for row in g.pel:  # once per pending entry: what it reads is looked up once
+        row_id = row.id
+        entry_id = (row_id.ms, row_id.seq)
         if entry_id in pending:
             raise IntegrityError(f"group {name!r}: entry {format_id(entry_id)} is pending twice")
         pending[entry_id] = PendingEntry(entry_id, None, row.delivery_time, row.delivery_count.value)
