@@ -616,19 +616,17 @@ class NativeModuleRenderer(render.ModuleRenderer):
         view = super().type_view(t)
         self.views.append(view)
         view.span = span_field(t) if t.scalar else None
+        push = None
         if view.span is not None:  # c_push_<id>: the same reader, its value pushed into columns
             push = self.emitter(self.builder, t, SCALAR)
             push.span = view.span
-            lines = push.body()
-            view.push_lines = ["    " + line for line in push.push_lines()]
-            view.push_body = self.collect(push, lines)
-        if t.element:  # c_push_<id> of an object type, for the columns of chunked repeats
+        elif t.element:  # c_push_<id> of an object type, for the columns of chunked repeats
             push = ElementEmitter(self.builder, t)
+            view.element_names = t.element
+        if push is not None:
             lines = push.body()
             view.push_lines = ["    " + line for line in push.push_lines()]
             view.push_body = self.collect(push, lines)
-            view.element = True
-            view.element_names = t.element
         view.values = struct_members(self.builder, t)
         if view.values:
             scan = ValuesEmitter(self.builder, t, view.values)

@@ -70,8 +70,7 @@ class TypeView:
     keeps_parent: bool = True  # see plan.keeps_parent
     lazy_iters: list[PropertyView] = field(default_factory=list)  # iter_<field> of repeated lazy fields
     chunk_iters: list[PropertyView] = field(default_factory=list)  # chunks_<field> of -rdbspec-chunks fields
-    element: bool = False  # a `-rdbspec-element` type: the native target pushes it into columns
-    element_names: list[str] = field(default_factory=list)
+    element_names: list[str] = field(default_factory=list)  # of a `-rdbspec-element` type (see emit_cython)
     write_body: list[str] = field(default_factory=list)  # `_write`, or `write_<id>` for a type with inputs
     write_inputs: list[str] = field(default_factory=list)  # the instances `write_<id>` takes
 

@@ -22,11 +22,6 @@ def text(s) -> bytes:
     return s.lzf
 
 
-def strings(items) -> list[bytes]:
-    """`text` of each `rdb_string` (the raw ones, most, without a call each)."""
-    return [raw if (raw := s.raw) is not None else text(s) for s in items]
-
-
 def scalar(v: int | bytes) -> bytes:
     """A listpack or ziplist entry as the server returns it (integers as decimal text)."""
     return v if isinstance(v, bytes) else str(v).encode()

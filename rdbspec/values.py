@@ -199,20 +199,17 @@ def df_chunks(chunk_list) -> bytes:
     return b"".join(text(chunk.data) for chunk in chunk_list.chunks)
 
 
+def chunk_rows(v, width: int) -> Iterator[tuple[bytes, ...]]:
+    """Each element of a value read in chunks (`chunks_entries`) as the texts of its `width`
+    entries (integers as their decimal text)."""
+    for chunk in v.chunks_entries(CHUNK_ROWS):
+        flat = texts(chunk)
+        yield from zip(*(flat[i::width] for i in range(width)))
+
+
 def _df_set(v) -> Decoded:
-    rows = []
-    for chunk in v.chunks_entries(CHUNK_ROWS):  # (member, ttl) texts
-        flat = texts(chunk)
-        rows.extend(zip(flat[0::2], map(df_member_expiry_ms, flat[1::2])))
+    rows = [(member, df_member_expiry_ms(ttl)) for member, ttl in chunk_rows(v, 2)]
     return Decoded([m for m, _ in rows], member_expire_at_ms=[(m, t) for m, t in rows if t is not None])
-
-
-def _df_hash(v) -> Decoded:
-    rows = []
-    for chunk in v.chunks_entries(CHUNK_ROWS):  # (field, value, ttl) texts
-        flat = texts(chunk)
-        rows.extend(zip(flat[0::3], flat[1::3], map(df_member_expiry_ms, flat[2::3])))
-    return _hash_with_ttls(rows)
 
 
 def _df_sbf(v, chunked: bool) -> dict:
@@ -260,13 +257,14 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     19: lambda v, t: Decoded(Stream.from_spec(v, t)),
     20: lambda v, t: Decoded(texts(container(v).entries)),
     21: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    22: lambda v, t: _ttl_rows(v, lambda ttl: ttl or None),
+    22: lambda v, t: _hash_with_ttls([(f, value, int(ttl) or None) for ttl, f, value in chunk_rows(v, 3)]),
     23: lambda v, t: _listpack_triples(container(v.listpack)),
-    24: lambda v, t: _ttl_rows(v, lambda ttl: ttl + v.min_expire - 1 if ttl else None),
+    24: lambda v, t: _hash_with_ttls([(f, value, int(ttl) + v.min_expire - 1 if ttl != b"0" else None)
+                                      for ttl, f, value in chunk_rows(v, 3)]),
     25: lambda v, t: _listpack_triples(container(v.listpack)),
     26: lambda v, t: Decoded(Stream.from_spec(v, t)),
     30: lambda v, t: Decoded(text(v)),
-    31: lambda v, t: _df_hash(v),
+    31: lambda v, t: _hash_with_ttls([(f, value, df_member_expiry_ms(ttl)) for f, value, ttl in chunk_rows(v, 3)]),
     32: lambda v, t: _df_set(v),
     33: lambda v, t: Decoded(_df_sbf(v, chunked=False)),
     34: lambda v, t: Decoded(_df_sbf(v, chunked=True)),
@@ -377,16 +375,6 @@ def packed(value_kind: int, value) -> Packed | None:
             got.parts = itertools.chain((part,), got.parts)
             return got
     return None
-
-
-def _ttl_rows(v, absolute) -> Decoded:
-    """A field-TTL hash's (ttl, field, value) chunks as `_hash_with_ttls` rows, each TTL made
-    absolute by `absolute` (None for a field without one)."""
-    rows = []
-    for chunk in v.chunks_entries(CHUNK_ROWS):
-        flat, numbers = texts(chunk), values(chunk)
-        rows.extend(zip(flat[1::3], flat[2::3], map(absolute, numbers[0::3])))
-    return _hash_with_ttls(rows)
 
 
 def _blob_size(blob) -> int:

@@ -34,6 +34,8 @@ from build import f64, rdb_len, rdb_str_single_entry  # noqa: E402
 # raw, integer-encoded (INT8, INT16, INT32), empty and LZF-compressed elements
 ELEMENTS = [b"plain", b"7", b"-300", b"2147483647", b"", b"x" * 64, b"ab" * 40, b"\xff\x00bytes",
             b"9223372036854775807", b"0" * 30]
+# relative field TTLs (rdb_len, up to 64 bits: one beyond a signed column's range)
+TTLS = [0, 1, 1000, 1 << 32, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 5, 6, 7]
 BACKENDS = {"python": (python_rdb, python_hash, python_zset), "native": (native_rdb, native_hash, native_zset)}
 DRAGONFLY = {"python": python_dragonfly, "native": native_dragonfly}
 
@@ -68,8 +70,8 @@ def test_chunks_give_the_objects_values_a_bounded_number_at_a_time(backend: str,
     scores = [1.5, -0.0, math.inf, -math.inf, 1e-310, 3.0, 7.25, -2.0, 0.1, 1e300]
     members = zset.Zset2.from_bytes(rdb_len(n) + b"".join(encoded(e) + f64(x) for e, x in zip(ELEMENTS, scores)))
     ttls = hash_.HashMetadata.from_bytes(struct.pack("<Q", 1700000000000) + rdb_len(n)
-                                         + b"".join(rdb_len(i * 1000) + encoded(e) + encoded(b"v") for i, e in
-                                                    enumerate(ELEMENTS)))
+                                         + b"".join(rdb_len(ttl) + encoded(e) + encoded(b"v") for ttl, e in
+                                                    zip(TTLS, ELEMENTS)))
     dragonfly = DRAGONFLY[backend]
     ttl = [encoded(b"%d" % (i * 100 - 1)) for i in range(n)]  # seconds since Dragonfly's base, -1: none
     df_set = dragonfly.DfSetWithExpiry.from_bytes(rdb_len(n) + b"".join(encoded(e) + t for e, t in zip(ELEMENTS, ttl)))
@@ -101,6 +103,11 @@ def test_native_chunks_keep_spans_and_hold_only_decompressed_bytes() -> None:
     assert chunk.values() == [b"plain", b"ab" * 40, 12]
     assert chunk.texts() == [b"plain", b"ab" * 40, b"12"]
     assert chunk[1] == b"ab" * 40 and chunk[-1] == 12
+    lengths, = native_hash.HashMetadata.from_bytes(bytes(8) + rdb_len(2) + b"".join(
+        rdb_len(ttl) + encoded(b"f") + encoded(b"v") for ttl in ((1 << 64) - 1, 7))).chunks_entries(4)
+    assert list(lengths.kinds) == [5, 1, 1, 0, 1, 1]  # an unsigned row beyond int64, then an integer
+    assert lengths.values() == [(1 << 64) - 1, b"f", b"v", 7, b"f", b"v"]
+    assert lengths.texts()[0] == b"18446744073709551615" and list(lengths.text_lengths(0, 3)) == [20, 1]
     scored, = native_zset.Zset2.from_bytes(rdb_len(1) + encoded(b"m" * 30) + f64(2.5)).chunks_entries(4)
     assert list(scored.kinds) == [3, 4] and scored.values() == [b"m" * 30, 2.5]
     assert scored.strtod(0, 1, 127) == [0.0, 2.5]

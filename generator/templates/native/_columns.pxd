@@ -12,6 +12,7 @@ cdef enum:
     KIND_NULL = 2
     KIND_HELD = 3
     KIND_DOUBLE = 4
+    KIND_UINT = 5
 
 
 cdef class ScalarColumns:
@@ -25,6 +26,7 @@ cdef class ScalarColumns:
     cdef int64_t* l
 
     cdef int reserve(self, Py_ssize_t more) except -1
+    cdef int push_row(self, uint8_t kind, int64_t value, int64_t start, int64_t length) except -1
     cdef int push_int(self, int64_t value) except -1
     cdef int push_span(self, int64_t start, int64_t length) except -1
     cdef int push_none(self) except -1

@@ -4,11 +4,12 @@
 `ScalarColumns` holds the elements of a repeat of a `-rdbspec-scalar` type (listpack and ziplist
 entries, stream items), intset members and the chunks of a `-rdbspec-chunks` repeat (the
 elements of hashtable-encoded values) as four C arrays, one row per element: `kinds`
-(KIND_INT, KIND_BYTES, KIND_NULL, KIND_HELD, KIND_DOUBLE), `ints` (the integer, or a double's
-bits), `starts` and `lengths` (where the bytes lie: for KIND_BYTES in `buf`, the buffer they
+(KIND_INT, KIND_BYTES, KIND_NULL, KIND_HELD, KIND_DOUBLE, KIND_UINT), `ints` (the integer, a
+double's or an unsigned integer's bits), `starts` and `lengths` (where the bytes lie: for KIND_BYTES in `buf`, the buffer they
 were read from, the mapped file or a decompressed blob; for KIND_HELD in `held`, bytes the
-columns keep, such as a decompressed LZF string's). Nothing is made per element while reading; Python objects are made when a caller
-asks (indexing, `values()`, `texts()`, `pairs()`), equal to what the Python backend's lists hold.
+columns keep, such as a decompressed LZF string's). Nothing is made per element while reading;
+Python objects are made when a caller asks (indexing, `values()`, `texts()`, `pairs()`), equal
+to what the Python backend's lists hold.
 `RaggedColumns` is a column of lists (the items of each stream entry): one `ScalarColumns` of
 every row's elements and the row boundaries.
 """
@@ -74,46 +75,29 @@ cdef class ScalarColumns:
         self.l = <int64_t*>self._lengths.data.as_voidptr
         return 0
 
-    cdef int push_int(self, int64_t value) except -1:
+    cdef inline int push_row(self, uint8_t kind, int64_t value, int64_t start, int64_t length) except -1:
         if self.n == len(self._kinds):
             self.reserve(1)
-        self.k[self.n] = KIND_INT
+        self.k[self.n] = kind
         self.i[self.n] = value
-        self.s[self.n] = 0
-        self.l[self.n] = 0
-        self.n += 1
-        return 0
-
-    cdef int push_span(self, int64_t start, int64_t length) except -1:
-        if self.n == len(self._kinds):
-            self.reserve(1)
-        self.k[self.n] = KIND_BYTES
-        self.i[self.n] = 0
         self.s[self.n] = start
         self.l[self.n] = length
         self.n += 1
         return 0
 
+    cdef int push_int(self, int64_t value) except -1:
+        return self.push_row(KIND_INT, value, 0, 0)
+
+    cdef int push_span(self, int64_t start, int64_t length) except -1:
+        return self.push_row(KIND_BYTES, 0, start, length)
+
     cdef int push_none(self) except -1:
-        if self.n == len(self._kinds):
-            self.reserve(1)
-        self.k[self.n] = KIND_NULL
-        self.i[self.n] = 0
-        self.s[self.n] = 0
-        self.l[self.n] = 0
-        self.n += 1
-        return 0
+        return self.push_row(KIND_NULL, 0, 0, 0)
 
     cdef int push_bytes(self, bytes value) except -1:
         """Bytes that are not in `buf` (a decompressed string): kept in `held`."""
-        if self.n == len(self._kinds):
-            self.reserve(1)
-        self.k[self.n] = KIND_HELD
-        self.i[self.n] = 0
-        self.s[self.n] = len(self.held)
-        self.l[self.n] = len(value)
+        self.push_row(KIND_HELD, 0, len(self.held), len(value))
         self.held += value
-        self.n += 1
         return 0
 
     cdef const unsigned char* held_data(self):
@@ -121,21 +105,14 @@ cdef class ScalarColumns:
         return <const unsigned char*>PyByteArray_AS_STRING(self.held)
 
     cdef int push_double(self, double value) except -1:
-        if self.n == len(self._kinds):
-            self.reserve(1)
-        self.k[self.n] = KIND_DOUBLE
-        memcpy(&self.i[self.n], &value, 8)
-        self.s[self.n] = 0
-        self.l[self.n] = 0
-        self.n += 1
-        return 0
+        cdef int64_t bits
+        memcpy(&bits, &value, 8)
+        return self.push_row(KIND_DOUBLE, bits, 0, 0)
 
     cdef int push_length(self, unsigned long long value) except -1:
-        """An unsigned 64-bit number (an RDB length) as an integer row; one above 2**63 - 1
-        does not fit the column."""
-        if value > 0x7FFFFFFFFFFFFFFF:
-            raise OverflowError(f"the length {value} does not fit a 64-bit signed column")
-        return self.push_int(<int64_t>value)
+        """An unsigned 64-bit number (an RDB length): an integer row, or above 2**63 - 1 a
+        KIND_UINT row of the same bits."""
+        return self.push_row(KIND_INT if value <= 0x7FFFFFFFFFFFFFFF else KIND_UINT, <int64_t>value, 0, 0)
 
     cpdef append(self, value):
         """Adds an integer or None (the elements that are not bytes of `buf`)."""
@@ -158,6 +135,8 @@ cdef class ScalarColumns:
         if kind == KIND_DOUBLE:
             memcpy(&number, &self.i[index], 8)
             return number
+        if kind == KIND_UINT:
+            return <uint64_t>self.i[index]
         if kind == KIND_HELD:
             return bytes(self.held[self.s[index]:self.s[index] + self.l[index]])
         return self.buf[self.s[index]:self.s[index] + self.l[index]]
@@ -213,6 +192,8 @@ cdef class ScalarColumns:
         for index in range(self.n):
             if self.k[index] == KIND_INT:
                 out[index] = decimal_text(self.i[index])
+            elif self.k[index] == KIND_UINT:
+                out[index] = b"%d" % out[index]
         return out
 
     def strtod(self, Py_ssize_t start, Py_ssize_t step, Py_ssize_t max_len) -> list:
@@ -238,8 +219,8 @@ cdef class ScalarColumns:
                        length)
                 copy[length] = 0
                 out.append(strtod(copy, NULL))
-            elif self.k[index] == KIND_DOUBLE:
-                out.append(self.item(index))
+            elif self.k[index] == KIND_DOUBLE or self.k[index] == KIND_UINT:
+                out.append(float(self.item(index)))
             else:
                 out.append(0.0)
         return out
@@ -258,6 +239,8 @@ cdef class ScalarColumns:
             return digits
         if self.k[index] == KIND_BYTES or self.k[index] == KIND_HELD:
             return self.l[index]
+        if self.k[index] == KIND_UINT:
+            return len(b"%d" % self.item(index))
         return 0
 
     def text_lengths(self, Py_ssize_t start, Py_ssize_t step, Py_ssize_t second=-1) -> array.array:
