@@ -31,6 +31,8 @@ KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
 # what a server writes before the keys (Valkey 9's SLOT_IMPORT: valkey src/cluster_migrateslots.c
 # clusterRDBSaveSlotImports, right before the databases)
 HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT))
+# `Dump.checksum_status` of a dump saved with `rdbchecksum no`: 0 where the CRC-64 goes
+CHECKSUM_DISABLED = "disabled (0)"
 # what the server writes right before a key's type byte, for that key (rdbSaveKeyValuePair: expiry,
 # LRU, LFU; Redis 8.6's key metadata, src/keymeta.c rdbSaveKeyMetadata): a loader keeps them until
 # the next key (rdbLoadRioWithLoadingCtx)
@@ -466,7 +468,7 @@ class Dump:
         if stored is None:
             self.checksum_status = "absent (RDB < 5)"
         elif stored == 0:
-            self.checksum_status = "disabled (0)"
+            self.checksum_status = CHECKSUM_DISABLED
         elif not self.verify_checksum:
             self.checksum_status = "not verified"
         else:

@@ -39,7 +39,6 @@ from .stream_commands.rules import Version
 from .writer import DumpBuffer, Writer
 
 AFTER_RDB = 2  # redis src/server.h REDISMODULE_AUX_AFTER_RDB: module data saved after the keys
-CHECKSUM_DISABLED = "disabled (0)"  # `api.Dump.checksum_status` of a dump saved with `rdbchecksum no`
 
 
 @dataclass
@@ -148,7 +147,7 @@ def checksummed(dump: api.Dump) -> bool:
     """Whether a dump read to its end is written again with a CRC-64: not when it has 0 there
     (saved with `rdbchecksum no`: rdbSaveRio's rio then never updates its checksum), as its server
     would write it again. Dragonfly writes 0 in every file; the Redis dump made of them gets one."""
-    return dump.header.dialect == "dragonfly" or dump.checksum_status != CHECKSUM_DISABLED
+    return dump.header.dialect == "dragonfly" or dump.checksum_status != api.CHECKSUM_DISABLED
 
 
 def _plan_of(dump: api.Dump, converter: Converter | None) -> Plan:
