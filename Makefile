@@ -12,6 +12,9 @@ STAMP := $(VENV)/.installed
 PEERS := ../shared/corpus/peers
 NODE_STAMP := tests/conformance/node_modules/.installed
 NATIVE_STAMP := $(VENV)/.installed-native
+# The modules byte-compiled as a wheel's install does (pip compiles them; an editable install and
+# PYTHONDONTWRITEBYTECODE would leave each command compiling them again on every start)
+BYTECODE = $(PY) -m compileall -q -j 0 rdbspec generated
 NATIVE_SOURCES := $(wildcard generated/native/*.pyx generated/native/*.pxd) $(shell find rdbspec -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 ASAN := build/asan
 # gcc's sanitizer runtimes, preloaded into the (uninstrumented) Python that loads the ASan build
@@ -36,17 +39,20 @@ $(VENV_STAMP):
 # the spark extra too, stands for the run one: one compile per fresh checkout.
 $(RUN_STAMP): pyproject.toml | $(VENV_STAMP)
 	$(PY) -m pip install -q -e '.[spark]'
+	@$(BYTECODE)
 	@$(PY) -m rdbspec --version
 	touch $(NATIVE_STAMP) $@
 
 $(STAMP): pyproject.toml | $(VENV_STAMP)
 	$(PY) -m pip install -q -e '.[dev,spark]'
+	@$(BYTECODE)
 	@$(PY) -m rdbspec --version
 	touch $(NATIVE_STAMP) $(RUN_STAMP) $@
 
 # A changed .pyx (make regenerate) or setup.py builds the native backend again.
 $(NATIVE_STAMP): setup.py $(NATIVE_SOURCES) | $(VENV_STAMP)
 	$(PY) -m pip install -q --no-deps -e .
+	@$(BYTECODE)
 	@$(PY) -m rdbspec --version
 	touch $@
 

@@ -239,7 +239,8 @@ def section(got: MixRun) -> list[str]:
            "and versions above may describe another run. Dumps of one kind of content each, written by Redis "
            f"{', '.join(sorted(server)) or '7.0'} (`/usr/bin/redis-server`, RDB 10) with pipelined variadic "
            "commands and a fixed seed (bench/mix_content.py), cached in bench/cache/ with a .json of what each "
-           f"holds. rdbspec runs on the {got.backend} backend (RDBSPEC_BACKEND={got.backend}).", ""]
+           f"holds. rdbspec runs on the {got.backend} backend (RDBSPEC_BACKEND={got.backend}), its Python modules "
+           "byte-compiled first as a wheel's install does.", ""]
     if not got.datasets:
         return out + ["No dump of the mix to run on.", ""] + [f"* {n}" for n in got.notes] + [""]
     out += [_file_line(ds) for ds in got.datasets]

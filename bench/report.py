@@ -243,7 +243,8 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
                   "anonymous RSS summed over the process tree. \"vs rdbspec full\" = wall ÷ rdbspec "
                   "full-decode wall (Python backend) on the same file (> 1 is slower). Stream entries/s only "
                   "for contenders that decode every entry. rdbspec's contenders run once per backend built "
-                  "(RDBSPEC_BACKEND, in brackets). librdb and HDT3213/rdb write their JSON to /dev/null; one "
+                  "(RDBSPEC_BACKEND, in brackets), their Python modules byte-compiled first as a wheel's "
+                  "install does. librdb and HDT3213/rdb write their JSON to /dev/null; one "
                   "more, untimed run of theirs (and of `rdbspec dump`) writes it to a pipe where the stream "
                   "entries and keys are counted (\"check run\": a miscount is said in the notes and leaves the "
                   "result out of the targets).", "",

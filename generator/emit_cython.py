@@ -105,6 +105,7 @@ class CythonTypeEmitter(TypeEmitter):
         # a generator keeps no view of the buffer between its yields (the caller may close the
         # file it maps), so it reads through Python: see `stream_loop`
         self.pointer = True
+        self.streamed_element: Attribute | None = None  # the field `stream_loop` reads an element of
         # C-typed locals of a scalar reader: the fields always read (never None) and the value
         # instances proven to be non-null integers or booleans; the module is compiled with
         # overflowcheck, so C arithmetic on them either equals Python's or raises
@@ -233,7 +234,8 @@ class CythonTypeEmitter(TypeEmitter):
         if scanned:  # its property reads it from here (see NativeModuleRenderer.reread_fields)
             self.emit(f"self._lazy_{a.id} = {pos}")
         if not (io == "io" and pos == "pos" and self.pointer):
-            super().read_user(a, ref, local, io, pos)
+            if not (io == "io" and pos == "pos" and self.read_streamed(a, ref, local)):
+                super().read_user(a, ref, local, io, pos)
             return
         args = "".join(f", {self.expr(arg)}" for arg in ref.args)
         parent = "self" if self.mode == OBJECT else "None"
@@ -464,7 +466,27 @@ class CythonTypeEmitter(TypeEmitter):
 
     def stream_loop(self, a: Attribute) -> list[str]:
         self.pointer = False
-        return super().stream_loop(a)
+        self.streamed_element = a
+        try:
+            return super().stream_loop(a)
+        finally:
+            self.streamed_element = None
+
+    def read_streamed(self, a: Attribute, ref: UserRef, local: str) -> bool:
+        """Reads an element of the streamed field with its type's cdef reader, the buffer held for
+        that element alone (the generator holds no view between its yields); False when the
+        element is not an object of such a type."""
+        if a is not self.streamed_element or ref.target.scalar or ref.target.used_as_columns \
+                or self.plan.steps_over(a, ref):
+            return False
+        args = "".join(f", {self.expr(arg)}" for arg in ref.args)
+        self.emit("_p = acquire(buf, &_view, end)")
+        self.block("try:")
+        self.emit(f"{local} = {self.c_function(ref.target, 'read')}(io, buf, _p, end, &pos, self, root{args})")
+        self.end_block()
+        self.emit("finally:")
+        self.emit("    PyBuffer_Release(&_view)")
+        return True
 
     def property_body(self, inst: Attribute) -> list[str]:
         return self.with_view(super().property_body(inst))

@@ -28,6 +28,9 @@ from .streams import Stream
 SELECT_DB, RESIZE_DB, AUX, EXPIRE_TIME, EXPIRE_TIME_MS = 254, 251, 250, 253, 252
 FREQ, IDLE, MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_INFO = 249, 248, 247, 245, 246, 244
 KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
+# the records `Dump._expanding` reads further: Dragonfly's envelopes, and EOF after them (each
+# record of these opcodes is of the kind of the same number)
+EXPANDED_OPCODES = ENVELOPES | {EOF}
 # what a server writes before the keys (Valkey 9's SLOT_IMPORT: valkey src/cluster_migrateslots.c
 # clusterRDBSaveSlotImports, right before the databases)
 HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT))
@@ -315,24 +318,37 @@ class Dump:
         expanded = self._expanded
         while not expanded:
             start = self._offset
-            self.current = (start, None)
-            try:  # `_guard(..., record=True)` without its call and lambda: this runs once per record
-                record = next(self._records, None)
-                end = self._offset = self._rdb._stream_pos
-                if record is None:
-                    return None
-                opcode = record.opcode
-                if opcode in ENVELOPES:
-                    expanded.extend(self._expander.expand(record, start, end))
-                    continue
-                if opcode == EOF:  # the caller reads the checksum from the generated iterator itself
-                    expanded.extend(self._expander.finish(start))
-                    expanded.append((record, start, end))
-                    continue
-            except Exception as err:  # noqa: BLE001 - told apart by `_failed`
-                self._failed(err, start, record=True)
-            return record, start, end
+            record = self._next_record(start)
+            end = self._offset
+            if record is None:
+                return None
+            if not self._expanding(record, start, end):
+                return record, start, end
         return expanded.popleft()
+
+    def _next_record(self, start: int) -> Any:
+        """The generated parser's next record, read at `start` (None after the last); moves
+        `_offset` after it. Its errors are named with the key of the record (`_failed`)."""
+        self.current = (start, None)
+        try:
+            record = next(self._records, None)
+        except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+            self._failed(err, start, record=True)
+        self._offset = self._rdb._stream_pos
+        return record
+
+    def _expanding(self, record: Any, start: int, end: int) -> bool:
+        """Whether `record` gives `_expanded` the records to read in its place: those of a
+        Dragonfly envelope, or, before EOF itself, what the expander still holds."""
+        opcode = record.opcode
+        if opcode in ENVELOPES:
+            self._expanded.extend(self._guard(lambda: self._expander.expand(record, start, end), start, True))
+            return True
+        if opcode == EOF:  # the caller reads the checksum from the generated iterator itself
+            self._expanded.extend(self._guard(lambda: self._expander.finish(start), start, True))
+            self._expanded.append((record, start, end))
+            return True
+        return False
 
     def head(self) -> list[Any]:
         """The records before the first database (AUX fields, function libraries, module data
@@ -410,19 +426,28 @@ class Dump:
         expire_at_ms = idle = freq = None
         aux_done = self._leading_aux
         # looked up once: this loop runs once per record
-        pending, warn, read = self._pending, self.warn, self._read_record
+        pending, expanded, warn = self._pending, self._expanded, self.warn
+        records, rdb = self._records, self._rdb
         prefix_kinds = KEY_PREFIX_KINDS
         prefix_start: int | None = pending[0][1] if pending else self._offset  # where the next key's records start
         while True:
+            fresh = False  # read here, not expanded yet
             if pending:
-                item = pending.pop(0)
+                record, start, end = pending.pop(0)
             elif stop is not None and self._offset >= stop:
                 return
-            else:
-                item = read()
-            if item is None:
-                break
-            record, start, end = item
+            elif expanded:
+                record, start, end = expanded.popleft()
+            else:  # `_read_record` inline, its calls made only for an error or an envelope
+                fresh = True
+                start = self._offset
+                try:
+                    record = next(records, None)
+                except Exception as err:  # noqa: BLE001 - told apart by `_failed`
+                    self._failed(err, start, record=True)
+                end = self._offset = rdb._stream_pos
+                if record is None:
+                    break
             kind = record.kind
             if kind == KEY_VALUE:
                 body = record.body
@@ -442,6 +467,9 @@ class Dump:
             if kind == EXPIRE_TIME_MS:
                 expire_at_ms = record.body.ms
                 continue  # one of the next key's own records
+            if fresh and kind in EXPANDED_OPCODES and self._expanding(record, start, end):
+                continue
+            self.current = (start, None)
             if kind == SELECT_DB:
                 db = record.body.db_number.value
             elif kind == EXPIRE_TIME:

@@ -126,6 +126,9 @@ cdef class Rdb:
 
     def iter_records(self):
         """Yields each records element as it is read, then reads what follows them."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end
         io = self._io
         buf = io.buf
         end = io.end
@@ -133,7 +136,11 @@ cdef class Rdb:
         pos = self._stream_pos
         records_index = 0
         while True:
-            records_item, pos = Record._read(io, pos, self, root)
+            _p = acquire(buf, &_view, end)
+            try:
+                records_item = c_read_record(io, buf, _p, end, &pos, self, root)
+            finally:
+                PyBuffer_Release(&_view)
             self._stream_pos = pos
             yield records_item
             if (records_item.opcode == 255):
