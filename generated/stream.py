@@ -752,9 +752,10 @@ class StreamGroup:
         "last_id",
         "entries_read",
         "pel_size",
-        "pel",
         "num_consumers",
         "consumers",
+        "_lazy_pel",
+        "_given_pel",
     )
 
     @classmethod
@@ -792,17 +793,18 @@ class StreamGroup:
         # pel_size: Number of entries in the group's global PEL.
         pel_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.pel_size = pel_size
+        # pel: decoded on first access (see the property); stepped over here
+        self._lazy_pel = pos
         # pel: The global pending entries list.
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
             raise invalid(
                 io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
-        pel = []
+        pel = None
         for pel_index in range(pel_count):
-            pel_item, pos = StreamPelEntry._read(io, pos, self, root)
-            pel.append(pel_item)
-        self.pel = pel
+            pos = StreamPelEntry._skip(io, pos, None, root)
+            pel_item = None
         # num_consumers: Number of consumers.
         num_consumers, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.num_consumers = num_consumers
@@ -976,6 +978,54 @@ class StreamGroup:
         if self.num_consumers is None:
             self.num_consumers = f_num_consumers
 
+    @property
+    def pel(self):
+        """The global pending entries list.
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_pel is None:  # an object to write: the value a writer gave it
+            return self._given_pel
+        return list(self.iter_pel())
+
+    @pel.setter
+    def pel(self, value) -> None:
+        self._lazy_pel = None
+        self._given_pel = value
+
+    def iter_pel(self):
+        """Yields the elements of `pel` one at a time, read where they were stepped over."""
+        if self._lazy_pel is None:  # an object to write: the elements a writer gave it
+            yield from self._given_pel or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_pel
+        pel_count = self.pel_size.value
+        if pel_count < 0 or pel_count > (end - pos) // 25:
+            raise invalid(
+                io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
+            )
+        for pel_index in range(pel_count):
+            pel_item, pos = StreamPelEntry._read(io, pos, self, root)
+            yield pel_item
+
+    def chunks_pel(self, rows: int):
+        """Yields the elements of `pel` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 4
+        for item in self.iter_pel():
+            chunk.append(item.id.ms)
+            chunk.append(item.id.seq)
+            chunk.append(item.delivery_time)
+            chunk.append(item.delivery_count.value)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
 
 class StreamPelEntry:
     """One row of a group's global PEL (no per-record length).
@@ -1087,7 +1137,8 @@ class StreamConsumer:
         "seen_time",
         "active_time",
         "pel_size",
-        "pel",
+        "_lazy_pel",
+        "_given_pel",
     )
 
     @classmethod
@@ -1131,17 +1182,18 @@ class StreamConsumer:
         # pel_size: Number of entries in the consumer PEL.
         pel_size, pos = rdb_string.RdbLen._read(io, pos, self, root)
         self.pel_size = pel_size
+        # pel: decoded on first access (see the property); stepped over here
+        self._lazy_pel = pos
         # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
             raise invalid(
                 io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
             )
-        pel = []
+        pel = None
         for pel_index in range(pel_count):
-            pel_item, pos = StreamIdRaw._read(io, pos, self, root)
-            pel.append(pel_item)
-        self.pel = pel
+            pos = StreamIdRaw._skip(io, pos, None, root)
+            pel_item = None
         return self, pos
 
     @classmethod
@@ -1242,6 +1294,52 @@ class StreamConsumer:
         out.add(p_pel)
         if self.pel_size is None:
             self.pel_size = f_pel_size
+
+    @property
+    def pel(self):
+        """The consumer PEL; IDs only (each must be in the group's global PEL).
+
+        Read from the bytes on every access; not kept. A writer may set it (the value is then kept)."""
+        if self._lazy_pel is None:  # an object to write: the value a writer gave it
+            return self._given_pel
+        return list(self.iter_pel())
+
+    @pel.setter
+    def pel(self, value) -> None:
+        self._lazy_pel = None
+        self._given_pel = value
+
+    def iter_pel(self):
+        """Yields the elements of `pel` one at a time, read where they were stepped over."""
+        if self._lazy_pel is None:  # an object to write: the elements a writer gave it
+            yield from self._given_pel or ()
+            return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_pel
+        pel_count = self.pel_size.value
+        if pel_count < 0 or pel_count > (end - pos) // 16:
+            raise invalid(
+                io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
+            )
+        for pel_index in range(pel_count):
+            pel_item, pos = StreamIdRaw._read(io, pos, self, root)
+            yield pel_item
+
+    def chunks_pel(self, rows: int):
+        """Yields the elements of `pel` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        chunk = []
+        size = max(rows, 1) * 2
+        for item in self.iter_pel():
+            chunk.append(item.ms)
+            chunk.append(item.seq)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
 
 
 class StreamIdmp:

@@ -22,11 +22,13 @@ from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
 from .plan import (
     DOUBLE,
     ELEMENT,
+    INT,
     LENGTH,
     OBJECT,
     ROWS,
     SCALAR,
     SKIP,
+    UINT,
     attribute_expressions,
     chunk_row,
     element_min_size,
@@ -106,6 +108,7 @@ class CythonTypeEmitter(TypeEmitter):
         # file it maps), so it reads through Python: see `stream_loop`
         self.pointer = True
         self.streamed_element: Attribute | None = None  # the field `stream_loop` reads an element of
+        self.member_of: TypeSpec | None = None  # the type whose field is read in place (see chunks_body)
         # C-typed locals of a scalar reader: the fields always read (never None) and the value
         # instances proven to be non-null integers or booleans; the module is compiled with
         # overflowcheck, so C arithmetic on them either equals Python's or raises
@@ -119,8 +122,12 @@ class CythonTypeEmitter(TypeEmitter):
         self.analyzed: list[ex.Node] = []  # the expressions `present` was computed from, kept alive
         self.untyped: set[str] = set()  # locals given objects of more than one class
         self.structs: set[str] = set()  # locals that hold a struct of c_scan_<id> (declared uninitialized)
+        self.struct_types: dict[str, TypeSpec] = {}  # each such local's type
         # an object's fields read into a struct (`scanned_fields`); not in a property, which makes the object
         self.scanned = {a.id for a in scanned_fields(builder, t)} if mode == OBJECT else set()
+
+    def path(self, a: Attribute) -> str:
+        return f'"{self.member_of.spec_path}.{a.id}"' if self.member_of is not None else super().path(a)
 
     def read_primitive(self, a: Attribute, ref: Primitive, local: str) -> None:
         if self.plan.skipping(a) or not self.pointer or not (ref.fmt.endswith("B") or reader_name(ref) in _READERS):
@@ -279,6 +286,7 @@ class CythonTypeEmitter(TypeEmitter):
         self.emit(f"{self.c_function(target, 'scan')}(io, buf, _p, end, &pos, None, root, &{local})")
         self.cdefs[local] = struct
         self.structs.add(local)
+        self.struct_types[local] = target
 
     def into_struct(self, a: Attribute, ref: UserRef) -> bool:
         """A skip reader keeps no object: the numbers it needs of a single unconditional field of
@@ -357,6 +365,11 @@ class CythonTypeEmitter(TypeEmitter):
         if viewed is not None:
             return self.column_attribute(viewed, node, name)
         value = super().attribute(node, name, source)
+        struct = self.struct_types.get(source)
+        if struct is not None and value == f"{source.rstrip('_')}_{name}" and self.mode != ROWS:
+            # a member of a struct read by `scan`, shared in a local: a C local of its type, so
+            # that the checks and branches on it make no Python object
+            self.cdefs.setdefault(value, (struct_members(self.builder, struct) or {})[name])
         if self.mode != ROWS or not self.plan.same_for_every_row(node, name, self.current_attr):
             return value
         # the same for every row: read once, before the loop (each step's local extends the name
@@ -527,9 +540,18 @@ class CythonTypeEmitter(TypeEmitter):
             if part.how == LENGTH:
                 self.scan(part.target, local)
                 self.emit(f"out.push_length({local}.value)")
-            else:
+            elif part.member is not None:  # a number of the field's own type: errors name it there
+                local = self.local(f"{part.attr.id}_{part.member.id}")
+                self.member_of = part.attr.type.target
+                self.read_primitive(part.member, part.member.type, local)
+                self.member_of = None
+                self.cdefs[local] = "unsigned long long" if part.how == UINT else "long long"
+                self.emit(f"out.push_{'length' if part.how == UINT else 'int'}({local})")
+            else:  # a number of the element's type: errors name it there
+                self.member_of = a.type.target
                 self.read_primitive(part.attr, part.attr.type, local)
-                self.emit(f"out.push_{'double' if part.how == DOUBLE else 'int'}({local})")
+                self.member_of = None
+                self.emit(f"out.push_{ {DOUBLE: 'double', INT: 'int', UINT: 'length'}[part.how]}({local})")
         self.end_block()
         self.end_block()
         self.emit("finally:")

@@ -19,9 +19,8 @@ from . import expressions as ex
 from .load import SpecError
 from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
 from .plan import (
-    DOUBLE,
     ELEMENT,
-    INT,
+    LENGTH,
     OBJECT,
     ROWS,
     SCALAR,
@@ -754,8 +753,10 @@ class TypeEmitter:
                 for name in reversed(part.target.element[:-1]):
                     value = f"{source}.{name} if {source}.{name} is not None else {value}"
                 self.emit(f"chunk.append({value})")
+            elif part.member is not None:
+                self.emit(f"chunk.append({source}.{part.member.id})")
             else:
-                self.emit(f"chunk.append({source}{'' if part.how in (INT, DOUBLE) else '.value'})")
+                self.emit(f"chunk.append({source}{'.value' if part.how == LENGTH else ''})")
         self.block("if len(chunk) >= size:")
         self.emit("yield chunk")
         self.emit("chunk = []")

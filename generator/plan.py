@@ -170,18 +170,21 @@ def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
 
 
 # How one part of a chunked element goes into its columns (`chunk_row`)
-ELEMENT, INT, DOUBLE, LENGTH = "element", "int", "double", "length"
+ELEMENT, INT, UINT, DOUBLE, LENGTH = "element", "int", "uint", "double", "length"
 
 
 @dataclass(frozen=True)
 class ChunkPart:
     """One column value of a chunked repeat's element: `attr` (None: the element itself) read as
-    `how`: ELEMENT, a `-rdbspec-element` type's value (bytes or an integer); INT or DOUBLE, a
-    number; LENGTH, the `value` instance of a type of unsigned numbers (rdb_len)."""
+    `how`: ELEMENT, a `-rdbspec-element` type's value (bytes or an integer); INT, UINT (an
+    unsigned 64-bit integer) or DOUBLE, a number; LENGTH, the `value` instance of a type of
+    unsigned numbers (rdb_len). With `member`, the number is that field of the type of `attr`,
+    a type of plain numbers (an ID of two u8be: each is a column value)."""
 
     attr: Optional[Attribute]
     how: str
     target: Optional[TypeSpec] = None
+    member: Optional[Attribute] = None
 
 
 def chunk_row(builder: Builder, a: Attribute) -> list[ChunkPart]:
@@ -199,12 +202,28 @@ def chunk_row(builder: Builder, a: Attribute) -> list[ChunkPart]:
             parts.append(ChunkPart(f, ELEMENT, ref.target))
         elif plain and isinstance(ref, UserRef) and (value_fields(builder, ref.target) or {}).get("value") == "int":
             parts.append(ChunkPart(f, LENGTH, ref.target))
-        elif plain and isinstance(ref, Primitive) and ref.fmt[-1] in "fdbBhHiIq":  # a double, or an int64
-            parts.append(ChunkPart(f, DOUBLE if ref.fmt[-1] in "fd" else INT))
+        elif plain and isinstance(ref, Primitive) and number_kind(ref) is not None:
+            parts.append(ChunkPart(f, number_kind(ref)))
+        elif plain and isinstance(ref, UserRef) and not ref.args and plain_numbers(ref.target):
+            parts += [ChunkPart(f, number_kind(m.type), None, m) for m in ref.target.seq]
         else:
             raise SpecError(target.spec.name, f.yaml_path,
                             f"{f.id} cannot go into the columns of {a.yaml_path} (-rdbspec-chunks)")
     return parts
+
+
+def number_kind(ref: Primitive) -> Optional[str]:
+    """How a column holds a number of this primitive: DOUBLE, INT (up to 64 bits signed), UINT
+    (64 bits unsigned); None for what is not a number."""
+    return {"f": DOUBLE, "d": DOUBLE, "Q": UINT}.get(ref.fmt[-1], INT if ref.fmt[-1] in "bBhHiIq" else None)
+
+
+def plain_numbers(t: TypeSpec) -> bool:
+    """A type of numbers only, each read once, as they come (no params, conditions, checks or
+    instances): its fields go into columns one after the other."""
+    return not (t.params or t.instances) and bool(t.seq) and all(
+        isinstance(f.type, Primitive) and number_kind(f.type) is not None and f.cond is None and not f.repeat
+        and f.valid is None and f.size is None and f.process is None and f.contents is None for f in t.seq)
 
 
 # operators that keep non-negative numbers non-negative (a target may compute them unsigned)

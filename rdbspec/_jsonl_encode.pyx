@@ -2,8 +2,9 @@
 """JSON Lines written in C, byte for byte what `jsonl` writes through orjson otherwise
 (tests/test_columns.py and tests/test_jsonl.py compare them): the lines of the key records
 whose value is a string or a list (`write_lines`, a megabyte at a time; a value still in its
-containers' entries, `values.Packed`, is written from them) and a stream node's entries from
-its columns (`encode_entries`).
+containers' entries, `values.Packed`, is written from them), a stream node's entries from
+its columns (`encode_entries`) and a consumer group's pending entries (`encode_pending`,
+`encode_ids`).
 
 An entry is {"id":"ms-seq","fields":[[field,value],...]} with ,"deleted":true when deleted.
 A byte string is a JSON string when it is valid UTF-8 (as Python's decoder judges it), escaped
@@ -303,6 +304,60 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
                 put(&out, b'],"deleted":true}', 17)
             else:
                 put(&out, b"]}", 2)
+        return PyBytes_FromStringAndSize(out.data, out.size)
+    finally:
+        PyMem_Free(out.data)
+
+
+cdef int put_id(Out* out, tuple entry_id) except -1:
+    """A stream ID (ms, seq) as the JSON string "ms-seq"."""
+    put(out, b'"', 1)
+    put_int(out, entry_id[0])
+    put(out, b"-", 1)
+    put_int(out, entry_id[1])
+    return put(out, b'"', 1)
+
+
+def encode_pending(list ids, list consumers, list delivery_times_ms, list delivery_counts, dict names) -> bytes:
+    """A group's PEL (`streams.PendingEntries`' columns) as `jsonl.group_json` writes it: its
+    objects joined by commas, each consumer as the JSON text `names` holds for it (null for an
+    entry pending for no consumer)."""
+    cdef Out out = Out(NULL, 0, 0)
+    cdef Py_ssize_t n = len(ids), i
+    cdef bytes name
+    if not (len(consumers) == len(delivery_times_ms) == len(delivery_counts) == n):
+        raise ValueError("the PEL's columns differ in length")
+    try:
+        for i in range(n):
+            put(&out, b',{"id":' if i else b'{"id":', 7 if i else 6)
+            put_id(&out, ids[i])
+            consumer = consumers[i]
+            if consumer is None:
+                put_literal(&out, b',"consumer":null')
+            else:
+                name = names[consumer]
+                put_literal(&out, b',"consumer":')
+                put(&out, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name))
+            put_literal(&out, b',"delivery_time_ms":')
+            put_int(&out, delivery_times_ms[i])
+            put_literal(&out, b',"delivery_count":')
+            put_int(&out, delivery_counts[i])
+            put(&out, b"}", 1)
+        return PyBytes_FromStringAndSize(out.data, out.size)
+    finally:
+        PyMem_Free(out.data)
+
+
+def encode_ids(ids) -> bytes:
+    """Stream IDs (ms, seq) as "ms-seq" JSON strings joined by commas (a consumer's PEL)."""
+    cdef Out out = Out(NULL, 0, 0)
+    cdef bint first = True
+    try:
+        for entry_id in ids:
+            if not first:
+                put(&out, b",", 1)
+            first = False
+            put_id(&out, entry_id)
         return PyBytes_FromStringAndSize(out.data, out.size)
     finally:
         PyMem_Free(out.data)

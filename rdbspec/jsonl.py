@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from .api import KeyRecord
-from .streams import ConsumerGroup, EntryColumns, EntryFields, Stream, StreamEntry, format_id
+from .streams import ConsumerGroup, EntryColumns, EntryFields, PendingEntries, Stream, StreamEntry, format_id
 from .values import PACKERS, ModuleValue, Packed
 
 try:  # compiled by setup.py from _jsonl_encode.pyx; absent without a C compiler
@@ -72,6 +72,8 @@ def entry_json(entry: StreamEntry) -> dict:
 
 
 def stream_json(stream: Stream, include_deleted: bool, with_entries: bool = True) -> dict:
+    """A stream's object. Without its entries it is the frame of the line `write_record` writes
+    around them, which goes to `dumps_bytes` only: its PELs are in it as JSON text already."""
     entries = [entry_json(e) for e in stream.entries(include_deleted)] if with_entries else None
     return {
         "length": stream.length,
@@ -80,23 +82,33 @@ def stream_json(stream: Stream, include_deleted: bool, with_entries: bool = True
         "max_deleted_entry_id": format_id(stream.max_deleted_entry_id) if stream.max_deleted_entry_id else None,
         "entries_added": stream.entries_added,
         "entries": entries,
-        "groups": [group_json(g) for g in stream.groups],
+        "groups": [group_json(g, serialized=not with_entries) for g in stream.groups],
     }
 
 
-def group_json(g: ConsumerGroup) -> dict:
-    """A consumer group's object. It runs once per pending entry, twice with a consumer: its IDs
-    are written as `format_id` writes them, inline, and each consumer's name is written once."""
+def group_json(g: ConsumerGroup, serialized: bool = False) -> dict:
+    """A consumer group's object, its pending entries (once in the group, again in a consumer)
+    read from the PEL's columns and each consumer's name made once. `serialized`: for
+    `dumps_bytes` only, the PELs in it as their JSON text (orjson.Fragment), written by the
+    compiled encoder where it is built."""
     names = {c.name: s(c.name) for c in g.consumers}  # every pending entry's consumer is one of them
+    pending = PendingEntries.of(g.pending)
+    columns = (pending.ids, pending.consumers, pending.delivery_times_ms, pending.delivery_counts)
+    if serialized and _jsonl_encode is not None:
+        texts = {name: dumps_bytes(value) for name, value in names.items()}
+        entries: Any = orjson.Fragment(b"[" + _jsonl_encode.encode_pending(*columns, texts) + b"]")
+        owned: Any = [orjson.Fragment(b"[" + _jsonl_encode.encode_ids(c.pending) + b"]") for c in g.consumers]
+    else:
+        entries = [{"id": format_id(entry_id), "consumer": names.get(consumer), "delivery_time_ms": time_ms,
+                    "delivery_count": count} for entry_id, consumer, time_ms, count in zip(*columns)]
+        owned = [list(map(format_id, c.pending)) for c in g.consumers]
     return {
         "name": s(g.name),
         "last_delivered_id": format_id(g.last_delivered_id),
         "entries_read": g.entries_read,
-        "pending": [{"id": f"{p.id[0]}-{p.id[1]}", "consumer": names.get(p.consumer),
-                     "delivery_time_ms": p.delivery_time_ms, "delivery_count": p.delivery_count}
-                    for p in g.pending],
+        "pending": entries,
         "consumers": [{"name": names[c.name], "seen_time_ms": c.seen_time_ms, "active_time_ms": c.active_time_ms,
-                       "pending": [f"{ms}-{seq}" for ms, seq in c.pending]} for c in g.consumers],
+                       "pending": ids} for c, ids in zip(g.consumers, owned)],
     }
 
 

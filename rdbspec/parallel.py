@@ -29,6 +29,7 @@ ranges and reads any file over it in parallel (the tests cut small dumps with it
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import mmap
@@ -47,6 +48,7 @@ from . import api, splits
 from .errors import InternalError, RdbWarning
 from .splits import Split
 from .streams import NodeEntries, Stream, StreamNode, check_length, walk_nodes
+from .values import STREAM_KINDS
 
 ENV_SPLIT_SIZE = "RDBSPEC_SPLIT_SIZE"
 MIN_FILE = 8 << 20  # smaller files are read by one process: forking would cost more than it saves
@@ -76,11 +78,21 @@ def split_size(path: str, dump: api.Dump, jobs: int) -> int | None:
     forced = os.environ.get(ENV_SPLIT_SIZE, "")
     if forced.isdigit() and int(forced) > 0:
         split = int(forced)
-    elif size < MIN_FILE:
-        return None
+    elif size < MIN_FILE or _first_key_size(dump) >= size - MIN_SPLIT:
+        return None  # one key that no split can cut, and less than a range besides: nothing to share
     else:
         split = min(max(size // (jobs * RANGES_PER_JOB), MIN_SPLIT), MAX_SPLIT)
     return split if size > split else None
+
+
+def _first_key_size(dump: api.Dump) -> int:
+    """The bytes of the first key record of `dump` when no split can cut it (a stream's can be
+    cut between its nodes); 0 for a stream or without a key. Read by a reader of its own, which
+    steps over the value."""
+    with contextlib.suppress(api.RdbError):
+        first = next(api.Dump(dump.source, verify_checksum=False, parsers=dump.backend).keys(), None)
+        return first.size if first is not None and first.value_kind not in STREAM_KINDS else 0
+    return 0
 
 
 @dataclass(frozen=True)

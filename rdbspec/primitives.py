@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# Elements a chunk of a hashtable-encoded value or of a PEL holds (`chunks_<field>` of the
+# generated parsers): bounded, so that a value of any size is walked in the same memory
+CHUNK_ROWS = 1 << 16
+
 
 def text(s) -> bytes:
     """An `rdb_string` as the server holds it: raw bytes, an integer's decimal text, or the

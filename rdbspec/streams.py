@@ -26,13 +26,13 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from rdbspec_generated import WarningSink, collecting, current_sink
 from rdbspec_generated.rdb_string import RdbLen
 
 from .errors import IntegrityError, InternalError, RdbError
-from .primitives import container, text, texts
+from .primitives import CHUNK_ROWS, container, text, texts, values
 
 try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
     from . import _stream_ids
@@ -281,6 +281,45 @@ class PendingEntry:
     delivery_count: int
 
 
+class PendingEntries(Sequence[PendingEntry]):
+    """A group's PEL as four columns, in the order the dump lists it: each entry's ID, consumer,
+    delivery time and delivery count. A `PendingEntry` is made for an entry when it is asked for;
+    the JSON writer reads the columns (`jsonl.group_json`), without an object per entry."""
+
+    __slots__ = ("ids", "consumers", "delivery_times_ms", "delivery_counts")
+
+    def __init__(self, ids: list[StreamId], consumers: list[bytes | None], delivery_times_ms: list[int],
+                 delivery_counts: list[int]):
+        self.ids, self.consumers = ids, consumers
+        self.delivery_times_ms, self.delivery_counts = delivery_times_ms, delivery_counts
+
+    @classmethod
+    def of(cls, entries: Sequence[PendingEntry]) -> PendingEntries:
+        """`entries` as columns (themselves when they are)."""
+        if isinstance(entries, PendingEntries):
+            return entries
+        return cls([p.id for p in entries], [p.consumer for p in entries], [p.delivery_time_ms for p in entries],
+                   [p.delivery_count for p in entries])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[PendingEntry]:
+        return map(PendingEntry, self.ids, self.consumers, self.delivery_times_ms, self.delivery_counts)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return list(self)[index]
+        return PendingEntry(self.ids[index], self.consumers[index], self.delivery_times_ms[index],
+                            self.delivery_counts[index])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"PendingEntries({list(self)!r})"
+
+
 @dataclass
 class Consumer:
     name: bytes
@@ -294,7 +333,7 @@ class ConsumerGroup:
     name: bytes
     last_delivered_id: StreamId
     entries_read: int | None  # None: not stored (type 15) or recorded as unknown
-    pending: list[PendingEntry]
+    pending: Sequence[PendingEntry]  # as read from a dump: PendingEntries
     consumers: list[Consumer]
 
 
@@ -473,15 +512,30 @@ def _node_entries(source: tuple[type, Any, Any], offset: int, master_id: StreamI
     return got
 
 
+def _columns(chunks: Callable[[int], Iterable[Any]], width: int) -> list[list[int]]:
+    """The `width` columns of a chunked repeat of numbers (a generated `chunks_<field>`)."""
+    flat: list[int] = []
+    for chunk in chunks(CHUNK_ROWS):
+        flat += values(chunk)
+    return [flat[i::width] for i in range(width)]
+
+
+_ABSENT = object()  # `_refuse_owned`: the owner of an ID not in the group PEL
+
+
 def _group(g, warn: WarningSink | None) -> ConsumerGroup:
+    """A group of the generated parser as the server loads it (redis src/rdb.c rdbLoadObject:
+    each ID once in the group PEL, each consumer's IDs in it and owned by no other consumer). Its
+    loops over the pending entries are the interpreter's C loops (map, zip, comprehensions)."""
     name = text(g.name)
-    pending: dict[StreamId, PendingEntry] = {}
-    for row in g.pel:  # once per pending entry: what it reads is looked up once
-        row_id = row.id
-        entry_id = (row_id.ms, row_id.seq)
-        if entry_id in pending:
-            raise IntegrityError(f"group {name!r}: entry {format_id(entry_id)} is pending twice")
-        pending[entry_id] = PendingEntry(entry_id, None, row.delivery_time, row.delivery_count.value)
+    ms, seq, delivery_times, delivery_counts = _columns(g.chunks_pel, 4)
+    ids = list(zip(ms, seq))
+    at = dict(zip(ids, range(len(ids))))
+    if len(at) != len(ids):
+        seen: set[StreamId] = set()
+        twice = next(entry_id for entry_id in ids if entry_id in seen or seen.add(entry_id))  # type: ignore[func-returns-value]
+        raise IntegrityError(f"group {name!r}: entry {format_id(twice)} is pending twice")
+    owners: list[bytes | None] = [None] * len(ids)
     consumers: list[Consumer] = []
     seen_names = set()
     for c in g.consumers:
@@ -489,25 +543,38 @@ def _group(g, warn: WarningSink | None) -> ConsumerGroup:
         if cname in seen_names:
             raise IntegrityError(f"group {name!r}: duplicate consumer {cname!r}")
         seen_names.add(cname)
-        ids: list[StreamId] = []
-        for raw in c.pel:
-            entry_id = (raw.ms, raw.seq)
-            owner = pending.get(entry_id)
+        owned = list(zip(*_columns(c.chunks_pel, 2)))
+        places = list(map(at.get, owned))
+        if None in places or list(map(owners.__getitem__, places)).count(None) != len(places) \
+                or len(set(places)) != len(places):
+            _refuse_owned(name, cname, owned, [owners[i] if i is not None else _ABSENT for i in places])
+        for place in places:
+            owners[place] = cname
+        consumers.append(Consumer(cname, c.seen_time, c.active_time, owned))
+    if None in owners:
+        for entry_id, owner in zip(ids, owners):
             if owner is None:
-                raise IntegrityError(f"group {name!r} consumer {cname!r}: pending entry "
-                                     f"{format_id(entry_id)} is not in the group PEL")
-            if owner.consumer is not None:  # "Stream consumer PEL entry already has a consumer assigned"
-                raise IntegrityError(f"group {name!r} consumer {cname!r}: entry {format_id(entry_id)} "
-                                     f"is already pending for {owner.consumer!r}")
-            owner.consumer = cname
-            ids.append(entry_id)
-        consumers.append(Consumer(cname, c.seen_time, c.active_time, ids))
-    for entry in pending.values():
-        if entry.consumer is None:
-            _warn(warn, f"group {name!r}: entry {format_id(entry.id)} is pending for no consumer "
-                        f"(refused only with sanitize-dump-payload yes)", None)
+                _warn(warn, f"group {name!r}: entry {format_id(entry_id)} is pending for no consumer "
+                            f"(refused only with sanitize-dump-payload yes)", None)
+    pending = PendingEntries(ids, owners, delivery_times, delivery_counts)
     entries_read = g.entries_read.value if g.entries_read is not None else None
     if entries_read == UNKNOWN_ENTRIES_READ:
         entries_read = None
-    return ConsumerGroup(name, (g.last_id.ms.value, g.last_id.seq.value), entries_read,
-                         list(pending.values()), consumers)
+    return ConsumerGroup(name, (g.last_id.ms.value, g.last_id.seq.value), entries_read, pending, consumers)
+
+
+def _refuse_owned(name: bytes, cname: bytes, owned: list[StreamId], owners: list[Any]) -> NoReturn:
+    """Raises for the first of a consumer's pending IDs that the server refuses (`owners`: the
+    consumer each ID had before this one, `_ABSENT` for an ID not in the group PEL): one not in
+    the group PEL, or one owned already, by another consumer or earlier in this one's PEL."""
+    taken: dict[StreamId, bytes] = {}
+    for entry_id, owner in zip(owned, owners):
+        if owner is _ABSENT:
+            raise IntegrityError(f"group {name!r} consumer {cname!r}: pending entry "
+                                 f"{format_id(entry_id)} is not in the group PEL")
+        owner = taken.get(entry_id, owner)
+        if owner is not None:  # "Stream consumer PEL entry already has a consumer assigned"
+            raise IntegrityError(f"group {name!r} consumer {cname!r}: entry {format_id(entry_id)} "
+                                 f"is already pending for {owner!r}")
+        taken[entry_id] = cname
+    raise InternalError(RuntimeError("a consumer's pending entries were refused, then each found loadable"), None)

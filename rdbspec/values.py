@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import IntegrityError
-from .primitives import container, pairs, text, texts, values
+from .primitives import CHUNK_ROWS, container, pairs, text, texts, values
 from .streams import Stream
 
 # value_kind numbers of the spec's `rdb::value_type` enum: a plain string, Valkey HASH_2 and old
@@ -23,10 +23,6 @@ from .streams import Stream
 STRING = 0
 VALKEY_HASH_2 = 278
 DF_JSON_LEGACY = 276
-
-# Elements a chunk of a hashtable-encoded value holds (`chunks_<field>` of the generated
-# parsers): bounded, so that a value of any size is walked in the same memory
-CHUNK_ROWS = 1 << 16
 
 
 # What C's strtod reads: the longest prefix that is a decimal or hexadecimal float, inf or nan

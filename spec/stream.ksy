@@ -134,6 +134,8 @@ types:
         type: stream_pel_entry
         repeat: expr
         repeat-expr: pel_size.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The global pending entries list.
       - id: num_consumers
         type: rdb_string::rdb_len
@@ -183,6 +185,8 @@ types:
         type: stream_id_raw
         repeat: expr
         repeat-expr: pel_size.value
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
         doc: The consumer PEL; IDs only (each must be in the group's global PEL).
   stream_idmp:
     doc: IDMP tail of a type-26 stream (Redis 8.6).

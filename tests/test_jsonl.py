@@ -21,6 +21,7 @@ import pytest
 
 from rdbspec import cli, jsonl, values
 from rdbspec.checksum import crc64
+from rdbspec.streams import Consumer, ConsumerGroup, PendingEntry
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
@@ -199,3 +200,24 @@ def test_container_values_are_written_from_their_entries(server: str, tmp_path: 
     assert packed_kinds <= set(values.PACKERS)
     assert not packed_kinds & set(decoded_kinds) and decoded_kinds  # strings, hashtables, streams...
     assert {json.loads(line)["rdb_type"] for line in expected[1].split(b"\n")[:-1]} & packed_kinds
+
+
+def test_a_group_built_by_hand_is_written_as_one_read_from_a_dump(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`jsonl.group_json` of a group holding lists (a PEL of `PendingEntry`, a consumer's IDs in
+    a tuple) is, and serializes with either writer to, the object of the dump contract: IDs as "ms-seq", the
+    consumer's name (hex when it is not UTF-8), null for an entry pending for no consumer, IDs
+    beyond 2**63 as their decimal text."""
+    big = (1 << 64) - 1
+    group = ConsumerGroup(b"g", (5, 0), None,
+                          [PendingEntry((1, 2), b"\xff", 7, 1), PendingEntry((big, big), None, -1, big)],
+                          [Consumer(b"\xff", 8, None, ((1, 2),))])
+    expected = {"name": "g", "last_delivered_id": "5-0", "entries_read": None,
+                "pending": [{"id": "1-2", "consumer": {"hex": "ff"}, "delivery_time_ms": 7, "delivery_count": 1},
+                            {"id": f"{big}-{big}", "consumer": None, "delivery_time_ms": -1, "delivery_count": big}],
+                "consumers": [{"name": {"hex": "ff"}, "seen_time_ms": 8, "active_time_ms": None, "pending": ["1-2"]}]}
+    assert jsonl._jsonl_encode is not None  # `make test` builds it: without it, nothing is compared
+    compiled = jsonl.dumps_bytes(jsonl.group_json(group, serialized=True))
+    assert jsonl.group_json(group) == expected  # a plain object: the JSON contract
+    monkeypatch.setattr(jsonl, "_jsonl_encode", None)
+    assert jsonl.dumps_bytes(jsonl.group_json(group, serialized=True)) == compiled
+    assert json.loads(compiled) == expected

@@ -20,6 +20,7 @@ import rdbspec
 from rdbspec.checksum import crc64
 from rdbspec.errors import EXIT_CODES
 from rdbspec.stream_commands.commands import Context, dump_lookup
+from rdbspec.streams import PendingEntries, PendingEntry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
@@ -178,6 +179,34 @@ def test_an_entry_pending_for_a_consumer_twice_is_refused(consumers: list, reaso
     proc = run("dump", str(path))
     assert proc.returncode == EXIT_CODES["integrity"]
     assert reason in proc.stderr.decode()
+
+
+def test_a_consumer_entry_missing_from_the_group_pel_is_refused(tmp_path: Path) -> None:
+    """"Consumer PEL entry not found in group global PEL" (redis src/rdb.c rdbLoadObject): an
+    error, exit 5, naming the consumer and the ID."""
+    path = tmp_path / "dump.rdb"
+    path.write_bytes(rdb10(stream([node((1, 0), (2, 0))], 2, group_section([(b"g", [(1, 0)], [(b"a", [(2, 0)])])]))))
+    assert loads(path) is None
+    proc = run("dump", str(path))
+    assert proc.returncode == EXIT_CODES["integrity"]
+    assert "group b'g' consumer b'a': pending entry 2-0 is not in the group PEL" in proc.stderr.decode()
+
+
+def test_a_group_pel_read_from_a_dump_is_a_sequence_of_its_entries(tmp_path: Path) -> None:
+    """A group's PEL is kept as columns (`streams.PendingEntries`) and answers as the list of
+    `PendingEntry` it stands for: length, order, indexes, slices, equality with that list."""
+    path = tmp_path / "dump.rdb"
+    groups = [(b"g", [(1, 0), (2, 0), (3, 0)], [(b"a", [(3, 0)]), (b"b", [(1, 0)])])]
+    path.write_bytes(rdb10(stream([node((1, 0), (2, 0), (3, 0))], 3, group_section(groups))))
+    with rdbspec.open(path) as dump:
+        group = next(k for k in dump.keys() if k.type_name == "stream").value.groups[0]
+    expected = [PendingEntry((1, 0), b"b", 1000, 1), PendingEntry((2, 0), None, 1000, 1),
+                PendingEntry((3, 0), b"a", 1000, 1)]
+    assert isinstance(group.pending, PendingEntries)
+    assert len(group.pending) == 3 and list(group.pending) == expected and group.pending == expected
+    assert group.pending[-1] == expected[-1] and group.pending[1:] == expected[1:]
+    assert PendingEntries.of(expected) == group.pending and PendingEntries.of(group.pending) is group.pending
+    assert [c.pending for c in group.consumers] == [[(3, 0)], [(1, 0)]]
 
 
 NO_NODES = (rdb_bytes.rdb_len(0) + b"".join(rdb_bytes.rdb_len(n) for n in (5, 9, 0, 1, 0, 0, 0, 9))

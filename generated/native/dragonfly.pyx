@@ -1214,6 +1214,7 @@ cdef DfSbf2Filter c_read_df_sbf2_filter(object io, object buf, const unsigned ch
     cdef DfChunkList chunks = None
     cdef rdb_string__RdbLenValues hash_cnt
     cdef rdb_string__RdbLenValues total_size
+    cdef unsigned long long total_size_value = 0
     # hash_cnt: Number of hash functions.
     self._lazy_hash_cnt = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &hash_cnt)
@@ -1235,6 +1236,7 @@ cdef Py_ssize_t c_skip_df_sbf2_filter(object io, object buf, const unsigned char
     """Steps over one df_sbf2_filter at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_sbf2_filter); returns the position after it."""
     cdef rdb_string__RdbLenValues total_size
+    cdef unsigned long long total_size_value = 0
     # hash_cnt: Number of hash functions.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
     hash_cnt = None
@@ -1800,6 +1802,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     self._io = io
     cdef rdb_string__RdbLenValues counter_bytes
     cdef Py_ssize_t counter_bytes_pos = 0
+    cdef unsigned long long counter_bytes_value = 0
     cdef rdb_string__RdbLenValues depth
     cdef rdb_string__RdbLenValues heap_size
     cdef rdb_string__RdbLenValues k
@@ -1863,6 +1866,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     for c_read_df_topk); returns the position after it."""
     cdef rdb_string__RdbLenValues counter_bytes
     cdef Py_ssize_t counter_bytes_pos = 0
+    cdef unsigned long long counter_bytes_value = 0
     cdef rdb_string__RdbLenValues heap_size
     # options: Options, always 0.
     pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
@@ -2354,6 +2358,7 @@ cdef DfCuckooFilter c_read_df_cuckoo_filter(object io, object buf, const unsigne
     self._io = io
     cdef DfChunkList chunks = None
     cdef rdb_string__RdbLenValues size
+    cdef unsigned long long size_value = 0
     # size: Size of the table in bytes.
     self._lazy_size = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &size)
@@ -2372,6 +2377,7 @@ cdef Py_ssize_t c_skip_df_cuckoo_filter(object io, object buf, const unsigned ch
     """Steps over one df_cuckoo_filter at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_df_cuckoo_filter); returns the position after it."""
     cdef rdb_string__RdbLenValues size
+    cdef unsigned long long size_value = 0
     # size: Size of the table in bytes.
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &size)
     # chunks: The table bytes, in chunks.

@@ -495,6 +495,7 @@ cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, P
     self._io = io
     cdef rdb_string__RdbLenValues opcode
     cdef Py_ssize_t opcode_pos = 0
+    cdef unsigned long long opcode_value = 0
     cdef rdb_string__RdbString string_value = None
     cdef rdb_string__RdbLen uint_value = None
     # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
@@ -537,6 +538,7 @@ cdef Py_ssize_t c_skip_module_op(object io, object buf, const unsigned char* _p,
     for c_read_module_op); returns the position after it."""
     cdef rdb_string__RdbLenValues opcode
     cdef Py_ssize_t opcode_pos = 0
+    cdef unsigned long long opcode_value = 0
     # opcode: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
     opcode_pos = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &opcode)

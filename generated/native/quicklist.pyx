@@ -368,6 +368,7 @@ cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigne
     self._io = io
     cdef rdb_string__RdbLenValues container
     cdef Py_ssize_t container_pos = 0
+    cdef unsigned long long container_value = 0
     cdef rdb_string__RdbBlob packed = None
     cdef rdb_string__RdbString plain = None
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
@@ -396,6 +397,7 @@ cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned ch
     for c_read_quicklist_2_node); returns the position after it."""
     cdef rdb_string__RdbLenValues container
     cdef Py_ssize_t container_pos = 0
+    cdef unsigned long long container_value = 0
     # container: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
     container_pos = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &container)

@@ -30,9 +30,10 @@ cdef int c_push_rdb_string(object io, object buf, const unsigned char* _p, Py_ss
     cdef bint is_lzf = 0
     cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
+    cdef bint len_is_encoded = 0
+    cdef unsigned long long len_value = 0
     cdef Py_ssize_t lzf_nbytes = 0
     cdef Py_ssize_t raw_length = 0
-    cdef Py_ssize_t raw_nbytes = 0
     cdef Py_ssize_t raw_start = 0
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
@@ -49,10 +50,9 @@ cdef int c_push_rdb_string(object io, object buf, const unsigned char* _p, Py_ss
         # raw: The bytes of a plain (not encoded) string.
         if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
-        raw_nbytes = len_value
-        pos += raw_nbytes
-        raw_start = pos - raw_nbytes
-        raw_length = raw_nbytes
+        pos += len_value
+        raw_start = pos - len_value
+        raw_length = len_value
         raw = _SPAN
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
@@ -184,8 +184,9 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
     cdef RdbLen clen = None
     cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
+    cdef bint len_is_encoded = 0
+    cdef unsigned long long len_value = 0
     cdef Py_ssize_t lzf_nbytes = 0
-    cdef Py_ssize_t raw_nbytes = 0
     cdef RdbLen ulen = None
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
@@ -203,9 +204,8 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
         # raw: The bytes of a plain (not encoded) string.
         if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
-        raw_nbytes = len_value
-        pos += raw_nbytes
-        raw = _p[pos - raw_nbytes:pos]
+        pos += len_value
+        raw = _p[pos - len_value:pos]
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
         int_value_on = len_value
@@ -258,8 +258,9 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     cdef RdbLen clen = None
     cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
+    cdef bint len_is_encoded = 0
+    cdef unsigned long long len_value = 0
     cdef Py_ssize_t lzf_nbytes = 0
-    cdef Py_ssize_t raw_nbytes = 0
     cdef RdbLen ulen = None
     # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
     len__pos = pos
@@ -276,8 +277,7 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
         # raw: The bytes of a plain (not encoded) string.
         if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_string.raw")
-        raw_nbytes = len_value
-        pos += raw_nbytes
+        pos += len_value
         raw = None
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
@@ -570,8 +570,9 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
     cdef RdbLen clen = None
     cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
+    cdef bint len_is_encoded = 0
+    cdef unsigned long long len_value = 0
     cdef Py_ssize_t lzf_nbytes = 0
-    cdef Py_ssize_t plain_nbytes = 0
     cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
@@ -587,9 +588,8 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
         # plain: The container parsed from an uncompressed blob.
         if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
-        plain_nbytes = len_value
-        plain_io = Io(buf, pos, pos + plain_nbytes, io.base, io.origin)
-        pos += plain_nbytes
+        plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
+        pos += len_value
         plain_on = kind
         if plain_on == 1:
             plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
@@ -647,8 +647,9 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
     cdef RdbLen clen = None
     cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
+    cdef bint len_is_encoded = 0
+    cdef unsigned long long len_value = 0
     cdef Py_ssize_t lzf_nbytes = 0
-    cdef Py_ssize_t plain_nbytes = 0
     cdef RdbLen ulen = None
     # len: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
     len__pos = pos
@@ -663,8 +664,7 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
         # plain: The container parsed from an uncompressed blob.
         if len_value > end - pos:
             raise truncated(io, pos, len_value, "rdb_string:rdb_blob.plain")
-        plain_nbytes = len_value
-        pos += plain_nbytes
+        pos += len_value
         plain = None
     elif len_is_encoded:
         # clen: Compressed length of an LZF blob.

@@ -55,8 +55,8 @@ cdef class StreamGroup:
     cdef public object name
     cdef public object last_id
     cdef public object entries_read
-    cdef public object pel
     cdef public object consumers
+    cdef public object _lazy_pel
     cdef public object _lazy_pel_size
     cdef public object _lazy_num_consumers
 
@@ -76,7 +76,7 @@ cdef class StreamConsumer:
     cdef public object name
     cdef public object seen_time
     cdef public object active_time
-    cdef public object pel
+    cdef public object _lazy_pel
     cdef public object _lazy_pel_size
 
 cdef class StreamIdmp:

@@ -684,7 +684,7 @@ cdef class StreamGroup:
     Written by: redis src/rdb.c rdbSaveObject"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "pel", "consumers", "_lazy_pel_size", "_lazy_num_consumers", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "last_id", "entries_read", "consumers", "_lazy_pel", "_lazy_pel_size", "_lazy_num_consumers", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -715,6 +715,14 @@ cdef class StreamGroup:
             return c_skip_stream_group(io, buf, _p, end, pos, parent, root, type_code)
         finally:
             PyBuffer_Release(&_view)
+
+    @property
+    def pel(self):
+        """The global pending entries list.
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_pel())
 
     @property
     def pel_size(self):
@@ -760,6 +768,69 @@ cdef class StreamGroup:
         finally:
             PyBuffer_Release(&_view)
 
+    def iter_pel(self):
+        """Yields the elements of `pel` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_pel
+        pel_count = self.pel_size.value
+        if pel_count < 0 or pel_count > (end - pos) // 25:
+            raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        for pel_index in range(<Py_ssize_t>pel_count):
+            pel_item, pos = StreamPelEntry._read(io, pos, self, root)
+            yield pel_item
+
+    def chunks_pel(self, Py_ssize_t rows):
+        """Yields the elements of `pel` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        cdef rdb_string__RdbLenValues delivery_count
+        cdef long long delivery_time = 0
+        cdef unsigned long long id_ms = 0
+        cdef unsigned long long id_seq = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_pel
+        pel_count = self.pel_size.value
+        if pel_count < 0 or pel_count > (end - pos) // 25:
+            raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        left = pel_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 4)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
+                    id_ms = rd_u8be(_p, pos)
+                    pos += 8
+                    out.push_length(id_ms)
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
+                    id_seq = rd_u8be(_p, pos)
+                    pos += 8
+                    out.push_length(id_seq)
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "stream:stream_pel_entry.delivery_time")
+                    delivery_time = rd_s8le(_p, pos)
+                    pos += 8
+                    out.push_int(delivery_time)
+                    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &delivery_count)
+                    out.push_length(delivery_count.value)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
+
 
 cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
     """Reads one stream_group at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
@@ -790,15 +861,16 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     # pel_size: Number of entries in the group's global PEL.
     self._lazy_pel_size = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &pel_size)
+    # pel: decoded on first access (see the property); stepped over here
+    self._lazy_pel = pos
     # pel: The global pending entries list.
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 25:
         raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-    pel = []
+    pel = None
     for pel_index in range(<Py_ssize_t>pel_count):
-        pel_item = c_read_stream_pel_entry(io, buf, _p, end, &pos, self, root)
-        pel.append(pel_item)
-    self.pel = pel
+        pos = c_skip_stream_pel_entry(io, buf, _p, end, pos, None, root)
+        pel_item = None
     # num_consumers: Number of consumers.
     self._lazy_num_consumers = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_consumers)
@@ -968,7 +1040,7 @@ cdef class StreamConsumer:
     Written by: redis src/rdb.c rdbSaveStreamConsumers"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "pel", "_lazy_pel_size", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "type_code", "name", "seen_time", "active_time", "_lazy_pel", "_lazy_pel_size", )  # the fields, as in the Python class
 
     @classmethod
     def from_bytes(cls, data, type_code):
@@ -1001,6 +1073,14 @@ cdef class StreamConsumer:
             PyBuffer_Release(&_view)
 
     @property
+    def pel(self):
+        """The consumer PEL; IDs only (each must be in the group's global PEL).
+
+        Read from the bytes on every access; not kept."""
+
+        return list(self.iter_pel())
+
+    @property
     def pel_size(self):
         """Number of entries in the consumer PEL.
 
@@ -1021,6 +1101,58 @@ cdef class StreamConsumer:
             return pel_size
         finally:
             PyBuffer_Release(&_view)
+
+    def iter_pel(self):
+        """Yields the elements of `pel` one at a time, read where they were stepped over."""
+        cdef Py_ssize_t pos, end
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_pel
+        pel_count = self.pel_size.value
+        if pel_count < 0 or pel_count > (end - pos) // 16:
+            raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        for pel_index in range(<Py_ssize_t>pel_count):
+            pel_item, pos = StreamIdRaw._read(io, pos, self, root)
+            yield pel_item
+
+    def chunks_pel(self, Py_ssize_t rows):
+        """Yields the elements of `pel` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+        cdef Py_ssize_t pos, end, left, n, index
+        cdef ScalarColumns out
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_pel
+        pel_count = self.pel_size.value
+        if pel_count < 0 or pel_count > (end - pos) // 16:
+            raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        left = pel_count
+        while left > 0:
+            n = min(max(rows, 1), left)
+            out = ScalarColumns(buf)
+            out.reserve(n * 2)
+            _p = acquire(buf, &_view, end)
+            try:
+                for index in range(n):
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "stream:stream_id_raw.ms")
+                    ms = rd_u8be(_p, pos)
+                    pos += 8
+                    out.push_length(ms)
+                    if pos + 8 > end:
+                        raise truncated(io, pos, 8, "stream:stream_id_raw.seq")
+                    seq = rd_u8be(_p, pos)
+                    pos += 8
+                    out.push_length(seq)
+            finally:
+                PyBuffer_Release(&_view)
+            left -= n
+            yield out
 
 
 cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):
@@ -1056,15 +1188,16 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
     # pel_size: Number of entries in the consumer PEL.
     self._lazy_pel_size = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &pel_size)
+    # pel: decoded on first access (see the property); stepped over here
+    self._lazy_pel = pos
     # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 16:
         raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
-    pel = []
+    pel = None
     for pel_index in range(<Py_ssize_t>pel_count):
-        pel_item = c_read_stream_id_raw(io, buf, _p, end, &pos, self, root)
-        pel.append(pel_item)
-    self.pel = pel
+        pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
+        pel_item = None
     _at[0] = pos
     return self
 

@@ -306,6 +306,7 @@ cdef ZmEntry c_read_zm_entry(object io, object buf, const unsigned char* _p, Py_
     self._root = root = root if root is not None else self
     self._io = io
     cdef ZmLenValues field_len
+    cdef bint field_len_is_end = 0
     cdef Py_ssize_t field_nbytes = 0
     cdef Py_ssize_t padding_nbytes = 0
     cdef ZmLen value_len = None
@@ -361,6 +362,7 @@ cdef Py_ssize_t c_skip_zm_entry(object io, object buf, const unsigned char* _p, 
     """Steps over one zm_entry at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_zm_entry); returns the position after it."""
     cdef ZmLenValues field_len
+    cdef bint field_len_is_end = 0
     cdef Py_ssize_t field_nbytes = 0
     cdef Py_ssize_t padding_nbytes = 0
     cdef ZmLen value_len = None

@@ -358,7 +358,7 @@ cdef class Zset2:
                 for index in range(n):
                     rdb_string__c_push_rdb_string(io, buf, _p, end, &pos, None, root, out)
                     if pos + 8 > end:
-                        raise truncated(io, pos, 8, "zset:zset_2.score")
+                        raise truncated(io, pos, 8, "zset:zset_2_entry.score")
                     score = rd_f8le(_p, pos)
                     pos += 8
                     out.push_double(score)
