@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import BinaryIO, TextIO
 
-from . import api, backend, convert, edits, memory, parallel, rewrite
+from . import api, backend, memory, parallel
 from .command_line import (
     TYPES,
     AnyCaseSubParsers,
@@ -52,6 +52,7 @@ from .errors import (
     internal_error_line,
     print_warnings,
 )
+from .generations import NEWEST, OLDEST, TARGETS
 from .jsonl import entries_json, s, stream_line_ends, write_joined, write_records, write_rows
 from .report.cli import register as register_report
 from .report.data import element_count
@@ -359,10 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.add_argument("--exclude-key", type=key_pattern, metavar="REGEX",
                          help="leave out keys matching this regular expression")
     target = rewrite.add_mutually_exclusive_group()
-    target.add_argument("--target", choices=sorted(convert.TARGETS),
+    target.add_argument("--target", choices=sorted(TARGETS),
                         help="write for this server: its RDB version and value layouts")
     target.add_argument("--rdb-version", type=int, metavar="N",
-                        help=f"write RDB version N ({convert.OLDEST} to {convert.NEWEST}) and its value layouts")
+                        help=f"write RDB version N ({OLDEST} to {NEWEST}) and its value layouts")
     rewrite.add_argument("--allow-lossy", action="store_true",
                          help="drop what the target cannot hold (listed at the end) instead of refusing it")
     rewrite.add_argument("--commands", metavar="FILE",
@@ -390,8 +391,10 @@ REWRITE_DESCRIPTION = ("Writes the dump again with the generated writers: byte f
 
 def run_rewrite(args: argparse.Namespace) -> int:
     """`rewrite`: bad input, or what cannot be written, ends with one line and its exit code."""
+    from . import convert, edits, rewrite  # the writers, loaded by the command that writes
+
     selection = rewrite.Selection(frozenset(args.db or ()), frozenset(args.type or ()), args.key, args.exclude_key)
-    version = convert.TARGETS[args.target] if args.target else args.rdb_version
+    version = TARGETS[args.target] if args.target else args.rdb_version
     try:
         converter = convert.Converter(version, args.allow_lossy) if version is not None else None
         commands = None

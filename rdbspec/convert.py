@@ -43,6 +43,7 @@ from rdbspec_generated import stream as _stream
 
 from .api import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
 from .errors import UnwritableError
+from .generations import NEWEST, OLDEST, TARGETS  # noqa: F401 - named here by the writers' users
 from .layouts import (
     HASH,
     HASH_LISTPACK,
@@ -66,12 +67,6 @@ from .primitives import container, text, texts
 from .stream_commands.edit import id_value
 from .stream_commands.groups import group_entries_read, loaded
 from .streams import UNKNOWN_ENTRIES_READ
-
-# what each target's server writes (redis src/rdb.h RDB_VERSION of that release; Valkey 8.0 writes
-# REDIS0011, valkey src/rdb.h)
-TARGETS: dict[str, int] = {"redis-6.0": 9, "redis-6.2": 9, "redis-7.0": 10, "redis-7.2": 11, "redis-7.4": 12,
-                           "redis-8.0": 12, "valkey-8.0": 11}
-OLDEST, NEWEST = 9, 12  # the versions written
 
 # value types (redis src/rdb.h RDB_TYPE_*) besides those of `layouts`
 STREAM_TYPES = (15, 19, 21)  # RDB_TYPE_STREAM_LISTPACKS, _2, _3

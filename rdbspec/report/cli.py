@@ -16,11 +16,12 @@ from typing import BinaryIO, TextIO
 
 from .. import api, memory, parallel
 from ..command_line import Progress, add_memory_options, dump_command, each_range, key_filter, positive_int, separator
-from . import html
 from .data import ReportBuilder, from_dump, save_time_ms
 
 
 def cmd_report(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    from . import html  # the page's renderer, loaded by the command that writes it
+
     now_ms = args.now
     if now_ms is None:
         now_ms = save_time_ms(dump.aux) or int(time.time() * 1000)

@@ -26,9 +26,7 @@ from ..errors import (
     file_error_line,
     internal_error_line,
 )
-from .options import ReadOptions
-
-DUMPS_DIR = "dumps"
+from .options import DUMPS_DIR, ReadOptions  # noqa: F401 - DUMPS_DIR: where the jobs write
 
 
 @dataclass(frozen=True)

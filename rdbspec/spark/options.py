@@ -18,6 +18,8 @@ from ..memory import ALLOCATORS, Server, parse_server
 TABLES = ("keys", "streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers", "aux", "files")
 STREAM_TABLES = ("streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers")
 
+DUMPS_DIR = "dumps"  # `rdbspec pipeline --dumps`: the folder of OUT its dumps are written to
+
 
 def _bool(options: dict[str, str], name: str, default: bool) -> bool:
     for k, v in options.items():

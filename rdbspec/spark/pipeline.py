@@ -24,13 +24,9 @@ from typing import IO, Any, TextIO
 
 from .. import dragonfly, errors
 from ..command_line import add_memory_options
-from ..convert import TARGETS
 from ..errors import EXIT_CODES, exit_code
-from ..report import html
-from ..report.data import ReportBuilder
-from . import dumps
-from . import report as spark_report
-from .options import TABLES, ReadOptions, resolve_paths
+from ..generations import TARGETS
+from .options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
 
@@ -55,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip the unreadable rest of a corrupt file (reported in the files table) instead of failing")
     p.add_argument("--dumps", action="store_true",
                    help=f"also write each input's selected keys (--db, --types, --key-pattern) as a dump under "
-                        f"OUT/{dumps.DUMPS_DIR}/, one task an input")
+                        f"OUT/{DUMPS_DIR}/, one task an input")
     p.add_argument("--dumps-target", choices=sorted(TARGETS), metavar="NAME",
                    help="write those dumps for this server (needed for Dragonfly snapshots): "
                         + ", ".join(sorted(TARGETS)))
@@ -261,6 +257,10 @@ def _write_report(spark: Any, written: dict[str, Any], args: argparse.Namespace,
                   out: TextIO) -> None:
     """`--report FILE`: the page of the tables written, and of the others it needs read for it;
     written beside FILE and renamed at the end. A FILE ending in .json gets the page's data."""
+    from ..report import html  # the report's modules, loaded when a report is asked for
+    from ..report.data import ReportBuilder
+    from . import report as spark_report
+
     quiet = {**options, "warnCorruptFiles": "false"}  # a corrupt file was reported by the tables' reads
     frames = {table: written[table] if table in written else reader(spark, table, quiet, list(args.inputs))
               for table in spark_report.REPORT_TABLES}
@@ -281,7 +281,9 @@ def _write_dumps(spark: Any, files: list[str], args: argparse.Namespace, options
                  out: TextIO) -> None:
     """`--dumps`: one task an input writes its dump (`dumps.write_dump`); a failed one is
     reported, and ends the command unless --ignore-corrupt-files."""
-    jobs = dumps.jobs(files, os.path.join(args.out, dumps.DUMPS_DIR), options, args.dumps_target,
+    from . import dumps  # the writers, loaded when dumps are asked for
+
+    jobs = dumps.jobs(files, os.path.join(args.out, DUMPS_DIR), options, args.dumps_target,
                       args.dumps_allow_lossy)
     results = spark.sparkContext.parallelize(jobs, len(jobs)).map(dumps.write_dump).collect()
     failed = [r for r in results if r.error is not None]
@@ -293,7 +295,7 @@ def _write_dumps(spark: Any, files: list[str], args: argparse.Namespace, options
             out.writelines(f"  dropped {what}: {count}\n" for what, count in r.dropped)
         else:
             out.write(f"dump: none for {r.error}\n")
-    out.write(f"wrote {len(results) - len(failed)} dumps to {os.path.join(args.out, dumps.DUMPS_DIR)}"
+    out.write(f"wrote {len(results) - len(failed)} dumps to {os.path.join(args.out, DUMPS_DIR)}"
               + (f" ({len(failed)} inputs failed)" if failed else "") + "\n")
 
 

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from .. import api
 from ..command_line import AnyCaseSubParsers, error_line, parse_version
 from ..errors import RdbError, exit_code, print_warnings
-from .commands import CommandError, dump_context, dump_lookup, execute
-from .reply import render_json, render_text
 
 XREAD_WORDS = (b"count", b"streams")  # where XREAD's own syntax starts, in any case
 
@@ -59,6 +57,9 @@ def _keys_of(argv: Sequence[bytes]) -> list[bytes]:
 
 def run(args: argparse.Namespace) -> int:
     """A stream subcommand: 0, 1 with the server's error on stderr, or the dump's exit code."""
+    from .commands import CommandError, dump_context, dump_lookup, execute  # loaded by the command that runs
+    from .reply import render_json, render_text
+
     now_ms = args.now if args.now is not None else int(time.time() * 1000)
     argv = _argv(args)
     dump = None
