@@ -309,55 +309,59 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
         PyMem_Free(out.data)
 
 
-cdef int put_id(Out* out, tuple entry_id) except -1:
-    """A stream ID (ms, seq) as the JSON string "ms-seq"."""
+cdef int put_id(Out* out, uint64_t ms, uint64_t seq) except -1:
+    """A stream ID as the JSON string "ms-seq"."""
     put(out, b'"', 1)
-    put_int(out, entry_id[0])
+    put_u64(out, ms)
     put(out, b"-", 1)
-    put_int(out, entry_id[1])
+    put_u64(out, seq)
     return put(out, b'"', 1)
 
 
-def encode_pending(list ids, list consumers, list delivery_times_ms, list delivery_counts, dict names) -> bytes:
+def encode_pending(const unsigned long long[:] ms, const unsigned long long[:] seq, const long long[:] owners,
+                   const long long[:] delivery_times_ms, const unsigned long long[:] delivery_counts,
+                   list names) -> bytes:
     """A group's PEL (`streams.PendingEntries`' columns) as `jsonl.group_json` writes it: its
-    objects joined by commas, each consumer as the JSON text `names` holds for it (null for an
-    entry pending for no consumer)."""
+    objects joined by commas, each entry's consumer as the JSON text `names` holds at its owner
+    index (null for -1: pending for no consumer)."""
     cdef Out out = Out(NULL, 0, 0)
-    cdef Py_ssize_t n = len(ids), i
+    cdef Py_ssize_t n = ms.shape[0], i
+    cdef int64_t owner
     cdef bytes name
-    if not (len(consumers) == len(delivery_times_ms) == len(delivery_counts) == n):
+    if not (seq.shape[0] == owners.shape[0] == delivery_times_ms.shape[0] == delivery_counts.shape[0] == n):
         raise ValueError("the PEL's columns differ in length")
     try:
         for i in range(n):
             put(&out, b',{"id":' if i else b'{"id":', 7 if i else 6)
-            put_id(&out, ids[i])
-            consumer = consumers[i]
-            if consumer is None:
+            put_id(&out, ms[i], seq[i])
+            owner = owners[i]
+            if owner < 0:
                 put_literal(&out, b',"consumer":null')
             else:
-                name = names[consumer]
+                name = names[owner]
                 put_literal(&out, b',"consumer":')
                 put(&out, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name))
             put_literal(&out, b',"delivery_time_ms":')
-            put_int(&out, delivery_times_ms[i])
+            put_i64(&out, delivery_times_ms[i])
             put_literal(&out, b',"delivery_count":')
-            put_int(&out, delivery_counts[i])
+            put_u64(&out, delivery_counts[i])
             put(&out, b"}", 1)
         return PyBytes_FromStringAndSize(out.data, out.size)
     finally:
         PyMem_Free(out.data)
 
 
-def encode_ids(ids) -> bytes:
-    """Stream IDs (ms, seq) as "ms-seq" JSON strings joined by commas (a consumer's PEL)."""
+def encode_ids(const unsigned long long[:] ms, const unsigned long long[:] seq) -> bytes:
+    """Stream IDs as "ms-seq" JSON strings joined by commas (a consumer's PEL)."""
     cdef Out out = Out(NULL, 0, 0)
-    cdef bint first = True
+    cdef Py_ssize_t n = ms.shape[0], i
+    if seq.shape[0] != n:
+        raise ValueError("the ID columns differ in length")
     try:
-        for entry_id in ids:
-            if not first:
+        for i in range(n):
+            if i:
                 put(&out, b",", 1)
-            first = False
-            put_id(&out, entry_id)
+            put_id(&out, ms[i], seq[i])
         return PyBytes_FromStringAndSize(out.data, out.size)
     finally:
         PyMem_Free(out.data)

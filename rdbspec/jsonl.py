@@ -25,7 +25,16 @@ from typing import Any, BinaryIO
 import orjson
 
 from .api import KeyRecord
-from .streams import ConsumerGroup, EntryColumns, EntryFields, PendingEntries, Stream, StreamEntry, format_id
+from .streams import (
+    ConsumerGroup,
+    EntryColumns,
+    EntryFields,
+    IdColumns,
+    PendingEntries,
+    Stream,
+    StreamEntry,
+    format_id,
+)
 from .values import PACKERS, ModuleValue, Packed
 
 try:  # compiled by setup.py from _jsonl_encode.pyx; absent without a C compiler
@@ -88,27 +97,31 @@ def stream_json(stream: Stream, include_deleted: bool, with_entries: bool = True
 
 def group_json(g: ConsumerGroup, serialized: bool = False) -> dict:
     """A consumer group's object, its pending entries (once in the group, again in a consumer)
-    read from the PEL's columns and each consumer's name made once. `serialized`: for
+    read from the PELs' columns and each consumer's name made once. `serialized`: for
     `dumps_bytes` only, the PELs in it as their JSON text (orjson.Fragment), written by the
     compiled encoder where it is built."""
-    names = {c.name: s(c.name) for c in g.consumers}  # every pending entry's consumer is one of them
     pending = PendingEntries.of(g.pending)
-    columns = (pending.ids, pending.consumers, pending.delivery_times_ms, pending.delivery_counts)
+    owned = [IdColumns.of(c.pending) for c in g.consumers]
     if serialized and _jsonl_encode is not None:
-        texts = {name: dumps_bytes(value) for name, value in names.items()}
-        entries: Any = orjson.Fragment(b"[" + _jsonl_encode.encode_pending(*columns, texts) + b"]")
-        owned: Any = [orjson.Fragment(b"[" + _jsonl_encode.encode_ids(c.pending) + b"]") for c in g.consumers]
+        texts = [dumps_bytes(s(name)) for name in pending.names]
+        entries: Any = orjson.Fragment(b"[" + _jsonl_encode.encode_pending(
+            pending.ids.ms, pending.ids.seq, pending.owners, pending.delivery_times_ms, pending.delivery_counts,
+            texts) + b"]")
+        owned_json: Any = [orjson.Fragment(b"[" + _jsonl_encode.encode_ids(ids.ms, ids.seq) + b"]") for ids in owned]
     else:
-        entries = [{"id": format_id(entry_id), "consumer": names.get(consumer), "delivery_time_ms": time_ms,
-                    "delivery_count": count} for entry_id, consumer, time_ms, count in zip(*columns)]
-        owned = [list(map(format_id, c.pending)) for c in g.consumers]
+        names = [s(name) for name in pending.names]
+        entries = [{"id": format_id(entry_id), "consumer": names[owner] if owner >= 0 else None,
+                    "delivery_time_ms": time_ms, "delivery_count": count}
+                   for entry_id, owner, time_ms, count in zip(pending.ids, pending.owners, pending.delivery_times_ms,
+                                                              pending.delivery_counts)]
+        owned_json = [list(map(format_id, ids)) for ids in owned]
     return {
         "name": s(g.name),
         "last_delivered_id": format_id(g.last_delivered_id),
         "entries_read": g.entries_read,
         "pending": entries,
-        "consumers": [{"name": names[c.name], "seen_time_ms": c.seen_time_ms, "active_time_ms": c.active_time_ms,
-                       "pending": ids} for c, ids in zip(g.consumers, owned)],
+        "consumers": [{"name": s(c.name), "seen_time_ms": c.seen_time_ms, "active_time_ms": c.active_time_ms,
+                       "pending": ids} for c, ids in zip(g.consumers, owned_json)],
     }
 
 

@@ -35,6 +35,8 @@ from .errors import IntegrityError, InternalError, RdbError
 from .primitives import CHUNK_ROWS, container, text, texts, values
 
 try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
+    from rdbspec_generated.native._columns import ScalarColumns
+
     from . import _stream_ids
 except ImportError:
     _stream_ids = None  # type: ignore[assignment]
@@ -281,16 +283,53 @@ class PendingEntry:
     delivery_count: int
 
 
+class IdColumns(Sequence[StreamId]):
+    """Stream IDs as two columns of unsigned 64-bit numbers (arrays "Q" of ms and seq), answering
+    as the list of (ms, seq) tuples they stand for: a consumer's PEL, a group PEL's IDs."""
+
+    __slots__ = ("ms", "seq")
+
+    def __init__(self, ms: array, seq: array):
+        self.ms, self.seq = ms, seq
+
+    @classmethod
+    def of(cls, ids: Sequence[StreamId]) -> IdColumns:
+        """`ids` as columns (themselves when they are)."""
+        if isinstance(ids, IdColumns):
+            return ids
+        return cls(array("Q", [i[0] for i in ids]), array("Q", [i[1] for i in ids]))
+
+    def __len__(self) -> int:
+        return len(self.ms)
+
+    def __iter__(self) -> Iterator[StreamId]:
+        return zip(self.ms, self.seq)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return list(zip(self.ms[index], self.seq[index]))
+        return self.ms[index], self.seq[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IdColumns({list(self)!r})"
+
+
 class PendingEntries(Sequence[PendingEntry]):
-    """A group's PEL as four columns, in the order the dump lists it: each entry's ID, consumer,
-    delivery time and delivery count. A `PendingEntry` is made for an entry when it is asked for;
-    the JSON writer reads the columns (`jsonl.group_json`), without an object per entry."""
+    """A group's PEL as columns, in the order the dump lists it: the IDs, the consumer each is
+    pending for (an index into `names`, -1 for none), the delivery times and counts. A
+    `PendingEntry` is made for an entry when it is asked for; the JSON writer reads the columns
+    (`jsonl.group_json`), without an object per entry."""
 
-    __slots__ = ("ids", "consumers", "delivery_times_ms", "delivery_counts")
+    __slots__ = ("ids", "owners", "names", "delivery_times_ms", "delivery_counts")
 
-    def __init__(self, ids: list[StreamId], consumers: list[bytes | None], delivery_times_ms: list[int],
-                 delivery_counts: list[int]):
-        self.ids, self.consumers = ids, consumers
+    def __init__(self, ids: IdColumns, owners: array, names: list[bytes], delivery_times_ms: array,
+                 delivery_counts: array):
+        self.ids, self.owners, self.names = ids, owners, names
         self.delivery_times_ms, self.delivery_counts = delivery_times_ms, delivery_counts
 
     @classmethod
@@ -298,11 +337,20 @@ class PendingEntries(Sequence[PendingEntry]):
         """`entries` as columns (themselves when they are)."""
         if isinstance(entries, PendingEntries):
             return entries
-        return cls([p.id for p in entries], [p.consumer for p in entries], [p.delivery_time_ms for p in entries],
-                   [p.delivery_count for p in entries])
+        names = list(dict.fromkeys(p.consumer for p in entries if p.consumer is not None))
+        index = {name: i for i, name in enumerate(names)}
+        return cls(IdColumns.of([p.id for p in entries]),
+                   array("q", [-1 if p.consumer is None else index[p.consumer] for p in entries]), names,
+                   array("q", [p.delivery_time_ms for p in entries]), array("Q", [p.delivery_count for p in entries]))
+
+    @property
+    def consumers(self) -> list[bytes | None]:
+        """Each entry's consumer (None: pending for none)."""
+        names = self.names
+        return [names[i] if i >= 0 else None for i in self.owners]
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.owners)
 
     def __iter__(self) -> Iterator[PendingEntry]:
         return map(PendingEntry, self.ids, self.consumers, self.delivery_times_ms, self.delivery_counts)
@@ -310,11 +358,14 @@ class PendingEntries(Sequence[PendingEntry]):
     def __getitem__(self, index):  # type: ignore[override]
         if isinstance(index, slice):
             return list(self)[index]
-        return PendingEntry(self.ids[index], self.consumers[index], self.delivery_times_ms[index],
-                            self.delivery_counts[index])
+        owner = self.owners[index]
+        return PendingEntry(self.ids[index], self.names[owner] if owner >= 0 else None,
+                            self.delivery_times_ms[index], self.delivery_counts[index])
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"PendingEntries({list(self)!r})"
@@ -325,7 +376,7 @@ class Consumer:
     name: bytes
     seen_time_ms: int
     active_time_ms: int | None
-    pending: list[StreamId]
+    pending: Sequence[StreamId]  # as read from a dump: IdColumns
 
 
 @dataclass
@@ -512,10 +563,10 @@ def _node_entries(source: tuple[type, Any, Any], offset: int, master_id: StreamI
     return got
 
 
-def _columns(chunks: Callable[[int], Iterable[Any]], width: int) -> list[list[int]]:
-    """The `width` columns of a chunked repeat of numbers (a generated `chunks_<field>`)."""
+def _columns(chunks: Iterable[Any], width: int) -> list[list[int]]:
+    """The `width` columns of the chunks of a chunked repeat of numbers (`chunks_<field>`)."""
     flat: list[int] = []
-    for chunk in chunks(CHUNK_ROWS):
+    for chunk in chunks:
         flat += values(chunk)
     return [flat[i::width] for i in range(width)]
 
@@ -525,42 +576,68 @@ _ABSENT = object()  # `_refuse_owned`: the owner of an ID not in the group PEL
 
 def _group(g, warn: WarningSink | None) -> ConsumerGroup:
     """A group of the generated parser as the server loads it (redis src/rdb.c rdbLoadObject:
-    each ID once in the group PEL, each consumer's IDs in it and owned by no other consumer). Its
-    loops over the pending entries are the interpreter's C loops (map, zip, comprehensions)."""
+    each ID once in the group PEL, each consumer's IDs in it and owned by no other consumer),
+    its PELs kept as columns: resolved in C (`_stream_ids.group_pel`) when the native parser read
+    them and the group PEL is in the order the server saves it, else by `_pel`, which names
+    what the server refuses."""
     name = text(g.name)
-    ms, seq, delivery_times, delivery_counts = _columns(g.chunks_pel, 4)
+    readers = g.consumers
+    names = [text(c.name) for c in readers]
+    group_chunks = list(g.chunks_pel(CHUNK_ROWS))
+    owned_chunks = [list(c.chunks_pel(CHUNK_ROWS)) for c in readers]
+    resolved = None
+    if _stream_ids is not None and len(set(names)) == len(names) and all(
+            isinstance(chunk, ScalarColumns) for chunk in group_chunks):
+        resolved = _stream_ids.group_pel(group_chunks, owned_chunks)
+    if resolved is None:
+        resolved = _pel(name, names, group_chunks, owned_chunks)
+    ms, seq, delivery_times, delivery_counts, owners, owned = resolved
+    ids = IdColumns(ms, seq)
+    consumers = [Consumer(cname, c.seen_time, c.active_time, IdColumns(*mine))
+                 for cname, c, mine in zip(names, readers, owned)]
+    if -1 in owners:
+        for entry_id, owner in zip(ids, owners):
+            if owner == -1:
+                _warn(warn, f"group {name!r}: entry {format_id(entry_id)} is pending for no consumer "
+                            f"(refused only with sanitize-dump-payload yes)", None)
+    pending = PendingEntries(ids, owners, names, delivery_times, delivery_counts)
+    entries_read = g.entries_read.value if g.entries_read is not None else None
+    if entries_read == UNKNOWN_ENTRIES_READ:
+        entries_read = None
+    return ConsumerGroup(name, (g.last_id.ms.value, g.last_id.seq.value), entries_read, pending, consumers)
+
+
+def _pel(name: bytes, names: list[bytes], group_chunks: list[Any], owned_chunks: list[list[Any]]) -> tuple:
+    """`_stream_ids.group_pel`'s columns, resolved in Python with the server's checks (redis
+    src/rdb.c rdbLoadObject): an ID pending twice in the group ("Duplicated global PEL entry"), a
+    consumer named twice ("Duplicated consumer name"), a consumer's ID not in the group PEL or
+    owned already (`_refuse_owned`) raise an IntegrityError."""
+    ms, seq, delivery_times, delivery_counts = _columns(group_chunks, 4)
     ids = list(zip(ms, seq))
     at = dict(zip(ids, range(len(ids))))
     if len(at) != len(ids):
         seen: set[StreamId] = set()
         twice = next(entry_id for entry_id in ids if entry_id in seen or seen.add(entry_id))  # type: ignore[func-returns-value]
         raise IntegrityError(f"group {name!r}: entry {format_id(twice)} is pending twice")
-    owners: list[bytes | None] = [None] * len(ids)
-    consumers: list[Consumer] = []
+    owners = [-1] * len(ids)
+    owned = []
     seen_names = set()
-    for c in g.consumers:
-        cname = text(c.name)
+    for index, (cname, chunks) in enumerate(zip(names, owned_chunks)):
         if cname in seen_names:
             raise IntegrityError(f"group {name!r}: duplicate consumer {cname!r}")
         seen_names.add(cname)
-        owned = list(zip(*_columns(c.chunks_pel, 2)))
-        places = list(map(at.get, owned))
-        if None in places or list(map(owners.__getitem__, places)).count(None) != len(places) \
+        mine_ms, mine_seq = _columns(chunks, 2)
+        mine = list(zip(mine_ms, mine_seq))
+        places = list(map(at.get, mine))
+        if None in places or list(map(owners.__getitem__, places)).count(-1) != len(places) \
                 or len(set(places)) != len(places):
-            _refuse_owned(name, cname, owned, [owners[i] if i is not None else _ABSENT for i in places])
+            _refuse_owned(name, cname, mine,
+                          [_ABSENT if i is None else None if owners[i] == -1 else names[owners[i]] for i in places])
         for place in places:
-            owners[place] = cname
-        consumers.append(Consumer(cname, c.seen_time, c.active_time, owned))
-    if None in owners:
-        for entry_id, owner in zip(ids, owners):
-            if owner is None:
-                _warn(warn, f"group {name!r}: entry {format_id(entry_id)} is pending for no consumer "
-                            f"(refused only with sanitize-dump-payload yes)", None)
-    pending = PendingEntries(ids, owners, delivery_times, delivery_counts)
-    entries_read = g.entries_read.value if g.entries_read is not None else None
-    if entries_read == UNKNOWN_ENTRIES_READ:
-        entries_read = None
-    return ConsumerGroup(name, (g.last_id.ms.value, g.last_id.seq.value), entries_read, pending, consumers)
+            owners[place] = index
+        owned.append((array("Q", mine_ms), array("Q", mine_seq)))
+    return (array("Q", ms), array("Q", seq), array("q", delivery_times), array("Q", delivery_counts),
+            array("q", owners), owned)
 
 
 def _refuse_owned(name: bytes, cname: bytes, owned: list[StreamId], owners: list[Any]) -> NoReturn:

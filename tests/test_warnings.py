@@ -20,6 +20,7 @@ import rdbspec
 from rdbspec.checksum import crc64
 from rdbspec.errors import EXIT_CODES
 from rdbspec.stream_commands.commands import Context, dump_lookup
+from rdbspec import streams
 from rdbspec.streams import PendingEntries, PendingEntry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -207,6 +208,38 @@ def test_a_group_pel_read_from_a_dump_is_a_sequence_of_its_entries(tmp_path: Pat
     assert group.pending[-1] == expected[-1] and group.pending[1:] == expected[1:]
     assert PendingEntries.of(expected) == group.pending and PendingEntries.of(group.pending) is group.pending
     assert [c.pending for c in group.consumers] == [[(3, 0)], [(1, 0)]]
+
+
+def test_a_group_pel_out_of_the_servers_order_reads_the_same(tmp_path: Path) -> None:
+    """The server saves a group PEL in ID order (its radix tree's) but loads one in any order:
+    read in the dump's order, each entry with its consumer, as the server would (it loads it)."""
+    path = tmp_path / "dump.rdb"
+    groups = [(b"g", [(3, 0), (1, 0), (2, 0)], [(b"a", [(2, 0), (3, 0)]), (b"b", [(1, 0)])])]
+    path.write_bytes(rdb10(stream([node((1, 0), (2, 0), (3, 0))], 3, group_section(groups))))
+    assert loads(path) is not None
+    with rdbspec.open(path) as dump:
+        group = next(k for k in dump.keys() if k.type_name == "stream").value.groups[0]
+    assert [(p.id, p.consumer) for p in group.pending] == [((3, 0), b"a"), ((1, 0), b"b"), ((2, 0), b"a")]
+    assert [list(c.pending) for c in group.consumers] == [[(2, 0), (3, 0)], [(1, 0)]]
+
+
+def test_the_compiled_pel_resolution_gives_what_the_checked_one_gives() -> None:
+    """`_stream_ids.group_pel` (C, the server's ID order) and `streams._pel` (Python, every check)
+    resolve every group of the real servers' dumps to the same columns."""
+    assert streams._stream_ids is not None  # `make test` builds it: without it, nothing is compared
+    compared = 0
+    for path in sorted((Path(__file__).resolve().parent / "corpus" / "real").glob("*/*.rdb")):
+        with rdbspec.open(path, parsers="native") as dump:
+            for key in dump.keys():
+                if key.type_name != "stream":
+                    continue
+                for g in key._body.value.groups:
+                    names = [rdbspec.primitives.text(c.name) for c in g.consumers]
+                    group = list(g.chunks_pel(64))
+                    owned = [list(c.chunks_pel(64)) for c in g.consumers]
+                    assert streams._stream_ids.group_pel(group, owned) == streams._pel(b"g", names, group, owned)
+                    compared += 1
+    assert compared >= 5
 
 
 NO_NODES = (rdb_bytes.rdb_len(0) + b"".join(rdb_bytes.rdb_len(n) for n in (5, 9, 0, 1, 0, 0, 0, 9))
