@@ -191,6 +191,29 @@ def _file_line(ds: Dataset) -> str:
             f"{info['server_used_memory'] / 2**30:.2f} GiB)")
 
 
+def _digest(r: Result | None) -> str | None:
+    """The sha256 of what a check run wrote (`runner.run_check`), None without one."""
+    return next((str(e["check"]["sha256"]) for e in r.extras if "sha256" in e.get("check", {})), None) \
+        if r is not None else None
+
+
+def same_output(got: MixRun) -> list[str]:
+    """Whether every `rdbspec dump` row (its defaults, `--jobs 1`, `--jobs 2`) wrote the same bytes on
+    each file, from their check runs' digests."""
+    lines = []
+    for ds in got.datasets:
+        digests = {name: _digest(got.results.get((name, ds.name))) for name in got.dumps}
+        found = {d for d in digests.values() if d is not None}
+        if len(digests) < 2 or not found:
+            continue
+        if len(found) == 1 and None not in digests.values():
+            lines.append(f"* `{ds.name}`: {', '.join(got.dumps)} wrote the same bytes (sha256 {found.pop()[:16]}…)")
+        else:
+            lines.append(f"* `{ds.name}`: **the outputs differ**: " + "; ".join(
+                f"{name} {d[:16] if d else 'no check run'}" for name, d in digests.items()))
+    return (["The check runs' output, compared (sha256 of the JSON each wrote):", "", *lines, ""] if lines else [])
+
+
 def wall_table(got: MixRun) -> list[str]:
     """Per file: each contender's wall (median and spread), then each rdbspec dump row ÷ each peer."""
     peers = [p for p in PEERS if p.name in got.peers]
@@ -254,6 +277,7 @@ def section(got: MixRun) -> list[str]:
             "`--jobs 1` and `--jobs 2` are rows of their own (its help, quoted below, says which is the "
             "default). Ratios: rdbspec ÷ the peer (< 1: rdbspec is faster).", ""]
     out += wall_table(got)
+    out += ["", *same_output(got)]
     out += ["", "### Peak RSS per command", "",
             f"Target: every rdbspec command ≤ {RSS_TARGET_MB} MB peak RSS whatever the file (over it: **bold** "
             "✗, judged on the larger of the two figures). Each cell: peak RSS · wall. Peak RSS = GNU time's "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -296,9 +297,11 @@ class OutputCheck:
 
 
 def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, str] | None = None,
-              memory_limit: int | None = None) -> dict[str, int]:
-    """Runs `check` on `ds`: {"entries", "keys", "bytes"} counted in what it wrote."""
+              memory_limit: int | None = None) -> dict[str, int | str]:
+    """Runs `check` on `ds`: {"entries", "keys", "bytes"} counted in what it wrote, and "sha256",
+    its digest (what tells two runs wrote the same bytes)."""
     counts = {"entries": 0, "keys": 0, "bytes": 0}
+    digest = hashlib.sha256()
     keep = max(len(check.entries), len(check.keys)) - 1  # a pattern cut by a chunk boundary
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
@@ -312,6 +315,7 @@ def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, st
             tail = b""
             while chunk := proc.stdout.read(1 << 20):
                 counts["bytes"] += len(chunk)
+                digest.update(chunk)
                 window = tail + chunk
                 for name, pattern in (("entries", check.entries), ("keys", check.keys)):
                     # from the first place a match can cross the boundary: those wholly in `tail` were counted
@@ -325,7 +329,7 @@ def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, st
         if proc.returncode != 0:
             err.seek(0)
             _fail(proc.returncode, err.read().decode(errors="replace"), time.perf_counter() - t0, memory_limit, 0)
-    return counts
+    return {**counts, "sha256": digest.hexdigest()}
 
 
 _LOADED = re.compile(r"DB loaded from disk: ([0-9.]+) seconds")

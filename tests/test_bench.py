@@ -4,6 +4,7 @@ Targets tests are given, and only what the report says about them is checked."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from bench.contenders import (
 from bench.datasets import Dataset
 from bench.memory import Target, Tool, Truth, accuracy, rdbspec_key, run_tool
 from bench.memory import table as memory_table
+from bench.mix import MixRun, same_output
 from bench.peers import PEERS_ENV, peer_contenders
 from bench.report import spark_table
 from bench.runner import Contender, OutputCheck, Result, RunFailedError, measure, run_check
@@ -55,7 +57,7 @@ def test_check_run_counts_markers_cut_by_the_read_size(tmp_path: Path) -> None:
     assert (len(first), len(second), data.count(ENTRY), data.count(KEY)) == (1 << 20, 1 << 20, 6, 4)
     argv = writer(tmp_path, "out.json", data)
     counted = run_check(OutputCheck(lambda ds: argv, ENTRY, KEY), dataset(tmp_path, 0, 0), 60)
-    assert counted == {"entries": 6, "keys": 4, "bytes": len(data)}
+    assert counted == {"entries": 6, "keys": 4, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def test_check_run_that_fails_raises(tmp_path: Path) -> None:
@@ -220,3 +222,22 @@ def test_a_memory_tool_past_its_rdb_version_cannot_read_and_one_that_exits_faile
 def test_rdbspec_hex_keys_are_matched_to_the_servers_bytes() -> None:
     # the server's key b"k:\x00\xff" as bench.memory spells it: UTF-8, the other bytes as \xNN
     assert rdbspec_key('{"hex": "6b3a00ff"}') == "k:\x00\\xff" and rdbspec_key("k:1") == "k:1"
+
+
+def test_the_mix_compares_what_each_dump_row_wrote(tmp_path: Path) -> None:
+    """The content mix says, per file, whether `rdbspec dump`'s rows (defaults, --jobs 1, --jobs 2)
+    wrote the same bytes, from their check runs' digests: a difference is flagged with each row's."""
+    ds = dataset(tmp_path, 0, 0)
+    rows = ["rdbspec dump", "rdbspec dump --jobs 1", "rdbspec dump --jobs 2"]
+
+    def run_of(*digests: str) -> MixRun:
+        got = MixRun([ds], rows, [], [])
+        for name, digest in zip(rows, digests):
+            got.results[(name, ds.name)] = Result(name, ds, extras=[{"check": {"bytes": 1, "sha256": digest}}])
+        return got
+
+    same = same_output(run_of("ab" * 32, "ab" * 32, "ab" * 32))
+    assert same[2] == f"* `{ds.name}`: {', '.join(rows)} wrote the same bytes (sha256 {'ab' * 8}…)"
+    differ = same_output(run_of("ab" * 32, "cd" * 32, "ab" * 32))
+    assert differ[2] == (f"* `{ds.name}`: **the outputs differ**: rdbspec dump {'ab' * 8}; "
+                         f"rdbspec dump --jobs 1 {'cd' * 8}; rdbspec dump --jobs 2 {'ab' * 8}")
