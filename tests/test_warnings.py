@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import rdbspec
+from rdbspec import streams
 from rdbspec.checksum import crc64
 from rdbspec.errors import EXIT_CODES
 from rdbspec.stream_commands.commands import Context, dump_lookup
-from rdbspec import streams
 from rdbspec.streams import PendingEntries, PendingEntry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
