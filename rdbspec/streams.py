@@ -283,7 +283,21 @@ class PendingEntry:
     delivery_count: int
 
 
-class IdColumns(Sequence[StreamId]):
+class _Columns(Sequence[Any]):
+    """A sequence kept as columns, equal to the list of the items it stands for."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+
+class IdColumns(_Columns, Sequence[StreamId]):
     """Stream IDs as two columns of unsigned 64-bit numbers (arrays "Q" of ms and seq), answering
     as the list of (ms, seq) tuples they stand for: a consumer's PEL, a group PEL's IDs."""
 
@@ -310,16 +324,8 @@ class IdColumns(Sequence[StreamId]):
             return list(zip(self.ms[index], self.seq[index]))
         return self.ms[index], self.seq[index]
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
 
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"IdColumns({list(self)!r})"
-
-
-class PendingEntries(Sequence[PendingEntry]):
+class PendingEntries(_Columns, Sequence[PendingEntry]):
     """A group's PEL as columns, in the order the dump lists it: the IDs, the consumer each is
     pending for (an index into `names`, -1 for none), the delivery times and counts. A
     `PendingEntry` is made for an entry when it is asked for; the JSON writer reads the columns
@@ -361,14 +367,6 @@ class PendingEntries(Sequence[PendingEntry]):
         owner = self.owners[index]
         return PendingEntry(self.ids[index], self.names[owner] if owner >= 0 else None,
                             self.delivery_times_ms[index], self.delivery_counts[index])
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"PendingEntries({list(self)!r})"
 
 
 @dataclass
