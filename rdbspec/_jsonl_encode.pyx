@@ -247,6 +247,15 @@ cdef class _Elements:
         return x
 
 
+cdef int put_id(Out* out, uint64_t ms, uint64_t seq) except -1:
+    """A stream ID as the JSON string "ms-seq"."""
+    put(out, b'"', 1)
+    put_u64(out, ms)
+    put(out, b"-", 1)
+    put_u64(out, seq)
+    return put(out, b'"', 1)
+
+
 def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] seq, const uint8_t[:] deleted,
                    const uint8_t[:] samefields, list master_fields, items, bint include_deleted) -> bytes:
     """The entries' JSON objects joined by commas (see the module doc)."""
@@ -269,11 +278,9 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
             if written:
                 put(&out, b",", 1)
             written = True
-            put(&out, b'{"id":"', 7)
-            put_u64(&out, ms[row])
-            put(&out, b"-", 1)
-            put_u64(&out, seq[row])
-            put(&out, b'","fields":[', 12)
+            put(&out, b'{"id":', 6)
+            put_id(&out, ms[row], seq[row])
+            put(&out, b',"fields":[', 11)
             same = samefields[row]
             if elements is not None:
                 first = row_starts[row]
@@ -307,15 +314,6 @@ def encode_entries(const unsigned long long[:] ms, const unsigned long long[:] s
         return PyBytes_FromStringAndSize(out.data, out.size)
     finally:
         PyMem_Free(out.data)
-
-
-cdef int put_id(Out* out, uint64_t ms, uint64_t seq) except -1:
-    """A stream ID as the JSON string "ms-seq"."""
-    put(out, b'"', 1)
-    put_u64(out, ms)
-    put(out, b"-", 1)
-    put_u64(out, seq)
-    return put(out, b'"', 1)
 
 
 def encode_pending(const unsigned long long[:] ms, const unsigned long long[:] seq, const long long[:] owners,

@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NoReturn
+from typing import Any
 
 from rdbspec_generated import WarningSink, collecting, current_sink
 from rdbspec_generated.rdb_string import RdbLen
@@ -569,9 +569,6 @@ def _columns(chunks: Iterable[Any], width: int) -> list[list[int]]:
     return [flat[i::width] for i in range(width)]
 
 
-_ABSENT = object()  # `_refuse_owned`: the owner of an ID not in the group PEL
-
-
 def _group(g, warn: WarningSink | None) -> ConsumerGroup:
     """A group of the generated parser as the server loads it (redis src/rdb.c rdbLoadObject:
     each ID once in the group PEL, each consumer's IDs in it and owned by no other consumer),
@@ -609,7 +606,7 @@ def _pel(name: bytes, names: list[bytes], group_chunks: list[Any], owned_chunks:
     """`_stream_ids.group_pel`'s columns, resolved in Python with the server's checks (redis
     src/rdb.c rdbLoadObject): an ID pending twice in the group ("Duplicated global PEL entry"), a
     consumer named twice ("Duplicated consumer name"), a consumer's ID not in the group PEL or
-    owned already (`_refuse_owned`) raise an IntegrityError."""
+    owned already, by another consumer or earlier in its own PEL, raise an IntegrityError."""
     ms, seq, delivery_times, delivery_counts = _columns(group_chunks, 4)
     ids = list(zip(ms, seq))
     at = dict(zip(ids, range(len(ids))))
@@ -625,31 +622,15 @@ def _pel(name: bytes, names: list[bytes], group_chunks: list[Any], owned_chunks:
             raise IntegrityError(f"group {name!r}: duplicate consumer {cname!r}")
         seen_names.add(cname)
         mine_ms, mine_seq = _columns(chunks, 2)
-        mine = list(zip(mine_ms, mine_seq))
-        places = list(map(at.get, mine))
-        if None in places or list(map(owners.__getitem__, places)).count(-1) != len(places) \
-                or len(set(places)) != len(places):
-            _refuse_owned(name, cname, mine,
-                          [_ABSENT if i is None else None if owners[i] == -1 else names[owners[i]] for i in places])
-        for place in places:
+        for entry_id in zip(mine_ms, mine_seq):
+            place = at.get(entry_id)
+            if place is None:
+                raise IntegrityError(f"group {name!r} consumer {cname!r}: pending entry "
+                                     f"{format_id(entry_id)} is not in the group PEL")
+            if owners[place] != -1:  # "Stream consumer PEL entry already has a consumer assigned"
+                raise IntegrityError(f"group {name!r} consumer {cname!r}: entry {format_id(entry_id)} "
+                                     f"is already pending for {names[owners[place]]!r}")
             owners[place] = index
         owned.append((array("Q", mine_ms), array("Q", mine_seq)))
     return (array("Q", ms), array("Q", seq), array("q", delivery_times), array("Q", delivery_counts),
             array("q", owners), owned)
-
-
-def _refuse_owned(name: bytes, cname: bytes, owned: list[StreamId], owners: list[Any]) -> NoReturn:
-    """Raises for the first of a consumer's pending IDs that the server refuses (`owners`: the
-    consumer each ID had before this one, `_ABSENT` for an ID not in the group PEL): one not in
-    the group PEL, or one owned already, by another consumer or earlier in this one's PEL."""
-    taken: dict[StreamId, bytes] = {}
-    for entry_id, owner in zip(owned, owners):
-        if owner is _ABSENT:
-            raise IntegrityError(f"group {name!r} consumer {cname!r}: pending entry "
-                                 f"{format_id(entry_id)} is not in the group PEL")
-        owner = taken.get(entry_id, owner)
-        if owner is not None:  # "Stream consumer PEL entry already has a consumer assigned"
-            raise IntegrityError(f"group {name!r} consumer {cname!r}: entry {format_id(entry_id)} "
-                                 f"is already pending for {owner!r}")
-        taken[entry_id] = cname
-    raise InternalError(RuntimeError("a consumer's pending entries were refused, then each found loadable"), None)
