@@ -87,11 +87,11 @@ def split_size(path: str, dump: api.Dump, jobs: int) -> int | None:
 
 def _first_key_size(dump: api.Dump) -> int:
     """The bytes of the first key record of `dump` when no split can cut it (a stream's can be
-    cut between its nodes); 0 for a stream or without a key. Read by a reader of its own, which
-    steps over the value."""
+    cut between its nodes); 0 for a stream or without a key. Read as the index pass reads it
+    (`splits.key_records`), stepping over the value."""
     with contextlib.suppress(api.RdbError):
-        first = next(api.Dump(dump.source, verify_checksum=False, parsers=dump.backend).keys(), None)
-        return first.size if first is not None and first.value_kind not in STREAM_KINDS else 0
+        for _, size, _, value_kind in splits.key_records(dump):  # the first one
+            return 0 if value_kind in STREAM_KINDS else size
     return 0
 
 

@@ -83,7 +83,7 @@ def cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool = False,
     boundary: int | None = None  # the end of the last key record, and the database after it
     boundary_db = 0
     try:
-        for offset, size, db, value_kind in _key_records(dump):
+        for offset, size, db, value_kind in key_records(dump):
             end = offset + size
             big = size > split_size
             is_stream = value_kind in STREAM_KINDS
@@ -110,7 +110,7 @@ def cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool = False,
     yield Split(path, start, None, start_db)
 
 
-def _key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int]]:
+def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int]]:
     """(offset, size, database, value kind) of each key record of `dump` (a Redis or Valkey dump:
     Dragonfly's envelopes are `api.Dump`'s to open), in file order, from the generated parser's
     records alone: the pass reads the same records as `Dump.keys`, without a `KeyRecord` each
