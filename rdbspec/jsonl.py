@@ -97,7 +97,7 @@ def stream_json(stream: Stream, include_deleted: bool, with_entries: bool = True
 
 def group_json(g: ConsumerGroup, serialized: bool = False) -> dict:
     """A consumer group's object, its pending entries (once in the group, again in a consumer)
-    read from the PELs' columns and each consumer's name made once. `serialized`: for
+    read from the PELs' columns, each entry's consumer name made once per name. `serialized`: for
     `dumps_bytes` only, the PELs in it as their JSON text (orjson.Fragment), written by the
     compiled encoder where it is built."""
     pending = PendingEntries.of(g.pending)
