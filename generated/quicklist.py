@@ -77,6 +77,24 @@ class Quicklist:
         return self, pos
 
     @classmethod
+    def _open(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist, int]:
+        """Reads one quicklist up to its `nodes`, which it does not step over: for a lazy
+        property, whose object stepped over these bytes when it was read. The position returned
+        is where `nodes` starts."""
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        buf = io.buf
+        end = io.end
+        # num_nodes: Number of quicklist nodes.
+        num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        self.num_nodes = num_nodes
+        # nodes: decoded on first access (see the property); stepped over by the caller
+        self._lazy_nodes = pos
+        return self, pos
+
+    @classmethod
     def _skip(cls, io: Io, pos: int, parent, root) -> int:
         """Steps over one quicklist without building it; returns the position after it."""
         buf = io.buf
@@ -150,11 +168,27 @@ class Quicklist:
         self._lazy_nodes = None
         self._given_nodes = value
 
-    def iter_nodes(self):
-        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+    def iter_nodes(self, start=None, count=None):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over. With `start` (a position `cuts_nodes` gives), `count` elements from there."""
         if self._lazy_nodes is None:  # an object to write: the elements a writer gave it
             yield from self._given_nodes or ()
             return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes if start is None else start
+        nodes_count = self.num_nodes.value if count is None else count
+        if nodes_count < 0 or nodes_count > end - pos:
+            raise invalid(
+                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
+            )
+        for nodes_index in range(nodes_count):
+            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            yield nodes_item
+
+    def cuts_nodes(self, step: int):
+        """Where `nodes` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
         io = self._io
         buf = io.buf
         end = io.end
@@ -165,9 +199,16 @@ class Quicklist:
             raise invalid(
                 io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
+        cuts = []
+        cut_at = pos - step
         for nodes_index in range(nodes_count):
-            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
-            yield nodes_item
+            if pos - cut_at >= step:
+                cuts.append((pos, nodes_index))
+                cut_at = pos
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            nodes_item = None
+        cuts.append((pos, nodes_count))
+        return cuts
 
 
 class Quicklist2:
@@ -219,6 +260,24 @@ class Quicklist2:
         for nodes_index in range(nodes_count):
             pos = Quicklist2Node._skip(io, pos, None, root)
             nodes_item = None
+        return self, pos
+
+    @classmethod
+    def _open(cls, io: Io, pos: int, parent, root) -> tuple[Quicklist2, int]:
+        """Reads one quicklist_2 up to its `nodes`, which it does not step over: for a lazy
+        property, whose object stepped over these bytes when it was read. The position returned
+        is where `nodes` starts."""
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        buf = io.buf
+        end = io.end
+        # num_nodes: Number of quicklist nodes.
+        num_nodes, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        self.num_nodes = num_nodes
+        # nodes: decoded on first access (see the property); stepped over by the caller
+        self._lazy_nodes = pos
         return self, pos
 
     @classmethod
@@ -291,11 +350,27 @@ class Quicklist2:
         self._lazy_nodes = None
         self._given_nodes = value
 
-    def iter_nodes(self):
-        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+    def iter_nodes(self, start=None, count=None):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over. With `start` (a position `cuts_nodes` gives), `count` elements from there."""
         if self._lazy_nodes is None:  # an object to write: the elements a writer gave it
             yield from self._given_nodes or ()
             return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes if start is None else start
+        nodes_count = self.num_nodes.value if count is None else count
+        if nodes_count < 0 or nodes_count > end - pos:
+            raise invalid(
+                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
+            )
+        for nodes_index in range(nodes_count):
+            nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
+            yield nodes_item
+
+    def cuts_nodes(self, step: int):
+        """Where `nodes` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
         io = self._io
         buf = io.buf
         end = io.end
@@ -306,9 +381,16 @@ class Quicklist2:
             raise invalid(
                 io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
+        cuts = []
+        cut_at = pos - step
         for nodes_index in range(nodes_count):
-            nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
-            yield nodes_item
+            if pos - cut_at >= step:
+                cuts.append((pos, nodes_index))
+                cut_at = pos
+            pos = Quicklist2Node._skip(io, pos, None, root)
+            nodes_item = None
+        cuts.append((pos, nodes_count))
+        return cuts
 
 
 class Quicklist2Node:

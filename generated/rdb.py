@@ -1596,15 +1596,15 @@ class KeyValue:
         if value_on == 0:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
         elif value_on == 1:
-            value, pos = StringList._read(io, pos, self, root)
+            value, pos = StringList._open(io, pos, self, root)
         elif value_on == 2:
-            value, pos = StringList._read(io, pos, self, root)
+            value, pos = StringList._open(io, pos, self, root)
         elif value_on == 3:
             value, pos = zset.ZsetLegacy._read(io, pos, self, root)
         elif value_on == 4:
-            value, pos = hash.HashTable._read(io, pos, self, root)
+            value, pos = hash.HashTable._open(io, pos, self, root)
         elif value_on == 5:
-            value, pos = zset.Zset2._read(io, pos, self, root)
+            value, pos = zset.Zset2._open(io, pos, self, root)
         elif value_on == 6:
             value, pos = module.ModulePreGa._read(io, pos, self, root)
         elif value_on == 7:
@@ -1620,7 +1620,7 @@ class KeyValue:
         elif value_on == 13:
             value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
         elif value_on == 14:
-            value, pos = quicklist.Quicklist._read(io, pos, self, root)
+            value, pos = quicklist.Quicklist._open(io, pos, self, root)
         elif value_on == 15:
             value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
         elif value_on == 16:
@@ -1628,7 +1628,7 @@ class KeyValue:
         elif value_on == 17:
             value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
         elif value_on == 18:
-            value, pos = quicklist.Quicklist2._read(io, pos, self, root)
+            value, pos = quicklist.Quicklist2._open(io, pos, self, root)
         elif value_on == 19:
             value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
         elif value_on == 20:
@@ -1742,6 +1742,24 @@ class StringList:
         return self, pos
 
     @classmethod
+    def _open(cls, io: Io, pos: int, parent, root) -> tuple[StringList, int]:
+        """Reads one string_list up to its `items`, which it does not step over: for a lazy
+        property, whose object stepped over these bytes when it was read. The position returned
+        is where `items` starts."""
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        buf = io.buf
+        end = io.end
+        # num_items: Number of elements.
+        num_items, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        self.num_items = num_items
+        # items: decoded on first access (see the property); stepped over by the caller
+        self._lazy_items = pos
+        return self, pos
+
+    @classmethod
     def _skip(cls, io: Io, pos: int, parent, root) -> int:
         """Steps over one string_list without building it; returns the position after it."""
         buf = io.buf
@@ -1811,11 +1829,41 @@ class StringList:
         self._lazy_items = None
         self._given_items = value
 
-    def iter_items(self):
-        """Yields the elements of `items` one at a time, read where they were stepped over."""
+    def iter_items(self, start=None, count=None):
+        """Yields the elements of `items` one at a time, read where they were stepped over. With `start` (a position `cuts_items` gives), `count` elements from there."""
         if self._lazy_items is None:  # an object to write: the elements a writer gave it
             yield from self._given_items or ()
             return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_items if start is None else start
+        items_count = self.num_items.value if count is None else count
+        if items_count < 0 or items_count > end - pos:
+            raise invalid(
+                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
+            )
+        for items_index in range(items_count):
+            items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
+            yield items_item
+
+    def chunks_items(self, rows: int, start=None, count=None):
+        """Yields the elements of `items` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other. With `start` (a position `cuts_items` gives), `count` elements from there."""
+        chunk = []
+        size = max(rows, 1) * 1
+        for item in self.iter_items(start, count):
+            chunk.append(
+                item.raw if item.raw is not None else item.int_value if item.int_value is not None else item.lzf
+            )
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def cuts_items(self, step: int):
+        """Where `items` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
         io = self._io
         buf = io.buf
         end = io.end
@@ -1826,20 +1874,13 @@ class StringList:
             raise invalid(
                 io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
             )
+        cuts = []
+        cut_at = pos - step
         for items_index in range(items_count):
-            items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
-            yield items_item
-
-    def chunks_items(self, rows: int):
-        """Yields the elements of `items` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
-        chunk = []
-        size = max(rows, 1) * 1
-        for item in self.iter_items():
-            chunk.append(
-                item.raw if item.raw is not None else item.int_value if item.int_value is not None else item.lzf
-            )
-            if len(chunk) >= size:
-                yield chunk
-                chunk = []
-        if chunk:
-            yield chunk
+            if pos - cut_at >= step:
+                cuts.append((pos, items_index))
+                cut_at = pos
+            pos = rdb_string.RdbString._skip(io, pos, None, root)
+            items_item = None
+        cuts.append((pos, items_count))
+        return cuts

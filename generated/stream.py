@@ -393,11 +393,27 @@ class StreamValue:
         self._lazy_nodes = None
         self._given_nodes = value
 
-    def iter_nodes(self):
-        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+    def iter_nodes(self, start=None, count=None):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over. With `start` (a position `cuts_nodes` gives), `count` elements from there."""
         if self._lazy_nodes is None:  # an object to write: the elements a writer gave it
             yield from self._given_nodes or ()
             return
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_nodes if start is None else start
+        nodes_count = self.num_nodes.value if count is None else count
+        if nodes_count < 0 or nodes_count > (end - pos) // 18:
+            raise invalid(
+                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
+            )
+        for nodes_index in range(nodes_count):
+            nodes_item, pos = StreamNode._read(io, pos, self, root)
+            yield nodes_item
+
+    def cuts_nodes(self, step: int):
+        """Where `nodes` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
         io = self._io
         buf = io.buf
         end = io.end
@@ -408,9 +424,16 @@ class StreamValue:
             raise invalid(
                 io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
+        cuts = []
+        cut_at = pos - step
         for nodes_index in range(nodes_count):
-            nodes_item, pos = StreamNode._read(io, pos, self, root)
-            yield nodes_item
+            if pos - cut_at >= step:
+                cuts.append((pos, nodes_index))
+                cut_at = pos
+            pos = StreamNode._skip(io, pos, None, root)
+            nodes_item = None
+        cuts.append((pos, nodes_count))
+        return cuts
 
 
 class StreamNode:

@@ -307,6 +307,24 @@ class Zset2:
         return self, pos
 
     @classmethod
+    def _open(cls, io: Io, pos: int, parent, root) -> tuple[Zset2, int]:
+        """Reads one zset_2 up to its `entries`, which it does not step over: for a lazy
+        property, whose object stepped over these bytes when it was read. The position returned
+        is where `entries` starts."""
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        buf = io.buf
+        end = io.end
+        # num_members: Number of members.
+        num_members, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        self.num_members = num_members
+        # entries: decoded on first access (see the property); stepped over by the caller
+        self._lazy_entries = pos
+        return self, pos
+
+    @classmethod
     def _skip(cls, io: Io, pos: int, parent, root) -> int:
         """Steps over one zset_2 without building it; returns the position after it."""
         buf = io.buf
@@ -376,8 +394,8 @@ class Zset2:
         self._lazy_entries = None
         self._given_entries = value
 
-    def iter_entries(self):
-        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+    def iter_entries(self, start=None, count=None):
+        """Yields the elements of `entries` one at a time, read where they were stepped over. With `start` (a position `cuts_entries` gives), `count` elements from there."""
         if self._lazy_entries is None:  # an object to write: the elements a writer gave it
             yield from self._given_entries or ()
             return
@@ -385,8 +403,8 @@ class Zset2:
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_entries
-        entries_count = self.num_members.value
+        pos = self._lazy_entries if start is None else start
+        entries_count = self.num_members.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 9:
             raise invalid(
                 io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
@@ -395,11 +413,11 @@ class Zset2:
             entries_item, pos = Zset2Entry._read(io, pos, self, root)
             yield entries_item
 
-    def chunks_entries(self, rows: int):
-        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+    def chunks_entries(self, rows: int, start=None, count=None):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other. With `start` (a position `cuts_entries` gives), `count` elements from there."""
         chunk = []
         size = max(rows, 1) * 2
-        for item in self.iter_entries():
+        for item in self.iter_entries(start, count):
             chunk.append(
                 item.member.raw
                 if item.member.raw is not None
@@ -413,6 +431,29 @@ class Zset2:
                 chunk = []
         if chunk:
             yield chunk
+
+    def cuts_entries(self, step: int):
+        """Where `entries` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
+        io = self._io
+        buf = io.buf
+        end = io.end
+        root = self._root
+        pos = self._lazy_entries
+        entries_count = self.num_members.value
+        if entries_count < 0 or entries_count > (end - pos) // 9:
+            raise invalid(
+                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
+            )
+        cuts = []
+        cut_at = pos - step
+        for entries_index in range(entries_count):
+            if pos - cut_at >= step:
+                cuts.append((pos, entries_index))
+                cut_at = pos
+            pos = Zset2Entry._skip(io, pos, None, root)
+            entries_item = None
+        cuts.append((pos, entries_count))
+        return cuts
 
 
 class Zset2Entry:

@@ -33,6 +33,7 @@ from .plan import (
     chunk_row,
     element_min_size,
     is_lazy,
+    opened_field,
     skipped_types,
     value_fields,
 )
@@ -226,9 +227,16 @@ class CythonTypeEmitter(TypeEmitter):
 
     def materialize(self, attr: Attribute) -> None:
         super().materialize(attr)
-        kind = self.plan.facts.instance_kind(self.t, attr) if self.mode == SCALAR and attr.cond is None else None
+        typed = self.mode in (SCALAR, SKIP) and attr.cond is None
+        kind = self.plan.facts.instance_kind(self.t, attr) if typed else None
         if kind is not None and not kind.nullable and kind.base in ("int", "bool"):
             self.cdefs[TypeEmitter.local(attr.id)] = "long long" if kind.base == "int" else "bint"
+
+    def read_switch(self, a: Attribute, sw: Switch, local: str, io: str | None = None, pos: str = "pos") -> None:
+        on = self.expr(sw.on)  # a local (then the same text again below) or an expression
+        if on.isidentifier() and self.cdefs.get(on) in C_TYPES:  # a C number stays one
+            self.cdefs[f"{local}_on"] = self.cdefs[on]
+        super().read_switch(a, sw, local, io, pos)
 
     def subscript(self, node) -> str | None:
         text = super().subscript(node)
@@ -256,7 +264,8 @@ class CythonTypeEmitter(TypeEmitter):
             elif ref.target.used_as_columns:
                 super().read_user(a, ref, local, io, pos)
             else:
-                read = self.c_function(ref.target, "read")
+                how = "open" if self.opening and opened_field(ref.target) is not None else "read"
+                read = self.c_function(ref.target, how)
                 self.emit(f"{local} = {read}(io, buf, _p, end, &pos, {parent}, root{args})")
                 if a.type is ref and not a.repeat:
                     self.type_local(local, ref.target)
@@ -519,10 +528,11 @@ class CythonTypeEmitter(TypeEmitter):
         self.out = Lines(depth=2)
         self.known = [set()]
         parts = chunk_row(self.builder, a)
+        self.ranged = a if a.splits else None
         self.lazy_start(a)
         self.absent(a, "")
         count = f"{self.local(a.id)}_count"
-        self.emit(f"{count} = {self.expr(a.repeat_expr)}")
+        self.emit(f"{count} = {self.repeat_count(a)}")
         self.check_count(a, count)
         self.emit(f"left = {count}")
         self.block("while left > 0:")
@@ -560,6 +570,12 @@ class CythonTypeEmitter(TypeEmitter):
         self.emit("yield out")
         self.end_block()
         return self.out.lines
+
+    def cuts_body(self, a: Attribute) -> list[str]:
+        """`cuts_<field>(step)`: the elements stepped over by their C skip readers, the buffer held
+        throughout."""
+        self.scanned = set()
+        return self.with_view(super().cuts_body(a))
 
     @staticmethod
     def with_view(lines: list[str]) -> list[str]:

@@ -32,6 +32,7 @@ from .plan import (
     chunk_row,
     element_min_size,
     is_lazy,
+    opened_field,
 )
 
 
@@ -48,7 +49,8 @@ class TypeEmitter:
     """Emits the reading function of one type in one mode, as its plan says."""
 
     # names the generated functions use for themselves: a field of that name gets a `_` suffix
-    reserved = frozenset({"pos", "io", "buf", "end", "self", "cls", "root", "parent", "cols", "count", "len", "int",
+    reserved = frozenset({"pos", "io", "buf", "end", "self", "cls", "root", "parent", "cols", "count", "start",
+                          "step", "cuts", "cut_at", "len", "int",
                           "str", "bytes", "range", "struct", "Io", "invalid", "truncated", "lzf_decompress"})
     processes = {"rdb_lzf": "lzf_decompress"}  # a spec's `process` name: the runtime function
 
@@ -66,6 +68,9 @@ class TypeEmitter:
         self.modules: set[str] = set()
         self.bound: dict[str, str] = {}
         self.in_place: dict[str, bool] = {}  # instances computed where used (name: computed yet)
+        self.ranged: Optional[Attribute] = None  # the `-rdbspec-splits` field read from `start, count`
+        self.open_tail: Optional[Attribute] = None  # the field `_open` leaves (plan.opened_field)
+        self.opening = False  # a lazy property's read: types that can be opened are (`_open`)
 
     @property
     def mode(self) -> str:
@@ -281,6 +286,10 @@ class TypeEmitter:
 
     def field(self, a: Attribute) -> None:
         local = self.local(a.id)
+        if self.mode == OBJECT and a is self.open_tail:
+            self.out.add(f"# {a.id}: decoded on first access (see the property); stepped over by the caller")
+            self.emit(f"self._lazy_{a.id} = pos")
+            return
         if self.mode == OBJECT and is_lazy(a):
             self.out.add(f"# {a.id}: decoded on first access (see the property); stepped over here")
             self.emit(f"self._lazy_{a.id} = pos")
@@ -319,7 +328,7 @@ class TypeEmitter:
         keep = not yielding and not self.plan.skipping(a)
         if a.repeat == "expr":
             count = f"{local}_count"
-            self.emit(f"{count} = {self.expr(a.repeat_expr)}")
+            self.emit(f"{count} = {self.repeat_count(a)}")
             self.check_count(a, count)
         if not yielding:
             self.emit(f"{local} = []" if keep else f"{local} = None")
@@ -487,7 +496,8 @@ class TypeEmitter:
             view = "buf, end" if io == "io" else f"{io}.buf, {io}.end"
             call = f"{self.qualified_function(ref.target)}({io}, {view}, {pos}, {parent}, root{args})"
         else:
-            call = f"{self.qualified(ref.target)}._read({io}, {pos}, {parent}, root{args})"
+            how = "_open" if self.opening and opened_field(ref.target) is not None else "_read"
+            call = f"{self.qualified(ref.target)}.{how}({io}, {pos}, {parent}, root{args})"
         if pos == "pos":
             self.emit(f"{local}, pos = {call}")
         else:
@@ -722,7 +732,9 @@ class TypeEmitter:
             return self.out.lines
         self.lazy_start(a)
         self.absent(a, "None")
+        self.opening = a.size is None and not a.size_eos  # read in place: its end is not needed
         self.read_repeated(a, local)
+        self.opening = False
         self.emit(f"return {local}")
         return self.out.lines
 
@@ -732,6 +744,7 @@ class TypeEmitter:
         elements never holds them all (the property is the list of them)."""
         self.out = Lines(depth=2)
         self.known = [set()]
+        self.ranged = a if a.splits else None
         self.lazy_start(a)
         self.absent(a, "")
         self.read_repeated(a, self.local(a.id), yielding=True)
@@ -745,7 +758,7 @@ class TypeEmitter:
         parts = chunk_row(self.builder, a)
         self.emit("chunk = []")
         self.emit(f"size = max(rows, 1) * {len(parts)}")
-        self.block(f"for item in self.iter_{a.id}():")
+        self.block(f"for item in self.iter_{a.id}({'start, count' if a.splits else ''}):")
         for part in parts:
             source = "item" if part.attr is None else f"item.{part.attr.id}"
             if part.how == ELEMENT:  # the first of its element fields that is present
@@ -767,10 +780,42 @@ class TypeEmitter:
         self.end_block()
         return self.out.lines
 
+    def cuts_body(self, a: Attribute) -> list[str]:
+        """The body of `cuts_<field>(step)` of a `-rdbspec-splits` field: the elements stepped
+        over as the object steps over them, the (position, index) of each part's first one kept,
+        then the position after the last and the count."""
+        self.out = Lines(depth=2)
+        self.known = [set()]
+        self.lazy_start(a)
+        local = self.local(a.id)
+        count = f"{local}_count"
+        self.emit(f"{count} = {self.expr(a.repeat_expr)}")
+        self.check_count(a, count)
+        self.emit("cuts = []")
+        self.emit("cut_at = pos - step")
+        self.block(self.counted_loop(local, count))
+        self.block("if pos - cut_at >= step:")
+        self.emit(f"cuts.append((pos, {local}_index))")
+        self.emit("cut_at = pos")
+        self.end_block()
+        with self.plan.stepping_over():
+            self.read_one(a, f"{local}_item")
+        self.end_block()
+        self.emit(f"cuts.append((pos, {count}))")
+        self.emit("return cuts")
+        return self.out.lines
+
     def lazy_start(self, a: Attribute) -> None:
-        """A lazy field's reader starts where the object stepped over the field."""
-        for line in ("io = self._io", "buf = io.buf", "end = io.end", "root = self._root", f"pos = self._lazy_{a.id}"):
+        """A lazy field's reader starts where the object stepped over the field (or, `ranged`,
+        at `start` when it is given)."""
+        start = f"self._lazy_{a.id} if start is None else start" if self.ranged is a else f"self._lazy_{a.id}"
+        for line in ("io = self._io", "buf = io.buf", "end = io.end", "root = self._root", f"pos = {start}"):
             self.emit(line)
+
+    def repeat_count(self, a: Attribute) -> str:
+        """The count of a `repeat: expr` field's elements (or, `ranged`, `count` when it is given)."""
+        declared = self.expr(a.repeat_expr)
+        return f"{declared} if count is None else count" if self.ranged is a else declared
 
     def absent(self, a: Attribute, result: str) -> None:
         """A lazy field's reader returns `result` at once when the field is not there."""

@@ -18,7 +18,7 @@ _SUPPORTED_ATTR_KEYS = {"id", "doc", "doc-ref", "type", "size", "size-eos", "pro
                         "repeat-expr", "repeat-until", "if", "contents", "valid", "enum", "encoding",
                         "terminator", "consume", "include", "value", "pos", "-rdbspec-columns",
                         "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message", "-rdbspec-warn",
-                        "-rdbspec-write", "-rdbspec-chunks"}
+                        "-rdbspec-write", "-rdbspec-chunks", "-rdbspec-splits"}
 _SUPPORTED_TYPE_KEYS = {"meta", "doc", "doc-ref", "params", "seq", "instances", "types", "enums",
                         "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream", "-rdbspec-write-from",
                         "-rdbspec-element"}
@@ -91,6 +91,9 @@ class Attribute:
     columns: bool = False
     # a lazy repeat also read in chunks of columns (`-rdbspec-chunks`): see plan.chunk_row
     chunks: bool = False
+    # a lazy repeat that a reader may cut into parts, each read alone (`-rdbspec-splits`):
+    # `cuts_<field>`, and `iter_<field>`/`chunks_<field>` from a cut
+    splits: bool = False
     value: Optional[ex.Node] = None
     pos: Optional[ex.Node] = None
     # how a writer derives the field (`-rdbspec-write`): an expression, or for a field of a user
@@ -265,6 +268,7 @@ class Builder:
         a.include = bool(raw.get("include", False))
         a.columns = bool(raw.get("-rdbspec-columns", False))
         a.chunks = bool(raw.get("-rdbspec-chunks", False))
+        a.splits = bool(raw.get("-rdbspec-splits", False))
         write = raw.get("-rdbspec-write")
         if isinstance(write, dict):
             a.write = {str(k): _expr(spec, f"{path}/-rdbspec-write/{k}", v) for k, v in write.items()}
@@ -304,6 +308,10 @@ class Builder:
                 a.type.target.used_as_columns = True
             if a.chunks and not (isinstance(a.type, UserRef) and a.repeat == "expr" and a.raw.get("-rdbspec-lazy")):
                 raise _error(t.spec, a.yaml_path, "-rdbspec-chunks needs a lazy repeat-expr of a user type")
+            if a.splits and not (isinstance(a.type, UserRef) and a.repeat == "expr" and a.raw.get("-rdbspec-lazy")
+                                 and a.cond is None):
+                raise _error(t.spec, a.yaml_path,
+                             "-rdbspec-splits needs an unconditional lazy repeat-expr of a user type")
             if a.enum:
                 self.enum(t, tuple(a.enum.split("::")[:-1]), a.enum.split("::")[-1], a.yaml_path, whole=True)
 

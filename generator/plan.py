@@ -153,6 +153,15 @@ def is_lazy(a: Attribute) -> bool:
     return bool(a.raw.get("-rdbspec-lazy"))
 
 
+def opened_field(t: TypeSpec) -> Optional[Attribute]:
+    """The `-rdbspec-splits` field that ends `t`'s seq, if one does. A lazy property that reads a
+    `t` opens it (`_open`): the object is read up to that field, which is not stepped over
+    again: the property's own object stepped over these bytes when it was read, and nothing
+    after the field (no instance either) needs its end."""
+    last = t.seq[-1] if t.seq else None
+    return last if last is not None and last.splits and not t.instances else None
+
+
 def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
     """Types that some lazy field may step over: they get a `_skip` reader."""
     pending = [a.type for root in roots.values() for t in root.walk() for a in t.seq if is_lazy(a)]

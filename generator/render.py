@@ -11,7 +11,7 @@ import jinja2
 from .emit_python import TypeEmitter
 from .emit_write import writable, write_function
 from .model import Attribute, Builder, TypeSpec
-from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, skipped_types
+from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, opened_field, skipped_types
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -44,6 +44,7 @@ class PropertyView:
     body: list[str]
     cached: bool = True  # kept in `_m_<id>` after the first access
     given: bool = False  # a lazy field a writer may set: kept in `_given_<id>`, read first
+    ranged: bool = False  # of a `-rdbspec-splits` field: also reads `count` elements from byte `start`
 
 
 @dataclass
@@ -70,9 +71,17 @@ class TypeView:
     keeps_parent: bool = True  # see plan.keeps_parent
     lazy_iters: list[PropertyView] = field(default_factory=list)  # iter_<field> of repeated lazy fields
     chunk_iters: list[PropertyView] = field(default_factory=list)  # chunks_<field> of -rdbspec-chunks fields
+    cut_finders: list[PropertyView] = field(default_factory=list)  # cuts_<field> of -rdbspec-splits fields
+    open_body: list[str] = field(default_factory=list)  # `_open`: read up to `opened` (plan.opened_field)
+    opened: str = ""
     element_names: list[str] = field(default_factory=list)  # of a `-rdbspec-element` type (see emit_cython)
     write_body: list[str] = field(default_factory=list)  # `_write`, or `write_<id>` for a type with inputs
     write_inputs: list[str] = field(default_factory=list)  # the instances `write_<id>` takes
+
+
+def _ranged(a: Attribute) -> str:
+    """What a reader of the elements of a `-rdbspec-splits` field says of its `start, count`."""
+    return f" With `start` (a position `cuts_{a.id}` gives), `count` elements from there." if a.splits else ""
 
 
 class ModuleRenderer:
@@ -123,6 +132,12 @@ class ModuleRenderer:
             return view
         emitter = self.emitter(self.builder, t, OBJECT)
         view.body = self.collect(emitter, emitter.body())
+        opened = opened_field(t)
+        if opened is not None:
+            emitter = self.emitter(self.builder, t, OBJECT)
+            emitter.open_tail = opened
+            view.open_body = self.collect(emitter, emitter.body())
+            view.opened = opened.id
         view.keeps_parent = keeps_parent(t)
         view.fields = [a.id for a in t.seq]
         lazy = self.reread_fields(t)
@@ -143,14 +158,24 @@ class ModuleRenderer:
             if a.repeat:
                 it = self.emitter(self.builder, t, OBJECT)
                 doc = f"Yields the elements of `{a.id}` one at a time, read where they were stepped over."
-                view.lazy_iters.append(PropertyView(a.id, doc, self.collect(it, it.lazy_iter_body(a)), cached=False,
-                                                    given=given))
+                view.lazy_iters.append(PropertyView(a.id, doc + _ranged(a),
+                                                    self.collect(it, it.lazy_iter_body(a)), cached=False,
+                                                    given=given, ranged=a.splits))
             if a.chunks:
                 chunks = self.emitter(self.builder, t, OBJECT)
                 doc = (f"Yields the elements of `{a.id}` `rows` at a time as columns: each element's values "
                        "(an element's bytes or integer, a number) one after the other.")
-                view.chunk_iters.append(PropertyView(a.id, doc, self.collect(chunks, chunks.chunks_body(a)),
-                                                     cached=False))
+                view.chunk_iters.append(PropertyView(a.id, doc + _ranged(a),
+                                                     self.collect(chunks, chunks.chunks_body(a)), cached=False,
+                                                     ranged=a.splits))
+            if a.splits:
+                cuts = self.emitter(self.builder, t, OBJECT)
+                doc = (f"Where `{a.id}` may be cut into parts of about `step` bytes, each read alone: the "
+                       "(byte position, index) of each part's first element (the first element, then the first "
+                       "to start `step` bytes or more after the last cut), then (the position after the last "
+                       "element, the count of elements): part i is `count` = index[i + 1] - index[i] elements "
+                       "from position[i].")
+                view.cut_finders.append(PropertyView(a.id, doc, self.collect(cuts, cuts.cuts_body(a)), cached=False))
         if id(t) in self.skipped:
             skip = self.emitter(self.builder, t, SKIP)
             view.skip_body = self.collect(skip, skip.body())

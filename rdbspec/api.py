@@ -141,15 +141,17 @@ class KeyRecord:
                 return
             yield part
 
-    def packed(self, after_value: bool = False) -> values.Packed | None:
+    def packed(self, after_value: bool = False, part: values.Part = values.WHOLE) -> values.Packed | None:
         """The value without an object per element (`values.Packed`) when its encoding allows
         (listpacks, ziplists, intsets: their entries; hashtable-encoded lists, sets, hashes and
         sorted sets: chunks read as they are iterated) and it holds an element; None otherwise:
         read `value`. None too once `value` was read, unless `after_value` (the value is read
-        again). Checks and warnings as for `value`."""
+        again). Of a value workers read in parts (`values.CUTS`), `part` (start, count) only.
+        Checks and warnings as for `value`."""
         if (self._decoded is not None and not after_value) or self.value_kind not in values.PACKERS:
             return None
-        got = self._decoding(values.packed, self.value_kind)
+        got = self._decoding(values.packed if part == values.WHOLE else partial(values.packed, part=part),
+                             self.value_kind)
         if got is not None and isinstance(got.parts, Iterator):
             got.parts = self._chunks(got.parts)
         return got

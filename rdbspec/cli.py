@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import BinaryIO, TextIO
 
-from . import api, backend, memory, parallel
+from . import api, backend, memory, parallel, values
 from .command_line import (
     TYPES,
     AnyCaseSubParsers,
@@ -53,13 +53,23 @@ from .errors import (
     print_warnings,
 )
 from .generations import NEWEST, OLDEST, TARGETS
-from .jsonl import entries_json, s, stream_line_ends, write_joined, write_records, write_rows
+from .jsonl import (
+    entries_json,
+    part_json,
+    s,
+    stream_line_ends,
+    value_line_ends,
+    write_joined,
+    write_records,
+    write_rows,
+)
 from .report.cli import register as register_report
 from .report.data import element_count
 from .report.prefixes import PrefixTree
 from .spark.pipeline import register as register_pipeline
 from .stream_commands.cli import register as register_stream_commands
 from .streams import Stream
+from .values import STREAM_KINDS
 
 
 def _selected(dump: api.Dump, args: argparse.Namespace,
@@ -87,60 +97,74 @@ def _filtered(dump: api.Dump, keep: Callable[[api.KeyRecord], bool] | None,
 
 def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
-    stream: list[tuple[_StreamPart, BinaryIO]] = []  # the node splits of a stream key read so far
-    for piece, part, spool in each_range(dump, args, out, _dump_lines, streaming=True, stream_nodes=True):
+    key: list[tuple[_LinePart, BinaryIO]] = []  # the part splits of a key read so far
+    for piece, part, spool in each_range(dump, args, out, _dump_lines, streaming=True, parts=True):
         if piece is not None and spool is not None and part is not None:
-            stream.append((part, spool))
+            key.append((part, spool))
             if piece.last:
-                _join_stream(out.buffer, stream)
-                stream = []
+                _join_line(out.buffer, key)
+                key = []
 
 
 @dataclass(frozen=True)
-class _StreamPart:
-    """What a node split of a stream key wrote of its line: the line's start (the first split's),
-    from `entries_at` the entries of its nodes (`entries` bytes), then the line's end (the last's)."""
+class _LinePart:
+    """What a part split of a key wrote of its line: the line's start (the first split's), from
+    `elements_at` the elements of its part (`elements` bytes), then the line's end (the last's)."""
 
-    entries_at: int
-    entries: int
+    elements_at: int
+    elements: int
 
 
 def _dump_lines(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
-                piece: parallel.Piece | None, out: TextIO) -> _StreamPart | None:
-    """`dump`'s lines of the keys of `records` (all: None), or a node split's part of a stream
-    key's line."""
+                piece: parallel.Piece | None, out: TextIO) -> _LinePart | None:
+    """`dump`'s lines of the keys of `records` (all: None), or a part split's part of a key's
+    line (a stream's entries of its nodes, another value's elements)."""
     out.flush()
     selected = _selected(dump, args, records)
-    if piece is None or piece.split.nodes is None:
+    if piece is None or piece.split.part is None:
         write_records(out.buffer, selected, args.include_deleted)
         return None
     record = next(selected, None)
     if record is None:  # not selected
         return None
     write = out.buffer
-    head, tail = stream_line_ends(record, args.include_deleted) if piece.first or piece.last else (b"", b"")
+    if record.value_kind in STREAM_KINDS:
+        head, tail = stream_line_ends(record, args.include_deleted) if piece.first or piece.last else (b"", b"")
+        chunks = (entries_json(got.columns, args.include_deleted) for _, got in parallel.piece_nodes(record, piece))
+    elif record.skipped_by_server if piece.first else record.packed() is None:
+        return None  # empty: the server skips the key, and its line is left out (the first part warns)
+    else:
+        head, tail = value_line_ends(record) if piece.first or piece.last else (b"", b"")
+        packed = _part_of(record, piece)
+        chunks = (part_json(chunk, packed.shape) for chunk in packed.parts) if packed is not None else iter(())
     if piece.first:
         write.write(head)
     start = write.tell()
-    write_joined(write, (entries_json(got.columns, args.include_deleted)
-                         for _, got in parallel.piece_nodes(record, piece)))
-    part = _StreamPart(start, write.tell() - start)
+    write_joined(write, chunks)
+    part = _LinePart(start, write.tell() - start)
     if piece.last:
         write.write(tail)
     return part
 
 
-def _join_stream(out: BinaryIO, parts: list[tuple[_StreamPart, BinaryIO]]) -> None:
-    """A stream key's line from what its node splits wrote, their entries joined by commas."""
+def _part_of(record: api.KeyRecord, piece: parallel.Piece) -> values.Packed | None:
+    """The elements of a part split (`Split.part`) of `record`, a value of `values.CUTS` other
+    than a stream, as they are iterated."""
+    at, _, count = piece.split.part or (0, 0, 0)
+    return record.packed(after_value=True, part=(at, count))
+
+
+def _join_line(out: BinaryIO, parts: list[tuple[_LinePart, BinaryIO]]) -> None:
+    """A key's line from what its part splits wrote, their elements joined by commas."""
     joined = False
     for part, spool in parts:
-        parallel.copy(spool, out, 0, part.entries_at)
-        if part.entries:
+        parallel.copy(spool, out, 0, part.elements_at)
+        if part.elements:
             if joined:
                 out.write(b",")
-            parallel.copy(spool, out, part.entries_at, part.entries_at + part.entries)
+            parallel.copy(spool, out, part.elements_at, part.elements_at + part.elements)
             joined = True
-        parallel.copy(spool, out, part.entries_at + part.entries)
+        parallel.copy(spool, out, part.elements_at + part.elements)
 
 
 KEY_COLUMNS = ["db", "key", "type", "encoding", "size_in_file", "elements"]
@@ -243,7 +267,7 @@ def check(record: api.KeyRecord) -> None:
 def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     per_db: dict[int, Counter] = defaultdict(Counter)
     per_type: Counter = Counter()
-    for _, (dbs, types), _ in each_range(dump, args, out, _count_keys, stream_nodes=True):
+    for _, (dbs, types), _ in each_range(dump, args, out, _count_keys, parts=True):
         for db, counts in dbs.items():
             per_db[db].update(counts)
         per_type.update(types)
@@ -285,13 +309,20 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
 def _count_keys(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
                 piece: parallel.Piece | None, out: TextIO) -> tuple[dict[int, Counter], Counter]:
     """The keys of `records` (all: None) per database and per type, each value checked (`check`;
-    a node split's nodes only, and the key counted with its first split)."""
+    a part split's nodes or elements only, and the key counted with its first split)."""
     per_db: dict[int, Counter] = defaultdict(Counter)
     per_type: Counter = Counter()
     for record in _selected(dump, args, records):
-        if piece is not None and piece.split.nodes is not None:
-            for _ in parallel.piece_nodes(record, piece):
+        if piece is not None and piece.split.part is not None:
+            if record.value_kind in STREAM_KINDS:
+                for _ in parallel.piece_nodes(record, piece):
+                    pass
+            elif piece.first and record.skipped_by_server:  # empty: warned of (and counted) once
                 pass
+            else:
+                packed = _part_of(record, piece)
+                for _ in packed.parts if packed is not None else ():
+                    pass
             if not piece.first:
                 continue
         else:

@@ -175,14 +175,15 @@ Gather = Callable[[api.Dump, argparse.Namespace, "Iterator[api.KeyRecord] | None
 
 
 def each_range(dump: api.Dump, args: argparse.Namespace, out: TextIO, gather: Gather, streaming: bool = False,
-               stream_nodes: bool = False) -> Iterator[tuple[parallel.Piece | None, Any, BinaryIO | None]]:
+               parts: bool = False) -> Iterator[tuple[parallel.Piece | None, Any, BinaryIO | None]]:
     """Yields (piece, result, spool) of `gather(dump, args, records, piece, out)` over the keys of
     the dump, in file order. When one process reads the dump (`parallel.split_size`, --jobs 1),
     once: over all of them (`records` and `piece` None: the dump's keys, with a progress line on
     a terminal), writing to `out`. Else once per range of the file, in a worker process, with the
     range's records and writing to its spool (encoded as `out` is); the parent shows the progress.
-    With `streaming`, the spools hold output: each is copied to `out` in turn (spool None), except
-    a node split's (a part of a stream key's line: for the caller to join). A range that fails
+    With `parts`, a big value that can be is read in part splits (`splits.cut`). With
+    `streaming`, the spools hold output: each is copied to `out` in turn (spool None), except a
+    part split's (a part of a key's line: for the caller to join). A range that fails
     raises `parallel.RangeError` after the ranges before it, and with `streaming` its own output
     up to the record it failed at (its worker writes whole records)."""
     size = parallel.split_size(args.file, dump, args.jobs)
@@ -203,10 +204,11 @@ def each_range(dump: api.Dump, args: argparse.Namespace, out: TextIO, gather: Ga
         return range_failure(args, err, part)
 
     out.flush()  # what it holds comes before the spools
-    with contextlib.closing(parallel.ranges(dump, size, args.jobs, work, fail, stream_nodes,
+    with contextlib.closing(parallel.ranges(dump, size, args.jobs, work, fail,
+                                            parallel.value_parts(args.jobs) if parts else 0,
                                             progress.update if progress.enabled else None)) as done_ranges:
         for done in done_ranges:
-            copied = streaming and done.piece.split.nodes is None
+            copied = streaming and done.piece.split.part is None
             if copied and (done.failure is None or done.whole):
                 parallel.copy(done.spool, out.buffer)
             if done.failure is not None:

@@ -214,6 +214,7 @@ def entries_json(cols: EntryColumns, include_deleted: bool) -> bytes:
 
 _SPOOL_IN_MEMORY = 8 << 20  # bytes of a line's elements kept in memory before spilling to a temporary file
 ENTRIES_SLOT = b'"entries":null'  # a stream's entries in its line written without them
+VALUE_SLOT = b'"value":null'  # a list's, set's, hash's or sorted set's elements in its line written without them
 
 
 def part_json(part: Any, shape: str) -> bytes:
@@ -261,6 +262,13 @@ def stream_line_ends(record: KeyRecord, include_deleted: bool = False) -> tuple[
     return line_ends(dumps_bytes(record_json(record, include_deleted, with_entries=False)), ENTRIES_SLOT)
 
 
+def value_line_ends(record: KeyRecord) -> tuple[bytes, bytes]:
+    """The line of a list, set, hash or sorted set key (one of `values.PACKERS`) around the
+    elements of its value, for a writer of some of them (`rdbspec --jobs`: a value split over
+    several workers)."""
+    return line_ends(dumps_bytes(record_json(record, value=None)), VALUE_SLOT)
+
+
 def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False) -> None:
     """One JSON Lines record; a stream's entries are written a node at a time and a list, set,
     hash or sorted set of more than one chunk a chunk at a time, so that a value of millions of
@@ -268,7 +276,7 @@ def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False
     packed = record.packed()
     if packed is not None and not isinstance(packed.parts, list):  # read as iterated
         line = dumps_bytes(record_json(record, value=None))
-        _spooled_line(out, line, b'"value":null', (part_json(part, packed.shape) for part in packed.parts))
+        _spooled_line(out, line, VALUE_SLOT, (part_json(part, packed.shape) for part in packed.parts))
         return
     value = record.value
     if not isinstance(value, Stream):

@@ -2,8 +2,9 @@
 forked worker processes, their results taken back in file order.
 
 The ranges are the splits of `rdbspec.splits` (each starts at a record boundary where a database
-is selected and no key metadata is pending; with `stream_nodes`, a stream key bigger than a range
-is cut into ranges of its nodes). The index pass that finds them runs in a process of its own,
+is selected and no key metadata is pending; with `parts`, a key bigger than a range whose value
+may be read in parts, a stream, a quicklist or a hashtable-encoded value, is cut into ranges of
+its nodes or elements). The index pass that finds them runs in a process of its own,
 the planner, which hands each split over as soon as it is found, so that workers start while the
 pass goes on. Each range is read by a process forked for it: fork keeps the mapped file and all
 that the command set up, so nothing is pickled on the way in, and a worker reads the dump through
@@ -19,7 +20,8 @@ bounds the spool files on disk.
 A stream split over several workers (`piece_nodes`) is checked as a single walk checks it: each
 worker walks its nodes from the last one before them that holds an entry (the IDs must ascend
 across the cut), and counts its live entries; the parent checks their sum against the stream's
-length after its last piece.
+length after its last piece. The elements of another value read in parts have no rule across
+a cut: each worker reads its own (`api.KeyRecord.packed`).
 
 One process reads (`split_size` says None) with one job, from stdin, a Dragonfly dump (a DFS set,
 or a file whose compressed blobs carry state from record to record), without fork, or a file
@@ -38,6 +40,7 @@ import pickle
 import selectors
 import signal
 import struct
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,7 +51,7 @@ from . import api, splits
 from .errors import InternalError, RdbWarning
 from .splits import Split
 from .streams import NodeEntries, Stream, StreamNode, check_length, walk_nodes
-from .values import STREAM_KINDS
+from .values import CUTS
 
 ENV_SPLIT_SIZE = "RDBSPEC_SPLIT_SIZE"
 MIN_FILE = 8 << 20  # smaller files are read by one process: forking would cost more than it saves
@@ -86,18 +89,18 @@ def split_size(path: str, dump: api.Dump, jobs: int) -> int | None:
 
 
 def _first_key_size(dump: api.Dump) -> int:
-    """The bytes of the first key record of `dump` when no split can cut it (a stream's can be
-    cut between its nodes); 0 for a stream or without a key. Read as the index pass reads it
-    (`splits.key_records`), stepping over the value."""
+    """The bytes of the first key record of `dump` when no split can cut it (`values.CUTS`' can
+    be cut between their nodes or elements); 0 for those or without a key. Read as the index
+    pass reads it (`splits.key_records`), stepping over the value."""
     with contextlib.suppress(api.RdbError):
-        for _, size, _, value_kind in splits.key_records(dump):  # the first one
-            return 0 if value_kind in STREAM_KINDS else size
+        for _, size, _, value_kind, _ in splits.key_records(dump):  # the first one
+            return 0 if value_kind in CUTS else size
     return 0
 
 
 @dataclass(frozen=True)
 class Walked:
-    """What a worker found walking the nodes of a node split: the stream key (record offset, key),
+    """What a worker found walking the nodes of a part split: the stream key (record offset, key),
     its stored length and the live entries of the split's nodes."""
 
     offset: int
@@ -108,12 +111,10 @@ class Walked:
 
 @dataclass
 class Piece:
-    """One range as a worker reads it: its split and, for a node split (`Split.nodes`), where its
-    nodes begin among its stream's (in the master ID order of `Stream.nodes`) and whether it is
-    its key's first and last. `walked` comes back from the worker (`piece_nodes`)."""
+    """One range as a worker reads it: its split and, for a part split (`Split.part`), whether it
+    is its key's first and last. `walked` comes back from the worker of a stream's (`piece_nodes`)."""
 
     split: Split
-    first_node: int = 0
     first: bool = True
     last: bool = True
     walked: Walked | None = None
@@ -160,26 +161,37 @@ Work = Callable[[api.Dump, Iterator[api.KeyRecord], Piece, BinaryIO], Any]
 Fail = Callable[[BaseException, "api.Dump | None"], Failure]
 
 
-def ranges(dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, stream_nodes: bool = False,
+def value_parts(jobs: int) -> int:
+    """How many parts a big value is cut into (`splits.cut`) for `jobs` workers: one a job, since
+    each part's worker reads the key's record again (stepping over the whole value) and the index
+    pass walks the value once more to cut it, so that more parts would cost more than they share;
+    with `RDBSPEC_SPLIT_SIZE`, parts of that size, as many as that makes (the tests cut small
+    values in many parts)."""
+    forced = os.environ.get(ENV_SPLIT_SIZE, "")
+    return sys.maxsize if forced.isdigit() and int(forced) > 0 else jobs
+
+
+def ranges(dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int = 0,
            progress: Callable[[int], None] | None = None) -> Iterator[Done]:
     """`work` over each range of `size` bytes of `dump` in a worker process (at most `jobs` at
-    once), yielded in file order; before each is yielded its warnings and what its records said go
-    to `dump`. `progress` is told the bytes read so far every half second. Close the iterator to
-    stop: the workers still running are killed."""
-    return _Runner(dump, size, jobs, work, fail, stream_nodes, progress).run()
+    once), yielded in file order, a big value cut into at most `parts` ranges (`splits.cut`);
+    before each is yielded its warnings and what its records said go to `dump`. `progress` is
+    told the bytes read so far every half second. Close the iterator to stop: the workers still
+    running are killed."""
+    return _Runner(dump, size, jobs, work, fail, parts, progress).run()
 
 
 def piece_nodes(record: api.KeyRecord, piece: Piece) -> Iterator[tuple[StreamNode, NodeEntries]]:
-    """The nodes of a node split of `record` (a stream key), decoded and checked as a walk over all
+    """The nodes of a part split of `record` (a stream key), decoded and checked as a walk over all
     of them checks them (`Stream.node_entries`): the walk starts at the last node before them that
     holds an entry, so that their first ID is compared with the one before it (the warnings of
     that node are those of the range before too: the parent keeps each once). Their live entries
     are counted into `piece.walked`, which the parent adds up to check the stream's length."""
     stream = record.value
     if not isinstance(stream, Stream):
-        raise TypeError(f"a node split of a {record.type_name} key")
-    first = piece.first_node
-    end = first + (piece.split.nodes or (0, 0))[1]
+        raise TypeError(f"a stream part split of a {record.type_name} key")
+    _, first, count = piece.split.part or (0, 0, 0)
+    end = first + count
     start = max(first - 1, 0)
     while start > 0 and not _holds_entries(stream, start):
         start -= 1
@@ -247,14 +259,14 @@ class _Runner:
     """The parent's side: the planner's splits in, workers forked for them, their outcomes out in
     file order."""
 
-    def __init__(self, dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, stream_nodes: bool,
+    def __init__(self, dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int,
                  progress: Callable[[int], None] | None):
         self.dump, self.size, self.jobs, self.work, self.fail = dump, size, jobs, work, fail
-        self.stream_nodes, self.progress = stream_nodes, progress
+        self.parts, self.progress = parts, progress
         self.file_size = len(dump.source.buffer)
         self.selector = selectors.DefaultSelector()
         self.pieces: list[Piece] = []
-        self.held: Piece | None = None  # a node split, until the next split says whether it is its key's last
+        self.held: Piece | None = None  # a part split, until the next split says whether it is its key's last
         self.planner: int | None = None  # the planner's pid while it runs
         self.plan_fd = -1
         self.plan_data = b""
@@ -262,7 +274,7 @@ class _Runner:
         self.running: dict[int, _Worker] = {}
         self.finished: dict[int, tuple[_Outcome | None, _Worker, int]] = {}  # and the worker's exit code
         self.next = 0  # the piece to yield next
-        self.live = 0  # the live entries of the node splits of the stream key being yielded
+        self.live = 0  # the live entries of the part splits of the stream key being yielded
         self.bytes_done = 0
         # each running worker's progress: the offset it reads at, in a page the workers share
         self.shared = mmap.mmap(-1, _OFFSET.size * jobs) if progress is not None else None
@@ -305,8 +317,8 @@ class _Runner:
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
             dump = api.Dump(self.dump.source, verify_checksum=False, parsers=self.dump.backend)
-            for split in splits.cut(dump, self.dump.source.name, self.size, self.stream_nodes):
-                numbers = (split.start, split.end, split.db, *(split.nodes or (None, None)))
+            for split in splits.cut(dump, self.dump.source.name, self.size, self.parts):
+                numbers = (split.start, split.end, split.db, *(split.part or (None, None, None)))
                 os.write(fd, " ".join("-" if n is None else str(n) for n in numbers).encode() + b"\n")
             code = 0
         finally:
@@ -319,9 +331,9 @@ class _Runner:
         if data:
             *lines, self.plan_data = (self.plan_data + data).split(b"\n")
             for line in lines:
-                start, end, db, node, count = (None if n == b"-" else int(n) for n in line.split())
+                start, end, db, at, first, count = (None if n == b"-" else int(n) for n in line.split())
                 self._planned(Split(self.dump.source.name, start, end, db or 0,
-                                    None if node is None else (node, count or 0)))
+                                    None if at is None else (at, first or 0, count or 0)))
             return
         self.selector.unregister(self.plan_fd)
         os.close(self.plan_fd)
@@ -335,18 +347,15 @@ class _Runner:
         """Takes the next split of the plan (None: the plan is done)."""
         if self.held is not None:
             held, self.held = self.held, None
-            held.last = split is None or split.nodes is None or _other_key(held.split, split)
+            held.last = split is None or split.part is None or _other_key(held.split, split)
             self.pieces.append(held)
         if split is None:
             return
-        if split.nodes is None:
+        if split.part is None:
             self.pieces.append(Piece(split))
             return
         before = self.pieces[-1] if self.pieces else None
-        if before is not None and before.split.nodes is not None and not before.last:
-            self.held = Piece(split, before.first_node + before.split.nodes[1], first=False)
-        else:
-            self.held = Piece(split)
+        self.held = Piece(split, first=before is None or before.split.part is None or before.last)
 
     # -- the workers -------------------------------------------------------------------------
 
@@ -435,7 +444,7 @@ class _Runner:
         self.finished[worker.index] = (outcome, worker, status)
         worker.data = bytearray()
         piece = self.pieces[worker.index]
-        if piece.split.nodes is None or piece.last:
+        if piece.split.part is None or piece.last:
             start, end = piece.bounds(self.file_size)
             self.bytes_done += end - start
 
@@ -448,8 +457,8 @@ class _Runner:
             return Done(piece, None, self.fail(cause, None), worker.spool, whole=False)
         for warning in outcome.warnings:
             self.dump.warn(warning)
-        # the node splits of a key read the same records before it: the first one tells of them
-        notes = outcome.notes if piece.split.nodes is None or piece.first else {}
+        # the part splits of a key read the same records before it: the first one tells of them
+        notes = outcome.notes if piece.split.part is None or piece.first else {}
         for name in _NOTES:
             getattr(self.dump, name).extend(notes.get(name, ()))
         if notes.get("last_key") is not None:
@@ -471,7 +480,7 @@ class _Runner:
         read = self.bytes_done
         for worker in self.running.values():
             piece = self.pieces[worker.index]
-            if shared is not None and worker.slot is not None and piece.split.nodes is None:
+            if shared is not None and worker.slot is not None and piece.split.part is None:
                 read += max(0, _OFFSET.unpack_from(shared, worker.slot * _OFFSET.size)[0] - (piece.split.start or 0))
         return min(read, self.file_size)
 
@@ -501,7 +510,7 @@ class _Runner:
 
 
 def _other_key(held: Split, split: Split) -> bool:
-    """Whether the node split `split`, after the node split `held`, is one of another key."""
+    """Whether the part split `split`, after the part split `held`, is one of another key."""
     return (split.start, split.end) != (held.start, held.end)
 
 

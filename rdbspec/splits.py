@@ -3,9 +3,10 @@
 The pass walks the key records without decoding their values (the generated parsers step over
 blobs in O(1); no `KeyRecord` is made) and cuts the file at the end of a key record, where no key
 metadata is pending, every `split_size` bytes. A key bigger than `split_size` gets a split of its
-own; for a stream, that split can be cut further into ranges of its listpack nodes
-(`stream_nodes=True`), which a worker decodes alone. Reading every split in order gives exactly
-the keys (and stream entries) of reading the file whole.
+own; with `parts`, a value that workers may read in parts (`values.CUTS`: a stream's or a
+quicklist's nodes, a hashtable-encoded list's, set's, hash's or sorted set's elements) is cut
+into at most that many splits of `split_size` bytes of it or more, each decoded alone. Reading every split
+in order gives exactly the keys (and elements) of reading the file whole.
 
 What cannot be split is one split: a file not over `split_size`, a Dragonfly shard (compressed
 blobs and tagged chunks carry state from record to record), or stdin.
@@ -25,32 +26,34 @@ tables of the same dumps, or the same query again, does not repeat the pass; a d
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
+from typing import Any
 
 from rdbspec_generated import Io
 
 from . import api, backend
 from .streams import NodeEntries, StreamNode, walk_nodes
-from .values import STREAM_KINDS
+from .values import CUTS, STREAM_KINDS
 
 
 @dataclass(frozen=True)
 class Split:
     """The records of `path` starting in [start, end), read with database `db` selected at
     `start` (start None: from the header on; end None: through EOF and the checksum). With
-    `nodes` (byte offset of a listpack node, number of nodes), the split holds one stream key
-    and its entries are those of these nodes, read there without reading the rest of the key."""
+    `part` (the byte offset of its first element or node, that one's index, their count), the
+    split holds one key of `values.CUTS` and its value is those elements or nodes alone, read
+    there without reading the rest of the key."""
 
     path: str
     start: int | None = None
     end: int | None = None
     db: int = 0
-    nodes: tuple[int, int] | None = None
+    part: tuple[int, int, int] | None = None
 
 
-def plan(path: str, split_size: int, stream_nodes: bool = False, streams_only: bool = False) -> list[Split]:
+def plan(path: str, split_size: int, parts: int = 0, streams_only: bool = False) -> list[Split]:
     """The splits of one file. A problem met by the pass ends planning there: the last split
     runs from the last good boundary to the end, and its reader meets (and reports) it. With
     `streams_only`, splits of keys without a stream are left out (the last one is kept)."""
@@ -60,20 +63,20 @@ def plan(path: str, split_size: int, stream_nodes: bool = False, streams_only: b
     if stat.st_size <= split_size:
         return [Split(path)]
     return list(_planned(path, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns), split_size,
-                         stream_nodes, streams_only))
+                         parts, streams_only))
 
 
 @lru_cache(maxsize=256)
-def _planned(path: str, identity: tuple[int, int, int, int], split_size: int, stream_nodes: bool,
+def _planned(path: str, identity: tuple[int, int, int, int], split_size: int, parts: int,
              streams_only: bool) -> tuple[Split, ...]:
     """`plan` of the file `identity` names (device, inode, size, mtime_ns), kept per process."""
     with api.open(path, verify_checksum=False, whole_set=False) as dump:
         if dump.header.dialect == "dragonfly":
             return (Split(path),)
-        return tuple(cut(dump, path, split_size, stream_nodes, streams_only))
+        return tuple(cut(dump, path, split_size, parts, streams_only))
 
 
-def cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool = False,
+def cut(dump: api.Dump, path: str, split_size: int, parts: int = 0,
         streams_only: bool = False) -> Iterator[Split]:
     """`plan`'s splits of `dump` (opened on `path`, not read yet), each yielded as soon as the pass
     finds its end, so that a reader can start on it while the pass goes on (`rdbspec.parallel`)."""
@@ -83,7 +86,7 @@ def cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool = False,
     boundary: int | None = None  # the end of the last key record, and the database after it
     boundary_db = 0
     try:
-        for offset, size, db, value_kind in key_records(dump):
+        for offset, size, db, value_kind, value in key_records(dump):
             end = offset + size
             big = size > split_size
             is_stream = value_kind in STREAM_KINDS
@@ -91,12 +94,13 @@ def cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool = False,
                 if streams or not streams_only:
                     yield Split(path, start, boundary, start_db)
                 start, start_db, start_byte, streams = boundary, boundary_db, boundary or 0, False
-            if big and stream_nodes and is_stream:
-                offsets = _node_offsets(dump, offset)
-                parts = max(1, min(len(offsets), -(-size // split_size)))
-                for i in range(parts):  # equal node counts: a node is at most stream-node-max-bytes
-                    first, last = len(offsets) * i // parts, len(offsets) * (i + 1) // parts
-                    yield Split(path, start, end, start_db, (offsets[first] if offsets else 0, last - first))
+            step = max(split_size, -(-size // parts)) if parts else 0
+            cuts = CUTS[value_kind](value(), step) if big and parts and value_kind in CUTS else None
+            if cuts is not None and (is_stream or not streams_only):
+                for (at, first), (_, after) in zip(cuts, cuts[1:]):
+                    yield Split(path, start, end, start_db, (at, first, after - first))
+                if len(cuts) == 1:  # no element: one split reads the key
+                    yield Split(path, start, end, start_db)
                 start, start_db, start_byte = end, db, end
             else:
                 streams = streams or is_stream
@@ -110,11 +114,11 @@ def cut(dump: api.Dump, path: str, split_size: int, stream_nodes: bool = False,
     yield Split(path, start, None, start_db)
 
 
-def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int]]:
-    """(offset, size, database, value kind) of each key record of `dump` (a Redis or Valkey dump:
-    Dragonfly's envelopes are `api.Dump`'s to open), in file order, from the generated parser's
-    records alone: the pass reads the same records as `Dump.keys`, without a `KeyRecord` each
-    (that takes half its time)."""
+def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int, Callable[[], Any]]]:
+    """(offset, size, database, value kind, its generated value's reader) of each key record of
+    `dump` (a Redis or Valkey dump: Dragonfly's envelopes are `api.Dump`'s to open), in file
+    order, from the generated parser's records alone: the pass reads the same records as
+    `Dump.keys`, without a `KeyRecord` each (that takes half its time)."""
     buffer = dump.source.buffer
     rdb = backend.parser("rdb", dump.backend).Rdb._read(Io(buffer, 0, len(buffer)), 0, None, None)[0]
     db, start = 0, rdb._stream_pos
@@ -122,44 +126,16 @@ def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int]]:
         end = rdb._stream_pos
         kind = record.kind
         if kind == api.KEY_VALUE:
-            yield start, end - start, db, record.body.value_kind
+            body = record.body
+            yield start, end - start, db, body.value_kind, partial(getattr, body, "value")
         elif kind == api.SELECT_DB:
             db = record.body.db_number.value
         start = end
 
 
-def node_offsets(dump: api.Dump, record: api.KeyRecord) -> list[int]:
-    """Where each listpack node of a stream key starts."""
-    return _node_offsets(dump, record.offset)
-
-
-def _node_offsets(dump: api.Dump, offset: int) -> list[int]:
-    """Where each listpack node of the stream key at `offset` starts. The value opens with the
-    node count and the nodes (spec `stream::stream_value`); the generated readers step over them
-    one by one."""
-    io = Io(dump.source.buffer, 0, len(dump.source.buffer))
-    rdb_string, skip_node = backend.parser("rdb_string"), backend.parser("stream").StreamNode._skip
-    pos = rdb_string.RdbString._skip(io, offset + 1, None, None)  # the type byte, then the key
-    count, pos = rdb_string.RdbLen._read(io, pos, None, None)
-    offsets = []
-    for _ in range(count.value):
-        offsets.append(pos)
-        pos = skip_node(io, pos, None, None)
-    return offsets
-
-
-def read_nodes(dump: api.Dump, record: api.KeyRecord,
-               nodes: tuple[int, int]) -> Iterator[tuple[StreamNode, NodeEntries]]:
-    """The entries of a node split (`Split.nodes`) of `record`, node by node, checked as
-    `streams.walk_nodes` checks them."""
-    offset, count = nodes
-    io = Io(dump.source.buffer, 0, len(dump.source.buffer))
-    read_node = backend.parser("stream").StreamNode._read
-
-    def read() -> Iterator[StreamNode]:
-        pos = offset
-        for _ in range(count):
-            node, pos = read_node(io, pos, None, None)
-            yield StreamNode.from_spec(node)
-
-    return walk_nodes(read(), (record.offset, record.key))
+def read_nodes(record: api.KeyRecord, part: tuple[int, int, int]) -> Iterator[tuple[StreamNode, NodeEntries]]:
+    """The entries of the nodes of a part split (`Split.part`) of `record`, a stream key, node
+    by node, checked as `streams.walk_nodes` checks them."""
+    offset, _, count = part
+    nodes = record._body.value.iter_nodes(offset, count)
+    return walk_nodes((StreamNode.from_spec(node) for node in nodes), (record.offset, record.key))

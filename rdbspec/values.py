@@ -330,8 +330,40 @@ class Packed:
         return out
 
 
-def _quicklist_2_parts(v) -> Iterator[Any]:
-    for node in v.iter_nodes():  # QUICKLIST_NODE_CONTAINER_PLAIN (1): one element, not a container
+# A part of a value that workers read in parts (`CUTS`): `count` elements (or nodes) from the one
+# at byte `start`; (None, None) is the whole value
+Part = tuple[int | None, int | None]
+WHOLE: Part = (None, None)
+
+
+def _items(v, part: Part = WHOLE) -> Packed:
+    start, count = part
+    return Packed("items", v.chunks_items(CHUNK_ROWS, start, count),
+                  count=v.num_items.value if start is None else count)
+
+
+def _hash_pairs(v, part: Part = WHOLE) -> Packed:
+    start, count = part
+    return Packed("pairs", v.chunks_entries(CHUNK_ROWS, start, count),
+                  count=v.num_fields.value if start is None else count)
+
+
+def _zset_scored(v, part: Part = WHOLE) -> Packed:
+    start, count = part
+    return Packed("scored", v.chunks_entries(CHUNK_ROWS, start, count),
+                  count=v.num_members.value if start is None else count)
+
+
+def _quicklist(v, part: Part = WHOLE) -> Packed:
+    return Packed("items", (container(node).entries for node in v.iter_nodes(*part)))
+
+
+def _quicklist_2(v, part: Part = WHOLE) -> Packed:
+    return Packed("items", _quicklist_2_parts(v, part))
+
+
+def _quicklist_2_parts(v, part: Part) -> Iterator[Any]:
+    for node in v.iter_nodes(*part):  # QUICKLIST_NODE_CONTAINER_PLAIN (1): one element, not a container
         yield [text(node.plain)] if node.container.value == 1 else container(node.packed).entries
 
 
@@ -340,30 +372,46 @@ def _packed_scored(v) -> Packed:
     return Packed("scored", [entries], entry_scores(entries))
 
 
-PACKERS: dict[int, Callable[[Any], Packed]] = {
-    1: lambda v: Packed("items", v.chunks_items(CHUNK_ROWS), count=v.num_items.value),
-    2: lambda v: Packed("items", v.chunks_items(CHUNK_ROWS), count=v.num_items.value),
-    4: lambda v: Packed("pairs", v.chunks_entries(CHUNK_ROWS), count=v.num_fields.value),
-    5: lambda v: Packed("scored", v.chunks_entries(CHUNK_ROWS), count=v.num_members.value),
+PACKERS: dict[int, Callable[..., Packed]] = {
+    1: _items,
+    2: _items,
+    4: _hash_pairs,
+    5: _zset_scored,
     10: lambda v: Packed("items", [container(v).entries]),
     11: lambda v: Packed("items", [container(v).members]),
     12: _packed_scored,
     13: lambda v: Packed("pairs", [container(v).entries]),
-    14: lambda v: Packed("items", (container(node).entries for node in v.iter_nodes())),
+    14: _quicklist,
     16: lambda v: Packed("pairs", [container(v).entries]),
     17: _packed_scored,
-    18: lambda v: Packed("items", _quicklist_2_parts(v)),
+    18: _quicklist_2,
     20: lambda v: Packed("items", [container(v).entries]),
 }
 
+# The values workers may read in parts (spec `-rdbspec-splits`): a hashtable-encoded list, set,
+# hash or sorted set cut between its elements, a quicklist or a stream between its nodes. Each
+# gives the (byte position, index) of a part's first element or node every `step` bytes or so,
+# then (the position after the last, the count). `PACKERS` read a part of the first four kinds
+# (`packed`), `streams.read_nodes` a stream's.
+CUTS: dict[int, Callable[[Any, int], list[tuple[int, int]]]] = {
+    1: lambda v, step: v.cuts_items(step),
+    2: lambda v, step: v.cuts_items(step),
+    4: lambda v, step: v.cuts_entries(step),
+    5: lambda v, step: v.cuts_entries(step),
+    14: lambda v, step: v.cuts_nodes(step),
+    18: lambda v, step: v.cuts_nodes(step),
+    **{kind: (lambda v, step: v.cuts_nodes(step)) for kind in STREAM_KINDS},
+}
 
-def packed(value_kind: int, value) -> Packed | None:
-    """`value` as a `Packed` when its encoding is one of `PACKERS`' and it holds an element;
-    None otherwise (an empty one: the server may skip the key, which `decode` tells)."""
+
+def packed(value_kind: int, value, part: Part = WHOLE) -> Packed | None:
+    """`value` (or, for a value of `CUTS`, its `part`) as a `Packed` when its encoding is one of
+    `PACKERS`' and it holds an element; None otherwise (an empty one: the server may skip the
+    key, which `decode` tells)."""
     packer = PACKERS.get(value_kind)
     if packer is None:
         return None
-    got = packer(value)
+    got = packer(value) if part == WHOLE else packer(value, part)
     if got.count is not None or isinstance(got.parts, list):
         return got if len(got) else None
     for part in got.parts:  # a quicklist's nodes, read as they are iterated: up to one with an entry

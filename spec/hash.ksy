@@ -23,6 +23,7 @@ types:
         repeat-expr: num_fields.value
         -rdbspec-lazy: true
         -rdbspec-chunks: true
+        -rdbspec-splits: true
         doc: The field/value pairs.
   hash_pair:
     doc: One hash field and its value.

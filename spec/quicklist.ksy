@@ -18,6 +18,7 @@ seq:
     repeat: expr
     repeat-expr: num_nodes.value
     -rdbspec-lazy: true
+    -rdbspec-splits: true
     doc: The nodes, each a ziplist (possibly LZF-compressed).
 types:
   quicklist_2:
@@ -35,6 +36,7 @@ types:
         repeat: expr
         repeat-expr: num_nodes.value
         -rdbspec-lazy: true
+        -rdbspec-splits: true
         doc: The nodes.
   quicklist_2_node:
     doc: One type-18 quicklist node.

@@ -295,6 +295,7 @@ types:
         repeat-expr: num_items.value
         -rdbspec-lazy: true
         -rdbspec-chunks: true
+        -rdbspec-splits: true
         doc: The elements.
 enums:
   record_kind:

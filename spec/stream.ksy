@@ -33,6 +33,7 @@ types:
         repeat: expr
         repeat-expr: num_nodes.value
         -rdbspec-lazy: true
+        -rdbspec-splits: true
         doc: |
           The listpack nodes, in ascending master ID order. Stepped over when the stream is read
           (`_lazy_nodes` is where they start), so that a reader can take them one by one.

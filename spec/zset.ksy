@@ -46,6 +46,7 @@ types:
         repeat-expr: num_members.value
         -rdbspec-lazy: true
         -rdbspec-chunks: true
+        -rdbspec-splits: true
         doc: The members with their scores.
   zset_2_entry:
     doc: One type-5 member and its binary score.

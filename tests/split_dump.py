@@ -1,6 +1,8 @@
 """A dump worth splitting, written by a real server: every type in several databases (seeded
-content of `populate`), expiries, and one stream of 30,000 entries in 20-entry nodes with
-deleted entries, consumer groups and pending entries. About 0.9 MB."""
+content of `populate`), expiries, one stream of 30,000 entries in 20-entry nodes with deleted
+entries, consumer groups and pending entries, and a big value of each kind a reader may cut into
+parts (`BIG_VALUES`: a hashtable hash, set and skiplist sorted set, a quicklist), each over
+64 kB. About 1.4 MB."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from populate import populate
 
 SEED = 5150
 STREAM_ENTRIES = 30_000
+BIG_VALUES = (b"big:stream", b"big:hash", b"big:set", b"big:zset", b"big:list")
 
 
 def build(path: Path) -> Path:
@@ -32,6 +35,12 @@ def build(path: Path) -> Path:
         pipe.execute()
         client.xreadgroup("readers", "alice", {"big:stream": ">"}, count=500)
         client.xreadgroup("readers", "bob", {"big:stream": ">"}, count=300)
+        for i in range(4000):
+            pipe.hset("big:hash", f"field:{i}", "v" * (i % 40))
+            pipe.sadd("big:set", f"member:{i}:" + "m" * (i % 30))
+            pipe.zadd("big:zset", {f"member:{i}:" + "z" * (i % 20): i / 7})
+        pipe.rpush("big:list", *(f"{i * 2654435761 % 1000003:x}-{i}-{i * 40503 % 65537:x}" for i in range(20_000)))
+        pipe.execute()
         for i in range(2000):
             pipe.set(f"tail:{i}", "v" * (i % 90))
             if i % 3 == 0:

@@ -94,6 +94,36 @@ def test_chunks_give_the_objects_values_a_bounded_number_at_a_time(backend: str,
             assert all(isinstance(chunk, ScalarColumns) for chunk in chunks)
 
 
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("step", [1, 5, 40, 1 << 20])
+def test_values_cut_into_parts_read_as_the_whole(backend: str, step: int) -> None:
+    """`cuts_<field>` (spec `-rdbspec-splits`): a part every `step` bytes or more, then the end
+    and the count; the parts read from their cuts (`chunks_<field>(rows, start, count)`) give
+    the whole's elements, in order. `_open` (what a lazy property reads) reads the object up to
+    the field without stepping over it, as `_read` does otherwise."""
+    rdb, hash_, zset = BACKENDS[backend]
+    n = len(ELEMENTS)
+    data = rdb_len(n) + b"".join(map(encoded, ELEMENTS))
+    pairs = rdb_len(n) + b"".join(encoded(e) + encoded(e[::-1]) for e in ELEMENTS)
+    scored = rdb_len(n) + b"".join(encoded(e) + f64(i / 3) for i, e in enumerate(ELEMENTS))
+    for cls, raw, field in ((rdb.StringList, data, "items"), (hash_.HashTable, pairs, "entries"),
+                            (zset.Zset2, scored, "entries")):
+        value = cls.from_bytes(raw)
+        cuts = getattr(value, f"cuts_{field}")(step)
+        starts = [at for at, _ in cuts[:-1]]
+        assert cuts[0] == (len(rdb_len(n)), 0) and cuts[-1] == (len(raw), n)
+        assert all(b - a >= step for a, b in zip(starts, starts[1:]))
+        chunks = getattr(value, f"chunks_{field}")
+        parts = [v for (at, first), (_, after) in zip(cuts, cuts[1:]) for v in flat(chunks(3, at, after - first))]
+        assert parts == flat(chunks(3))
+        if step == 1:
+            assert len(cuts) == n + 1  # every element a part
+        with_tail, end = cls._read(value._io, 0, None, None)
+        opened, start = cls._open(value._io, 0, None, None)
+        assert (end, start) == (len(raw), len(rdb_len(n)))
+        assert flat(getattr(opened, f"chunks_{field}")(3)) == flat(getattr(with_tail, f"chunks_{field}")(3))
+
+
 def test_native_chunks_keep_spans_and_hold_only_decompressed_bytes() -> None:
     data = rdb_len(3) + encoded(b"plain") + encoded(b"ab" * 40) + encoded(b"12")
     chunk, = native_rdb.StringList.from_bytes(data).chunks_items(10)

@@ -66,7 +66,7 @@ def _blob(**container) -> SimpleNamespace:
     (16, lambda e: _blob(entries=e)),                         # listpack hash
     (12, lambda e: _blob(entries=e)),                         # ziplist zset (scores read by strtod)
     (17, lambda e: _blob(entries=e)),                         # listpack zset
-    (14, lambda e: SimpleNamespace(iter_nodes=lambda: iter([_blob(entries=e), _blob(entries=e)]))),  # quicklist
+    (14, lambda e: SimpleNamespace(iter_nodes=lambda *part: iter([_blob(entries=e), _blob(entries=e)]))),  # quicklist
     (23, lambda e: SimpleNamespace(listpack=_blob(entries=e))),  # listpack hash with field TTLs
 ])
 def test_value_decoders_give_the_same_from_lists_and_columns(kind: int, build) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import rdbspec
-from rdbspec import api, cli, parallel, splits
+from rdbspec import api, backend, cli, parallel, splits
 from rdbspec.checksum import crc64
 from rdbspec.errors import EXIT_CODES, RdbError
 from rdbspec.report import cli as report_cli
@@ -139,17 +139,30 @@ def test_big_dump_reads_the_same(big_dump: Path, command: list[str], split_size:
     many = rdbspec_main([*args, "--jobs", "2"], split_size)
     assert many == one and one.code == 0 and one.out
     assert len(pieces) > 1
-    if command[0] in ("dump", "info"):  # the big stream in ranges of its nodes, several read by each worker
-        nodes = [p for p in pieces if p.split.nodes is not None]
-        assert len(nodes) > 2 and nodes[0].first and nodes[-1].last
+    if command[0] in ("dump", "info"):  # the big values in ranges of their nodes or elements
+        parted = [p for p in pieces if p.split.part is not None]
+        assert len(parted) > 2 and parted[0].first and parted[-1].last
+        with rdbspec.open(big_dump) as dump:
+            ends = {r.offset + r.size: r.key for r in dump.keys()}
+        assert {ends[p.split.end] for p in parted} >= set(split_dump.BIG_VALUES)
+
+
+def test_big_values_in_parts_read_the_same_on_the_python_backend(big_dump: Path, rdbspec_main, pieces,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python parsers cut and read the parts (`cuts_<field>`, `chunks_<field>` from a cut,
+    `_open`) as the native ones do: the same lines as the native backend's single process."""
+    native = rdbspec_main(["dump", str(big_dump), "--jobs", "1"])
+    monkeypatch.setattr(backend, "_chosen", "python")
+    assert rdbspec_main(["dump", str(big_dump), "--jobs", "2"], 64_000) == native
+    assert sum(p.split.part is not None for p in pieces) >= 2 * len(split_dump.BIG_VALUES)
 
 
 def test_the_ranges_are_the_plan(big_dump: Path) -> None:
     """`parallel.ranges` reads the splits of `splits.plan`, every one, in order."""
     with rdbspec.open(big_dump) as dump:
         done = list(parallel.ranges(dump, 20_000, 3, lambda d, records, piece, out: sum(1 for _ in records),
-                                    lambda err, d: parallel.Failure(str(err), 1), stream_nodes=True))
-        assert [d.piece.split for d in done] == splits.plan(str(big_dump), 20_000, stream_nodes=True)
+                                    lambda err, d: parallel.Failure(str(err), 1), parts=3))
+        assert [d.piece.split for d in done] == splits.plan(str(big_dump), 20_000, parts=3)
         assert all(d.failure is None for d in done)
         assert sum(d.value for d in done if d.piece.first) == sum(1 for _ in dump.keys())
 
@@ -184,8 +197,10 @@ def test_a_stream_split_over_workers_warns_as_one_walk(tmp_path: Path, rdbspec_m
     entry adds nothing to the line."""
     path, stream_size = _stream_warnings_dump(tmp_path)
     with rdbspec.open(path) as dump:
-        at = next(r.offset for r in dump.keys() if r.key == b"s")
-    for split_size in (40, stream_size // 2 + 1, stream_size // 7):
+        record = next(r for r in dump.keys() if r.key == b"s")
+        at, nodes = record.offset, [pos for pos, _ in record._body.value.cuts_nodes(1)]
+    at_node_15 = nodes[15] - nodes[0]  # parts of this size: a cut right between nodes 14 and 15
+    for split_size in (40, at_node_15, stream_size // 7):
         for command in (["dump"], ["info", "--json"], ["dump", "--include-deleted"]):
             run = assert_same(rdbspec_main, pieces, [command[0], str(path), *command[1:]], split_size)
             assert run.code == 0 and (command[0] != "info" or len(json.loads(run.out)["functions"]) == 1)
@@ -194,8 +209,8 @@ def test_a_stream_split_over_workers_warns_as_one_walk(tmp_path: Path, rdbspec_m
                 "[redis src/rdb.c rdbLoadObject]",
                 "rdbspec: warning: stream length 117 but 116 live entries (the server answers 117) "
                 f"(key b's' at byte {at}) [redis src/rdb.c rdbLoadObject]"]
-    cut = splits.plan(str(path), stream_size // 2 + 1, stream_nodes=True)
-    assert [s.nodes[1] for s in cut if s.nodes] == [15, 15]  # the cut between nodes 14 and 15
+    cut = splits.plan(str(path), at_node_15, parts=sys.maxsize)
+    assert [s.part[1:] for s in cut if s.part] == [(0, 15), (15, 15)]
 
 
 # -- failures ------------------------------------------------------------------------------------
@@ -228,8 +243,8 @@ def _corrupt(data: bytes, start: int, end: int) -> bytes:
 def _middle_key(path: Path, rdb_types: tuple[int, ...] = ()) -> api.KeyRecord:
     """A key (of one of `rdb_types`) of neither the first nor the last range of 20,000 bytes, with
     or without the big stream cut in ranges of its nodes (a server writes keys in hash order)."""
-    edges = [(cut[0].end, cut[-1].start) for cut in (splits.plan(str(path), 20_000, stream_nodes=nodes)
-                                                     for nodes in (False, True))]
+    edges = [(cut[0].end, cut[-1].start) for cut in (splits.plan(str(path), 20_000, parts=parts)
+                                                     for parts in (0, 2))]
     with rdbspec.open(path) as dump:
         return next(r for r in dump.keys() if (not rdb_types or r.rdb_type in rdb_types)
                     and all(first <= r.offset < last for first, last in edges))
@@ -243,24 +258,34 @@ def _corrupt_stream_node(data: bytes, path: Path) -> bytes:
     """A node of the middle of the big stream."""
     with rdbspec.open(path) as dump:
         record = next(r for r in dump.keys() if r.key == b"big:stream")
-        offsets = splits.node_offsets(dump, record)
+        offsets = [at for at, _ in record._body.value.cuts_nodes(1)]  # every node, then the end
         middle = len(offsets) // 2
         return _corrupt(data, offsets[middle], offsets[middle + 1])
 
 
-@pytest.mark.parametrize("where", ["listpack", "stream node", "checksum"])
+def _corrupt_big_value(data: bytes, path: Path, key: bytes) -> bytes:
+    """A byte of the second half of a big value (read by a worker of one of its later parts)."""
+    with rdbspec.open(path) as dump:
+        record = next(r for r in dump.keys() if r.key == key)
+    return _corrupt(data, record.offset + record.size // 2, record.offset + record.size)
+
+
+@pytest.mark.parametrize("where", ["listpack", "stream node", "big:hash", "big:list", "checksum"])
 @pytest.mark.parametrize("command", [["dump"], ["keys", "--csv"], ["info", "--json"], ["dump", "--no-verify-checksum"]],
                          ids=" ".join)
 def test_a_failing_range_ends_as_one_process_does(big_dump: Path, tmp_path: Path, where: str, command: list[str],
                                                   rdbspec_main, pieces) -> None:
     """An error in a range in the middle: the ranges before it written whole, its own output up
-    to the key that failed, then the same one line and exit code; the ranges after it are not
-    written. A wrong checksum: everything written, then exit 4 (as one process does)."""
+    to the key that failed (none of a value cut into parts), then the same one line and exit
+    code; the ranges after it are not written. A wrong checksum: everything written, then exit 4
+    (as one process does)."""
     data = big_dump.read_bytes()
     if where == "listpack":  # a hash's, a sorted set's or a set's
         bad = _corrupt_key(data, _middle_key(big_dump, (16, 17, 20)))
     elif where == "stream node":
         bad = _corrupt_stream_node(data, big_dump)
+    elif where.startswith("big:"):
+        bad = _corrupt_big_value(data, big_dump, where.encode())
     else:
         bad = data[:-1] + bytes([data[-1] ^ 1])
     path = tmp_path / "bad.rdb"
@@ -269,12 +294,16 @@ def test_a_failing_range_ends_as_one_process_does(big_dump: Path, tmp_path: Path
     one = rdbspec_main([*args, "--jobs", "1"], 20_000)
     many = rdbspec_main([*args, "--jobs", "3"], 20_000)
     assert many == one
-    assert len(pieces) > 1
+    assert len(pieces) > 1 or where == "big:hash"  # the index pass ends the plan at a bad element
     if one.code:
         *warnings, line = one.err.splitlines()  # what the bad bytes read as before the error: warnings
         assert line.startswith(f"rdbspec: {path}: ") and all(w.startswith("rdbspec: warning: ") for w in warnings)
         assert one.code == EXIT_CODES["checksum" if where == "checksum" else "corrupt"]
-        assert (pieces[-1].split.end is None) == (where == "checksum")  # the range that failed: the last?
+        if where == "big:list" and command[0] != "keys":  # a node's listpack, read by the worker of a
+            assert pieces[-1].split.part is not None and not pieces[-1].first  # later part of the list
+        else:  # the range that failed: the last one for the checksum, and for an element the index
+            # pass steps over too (it ends the plan there: the last range reads the rest)
+            assert (pieces[-1].split.end is None) == (where in ("checksum", "big:hash")) or where == "big:list"
     else:  # keys reads no stream node, and a listpack's count only; a checksum not verified
         assert command[0] == "keys" or (where == "checksum" and "--no-verify-checksum" in command)
 

@@ -3,6 +3,7 @@ exactly the rows of reading the file whole, for every table of the Spark source.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ pytest.importorskip("pyspark")
 import rdbspec  # noqa: E402
 from rdbspec import splits  # noqa: E402
 from rdbspec.spark.source import (  # noqa: E402
+    STREAM_PARTS,
     STREAM_TABLES,
     TABLES,
     CorruptFileError,
@@ -37,6 +39,11 @@ def dump(tmp_path_factory) -> Path:
     return split_dump.build(tmp_path_factory.mktemp("splits") / "big.rdb")
 
 
+def _parts(table: str) -> int:
+    """What the source cuts a big value of the table into (`plan_splits`)."""
+    return STREAM_PARTS if table == "stream_entries" else 0
+
+
 def _rows(splits: list[Split], table: str, **options: str) -> list[dict]:
     opts = ReadOptions.parse({"table": table, **options})
     return [row for s in splits for batch in read_split(s, opts) for row in batch.to_pylist()]
@@ -48,14 +55,14 @@ def _assert_contiguous(splits: list[Split]) -> None:
     for (_, end), (start, _) in zip(ranges, ranges[1:]):
         assert end == start
     for start, end in ranges:  # a stream key's node splits: distinct nodes, in file order
-        nodes = [s.nodes for s in splits if (s.start, s.end) == (start, end) and s.nodes is not None]
+        nodes = [s.part for s in splits if (s.start, s.end) == (start, end) and s.part is not None]
         assert all(a[0] < b[0] for a, b in zip(nodes, nodes[1:]))
 
 
 @pytest.mark.parametrize("split_size", [2_000, 64_000, 700_000])
 @pytest.mark.parametrize("table", SPLIT_TABLES)
 def test_split_read_equals_whole_read(dump: Path, table: str, split_size: int) -> None:
-    splits = plan(str(dump), split_size, stream_nodes=table == "stream_entries")
+    splits = plan(str(dump), split_size, parts=_parts(table))
     assert len(splits) > 1
     _assert_contiguous(splits)
     whole = _rows([Split(str(dump))], table, includeDeleted="true")
@@ -64,23 +71,25 @@ def test_split_read_equals_whole_read(dump: Path, table: str, split_size: int) -
 
 
 def test_a_big_stream_is_cut_into_node_ranges(dump: Path) -> None:
-    splits = plan(str(dump), 64_000, stream_nodes=True)
-    node_splits = [s for s in splits if s.nodes is not None]
-    assert len(node_splits) >= 4  # the 30,000-entry stream is over 64 kB several times
+    splits = plan(str(dump), 64_000, parts=STREAM_PARTS)
     with rdbspec.open(dump) as whole:
-        stream = next(k for k in whole.keys() if k.key == b"big:stream").value
-        assert sum(s.nodes[1] for s in node_splits) == len(stream.nodes)
+        record = next(k for k in whole.keys() if k.key == b"big:stream")
+        end, nodes = record.offset + record.size, len(record.value.nodes)
+    node_splits = [s for s in splits if s.part is not None and s.end == end]
+    assert len(node_splits) >= 4  # the 30,000-entry stream is over 64 kB several times
+    assert sum(s.part[2] for s in node_splits) == nodes
+    assert [s.part[1] for s in node_splits] == [0, *itertools.accumulate(s.part[2] for s in node_splits[:-1])]
     entries = _rows(node_splits, "stream_entries")
     assert {bytes(r["key"]) for r in entries} == {b"big:stream"}
     assert len(entries) == split_dump.STREAM_ENTRIES - len(range(5, split_dump.STREAM_ENTRIES, 97))
-    assert not plan(str(dump), 64_000, stream_nodes=False)[0].nodes  # other tables read it whole
+    assert not any(s.part for s in plan(str(dump), 64_000, parts=0))  # other tables read it whole
 
 
 @pytest.mark.parametrize("table", STREAM_TABLES)
 def test_stream_tables_leave_out_the_splits_without_a_stream(dump: Path, table: str, tmp_path: Path) -> None:
     """The left-out splits hold no row of the table; the last split (EOF, checksum) is kept."""
-    nodes = table == "stream_entries"
-    every, kept = plan(str(dump), 2_000, stream_nodes=nodes), plan(str(dump), 2_000, nodes, streams_only=True)
+    parts = _parts(table)
+    every, kept = plan(str(dump), 2_000, parts=parts), plan(str(dump), 2_000, parts, streams_only=True)
     assert kept == plan_splits([str(dump)], ReadOptions.parse({"table": table, "splitSize": "2000"}))
     left_out = [s for s in every if s not in kept]
     assert len(left_out) > 10 and set(kept) < set(every) and kept[-1] == every[-1]
@@ -93,7 +102,7 @@ def test_stream_tables_leave_out_the_splits_without_a_stream(dump: Path, table: 
     with pytest.raises(CorruptFileError) as unsplit_error:
         list(read_split(Split(str(cut)), strict))
     with pytest.raises(CorruptFileError) as split_error:
-        for s in plan(str(cut), 2_000, nodes, streams_only=True):
+        for s in plan(str(cut), 2_000, parts, streams_only=True):
             list(read_split(s, strict))
     assert str(split_error.value) == str(unsplit_error.value)
 
@@ -108,7 +117,7 @@ def test_filters_apply_in_every_split(dump: Path) -> None:
 @pytest.mark.parametrize("path", sorted(REAL.glob("*/*.rdb")), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_dumps_split_every_few_records(path: Path) -> None:
     for table in ("keys", "stream_entries", "stream_pending"):
-        splits = plan(str(path), 300, stream_nodes=table == "stream_entries")
+        splits = plan(str(path), 300, parts=_parts(table))
         _assert_contiguous(splits)
         assert _rows(splits, table, includeDeleted="true") == _rows([Split(str(path))], table, includeDeleted="true")
 
@@ -142,16 +151,16 @@ def test_a_file_is_planned_once_until_it_is_written_anew(dump: Path, tmp_path: P
     path = tmp_path / "planned.rdb"
     data = dump.read_bytes()
     path.write_bytes(data)
-    first = plan(str(path), 64_000, stream_nodes=True)
+    first = plan(str(path), 64_000, parts=STREAM_PARTS)
     before = splits._planned.cache_info()
-    assert plan(str(path), 64_000, stream_nodes=True) == first  # the same query again: no second pass
+    assert plan(str(path), 64_000, parts=STREAM_PARTS) == first  # the same query again: no second pass
     assert splits._planned.cache_info().hits == before.hits + 1
     assert plan(str(path), 64_000) != first  # other parameters: planned for them
     half = tmp_path / "half.rdb"
     half.write_bytes(data[:len(data) // 2])
     half.replace(path)  # as the server writes a dump: a new file renamed over the old one
     before = splits._planned.cache_info()
-    again = plan(str(path), 64_000, stream_nodes=True)
+    again = plan(str(path), 64_000, parts=STREAM_PARTS)
     assert splits._planned.cache_info().misses == before.misses + 1
     assert again != first and all((s.start or 0) < len(data) // 2 for s in again)
 

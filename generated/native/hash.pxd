@@ -85,6 +85,7 @@ cdef class ValkeyHash2Entry:
 
 cdef Hash c_read_hash(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef HashTable c_open_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef HashPair c_read_hash_pair(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_hash_pair(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

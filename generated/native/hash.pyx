@@ -103,6 +103,19 @@ cdef class HashTable:
         return obj, pos
 
     @classmethod
+    def _open(cls, io, Py_ssize_t pos, parent, root):
+        """c_open_hash_table: one hash_table read up to its `entries`, and where that starts."""
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_open_hash_table(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one hash_table without building it; returns the position after it."""
         cdef Py_buffer _view
@@ -144,23 +157,23 @@ cdef class HashTable:
         finally:
             PyBuffer_Release(&_view)
 
-    def iter_entries(self):
-        """Yields the elements of `entries` one at a time, read where they were stepped over."""
+    def iter_entries(self, start=None, count=None):
+        """Yields the elements of `entries` one at a time, read where they were stepped over. With `start` (a position `cuts_entries` gives), `count` elements from there."""
         cdef Py_ssize_t pos, end
         io = self._io
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_entries
-        entries_count = self.num_fields.value
+        pos = self._lazy_entries if start is None else start
+        entries_count = self.num_fields.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 2:
             raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
         for entries_index in range(<Py_ssize_t>entries_count):
             entries_item, pos = HashPair._read(io, pos, self, root)
             yield entries_item
 
-    def chunks_entries(self, Py_ssize_t rows):
-        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+    def chunks_entries(self, Py_ssize_t rows, start=None, count=None):
+        """Yields the elements of `entries` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other. With `start` (a position `cuts_entries` gives), `count` elements from there."""
         cdef Py_buffer _view
         cdef const unsigned char* _p
         cdef Py_ssize_t pos, end, left, n, index
@@ -169,8 +182,8 @@ cdef class HashTable:
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_entries
-        entries_count = self.num_fields.value
+        pos = self._lazy_entries if start is None else start
+        entries_count = self.num_fields.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 2:
             raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
         left = entries_count
@@ -187,6 +200,35 @@ cdef class HashTable:
                 PyBuffer_Release(&_view)
             left -= n
             yield out
+
+    def cuts_entries(self, Py_ssize_t step):
+        """Where `entries` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
+        cdef Py_ssize_t pos, end, cut_at
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_entries
+            entries_count = self.num_fields.value
+            if entries_count < 0 or entries_count > (end - pos) // 2:
+                raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            cuts = []
+            cut_at = pos - step
+            for entries_index in range(<Py_ssize_t>entries_count):
+                if pos - cut_at >= step:
+                    cuts.append((pos, entries_index))
+                    cut_at = pos
+                pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
+                entries_item = None
+            cuts.append((pos, entries_count))
+            return cuts
+        finally:
+            PyBuffer_Release(&_view)
 
 
 cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
@@ -211,6 +253,25 @@ cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p,
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
         entries_item = None
+    _at[0] = pos
+    return self
+
+
+cdef HashTable c_open_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_table as c_read_hash_table does up to its `entries`, which it does not step
+    over: for a lazy property, whose object stepped over these bytes when it was read. Moves
+    `_at[0]` to where `entries` starts."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef HashTable self = HashTable.__new__(HashTable)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    cdef rdb_string__RdbLenValues num_fields
+    # num_fields: Number of fields.
+    self._lazy_num_fields = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
+    # entries: decoded on first access (see the property); stepped over by the caller
+    self._lazy_entries = pos
     _at[0] = pos
     return self
 

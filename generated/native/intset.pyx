@@ -74,6 +74,7 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
     self._io = io
     cdef long long encoding = 0
     cdef long long length = 0
+    cdef long long members_item_on = 0
     # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "intset:intset.encoding")
@@ -125,6 +126,7 @@ cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py
     for c_read_intset); returns the position after it."""
     cdef long long encoding = 0
     cdef long long length = 0
+    cdef long long members_item_on = 0
     # encoding: Bytes per member (INTSET_ENC_INT16/32/64).
     if pos + 4 > end:
         raise truncated(io, pos, 4, "intset:intset.encoding")

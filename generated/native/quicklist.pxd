@@ -27,8 +27,10 @@ cdef class Quicklist2Node:
     cdef public object _lazy_container
 
 cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Quicklist c_open_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Quicklist2 c_open_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

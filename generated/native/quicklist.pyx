@@ -62,6 +62,19 @@ cdef class Quicklist:
         return obj, pos
 
     @classmethod
+    def _open(cls, io, Py_ssize_t pos, parent, root):
+        """c_open_quicklist: one quicklist read up to its `nodes`, and where that starts."""
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_open_quicklist(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist without building it; returns the position after it."""
         cdef Py_buffer _view
@@ -103,20 +116,49 @@ cdef class Quicklist:
         finally:
             PyBuffer_Release(&_view)
 
-    def iter_nodes(self):
-        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+    def iter_nodes(self, start=None, count=None):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over. With `start` (a position `cuts_nodes` gives), `count` elements from there."""
         cdef Py_ssize_t pos, end
         io = self._io
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_nodes
-        nodes_count = self.num_nodes.value
+        pos = self._lazy_nodes if start is None else start
+        nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
         for nodes_index in range(<Py_ssize_t>nodes_count):
             nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
             yield nodes_item
+
+    def cuts_nodes(self, Py_ssize_t step):
+        """Where `nodes` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
+        cdef Py_ssize_t pos, end, cut_at
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_nodes
+            nodes_count = self.num_nodes.value
+            if nodes_count < 0 or nodes_count > end - pos:
+                raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+            cuts = []
+            cut_at = pos - step
+            for nodes_index in range(<Py_ssize_t>nodes_count):
+                if pos - cut_at >= step:
+                    cuts.append((pos, nodes_index))
+                    cut_at = pos
+                pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+                nodes_item = None
+            cuts.append((pos, nodes_count))
+            return cuts
+        finally:
+            PyBuffer_Release(&_view)
 
 
 cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
@@ -141,6 +183,25 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
         nodes_item = None
+    _at[0] = pos
+    return self
+
+
+cdef Quicklist c_open_quicklist(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist as c_read_quicklist does up to its `nodes`, which it does not step
+    over: for a lazy property, whose object stepped over these bytes when it was read. Moves
+    `_at[0]` to where `nodes` starts."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Quicklist self = Quicklist.__new__(Quicklist)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    cdef rdb_string__RdbLenValues num_nodes
+    # num_nodes: Number of quicklist nodes.
+    self._lazy_num_nodes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
+    # nodes: decoded on first access (see the property); stepped over by the caller
+    self._lazy_nodes = pos
     _at[0] = pos
     return self
 
@@ -191,6 +252,19 @@ cdef class Quicklist2:
         return obj, pos
 
     @classmethod
+    def _open(cls, io, Py_ssize_t pos, parent, root):
+        """c_open_quicklist_2: one quicklist_2 read up to its `nodes`, and where that starts."""
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_open_quicklist_2(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one quicklist_2 without building it; returns the position after it."""
         cdef Py_buffer _view
@@ -232,20 +306,49 @@ cdef class Quicklist2:
         finally:
             PyBuffer_Release(&_view)
 
-    def iter_nodes(self):
-        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+    def iter_nodes(self, start=None, count=None):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over. With `start` (a position `cuts_nodes` gives), `count` elements from there."""
         cdef Py_ssize_t pos, end
         io = self._io
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_nodes
-        nodes_count = self.num_nodes.value
+        pos = self._lazy_nodes if start is None else start
+        nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
         for nodes_index in range(<Py_ssize_t>nodes_count):
             nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
             yield nodes_item
+
+    def cuts_nodes(self, Py_ssize_t step):
+        """Where `nodes` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
+        cdef Py_ssize_t pos, end, cut_at
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_nodes
+            nodes_count = self.num_nodes.value
+            if nodes_count < 0 or nodes_count > end - pos:
+                raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+            cuts = []
+            cut_at = pos - step
+            for nodes_index in range(<Py_ssize_t>nodes_count):
+                if pos - cut_at >= step:
+                    cuts.append((pos, nodes_index))
+                    cut_at = pos
+                pos = c_skip_quicklist_2_node(io, buf, _p, end, pos, None, root)
+                nodes_item = None
+            cuts.append((pos, nodes_count))
+            return cuts
+        finally:
+            PyBuffer_Release(&_view)
 
 
 cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
@@ -270,6 +373,25 @@ cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_quicklist_2_node(io, buf, _p, end, pos, None, root)
         nodes_item = None
+    _at[0] = pos
+    return self
+
+
+cdef Quicklist2 c_open_quicklist_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one quicklist_2 as c_read_quicklist_2 does up to its `nodes`, which it does not step
+    over: for a lazy property, whose object stepped over these bytes when it was read. Moves
+    `_at[0]` to where `nodes` starts."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef Quicklist2 self = Quicklist2.__new__(Quicklist2)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    cdef rdb_string__RdbLenValues num_nodes
+    # num_nodes: Number of quicklist nodes.
+    self._lazy_num_nodes = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_nodes)
+    # nodes: decoded on first access (see the property); stepped over by the caller
+    self._lazy_nodes = pos
     _at[0] = pos
     return self
 

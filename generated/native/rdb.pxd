@@ -121,4 +121,5 @@ cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _
 cdef SlotRange c_read_slot_range(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version)
 cdef StringList c_read_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef StringList c_open_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

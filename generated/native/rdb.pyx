@@ -40,11 +40,11 @@ from .dragonfly cimport c_skip_df_set_with_expiry as dragonfly__c_skip_df_set_wi
 from .dragonfly cimport c_skip_df_topk as dragonfly__c_skip_df_topk
 from .function cimport c_read_function2 as function__c_read_function2
 from .function cimport c_read_function_pre_ga as function__c_read_function_pre_ga
+from .hash cimport c_open_hash_table as hash__c_open_hash_table
 from .hash cimport c_read_hash_listpack_ex as hash__c_read_hash_listpack_ex
 from .hash cimport c_read_hash_listpack_ex_pre_ga as hash__c_read_hash_listpack_ex_pre_ga
 from .hash cimport c_read_hash_metadata as hash__c_read_hash_metadata
 from .hash cimport c_read_hash_metadata_pre_ga as hash__c_read_hash_metadata_pre_ga
-from .hash cimport c_read_hash_table as hash__c_read_hash_table
 from .hash cimport c_read_valkey_hash_2 as hash__c_read_valkey_hash_2
 from .hash cimport c_skip_hash_listpack_ex as hash__c_skip_hash_listpack_ex
 from .hash cimport c_skip_hash_listpack_ex_pre_ga as hash__c_skip_hash_listpack_ex_pre_ga
@@ -58,8 +58,8 @@ from .module cimport c_read_module_pre_ga as module__c_read_module_pre_ga
 from .module cimport c_read_module_value as module__c_read_module_value
 from .module cimport c_skip_module_pre_ga as module__c_skip_module_pre_ga
 from .module cimport c_skip_module_value as module__c_skip_module_value
-from .quicklist cimport c_read_quicklist as quicklist__c_read_quicklist
-from .quicklist cimport c_read_quicklist_2 as quicklist__c_read_quicklist_2
+from .quicklist cimport c_open_quicklist as quicklist__c_open_quicklist
+from .quicklist cimport c_open_quicklist_2 as quicklist__c_open_quicklist_2
 from .quicklist cimport c_skip_quicklist as quicklist__c_skip_quicklist
 from .quicklist cimport c_skip_quicklist_2 as quicklist__c_skip_quicklist_2
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
@@ -74,7 +74,7 @@ from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 from .stream cimport c_read_stream_value as stream__c_read_stream_value
 from .stream cimport c_skip_stream_value as stream__c_skip_stream_value
-from .zset cimport c_read_zset_2 as zset__c_read_zset_2
+from .zset cimport c_open_zset_2 as zset__c_open_zset_2
 from .zset cimport c_read_zset_legacy as zset__c_read_zset_legacy
 from .zset cimport c_skip_zset_2 as zset__c_skip_zset_2
 from .zset cimport c_skip_zset_legacy as zset__c_skip_zset_legacy
@@ -1091,15 +1091,15 @@ cdef class KeyValue:
             if value_on == 0:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
             elif value_on == 1:
-                value = c_read_string_list(io, buf, _p, end, &pos, self, root)
+                value = c_open_string_list(io, buf, _p, end, &pos, self, root)
             elif value_on == 2:
-                value = c_read_string_list(io, buf, _p, end, &pos, self, root)
+                value = c_open_string_list(io, buf, _p, end, &pos, self, root)
             elif value_on == 3:
                 value = zset__c_read_zset_legacy(io, buf, _p, end, &pos, self, root)
             elif value_on == 4:
-                value = hash__c_read_hash_table(io, buf, _p, end, &pos, self, root)
+                value = hash__c_open_hash_table(io, buf, _p, end, &pos, self, root)
             elif value_on == 5:
-                value = zset__c_read_zset_2(io, buf, _p, end, &pos, self, root)
+                value = zset__c_open_zset_2(io, buf, _p, end, &pos, self, root)
             elif value_on == 6:
                 value = module__c_read_module_pre_ga(io, buf, _p, end, &pos, self, root)
             elif value_on == 7:
@@ -1115,7 +1115,7 @@ cdef class KeyValue:
             elif value_on == 13:
                 value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
             elif value_on == 14:
-                value = quicklist__c_read_quicklist(io, buf, _p, end, &pos, self, root)
+                value = quicklist__c_open_quicklist(io, buf, _p, end, &pos, self, root)
             elif value_on == 15:
                 value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
             elif value_on == 16:
@@ -1123,7 +1123,7 @@ cdef class KeyValue:
             elif value_on == 17:
                 value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
             elif value_on == 18:
-                value = quicklist__c_read_quicklist_2(io, buf, _p, end, &pos, self, root)
+                value = quicklist__c_open_quicklist_2(io, buf, _p, end, &pos, self, root)
             elif value_on == 19:
                 value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
             elif value_on == 20:
@@ -1338,6 +1338,19 @@ cdef class StringList:
         return obj, pos
 
     @classmethod
+    def _open(cls, io, Py_ssize_t pos, parent, root):
+        """c_open_string_list: one string_list read up to its `items`, and where that starts."""
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_open_string_list(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @classmethod
     def _skip(cls, io, Py_ssize_t pos, parent, root):
         """Steps over one string_list without building it; returns the position after it."""
         cdef Py_buffer _view
@@ -1379,23 +1392,23 @@ cdef class StringList:
         finally:
             PyBuffer_Release(&_view)
 
-    def iter_items(self):
-        """Yields the elements of `items` one at a time, read where they were stepped over."""
+    def iter_items(self, start=None, count=None):
+        """Yields the elements of `items` one at a time, read where they were stepped over. With `start` (a position `cuts_items` gives), `count` elements from there."""
         cdef Py_ssize_t pos, end
         io = self._io
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_items
-        items_count = self.num_items.value
+        pos = self._lazy_items if start is None else start
+        items_count = self.num_items.value if count is None else count
         if items_count < 0 or items_count > end - pos:
             raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
         for items_index in range(<Py_ssize_t>items_count):
             items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
             yield items_item
 
-    def chunks_items(self, Py_ssize_t rows):
-        """Yields the elements of `items` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other."""
+    def chunks_items(self, Py_ssize_t rows, start=None, count=None):
+        """Yields the elements of `items` `rows` at a time as columns: each element's values (an element's bytes or integer, a number) one after the other. With `start` (a position `cuts_items` gives), `count` elements from there."""
         cdef Py_buffer _view
         cdef const unsigned char* _p
         cdef Py_ssize_t pos, end, left, n, index
@@ -1404,8 +1417,8 @@ cdef class StringList:
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_items
-        items_count = self.num_items.value
+        pos = self._lazy_items if start is None else start
+        items_count = self.num_items.value if count is None else count
         if items_count < 0 or items_count > end - pos:
             raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
         left = items_count
@@ -1421,6 +1434,35 @@ cdef class StringList:
                 PyBuffer_Release(&_view)
             left -= n
             yield out
+
+    def cuts_items(self, Py_ssize_t step):
+        """Where `items` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
+        cdef Py_ssize_t pos, end, cut_at
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_items
+            items_count = self.num_items.value
+            if items_count < 0 or items_count > end - pos:
+                raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+            cuts = []
+            cut_at = pos - step
+            for items_index in range(<Py_ssize_t>items_count):
+                if pos - cut_at >= step:
+                    cuts.append((pos, items_index))
+                    cut_at = pos
+                pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
+                items_item = None
+            cuts.append((pos, items_count))
+            return cuts
+        finally:
+            PyBuffer_Release(&_view)
 
 
 cdef StringList c_read_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
@@ -1445,6 +1487,25 @@ cdef StringList c_read_string_list(object io, object buf, const unsigned char* _
     for items_index in range(<Py_ssize_t>items_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         items_item = None
+    _at[0] = pos
+    return self
+
+
+cdef StringList c_open_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one string_list as c_read_string_list does up to its `items`, which it does not step
+    over: for a lazy property, whose object stepped over these bytes when it was read. Moves
+    `_at[0]` to where `items` starts."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef StringList self = StringList.__new__(StringList)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    cdef rdb_string__RdbLenValues num_items
+    # num_items: Number of elements.
+    self._lazy_num_items = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_items)
+    # items: decoded on first access (see the property); stepped over by the caller
+    self._lazy_items = pos
     _at[0] = pos
     return self
 

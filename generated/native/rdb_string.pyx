@@ -26,6 +26,7 @@ cdef object _UNSET = object()
 cdef int c_push_rdb_string(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, ScalarColumns out) except -1:
     """One rdb_string read as a column element into `out` (raw, int_value, lzf: the first present)."""
     cdef Py_ssize_t pos = _at[0]
+    cdef unsigned long long int_value_on = 0
     cdef bint is_int = 0
     cdef bint is_lzf = 0
     cdef RdbLenValues len_
@@ -182,6 +183,7 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
     self._root = root = root if root is not None else self
     self._io = io
     cdef RdbLen clen = None
+    cdef unsigned long long int_value_on = 0
     cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
     cdef bint len_is_encoded = 0
@@ -256,6 +258,9 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     """Steps over one rdb_string at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_rdb_string); returns the position after it."""
     cdef RdbLen clen = None
+    cdef unsigned long long int_value_on = 0
+    cdef bint is_int = 0
+    cdef bint is_lzf = 0
     cdef RdbLenValues len_
     cdef Py_ssize_t len__pos = 0
     cdef bint len_is_encoded = 0

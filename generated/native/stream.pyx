@@ -195,20 +195,49 @@ cdef class StreamValue:
         finally:
             PyBuffer_Release(&_view)
 
-    def iter_nodes(self):
-        """Yields the elements of `nodes` one at a time, read where they were stepped over."""
+    def iter_nodes(self, start=None, count=None):
+        """Yields the elements of `nodes` one at a time, read where they were stepped over. With `start` (a position `cuts_nodes` gives), `count` elements from there."""
         cdef Py_ssize_t pos, end
         io = self._io
         buf = io.buf
         end = io.end
         root = self._root
-        pos = self._lazy_nodes
-        nodes_count = self.num_nodes.value
+        pos = self._lazy_nodes if start is None else start
+        nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
             raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
         for nodes_index in range(<Py_ssize_t>nodes_count):
             nodes_item, pos = StreamNode._read(io, pos, self, root)
             yield nodes_item
+
+    def cuts_nodes(self, Py_ssize_t step):
+        """Where `nodes` may be cut into parts of about `step` bytes, each read alone: the (byte position, index) of each part's first element (the first element, then the first to start `step` bytes or more after the last cut), then (the position after the last element, the count of elements): part i is `count` = index[i + 1] - index[i] elements from position[i]."""
+        cdef Py_ssize_t pos, end, cut_at
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_nodes
+            nodes_count = self.num_nodes.value
+            if nodes_count < 0 or nodes_count > (end - pos) // 18:
+                raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+            cuts = []
+            cut_at = pos - step
+            for nodes_index in range(<Py_ssize_t>nodes_count):
+                if pos - cut_at >= step:
+                    cuts.append((pos, nodes_index))
+                    cut_at = pos
+                pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
+                nodes_item = None
+            cuts.append((pos, nodes_count))
+            return cuts
+        finally:
+            PyBuffer_Release(&_view)
 
 
 cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code):

@@ -43,6 +43,7 @@ cdef Py_ssize_t c_skip_zset_legacy(object io, object buf, const unsigned char* _
 cdef ZsetEntry c_read_zset_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_zset_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Zset2 c_open_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_zset_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef Zset2Entry c_read_zset_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_zset_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

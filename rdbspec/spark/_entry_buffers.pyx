@@ -87,6 +87,9 @@ cdef class Elements:
         return out.add(element_bytes(c, self.buf, k), c.l[k])
 
 
+cdef uint64_t HIGH_WORD = 0  # of an ID number as a decimal128: it fits the low 64 bits
+
+
 cdef class Builder:
     """The buffers of one batch, nodes added one at a time."""
 
@@ -126,10 +129,15 @@ cdef class Builder:
         for row in range(n):
             if deleted[row] and not include_deleted:
                 continue
-            put(&self.ms, &ms[row], 8)
+            put(&self.ms, &ms[row], 8)  # a decimal128: the number, then its high word
+            put(&self.ms, &HIGH_WORD, 8)
             put(&self.seq, &seq[row], 8)
-            flag = 1 if deleted[row] else 0
-            put(&self.deleted, &flag, 1)
+            put(&self.seq, &HIGH_WORD, 8)
+            if self.rows % 8 == 0:
+                flag = 0
+                put(&self.deleted, &flag, 1)
+            if deleted[row]:
+                (<uint8_t*>self.deleted.data)[self.deleted.size - 1] |= 1 << (self.rows % 8)
             put_u64(&self.ids.data, ms[row])
             put(&self.ids.data, b"-", 1)
             put_u64(&self.ids.data, seq[row])

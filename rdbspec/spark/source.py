@@ -112,6 +112,9 @@ from .entries import entry_batch
 from .options import STREAM_TABLES, TABLES, ReadOptions, option, resolve_paths
 
 FORMAT = "rdb"
+# a stream bigger than the split size is read in parts of the split size, as many as that makes:
+# the tasks are the cluster's to spread
+STREAM_PARTS = sys.maxsize
 
 _COMMON = [StructField("file", StringType(), False), StructField("db", IntegerType(), True)]
 _KEY = StructField("key", BinaryType(), False)
@@ -343,8 +346,8 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
                     yield out.take()
             elif not opts.selects(record):  # the stream tables: stream keys only (`kinds`)
                 continue
-            elif split.nodes is not None:
-                yield from _entry_rows(out, path, record.db, record.key, read_nodes(dump, record, split.nodes),
+            elif split.part is not None:
+                yield from _entry_rows(out, path, record.db, record.key, read_nodes(record, split.part),
                                        opts.include_deleted)
             else:
                 yield from _stream_rows(table, out, path, record.db, record.key, record.value,
@@ -394,8 +397,8 @@ def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
     files over `opts.split_size`); for the stream tables, without the splits holding no stream."""
     if opts.table in ("files", "aux"):
         return [Split(f) for f in files]
-    return [s for f in files for s in plan(f, opts.split_size, stream_nodes=opts.table == "stream_entries",
-                                           streams_only=opts.table in STREAM_TABLES)]
+    parts = STREAM_PARTS if opts.table == "stream_entries" else 0
+    return [s for f in files for s in plan(f, opts.split_size, parts, streams_only=opts.table in STREAM_TABLES)]
 
 
 class RdbReader(DataSourceReader):
