@@ -13,7 +13,12 @@ from types import SimpleNamespace
 import lzf as _lzf
 
 
-class RdbError(Exception):
+class RdbspecError(Exception):
+    """The one base of every error rdbspec raises (`rdbspec.errors` draws the tree). Defined here,
+    where the generated parsers and writers can derive from it without importing rdbspec."""
+
+
+class RdbError(RdbspecError):
     """Base of every error rdbspec raises for bad input. `key` is the key whose record was being
     read, where the reader knows it (rdbspec sets it)."""
 
@@ -97,7 +102,7 @@ def lzf_decompress(data: bytes, expected_len: int, io: Io, pos: int, spec_path: 
 # -- writing ---------------------------------------------------------------------------------
 
 
-class WriteError(Exception):
+class WriteError(RdbspecError):
     """A value the spec cannot write (a number out of its field's range, an object of another
     type than the field's, fields that disagree), or a written field that fails a check of the
     reader. `spec_path` names the field as `spec:type.field`."""

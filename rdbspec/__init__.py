@@ -1,15 +1,55 @@
-"""rdbspec: reads Redis, Valkey and Dragonfly RDB dumps.
+"""rdbspec: reads and writes Redis, Valkey and Dragonfly RDB dumps.
 
     import rdbspec
     with rdbspec.open("dump.rdb") as dump:
         print(dump.header)
         for key in dump.keys():
             print(key.db, key.key, key.type_name, key.value)
+
+The public face: what a user imports is here. Reading: `open`, `parse`, `Dump`, `Header`,
+`KeyRecord`, `Stream`, `RdbWarning`. Writing: `Writer` (a dump record by record), `ServerConfig`
+(the redis.conf limits that choose new keys' encodings), `EditableStream` (a stream to build or
+change). The errors, all `RdbspecError` (`rdbspec.errors` draws the tree): `RdbError` and its
+`ParseError`, `TruncatedError`, `ChecksumError`, `IntegrityError` for bad input, `WriteError`
+and `UnwritableError` for what cannot be written. The writing side is loaded when first asked
+for, so that reading (and the command line) starts without it.
 """
 
+from typing import Any
+
 from .api import Dump, Header, KeyRecord, open, parse
-from .errors import ChecksumError, IntegrityError, ParseError, RdbError, TruncatedError
+from .errors import (
+    ChecksumError,
+    IntegrityError,
+    ParseError,
+    RdbError,
+    RdbspecError,
+    RdbWarning,
+    TruncatedError,
+    UnwritableError,
+    WriteError,
+)
 from .streams import Stream
 
-__all__ = ["ChecksumError", "Dump", "Header", "IntegrityError", "KeyRecord", "ParseError", "RdbError",
-           "Stream", "TruncatedError", "open", "parse"]
+__all__ = ["ChecksumError", "Dump", "EditableStream", "Header", "IntegrityError", "KeyRecord", "ParseError",
+           "RdbError", "RdbWarning", "RdbspecError", "ServerConfig", "Stream", "TruncatedError", "UnwritableError",
+           "WriteError", "Writer", "open", "parse"]
+
+
+def __getattr__(name: str) -> Any:
+    """The writing side's public names, imported on first use (PEP 562)."""
+    if name == "Writer":
+        from .writer import Writer
+        return _kept(name, Writer)
+    if name == "ServerConfig":
+        from .layouts import ServerConfig
+        return _kept(name, ServerConfig)
+    if name == "EditableStream":
+        from .stream_commands.edit import EditableStream
+        return _kept(name, EditableStream)
+    raise AttributeError(f"module 'rdbspec' has no attribute {name!r}")
+
+
+def _kept(name: str, value: Any) -> Any:
+    globals()[name] = value  # the next use finds it without __getattr__
+    return value

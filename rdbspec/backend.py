@@ -15,6 +15,8 @@ import importlib
 import os
 from types import ModuleType
 
+from .errors import RdbspecError
+
 ENV = "RDBSPEC_BACKEND"
 BACKENDS = ("python", "native")
 PACKAGES = {"python": "rdbspec_generated", "native": "rdbspec_generated.native"}
@@ -24,7 +26,7 @@ _chosen: str | None = None
 _modules: dict[tuple[str, str], ModuleType] = {}
 
 
-class BackendError(Exception):
+class BackendError(RdbspecError):
     """RDBSPEC_BACKEND names no backend (the CLI exits 2, a usage error)."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from rdbspec_generated.rdb import KeyValue
 
 from . import api
+from .errors import RdbspecError
 from .layouts import new_key_record, rdb_string, stream_type
 from .stream_commands import changes, delivery
 from .stream_commands.changes import StreamEdit
@@ -38,7 +39,7 @@ VERSION_OF_RDB: dict[int, Version] = {9: (6, 2), 10: (7, 0), 11: (7, 2), 12: (7,
 VALKEY_9: Version = (7, 4)
 
 
-class CommandFileError(Exception):
+class CommandFileError(RdbspecError):
     """A command the server would refuse (its error text), or a line that does not split."""
 
     def __init__(self, path: str, line: int, message: str):

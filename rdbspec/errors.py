@@ -5,6 +5,32 @@ Every problem with the input is an `RdbError`, raised by a check that names what
 never "corrupt input": the library wraps it in an `InternalError` that says where the read was
 (file offset, key), and the CLI ends it with exit 70 and one line asking for a report; the
 traceback is printed only with `rdbspec --debug`.
+
+Every error rdbspec raises derives from one base, `RdbspecError` (the generated runtime defines
+it, so that the generated parsers and writers need nothing of rdbspec); `except RdbspecError`
+catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`, `exit_code`):
+
+    RdbspecError
+    ├── RdbError                      the input is not what the server loads; `key` names the key
+    │   ├── ParseError                  bytes that do not match the grammar (offset, spec path)   3
+    │   │   └── TruncatedError            the bytes end inside a field                            3
+    │   ├── ChecksumError               the CRC-64 trailer does not match                         4
+    │   └── IntegrityError              a rule the server checks on load is broken                5
+    ├── WriteError                    a generated writer refuses a value (spec path)              7
+    ├── UnwritableError               what rdbspec does not write, named                          7
+    ├── InternalError                 a bug of rdbspec met while reading (offset, key)           70
+    ├── BackendError                  RDBSPEC_BACKEND names no backend                            2
+    │   └── BackendUnavailableError     the native backend asked for is not built                69
+    ├── CommandError                  a stream command the server would refuse (its reply)
+    ├── CommandFileError              a line of `rewrite --commands` that is no command           2
+    ├── RangeError                    a `--jobs` worker's range failed: as that failure says
+    ├── CorruptFileError              Spark: a file the query cannot read (its one line)
+    ├── InternalReadError             Spark: a bug met reading a file
+    ├── PipelineError                 `rdbspec pipeline`: one line and its exit code
+    └── JavaMissingError              no Java 17+ for Spark                                      69
+
+An input file or output that cannot be opened, read or written is the `OSError` Python raises
+(exit 6).
 """
 
 from __future__ import annotations
@@ -13,11 +39,11 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rdbspec_generated import ParseError, RdbError, TruncatedError, WriteError
+from rdbspec_generated import ParseError, RdbError, RdbspecError, TruncatedError, WriteError
 
-__all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "RdbWarning",
-           "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES", "as_internal", "exit_code",
-           "file_error_line", "internal_error_line", "print_warnings"]
+__all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "RdbspecError",
+           "RdbWarning", "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES", "as_internal",
+           "exit_code", "file_error_line", "internal_error_line", "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -43,7 +69,7 @@ class IntegrityError(RdbError):
         self.key = key
 
 
-class UnwritableError(Exception):
+class UnwritableError(RdbspecError):
     """What a dump holds that rdbspec does not write (named): the writer refuses it rather than
     drop it. A value that its field cannot hold is the generated writers' `WriteError`."""
 
@@ -71,7 +97,7 @@ def print_warnings(warnings: Iterable[RdbWarning]) -> None:
         print(f"rdbspec: warning: {warning}", file=sys.stderr)
 
 
-class InternalError(Exception):
+class InternalError(RdbspecError):
     """An unexpected exception (TypeError, KeyError...) while reading a dump: a bug in rdbspec,
     not a property of the input. `cause` is the original exception (also `__cause__`, so a
     traceback shows where it was raised); `offset` and `key` say what was being read, `file`

@@ -48,7 +48,7 @@ from functools import partial
 from typing import Any, BinaryIO, NoReturn
 
 from . import api, splits
-from .errors import InternalError, RdbWarning
+from .errors import InternalError, RdbspecError, RdbWarning
 from .splits import Split
 from .streams import NodeEntries, Stream, StreamNode, check_length, walk_nodes
 from .values import CUTS
@@ -134,7 +134,7 @@ class Failure:
     traceback: str | None = None
 
 
-class RangeError(Exception):
+class RangeError(RdbspecError):
     """A range failed: the command ends as `failure` says, after the ranges before it."""
 
     def __init__(self, failure: Failure):

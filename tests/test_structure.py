@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"rdbspec.errors", "rdbspec.source", "rdbspec.checksum", "rdbspec.primitives",
                     "rdbspec.backend", "rdbspec.generations"}),
     ("value decoding", {"rdbspec.values", "rdbspec.streams", "rdbspec.dragonfly"}),
-    ("the dump", {"rdbspec.api", "rdbspec"}),
+    ("the dump", {"rdbspec.api"}),
     ("consumers", {"rdbspec.jsonl", "rdbspec.splits", "rdbspec.parallel", "rdbspec.layouts", "rdbspec.memory",
                    "rdbspec.memory.allocators", "rdbspec.memory.rax", "rdbspec.memory.redis", "rdbspec.memory.valkey",
                    "rdbspec.writer",
@@ -39,13 +39,15 @@ LAYERS: list[tuple[str, set[str]]] = [
                    "rdbspec.report.html"}),
     ("command line", {"rdbspec.command_line", "rdbspec.cli", "rdbspec.__main__", "rdbspec.stream_commands.cli",
                       "rdbspec.spark.pipeline", "rdbspec.report.cli"}),
+    ("public face", {"rdbspec"}),
 ]
 # The only imports made inside a function: (importer, module). Of a module that imports pyspark,
 # the optional extra `spark`, from one that every command loads, so that the command line starts
 # without Spark (about 80 ms) and runs without the extra installed; and, in the command line's
 # modules, of what one command alone needs (the writers, the report page, the stream commands,
 # the pipeline's dumps and report), loaded by that command, so that the others start without it
-# (about 25 ms a command).
+# (about 25 ms a command); and of the public face's writing side (`rdbspec.Writer`...), loaded
+# when first asked for, so that every `import rdbspec.<module>` does not load the writers.
 DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
             ("rdbspec.spark.pipeline", "rdbspec.spark.launch"),
             ("rdbspec.cli", "rdbspec.convert"), ("rdbspec.cli", "rdbspec.edits"), ("rdbspec.cli", "rdbspec.rewrite"),
@@ -53,7 +55,8 @@ DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspe
             ("rdbspec.spark.pipeline", "rdbspec.report.html"), ("rdbspec.spark.pipeline", "rdbspec.report.data"),
             ("rdbspec.spark.pipeline", "rdbspec.spark.report"), ("rdbspec.spark.pipeline", "rdbspec.spark.dumps"),
             ("rdbspec.stream_commands.cli", "rdbspec.stream_commands.commands"),
-            ("rdbspec.stream_commands.cli", "rdbspec.stream_commands.reply")}
+            ("rdbspec.stream_commands.cli", "rdbspec.stream_commands.reply"),
+            ("rdbspec", "rdbspec.writer"), ("rdbspec", "rdbspec.layouts"), ("rdbspec", "rdbspec.stream_commands.edit")}
 LAYER_OF = {module: rank for rank, (_, modules) in enumerate(LAYERS) for module in modules}
 # The stream commands' modules, each importing only the ones before it.
 STREAM_COMMANDS = [f"rdbspec.stream_commands.{m}" for m in ("rules", "ranges", "groups", "xinfo", "commands", "reply",
@@ -207,4 +210,28 @@ def test_stream_rules_load_without_the_command_line() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('rdbspec')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "'rdbspec.stream_commands.rules'" in loaded
-    assert [m for m in sorted(LAYERS[-1][1]) if repr(m) in loaded] == []
+    assert [m for m in sorted(dict(LAYERS)["command line"]) if repr(m) in loaded] == []
+
+
+def test_every_error_derives_from_the_one_base() -> None:
+    """Each exception class rdbspec and its generated parsers define is an `RdbspecError`
+    (the tree `rdbspec.errors` draws), so that `except rdbspec.RdbspecError` catches them all."""
+    import importlib
+    import pkgutil
+
+    import rdbspec_generated
+
+    import rdbspec
+    from rdbspec.errors import RdbspecError
+
+    defined = {}
+    for package in (rdbspec, rdbspec_generated):
+        for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            if info.name.endswith("__main__"):
+                continue
+            module = importlib.import_module(info.name)
+            defined |= {f"{info.name}.{name}": cls for name, cls in vars(module).items()
+                        if isinstance(cls, type) and issubclass(cls, BaseException) and cls.__module__ == info.name}
+    assert len(defined) >= 18  # those errors.py draws
+    assert sorted(name for name, cls in defined.items() if not issubclass(cls, RdbspecError)) == []
+    assert rdbspec.RdbspecError is RdbspecError

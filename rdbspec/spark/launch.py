@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import RdbspecError
 from .source import register
 
 JAVA_MIN = 17  # PySpark 4 runs on Java 17 and 21
@@ -27,7 +28,7 @@ JAVA_MIN = 17  # PySpark 4 runs on Java 17 and 21
 QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 
 
-class JavaMissingError(RuntimeError):
+class JavaMissingError(RdbspecError):
     """No Java 17+ to start Spark with."""
 
 

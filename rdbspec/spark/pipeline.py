@@ -24,7 +24,7 @@ from typing import IO, Any, TextIO
 
 from .. import dragonfly, errors
 from ..command_line import add_memory_options
-from ..errors import EXIT_CODES, exit_code
+from ..errors import EXIT_CODES, RdbspecError, exit_code
 from ..generations import TARGETS
 from .options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
 
@@ -183,7 +183,7 @@ def _max_lag(groups: int, any_nil: bool | None, largest: int | None) -> str:
     return "nil" if any_nil else str(largest)
 
 
-class PipelineError(Exception):
+class PipelineError(RdbspecError):
     """A failure of the command: its one line for stderr (`line`) and the exit code."""
 
     def __init__(self, message: str, code: int, line: str | None = None):

@@ -102,7 +102,7 @@ from pyspark.sql.types import (
 )
 
 from .. import api, backend, memory
-from ..errors import RdbError, as_internal, file_error_line, internal_error_line
+from ..errors import RdbError, RdbspecError, as_internal, file_error_line, internal_error_line
 from ..splits import Split, plan, read_nodes
 from ..stream_commands.groups import group_lag
 from ..stream_commands.rules import stream_version
@@ -307,11 +307,11 @@ def _entry_rows(out: _Batcher, file: str, db: int, key: bytes, nodes: Iterator[t
             yield out.take()
 
 
-class CorruptFileError(Exception):
+class CorruptFileError(RdbspecError):
     """A dump that cannot be read, named with its path and the byte offset of the problem."""
 
 
-class InternalReadError(Exception):
+class InternalReadError(RdbspecError):
     """A bug of rdbspec met while reading a dump (not a corrupt file: never skipped); the
     message is the CLI's one line (`errors.internal_error_line`), which the pipeline prints."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import RdbspecError
 from ..streams import MASK64, Stream, StreamId
 
 Version = tuple[int, int]
@@ -22,7 +23,7 @@ NO_KEY = "ERR no such key"
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-class CommandError(Exception):
+class CommandError(RdbspecError):
     """An error reply, with the server's text (``ERR ...``, ``NOGROUP ...``, ``WRONGTYPE ...``)."""
 
     def __init__(self, message: str):
