@@ -6,10 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .emit_cython import render_native
+from .cython.render import render_native
+from .docs import render_docs
 from .load import SpecError, load_tree
 from .model import Builder
-from .render import render_all, render_docs
+from .python.render import render_all
 
 
 def write_tree(folder: Path, files: dict[str, str], *patterns: str) -> None:

@@ -7,7 +7,7 @@ step (`hoisted`) or where a guarded expression first needs them (`in_place`), th
 reader steps over (`skipping`) and those read where they lie (`read_in_place`), the smallest size
 of an element (count and progress checks), the `valid` checks and their messages, how an object
 keeps an instance (`storage`), which types get a `_skip` reader. It holds model objects,
-expression trees, names and numbers, never target text: an emitter (emit_python.py) walks the
+expression trees, names and numbers, never target text: an emitter (python/emit.py) walks the
 steps and renders each answer in its language.
 """
 

@@ -13,7 +13,6 @@ import lzf
 import pytest
 
 from generator import expressions as ex
-from generator.emit_python import TypeEmitter
 from generator.load import SpecError, load_tree
 from generator.model import Attribute, Builder
 from generator.plan import (
@@ -29,13 +28,15 @@ from generator.plan import (
     skipped_types,
     value_fields,
 )
-from generator.render import ModuleRenderer, environment, render_all
+from generator.python.emit import TypeEmitter
+from generator.python.render import ModuleRenderer, environment, render_all
+from generator.python.translate import Context, translate
 
 
 def py(text: str, names: dict[str, str] | None = None) -> str:
     names = names or {}
-    ctx = ex.Context(lambda n: names.get(n, n), lambda path, member: {"eof": 255}[member])
-    return ex.translate(ex.parse(text), ctx)
+    ctx = Context(lambda n: names.get(n, n), lambda path, member: {"eof": 255}[member])
+    return translate(ex.parse(text), ctx)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Inline fixed-size readers for the native parsers (rendered verbatim by rdbspec's generator).
+"""Inline fixed-size readers for the native parsers (copied as it is by rdbspec's generator).
 
 Each reads at `p + i` with no check of its own: the generated code has already checked that
 the bytes lie before `end`, exactly where the Python output checks them. Bytes are assembled

@@ -1,5 +1,6 @@
-"""Rendering: the resolved model, through the Python emitter and the jinja2 templates, to Python
-modules and docs."""
+"""The Python target's rendering: each type's plan, through the Python emitter, into the views
+its jinja2 templates (`templates/`) render as `generated/<spec>.py`; the runtime (`runtime/`)
+copied as it is. The Cython target renders the same views in its own templates."""
 
 from __future__ import annotations
 
@@ -8,26 +9,19 @@ from pathlib import Path
 
 import jinja2
 
-from .emit_python import TypeEmitter
-from .emit_write import writable, write_function
-from .model import Attribute, Builder, TypeSpec
-from .plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, opened_field, skipped_types
+from .. import templating
+from ..model import Attribute, Builder, TypeSpec
+from ..plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, opened_field, skipped_types
+from .emit import TypeEmitter
+from .write import writable, write_function
 
-_TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATES = Path(__file__).parent / "templates"
+RUNTIME = Path(__file__).parent / "runtime" / "_runtime.py"  # copied into generated/ as it is
 
 
 def environment() -> jinja2.Environment:
-    """The jinja2 environment the templates render in (the modules', the docs', a renderer's own)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["local"] = TypeEmitter.local
-    env.filters["cell"] = lambda text: " ".join(str(text).split()).replace("|", "\\|")
-    return env
+    """The environment the Python target's templates render in."""
+    return templating.environment(TEMPLATES, {"local": TypeEmitter.local})
 
 
 def _docstring(doc: str, doc_ref: str, fallback: str) -> str:
@@ -74,7 +68,7 @@ class TypeView:
     cut_finders: list[PropertyView] = field(default_factory=list)  # cuts_<field> of -rdbspec-splits fields
     open_body: list[str] = field(default_factory=list)  # `_open`: read up to `opened` (plan.opened_field)
     opened: str = ""
-    element_names: list[str] = field(default_factory=list)  # of a `-rdbspec-element` type (see emit_cython)
+    element_names: list[str] = field(default_factory=list)  # of a `-rdbspec-element` type (see cython/emit.py)
     write_body: list[str] = field(default_factory=list)  # `_write`, or `write_<id>` for a type with inputs
     write_inputs: list[str] = field(default_factory=list)  # the instances `write_<id>` takes
 
@@ -89,7 +83,7 @@ class ModuleRenderer:
 
     emitter = TypeEmitter
     template = "module.py.j2"
-    writes = True  # the target has writers (emit_write.py); the native one reads only
+    writes = True  # the target has writers (write.py); the native one reads only
 
     def __init__(self, builder: Builder, root: TypeSpec, skipped: set[int]):
         self.builder = builder
@@ -226,52 +220,6 @@ def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     env = environment()
     skipped = skipped_types(roots)
     files = {f"{name}.py": ModuleRenderer(builder, root, skipped).render(env) for name, root in roots.items()}
-    files["_runtime.py"] = env.get_template("runtime.py.j2").render()
+    files["_runtime.py"] = RUNTIME.read_text(encoding="utf-8")
     files["__init__.py"] = env.get_template("package.py.j2").render(modules=sorted(roots))
     return files
-
-
-def render_docs(roots: dict[str, TypeSpec]) -> dict[str, str]:
-    """The spec reference, `docs/spec/<spec>.md`, keyed by file name."""
-    env = environment()
-    template = env.get_template("spec.md.j2")
-    return {f"{name}.md": template.render(root=root, types=list(root.walk()), describe=describe)
-            for name, root in roots.items()}
-
-
-def describe(a: Attribute) -> dict[str, str]:
-    """A one-row summary of an attribute for the spec reference."""
-    raw = a.raw
-    kind = raw.get("type")
-    if isinstance(kind, dict):
-        cases = ", ".join(f"{k} → {v}" for k, v in kind.get("cases", {}).items())
-        kind = f"switch on `{kind.get('switch-on')}`: {cases}"
-    size = raw.get("size", "to end of stream" if raw.get("size-eos") else "")
-    if raw.get("contents") is not None:
-        kind = f"contents {raw['contents']}"
-    extra = []
-    if raw.get("process"):
-        extra.append(f"process {raw['process']}")
-    if raw.get("encoding"):
-        extra.append(f"encoding {raw['encoding']}")
-    if raw.get("enum"):
-        extra.append(f"enum {raw['enum']}")
-    if raw.get("repeat"):
-        how = {"expr": raw.get("repeat-expr"), "until": raw.get("repeat-until"), "eos": "end of stream"}
-        extra.append(f"repeat {raw['repeat']}: {how[raw['repeat']]}")
-    if raw.get("valid") is not None:
-        message = f" (else: {raw['-rdbspec-message']})" if raw.get("-rdbspec-message") else ""
-        extra.append(f"valid {raw['valid']}{message}")
-    if raw.get("value") is not None:
-        kind = f"value `{raw['value']}`"
-    if raw.get("pos") is not None:
-        extra.append(f"at position {raw['pos']}")
-    return {
-        "id": a.id,
-        "type": str(kind or "bytes"),
-        "size": str(size),
-        "condition": str(raw.get("if", "")),
-        "details": "; ".join(str(e) for e in extra),
-        "doc": " ".join((a.doc or "").split()),
-        "ref": a.doc_ref,
-    }

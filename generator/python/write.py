@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import expressions as ex
-from .emit_python import TypeEmitter
-from .load import SpecError
-from .model import Attribute, Builder, Primitive, Switch, Text, TypeSpec, UserRef, type_refs
-from .plan import TypePlan, is_lazy
-from .write_plan import FieldWrite, NoWriterError, WritePlan
+from .. import expressions as ex
+from ..load import SpecError
+from ..model import Attribute, Builder, Primitive, Switch, Text, TypeSpec, UserRef, type_refs
+from ..plan import TypePlan, is_lazy
+from ..write_plan import FieldWrite, NoWriterError, WritePlan
+from .emit import TypeEmitter
+from .translate import Context, translate
 
 PROCESSES = {"rdb_lzf": "lzf_compress"}  # a spec's `process` name: the runtime function that inverts it
 
@@ -128,10 +129,10 @@ class WriteEmitter:
 
     def expr(self, node: ex.Node, pos: str | None = None) -> str:
         node = _null_tests(node)
-        ctx = ex.Context(resolve=self.resolve, enum_value=self.enum_value, pos=pos, io="_wio" if pos else None,
+        ctx = Context(resolve=self.resolve, enum_value=self.enum_value, pos=pos, io="_wio" if pos else None,
                          attribute=self.attribute, root="root", parent="parent")
         try:
-            return ex.translate(node, ctx)
+            return translate(node, ctx)
         except ex.ExpressionError as err:
             raise self.error(str(err)) from None
 

@@ -15,11 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from . import expressions as ex
-from . import render
-from .emit_python import Lines, TypeEmitter
-from .model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
-from .plan import (
+from .. import expressions as ex
+from ..model import Attribute, Primitive, Switch, TypeRef, TypeSpec, UserRef
+from ..plan import (
     DOUBLE,
     ELEMENT,
     INT,
@@ -34,9 +32,9 @@ from .plan import (
     element_min_size,
     is_lazy,
     opened_field,
-    skipped_types,
     value_fields,
 )
+from ..python.emit import Lines, TypeEmitter
 
 # the numbers `_readers.pxd` reads (by the name of their Python unpacker, without `unpack_`)
 _READERS = {"s1le", "u2le", "u2be", "s2le", "s2be", "u4le", "u4be", "s4le", "s4be", "u8le", "u8be", "s8le", "s8be",
@@ -656,77 +654,3 @@ def hold_buffer(lines: list[str], indent: str) -> list[str]:
     """`lines` run with `_p` pointing into `buf`, whose buffer they hold until they end."""
     return [f"{indent}_p = acquire(buf, &_view, end)", f"{indent}try:"] + ["    " + line for line in lines] \
         + [f"{indent}finally:", f"{indent}    PyBuffer_Release(&_view)"]
-
-
-class NativeModuleRenderer(render.ModuleRenderer):
-    emitter = CythonTypeEmitter
-    template = "native/module.pyx.j2"
-    writes = False  # writing is the Python output's (issue 15)
-
-    def __init__(self, builder, root: TypeSpec, skipped: set[int]):
-        super().__init__(builder, root, skipped)
-        self.cimports: set[tuple[str, str]] = set()
-        self.views: list[render.TypeView] = []
-        self.rows_declared: dict[str, list[str]] = {}  # type id -> the C locals of its rows reader
-
-    def reread_fields(self, t: TypeSpec) -> list[Attribute]:
-        return super().reread_fields(t) + scanned_fields(self.builder, t)
-
-    def type_view(self, t: TypeSpec) -> render.TypeView:
-        view = super().type_view(t)
-        self.views.append(view)
-        view.span = span_field(t) if t.scalar else None
-        push = None
-        if view.span is not None:  # c_push_<id>: the same reader, its value pushed into columns
-            push = self.emitter(self.builder, t, SCALAR)
-            push.span = view.span
-        elif t.element:  # c_push_<id> of an object type, for the columns of chunked repeats
-            push = ElementEmitter(self.builder, t)
-            view.element_names = t.element
-        if push is not None:
-            lines = push.body()
-            view.push_lines = ["    " + line for line in push.push_lines()]
-            view.push_body = self.collect(push, lines)
-        view.values = struct_members(self.builder, t)
-        if view.values:
-            scan = ValuesEmitter(self.builder, t, view.values)
-            view.values_body = self.collect(scan, scan.struct_body())
-        if t.used_as_columns:  # which fields the rows reader pushes (see CythonTypeEmitter.field)
-            rows = self.emitter(self.builder, t, ROWS)
-            rows.body()
-            view.column_types = {a.id: ("ragged" if a.repeat else "scalar") if a.id in rows.pushed else "list"
-                                 for a in t.seq}
-            view.rows_declared = self.rows_declared.get(t.id, [])
-        return view
-
-    def collect(self, emitter, lines: list[str], prologue: bool = True) -> list[str]:
-        self.cimports |= emitter.cimports
-        indent = "    " if emitter.mode == SCALAR else "        "
-        declared = [f"{indent}cdef {ctype} {name}" + ("" if name in emitter.structs else
-                                                     f" = {'0' if ctype in C_TYPES else 'None'}")
-                    for name, ctype in sorted(emitter.cdefs.items())]
-        if emitter.mode == ROWS:  # the rows reader's body runs in its loop: declared before it
-            self.rows_declared[emitter.t.id] = declared
-            declared = []
-        return declared + super().collect(emitter, lines, prologue)
-
-    def context(self) -> dict:
-        return {"cimports": sorted(self.cimports)}
-
-
-def render_native(builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
-    """Every file of generated/native/, keyed by its path relative to it."""
-    env = render.environment()
-    env.tests["pointer"] = uses_pointer
-    env.filters["dedent"] = lambda lines: [line[4:] if line.startswith("    ") else line for line in lines]
-    env.tests["positional"] = lambda lines: any(re.search(r"\bpos\b", line) for line in lines)
-    skipped = skipped_types(roots)
-    files = {}
-    for name, root in roots.items():
-        renderer = NativeModuleRenderer(builder, root, skipped)
-        files[f"{name}.pyx"] = renderer.render(env)
-        files[f"{name}.pxd"] = env.get_template("native/module.pxd.j2").render(types=renderer.views)
-    for piece in ("_readers.pxd", "_columns.pxd", "_columns.pyx"):
-        files[piece] = env.get_template(f"native/{piece}").render()
-    files["__init__.py"] = env.get_template("native/package.py.j2").render(modules=sorted(roots))
-    return files

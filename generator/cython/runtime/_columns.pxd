@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Column containers of the native parsers (rendered verbatim by rdbspec's generator)."""
+"""Column containers of the native parsers (copied as it is by rdbspec's generator)."""
 
 from cpython cimport array
 from libc.stdint cimport int64_t, uint8_t

@@ -15,10 +15,10 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import expressions as ex
-from .load import SpecError
-from .model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
-from .plan import (
+from .. import expressions as ex
+from ..load import SpecError
+from ..model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
+from ..plan import (
     ELEMENT,
     LENGTH,
     OBJECT,
@@ -34,6 +34,7 @@ from .plan import (
     is_lazy,
     opened_field,
 )
+from .translate import Context, translate
 
 
 @dataclass
@@ -138,12 +139,12 @@ class TypeEmitter:
         self.in_place = outer
         return value if attr.cond is None else f"({value} if {self.expr(attr.cond)} else None)"
 
-    def ctx(self, pos: Optional[str] = "pos") -> ex.Context:
+    def ctx(self, pos: Optional[str] = "pos") -> Context:
         """Inside a lazy property (pos None) the tree is reached through `self`."""
         if pos is None:
-            return ex.Context(self.resolve, self.enum_value, None, None, self.attribute,
+            return Context(self.resolve, self.enum_value, None, None, self.attribute,
                               root="self._root", parent="self._parent")
-        return ex.Context(self.resolve, self.enum_value, pos, "io", self.attribute, self.subscript)
+        return Context(self.resolve, self.enum_value, pos, "io", self.attribute, self.subscript)
 
     def attribute(self, node: ex.Node, name: str, source: str) -> Optional[str]:
         """`x.name` where the spec makes the type of `x` certain: on a scalar-compiled value, a
@@ -196,7 +197,7 @@ class TypeEmitter:
     def expr(self, node: ex.Node) -> str:
         try:
             self.plan.check_operands(node, self.current_attr)
-            return ex.translate(node, self.ctx())
+            return translate(node, self.ctx())
         except ex.ExpressionError as err:
             raise SpecError(self.t.spec.name, self.t.yaml_path, str(err)) from None
 
@@ -692,8 +693,8 @@ class TypeEmitter:
         local = self.local(inst.id)
         if inst.value is not None:
             try:
-                value = ex.translate(inst.value, self.ctx(pos=None))
-                cond = ex.translate(inst.cond, self.ctx(pos=None)) if inst.cond is not None else None
+                value = translate(inst.value, self.ctx(pos=None))
+                cond = translate(inst.cond, self.ctx(pos=None)) if inst.cond is not None else None
             except ex.ExpressionError:
                 # depends on the reading position: only known if computed while reading
                 self.out.add(f"return self._m_{inst.id}")

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Column containers of the native parsers (rendered verbatim by rdbspec's generator).
+"""Column containers of the native parsers (copied as it is by rdbspec's generator).
 
 `ScalarColumns` holds the elements of a repeat of a `-rdbspec-scalar` type (listpack and ziplist
 entries, stream items), intset members and the chunks of a `-rdbspec-chunks` repeat (the
