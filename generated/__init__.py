@@ -1,4 +1,4 @@
-"""Parsers generated from spec/*.ksy by rdbspec's generator. Do not edit."""
+"""Parsers generated from spec/*.ksy by rdbspec's generator (`enums`: the specs' enums by name). Do not edit."""
 
 from ._runtime import (
     Io,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rdbspec_generated import Io, RdbError, warning_sink
+from rdbspec_generated.enums import RecordKind
 
 from . import backend, dragonfly, values
 from .checksum import crc64
@@ -24,10 +25,13 @@ from .primitives import text
 from .source import Source, open_source
 from .streams import Stream
 
-# record kinds of the spec's `rdb::record_kind` enum
-SELECT_DB, RESIZE_DB, AUX, EXPIRE_TIME, EXPIRE_TIME_MS = 254, 251, 250, 253, 252
-FREQ, IDLE, MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_INFO = 249, 248, 247, 245, 246, 244
-KEY_META, SLOT_IMPORT, EOF, KEY_VALUE = 243, 499, 255, 256
+# the record kinds this module reads by name (the spec's `rdb::record_kind`)
+SELECT_DB, RESIZE_DB, AUX = RecordKind.SELECT_DB, RecordKind.RESIZE_DB, RecordKind.AUX
+EXPIRE_TIME, EXPIRE_TIME_MS = RecordKind.EXPIRE_TIME, RecordKind.EXPIRE_TIME_MS
+FREQ, IDLE = RecordKind.FREQ, RecordKind.IDLE
+MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA = RecordKind.MODULE_AUX, RecordKind.FUNCTION2, RecordKind.FUNCTION_PRE_GA
+SLOT_INFO, KEY_META, SLOT_IMPORT = RecordKind.SLOT_INFO, RecordKind.KEY_META, RecordKind.SLOT_IMPORT
+EOF, KEY_VALUE = RecordKind.EOF, RecordKind.KEY_VALUE
 # the records `Dump._expanding` reads further: Dragonfly's envelopes, and EOF after them (each
 # record of these opcodes is of the kind of the same number)
 EXPANDED_OPCODES = ENVELOPES | {EOF}

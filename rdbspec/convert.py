@@ -40,6 +40,7 @@ from typing import Any
 from rdbspec_generated import quicklist as _quicklist
 from rdbspec_generated import rdb as _rdb
 from rdbspec_generated import stream as _stream
+from rdbspec_generated.enums import ValueType
 
 from .api import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
 from .errors import UnwritableError
@@ -68,11 +69,13 @@ from .stream_commands.edit import id_value
 from .stream_commands.groups import group_entries_read, loaded
 from .streams import UNKNOWN_ENTRIES_READ
 
-# value types (redis src/rdb.h RDB_TYPE_*) besides those of `layouts`
-STREAM_TYPES = (15, 19, 21)  # RDB_TYPE_STREAM_LISTPACKS, _2, _3
-HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2 = 24, 25, 278
-DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = 31, 32
-DRAGONFLY_ONLY = frozenset((30, 33, 34, 35, 36, 37, 276))  # JSON, Bloom, count-min, top-k, cuckoo
+# value types (the spec's rdb::value_type) besides those of `layouts`
+STREAM_TYPES = (ValueType.STREAM_LISTPACKS, ValueType.STREAM_LISTPACKS_2, ValueType.STREAM_LISTPACKS_3)
+HASH_METADATA, HASH_LISTPACK_EX = ValueType.HASH_METADATA, ValueType.HASH_LISTPACK_EX
+VALKEY_HASH_2 = ValueType.VALKEY_HASH_2
+DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = ValueType.DF_HASH_WITH_EXPIRY, ValueType.DF_SET_WITH_EXPIRY
+DRAGONFLY_ONLY = frozenset((ValueType.DF_JSON, ValueType.DF_SBF, ValueType.DF_SBF2, ValueType.DF_CMS, ValueType.DF_TOPK,
+                            ValueType.DF_CUCKOO, ValueType.DF_JSON_LEGACY))
 # the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
 DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
 
@@ -198,16 +201,16 @@ class Converter:
         out = _stream.StreamGroup._new(type_code=target, name=g.name, last_id=g.last_id, pel=g.pel)
         if target >= 19:
             read = group_entries_read(stream, model)  # stored, or estimated as a loader of type 15 does
-            out.entries_read = g.entries_read if g.type_code >= 19 else rdb_len(
+            out.entries_read = g.entries_read if g.type_code >= ValueType.STREAM_LISTPACKS_2 else rdb_len(
                 UNKNOWN_ENTRIES_READ if read is None else read)
-        elif g.type_code >= 19 and model.entries_read != group_entries_read(as_15, model):
+        elif g.type_code >= ValueType.STREAM_LISTPACKS_2 and model.entries_read != group_entries_read(as_15, model):
             self.drop("consumer group entries_read (type 19+)", record)
         out.consumers = []
         for c in g.consumers:
             consumer = _stream.StreamConsumer._new(type_code=target, name=c.name, seen_time=c.seen_time, pel=c.pel)
             if target >= 21:  # a loader of type 19 takes the seen time
-                consumer.active_time = c.active_time if c.type_code >= 21 else c.seen_time
-            elif c.type_code >= 21 and c.active_time != c.seen_time:
+                consumer.active_time = c.active_time if c.type_code >= ValueType.STREAM_LISTPACKS_3 else c.seen_time
+            elif c.type_code >= ValueType.STREAM_LISTPACKS_3 and c.active_time != c.seen_time:
                 self.drop("consumer active time (type 21)", record)
             out.consumers.append(consumer)
         return out

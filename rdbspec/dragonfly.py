@@ -50,11 +50,13 @@ from pathlib import Path
 from typing import Any
 
 from rdbspec_generated import Io, ParseError, RdbError, TruncatedError
+from rdbspec_generated.enums import RecordKind
 
 from . import backend
 
-# record kinds (spec rdb::record_kind)
-ZSTD_BLOB, LZ4_BLOB, TAGGED_CHUNK, EOF, KEY_VALUE = 201, 202, 224, 255, 256
+# the record kinds this module reads by name (the spec's `rdb::record_kind`)
+ZSTD_BLOB, LZ4_BLOB = RecordKind.COMPRESSED_ZSTD_BLOB, RecordKind.COMPRESSED_LZ4_BLOB
+TAGGED_CHUNK, EOF, KEY_VALUE = RecordKind.TAGGED_CHUNK, RecordKind.EOF, RecordKind.KEY_VALUE
 BLOB_KINDS = {ZSTD_BLOB: "zstd", LZ4_BLOB: "lz4"}
 ENVELOPES = frozenset((ZSTD_BLOB, LZ4_BLOB, TAGGED_CHUNK))
 

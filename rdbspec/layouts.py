@@ -50,18 +50,25 @@ from rdbspec_generated import rdb_string as _rdb_string
 from rdbspec_generated import ziplist as _ziplist
 from rdbspec_generated import zset as _zset
 from rdbspec_generated._runtime import WriteInputs
+from rdbspec_generated.enums import BlobKind, ContainerKind, ValueType
 
 from . import api
 
 INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
 LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-# what an rdb_blob holds (spec rdb_string::blob_kind)
-LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB, STREAM_LISTPACK_BLOB = 1, 2, 3, 5
-# value types (redis src/rdb.h RDB_TYPE_*)
-STRING, SET, ZSET_2, HASH, LIST_QUICKLIST, SET_INTSET, ZSET_ZIPLIST, HASH_ZIPLIST = 0, 2, 5, 4, 14, 11, 12, 13
-HASH_LISTPACK, ZSET_LISTPACK, LIST_QUICKLIST_2, SET_LISTPACK = 16, 17, 18, 20
-PLAIN, PACKED = 1, 2  # QUICKLIST_NODE_CONTAINER_*
+# what an rdb_blob holds (the spec's rdb_string::blob_kind)
+LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB = BlobKind.LISTPACK, BlobKind.ZIPLIST, BlobKind.INTSET
+STREAM_LISTPACK_BLOB = BlobKind.STREAM_LISTPACK
+# the value types new keys take (the spec's rdb::value_type: redis src/rdb.h RDB_TYPE_*)
+STRING, SET, ZSET_2, HASH = ValueType.STRING, ValueType.SET, ValueType.ZSET_2, ValueType.HASH
+LIST_QUICKLIST, LIST_QUICKLIST_2 = ValueType.LIST_QUICKLIST, ValueType.LIST_QUICKLIST_2
+SET_INTSET, SET_LISTPACK = ValueType.SET_INTSET, ValueType.SET_LISTPACK
+ZSET_ZIPLIST, ZSET_LISTPACK = ValueType.ZSET_ZIPLIST, ValueType.ZSET_LISTPACK
+HASH_ZIPLIST, HASH_LISTPACK = ValueType.HASH_ZIPLIST, ValueType.HASH_LISTPACK
+# QUICKLIST_NODE_CONTAINER_*, as the numbers a node's `rdb_len` is written from (the generated
+# writers check that what they write reads back as the very value, of the very type, given)
+PLAIN, PACKED = int(ContainerKind.PLAIN), int(ContainerKind.PACKED)
 # quicklist.c: the node sizes of list-max-listpack-size -1..-5, the size a count-limited node
 # stays under, the estimate of an entry's overhead, the element a PLAIN node holds before 7.2
 OPTIMIZATION_LEVEL = (4096, 8192, 16384, 32768, 65536)

@@ -31,14 +31,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from rdbspec_generated.enums import AuxWhen
+
 from . import api, edits
 from .convert import VALKEY_HASH_2, Converter
 from .errors import UnwritableError
 from .layouts import key_hash_slot
 from .stream_commands.rules import Version
 from .writer import DumpBuffer, Writer
-
-AFTER_RDB = 2  # redis src/server.h REDISMODULE_AUX_AFTER_RDB: module data saved after the keys
 
 
 @dataclass
@@ -288,5 +288,5 @@ def _write_key(writer: Writer, record: api.KeyRecord, found: Plan, converter: Co
 def _write_tail(writer: Writer, dump: api.Dump) -> None:
     """Module data saved after the keys (rdbSaveSingleModuleAux with REDISMODULE_AUX_AFTER_RDB)."""
     for module in dump.module_aux:
-        if module.when == AFTER_RDB:
+        if module.when == AuxWhen.AFTER_RDB:
             writer.module_aux(module)

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rdbspec_generated.enums import ContainerKind, ModuleOpcode, ValueType
+
 from .errors import IntegrityError
 from .primitives import CHUNK_ROWS, container, pairs, text, texts, values
 from .streams import Stream
 
-# value_kind numbers of the spec's `rdb::value_type` enum: a plain string, Valkey HASH_2 and old
-# Dragonfly JSON (these two are mapped above 255 there, since they reuse Redis type bytes)
-STRING = 0
-VALKEY_HASH_2 = 278
-DF_JSON_LEGACY = 276
+# value kinds read by name here and elsewhere (the spec's `rdb::value_type`; Valkey HASH_2 and old
+# Dragonfly JSON are mapped above 255 there, since they reuse Redis type bytes)
+STRING, VALKEY_HASH_2, DF_JSON_LEGACY = ValueType.STRING, ValueType.VALKEY_HASH_2, ValueType.DF_JSON_LEGACY
 
 
 # What C's strtod reads: the longest prefix that is a decimal or hexadecimal float, inf or nan
@@ -91,27 +91,25 @@ class ModuleValue:
     when: int | None = None
 
 
-_MODULE_OPCODES = {1: "sint", 2: "uint", 3: "float", 4: "double", 5: "string"}
-
-
 def module_ops(ops) -> list[tuple[str, Any]]:
+    """The (name, value) of each module opcode up to EOF, named as the spec's `module_opcode`
+    (lower-cased: "sint", "uint", "float", "double", "string")."""
     out: list[tuple[str, Any]] = []
     for op in ops:
-        code = op.opcode.value
-        if code == 0:
+        code = ModuleOpcode(op.opcode.value)  # the spec checks it is one
+        if code == ModuleOpcode.EOF:
             break
-        name = _MODULE_OPCODES[code]
-        if code == 1:
+        if code == ModuleOpcode.SINT:
             value: Any = op.uint_value.value - (1 << 64) if op.uint_value.value >= 1 << 63 else op.uint_value.value
-        elif code == 2:
+        elif code == ModuleOpcode.UINT:
             value = op.uint_value.value
-        elif code == 3:
+        elif code == ModuleOpcode.FLOAT:
             value = op.float_value
-        elif code == 4:
+        elif code == ModuleOpcode.DOUBLE:
             value = op.double_value
         else:
             value = text(op.string_value)
-        out.append((name, value))
+        out.append((code.name.lower(), value))
     return out
 
 
@@ -232,62 +230,94 @@ def _df_cuckoo(v) -> dict:
 
 
 DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
-    0: lambda v, t: Decoded(text(v)),
-    1: lambda v, t: Decoded(PACKERS[1](v).elements()),
-    2: lambda v, t: Decoded(PACKERS[2](v).elements()),
-    3: lambda v, t: Decoded([(text(e.member), legacy_double(e.score)) for e in v.entries]),
-    4: lambda v, t: Decoded(PACKERS[4](v).elements()),
-    5: lambda v, t: Decoded(PACKERS[5](v).elements()),
-    7: lambda v, t: Decoded(module_value(v)),
+    ValueType.STRING: lambda v, t: Decoded(text(v)),
+    ValueType.LIST: lambda v, t: Decoded(PACKERS[ValueType.LIST](v).elements()),
+    ValueType.SET: lambda v, t: Decoded(PACKERS[ValueType.SET](v).elements()),
+    ValueType.ZSET: lambda v, t: Decoded([(text(e.member), legacy_double(e.score)) for e in v.entries]),
+    ValueType.HASH: lambda v, t: Decoded(PACKERS[ValueType.HASH](v).elements()),
+    ValueType.ZSET_2: lambda v, t: Decoded(PACKERS[ValueType.ZSET_2](v).elements()),
+    ValueType.MODULE_2: lambda v, t: Decoded(module_value(v)),
     # the last zipmap entry is the end marker (spec zipmap.ksy), not a pair
-    9: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries if e.field is not None]),
-    10: lambda v, t: Decoded(texts(container(v).entries)),
-    11: lambda v, t: Decoded(texts(container(v).members)),
-    12: lambda v, t: Decoded(scored(container(v).entries)),
-    13: lambda v, t: Decoded(pairs(container(v).entries)),
-    14: lambda v, t: Decoded(PACKERS[14](v).elements()),
-    15: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    16: lambda v, t: Decoded(pairs(container(v).entries)),
-    17: lambda v, t: Decoded(scored(container(v).entries)),
-    18: lambda v, t: Decoded(PACKERS[18](v).elements()),
-    19: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    20: lambda v, t: Decoded(texts(container(v).entries)),
-    21: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    22: lambda v, t: _hash_with_ttls([(f, value, int(ttl) or None) for ttl, f, value in chunk_rows(v, 3)]),
-    23: lambda v, t: _listpack_triples(container(v.listpack)),
-    24: lambda v, t: _hash_with_ttls([(f, value, int(ttl) + v.min_expire - 1 if ttl != b"0" else None)
-                                      for ttl, f, value in chunk_rows(v, 3)]),
-    25: lambda v, t: _listpack_triples(container(v.listpack)),
-    26: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    30: lambda v, t: Decoded(text(v)),
-    31: lambda v, t: _hash_with_ttls([(f, value, df_member_expiry_ms(ttl)) for f, value, ttl in chunk_rows(v, 3)]),
-    32: lambda v, t: _df_set(v),
-    33: lambda v, t: Decoded(_df_sbf(v, chunked=False)),
-    34: lambda v, t: Decoded(_df_sbf(v, chunked=True)),
-    35: lambda v, t: Decoded(_df_cms(v)),
-    36: lambda v, t: Decoded(_df_topk(v)),
-    37: lambda v, t: Decoded(_df_cuckoo(v)),
-    DF_JSON_LEGACY: lambda v, t: Decoded(text(v)),
-    VALKEY_HASH_2: lambda v, t: _hash_with_ttls(
+    ValueType.HASH_ZIPMAP: lambda v, t: Decoded([(e.field, e.value) for e in container(v).entries
+                                                 if e.field is not None]),
+    ValueType.LIST_ZIPLIST: lambda v, t: Decoded(texts(container(v).entries)),
+    ValueType.SET_INTSET: lambda v, t: Decoded(texts(container(v).members)),
+    ValueType.ZSET_ZIPLIST: lambda v, t: Decoded(scored(container(v).entries)),
+    ValueType.HASH_ZIPLIST: lambda v, t: Decoded(pairs(container(v).entries)),
+    ValueType.LIST_QUICKLIST: lambda v, t: Decoded(PACKERS[ValueType.LIST_QUICKLIST](v).elements()),
+    ValueType.STREAM_LISTPACKS: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    ValueType.HASH_LISTPACK: lambda v, t: Decoded(pairs(container(v).entries)),
+    ValueType.ZSET_LISTPACK: lambda v, t: Decoded(scored(container(v).entries)),
+    ValueType.LIST_QUICKLIST_2: lambda v, t: Decoded(PACKERS[ValueType.LIST_QUICKLIST_2](v).elements()),
+    ValueType.STREAM_LISTPACKS_2: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    ValueType.SET_LISTPACK: lambda v, t: Decoded(texts(container(v).entries)),
+    ValueType.STREAM_LISTPACKS_3: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    ValueType.HASH_METADATA_PRE_GA: lambda v, t: _hash_with_ttls([(f, value, int(ttl) or None)
+                                                                  for ttl, f, value in chunk_rows(v, 3)]),
+    ValueType.HASH_LISTPACK_EX_PRE_GA: lambda v, t: _listpack_triples(container(v.listpack)),
+    ValueType.HASH_METADATA: lambda v, t: _hash_with_ttls(
+        [(f, value, int(ttl) + v.min_expire - 1 if ttl != b"0" else None) for ttl, f, value in chunk_rows(v, 3)]),
+    ValueType.HASH_LISTPACK_EX: lambda v, t: _listpack_triples(container(v.listpack)),
+    ValueType.STREAM_LISTPACKS_4: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    ValueType.DF_JSON: lambda v, t: Decoded(text(v)),
+    ValueType.DF_HASH_WITH_EXPIRY: lambda v, t: _hash_with_ttls([(f, value, df_member_expiry_ms(ttl))
+                                                                 for f, value, ttl in chunk_rows(v, 3)]),
+    ValueType.DF_SET_WITH_EXPIRY: lambda v, t: _df_set(v),
+    ValueType.DF_SBF: lambda v, t: Decoded(_df_sbf(v, chunked=False)),
+    ValueType.DF_SBF2: lambda v, t: Decoded(_df_sbf(v, chunked=True)),
+    ValueType.DF_CMS: lambda v, t: Decoded(_df_cms(v)),
+    ValueType.DF_TOPK: lambda v, t: Decoded(_df_topk(v)),
+    ValueType.DF_CUCKOO: lambda v, t: Decoded(_df_cuckoo(v)),
+    ValueType.DF_JSON_LEGACY: lambda v, t: Decoded(text(v)),
+    ValueType.VALKEY_HASH_2: lambda v, t: _hash_with_ttls(
         [(text(e.field), text(e.value), e.expire_ms if e.expire_ms != -1 else None) for e in v.entries]),
 }
 
-TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module", 7: "module",
-              9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash", 14: "list", 15: "stream",
-              16: "hash", 17: "zset", 18: "list", 19: "stream", 20: "set", 21: "stream", 22: "hash",
-              23: "hash", 24: "hash", 25: "hash", 26: "stream", 30: "json", 31: "hash", 32: "set",
-              33: "bloom", 34: "bloom", 35: "cms", 36: "topk", 37: "cuckoo",
-              DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hash"}
+# each value type's name (TYPE) and encoding (OBJECT ENCODING) as the server reports them
+_NAME_AND_ENCODING = {
+    ValueType.STRING: ("string", "string"),
+    ValueType.LIST: ("list", "linkedlist"),
+    ValueType.SET: ("set", "hashtable"),
+    ValueType.ZSET: ("zset", "skiplist"),
+    ValueType.HASH: ("hash", "hashtable"),
+    ValueType.ZSET_2: ("zset", "skiplist"),
+    ValueType.MODULE_PRE_GA: ("module", "module"),
+    ValueType.MODULE_2: ("module", "module"),
+    ValueType.HASH_ZIPMAP: ("hash", "zipmap"),
+    ValueType.LIST_ZIPLIST: ("list", "ziplist"),
+    ValueType.SET_INTSET: ("set", "intset"),
+    ValueType.ZSET_ZIPLIST: ("zset", "ziplist"),
+    ValueType.HASH_ZIPLIST: ("hash", "ziplist"),
+    ValueType.LIST_QUICKLIST: ("list", "quicklist"),
+    ValueType.STREAM_LISTPACKS: ("stream", "listpacks"),
+    ValueType.HASH_LISTPACK: ("hash", "listpack"),
+    ValueType.ZSET_LISTPACK: ("zset", "listpack"),
+    ValueType.LIST_QUICKLIST_2: ("list", "quicklist"),
+    ValueType.STREAM_LISTPACKS_2: ("stream", "listpacks"),
+    ValueType.SET_LISTPACK: ("set", "listpack"),
+    ValueType.STREAM_LISTPACKS_3: ("stream", "listpacks"),
+    ValueType.HASH_METADATA_PRE_GA: ("hash", "hashtable"),
+    ValueType.HASH_LISTPACK_EX_PRE_GA: ("hash", "listpack"),
+    ValueType.HASH_METADATA: ("hash", "hashtable"),
+    ValueType.HASH_LISTPACK_EX: ("hash", "listpack"),
+    ValueType.STREAM_LISTPACKS_4: ("stream", "listpacks"),
+    ValueType.DF_JSON: ("json", "json"),
+    ValueType.DF_HASH_WITH_EXPIRY: ("hash", "hashtable"),
+    ValueType.DF_SET_WITH_EXPIRY: ("set", "hashtable"),
+    ValueType.DF_SBF: ("bloom", "sbf"),
+    ValueType.DF_SBF2: ("bloom", "sbf"),
+    ValueType.DF_CMS: ("cms", "cms"),
+    ValueType.DF_TOPK: ("topk", "topk"),
+    ValueType.DF_CUCKOO: ("cuckoo", "cuckoo"),
+    ValueType.DF_JSON_LEGACY: ("json", "json"),
+    ValueType.VALKEY_HASH_2: ("hash", "hashtable"),
+}
+TYPE_NAMES = {kind: name for kind, (name, _) in _NAME_AND_ENCODING.items()}
 
 # the value kinds of a stream: tested once a key, without looking up its name
 STREAM_KINDS = frozenset(kind for kind, name in TYPE_NAMES.items() if name == "stream")
 
-ENCODINGS = {0: "string", 1: "linkedlist", 2: "hashtable", 3: "skiplist", 4: "hashtable", 5: "skiplist",
-             6: "module", 7: "module", 9: "zipmap", 10: "ziplist", 11: "intset", 12: "ziplist", 13: "ziplist",
-             14: "quicklist", 15: "listpacks", 16: "listpack", 17: "listpack", 18: "quicklist", 19: "listpacks",
-             20: "listpack", 21: "listpacks", 22: "hashtable", 23: "listpack", 24: "hashtable", 25: "listpack",
-             26: "listpacks", 30: "json", 31: "hashtable", 32: "hashtable", 33: "sbf", 34: "sbf", 35: "cms",
-             36: "topk", 37: "cuckoo", DF_JSON_LEGACY: "json", VALKEY_HASH_2: "hashtable"}
+ENCODINGS = {kind: encoding for kind, (_, encoding) in _NAME_AND_ENCODING.items()}
 
 
 @dataclass(slots=True)
@@ -364,7 +394,7 @@ def _quicklist_2(v, part: Part = WHOLE) -> Packed:
 
 def _quicklist_2_parts(v, part: Part) -> Iterator[Any]:
     for node in v.iter_nodes(*part):  # QUICKLIST_NODE_CONTAINER_PLAIN (1): one element, not a container
-        yield [text(node.plain)] if node.container.value == 1 else container(node.packed).entries
+        yield [text(node.plain)] if node.container.value == ContainerKind.PLAIN else container(node.packed).entries
 
 
 def _packed_scored(v) -> Packed:
@@ -373,19 +403,19 @@ def _packed_scored(v) -> Packed:
 
 
 PACKERS: dict[int, Callable[..., Packed]] = {
-    1: _items,
-    2: _items,
-    4: _hash_pairs,
-    5: _zset_scored,
-    10: lambda v: Packed("items", [container(v).entries]),
-    11: lambda v: Packed("items", [container(v).members]),
-    12: _packed_scored,
-    13: lambda v: Packed("pairs", [container(v).entries]),
-    14: _quicklist,
-    16: lambda v: Packed("pairs", [container(v).entries]),
-    17: _packed_scored,
-    18: _quicklist_2,
-    20: lambda v: Packed("items", [container(v).entries]),
+    ValueType.LIST: _items,
+    ValueType.SET: _items,
+    ValueType.HASH: _hash_pairs,
+    ValueType.ZSET_2: _zset_scored,
+    ValueType.LIST_ZIPLIST: lambda v: Packed("items", [container(v).entries]),
+    ValueType.SET_INTSET: lambda v: Packed("items", [container(v).members]),
+    ValueType.ZSET_ZIPLIST: _packed_scored,
+    ValueType.HASH_ZIPLIST: lambda v: Packed("pairs", [container(v).entries]),
+    ValueType.LIST_QUICKLIST: _quicklist,
+    ValueType.HASH_LISTPACK: lambda v: Packed("pairs", [container(v).entries]),
+    ValueType.ZSET_LISTPACK: _packed_scored,
+    ValueType.LIST_QUICKLIST_2: _quicklist_2,
+    ValueType.SET_LISTPACK: lambda v: Packed("items", [container(v).entries]),
 }
 
 # The values workers may read in parts (spec `-rdbspec-splits`): a hashtable-encoded list, set,
@@ -394,12 +424,12 @@ PACKERS: dict[int, Callable[..., Packed]] = {
 # then (the position after the last, the count). `PACKERS` read a part of the first four kinds
 # (`packed`), `streams.read_nodes` a stream's.
 CUTS: dict[int, Callable[[Any, int], list[tuple[int, int]]]] = {
-    1: lambda v, step: v.cuts_items(step),
-    2: lambda v, step: v.cuts_items(step),
-    4: lambda v, step: v.cuts_entries(step),
-    5: lambda v, step: v.cuts_entries(step),
-    14: lambda v, step: v.cuts_nodes(step),
-    18: lambda v, step: v.cuts_nodes(step),
+    ValueType.LIST: lambda v, step: v.cuts_items(step),
+    ValueType.SET: lambda v, step: v.cuts_items(step),
+    ValueType.HASH: lambda v, step: v.cuts_entries(step),
+    ValueType.ZSET_2: lambda v, step: v.cuts_entries(step),
+    ValueType.LIST_QUICKLIST: lambda v, step: v.cuts_nodes(step),
+    ValueType.LIST_QUICKLIST_2: lambda v, step: v.cuts_nodes(step),
     **{kind: (lambda v, step: v.cuts_nodes(step)) for kind in STREAM_KINDS},
 }
 
@@ -427,18 +457,20 @@ def _blob_size(blob) -> int:
 
 
 def _quicklist_2_sizes(v) -> list[tuple[bool, int]]:
-    return [(True, len(text(node.plain))) if node.container.value == 1 else (False, _blob_size(node.packed))
-            for node in v.iter_nodes()]
+    return [(True, len(text(node.plain))) if node.container.value == ContainerKind.PLAIN
+            else (False, _blob_size(node.packed)) for node in v.iter_nodes()]
 
 
 # The containers a value is stored in, as (PLAIN element, bytes) pairs: a quicklist's nodes, one
 # blob for the other packed encodings (what the server allocates when it loads them as they are)
 CONTAINERS: dict[int, Callable[[Any], list[tuple[bool, int]]]] = {
-    **{kind: (lambda v: [(False, _blob_size(v))]) for kind in (9, 10, 11, 12, 13, 16, 17, 20)},
-    14: lambda v: [(False, _blob_size(node)) for node in v.iter_nodes()],
-    18: _quicklist_2_sizes,
-    23: lambda v: [(False, _blob_size(v.listpack))],
-    25: lambda v: [(False, _blob_size(v.listpack))],
+    **{kind: (lambda v: [(False, _blob_size(v))])
+       for kind in (ValueType.HASH_ZIPMAP, ValueType.LIST_ZIPLIST, ValueType.SET_INTSET, ValueType.ZSET_ZIPLIST,
+                    ValueType.HASH_ZIPLIST, ValueType.HASH_LISTPACK, ValueType.ZSET_LISTPACK, ValueType.SET_LISTPACK)},
+    ValueType.LIST_QUICKLIST: lambda v: [(False, _blob_size(node)) for node in v.iter_nodes()],
+    ValueType.LIST_QUICKLIST_2: _quicklist_2_sizes,
+    ValueType.HASH_LISTPACK_EX_PRE_GA: lambda v: [(False, _blob_size(v.listpack))],
+    ValueType.HASH_LISTPACK_EX: lambda v: [(False, _blob_size(v.listpack))],
 }
 
 
@@ -455,7 +487,7 @@ def containers(value_kind: int, value) -> list[tuple[bool, int]] | None:
 # failed"); rdbspec reads an empty zipmap as an empty hash, without either.
 EMPTY_KEY_RULE = "redis src/rdb.c rdbLoadObject (emptykey)"
 _SKIPPED_WHEN_EMPTY = {"list", "set", "zset", "hash"}
-ZIPMAP = 9
+ZIPMAP = ValueType.HASH_ZIPMAP
 
 
 def skipped_when_empty(value_kind: int, value: Any) -> bool:

@@ -45,6 +45,7 @@ from rdbspec_generated import function as _function
 from rdbspec_generated import module as _module
 from rdbspec_generated import rdb as _rdb
 from rdbspec_generated._runtime import WriteInputs
+from rdbspec_generated.enums import ModuleOpcode, RecordKind
 
 from .api import FunctionLibrary, KeyRecord
 from .checksum import crc64_update
@@ -53,11 +54,8 @@ from .layouts import Layouts, ServerConfig, new_key_record, rdb_len, rdb_string,
 from .stream_commands.edit import EditableStream
 from .values import ModuleValue
 
-# record opcodes (redis src/rdb.h RDB_OPCODE_*)
-AUX, FUNCTION2, SELECT_DB, RESIZE_DB, EXPIRE_TIME_MS, IDLE, FREQ, EOF = 250, 245, 254, 251, 252, 248, 249, 255
-MODULE_AUX, SLOT_INFO = 247, 244
-# module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*), by the names rdbspec.values gives them
-MODULE_OPCODES = {"sint": 1, "uint": 2, "float": 3, "double": 4, "string": 5}
+# module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*) by the names rdbspec.values gives them
+MODULE_OPCODES = {opcode.name.lower(): opcode for opcode in ModuleOpcode if opcode != ModuleOpcode.EOF}
 MASK64 = (1 << 64) - 1
 COPY_CHUNK = 16 << 20  # bytes written (and checksummed) a call when copying: a mapped span is never copied whole
 DumpBuffer = bytes | mmap  # what a dump is read from (`rdbspec.source.Source.buffer`)
@@ -138,31 +136,33 @@ class Writer:
 
     def aux(self, name: bytes, value: bytes) -> None:
         """An AUX field (rdbSaveAuxField: both as rdbSaveRawString stores them)."""
-        self.record(AUX, _rdb.Aux._new(key=rdb_string(name, self.compress), value=rdb_string(value, self.compress)))
+        self.record(RecordKind.AUX, _rdb.Aux._new(key=rdb_string(name, self.compress),
+                                                  value=rdb_string(value, self.compress)))
 
     def function(self, library: FunctionLibrary) -> None:
         """A function library (rdbSaveFunctions: FUNCTION2 and its code). The 7.0 release
         candidates' form (FUNCTION_PRE_GA: name, engine, description) is not written."""
         if library.name is not None:
             raise UnwritableError("a FUNCTION_PRE_GA library (Redis 7.0 release candidates) is not written")
-        self.record(FUNCTION2, _function.Function2._new(library_code=rdb_string(library.code, self.compress)))
+        code = rdb_string(library.code, self.compress)
+        self.record(RecordKind.FUNCTION2, _function.Function2._new(library_code=code))
 
     def module_aux(self, module: ModuleValue) -> None:
         """Data a module saves beside the keys (redis src/module.c rdbSaveSingleModuleAux): its
         id, when (before or after the keys), its opcodes as `values.module_ops` gives them, EOF."""
         ops = [self._module_op(name, value) for name, value in module.opcodes]
-        ops.append(_module.ModuleOp._new(opcode=rdb_len(0)))
-        self.record(MODULE_AUX, _module.ModuleAux._new(module_id=rdb_len(module.module_id),
+        ops.append(_module.ModuleOp._new(opcode=rdb_len(int(ModuleOpcode.EOF))))
+        self.record(RecordKind.MODULE_AUX, _module.ModuleAux._new(module_id=rdb_len(module.module_id),
                                                        when=rdb_len(module.when), ops=ops))
 
     def _module_op(self, name: str, value: Any) -> Any:
-        code = MODULE_OPCODES[name]
-        op = _module.ModuleOp._new(opcode=rdb_len(code))
-        if code in (1, 2):
+        opcode = MODULE_OPCODES[name]
+        op = _module.ModuleOp._new(opcode=rdb_len(int(opcode)))  # a length of the very type `int`
+        if opcode in (ModuleOpcode.SINT, ModuleOpcode.UINT):
             op.uint_value = rdb_len(value & MASK64)  # SINT: the 64-bit two's complement
-        elif code == 3:
+        elif opcode == ModuleOpcode.FLOAT:
             op.float_value = value
-        elif code == 4:
+        elif opcode == ModuleOpcode.DOUBLE:
             op.double_value = value
         else:
             op.string_value = rdb_string(value, self.compress)
@@ -173,15 +173,16 @@ class Writer:
         follow and how many of them expire. Without the counts, no RESIZEDB (a hint the server
         sizes its tables by; without it, as in dumps before RDB 7, it grows them as it loads)."""
         self.db, self.slot = db, None
-        self.record(SELECT_DB, _rdb.SelectDb._new(db_number=rdb_len(db)))
+        self.record(RecordKind.SELECT_DB, _rdb.SelectDb._new(db_number=rdb_len(db)))
         if keys is not None:
-            self.record(RESIZE_DB, _rdb.ResizeDb._new(db_size=rdb_len(keys), expires_size=rdb_len(expires or 0)))
+            self.record(RecordKind.RESIZE_DB,
+                        _rdb.ResizeDb._new(db_size=rdb_len(keys), expires_size=rdb_len(expires or 0)))
 
     def slot_info(self, slot: int, keys: int, expires: int) -> None:
         """A cluster slot's key counts before its first key (Redis 7.4+ cluster mode, rdbSaveDb:
         SLOT_INFO; a sizing hint its loader takes in cluster mode and skips otherwise)."""
         self.slot = slot
-        self.record(SLOT_INFO, _rdb.SlotInfo._new(slot_id=rdb_len(slot), slot_size=rdb_len(keys),
+        self.record(RecordKind.SLOT_INFO, _rdb.SlotInfo._new(slot_id=rdb_len(slot), slot_size=rdb_len(keys),
                                                   expires_slot_size=rdb_len(expires)))
 
     def slot_info_aux(self, slot: int, counts: Sequence[int]) -> None:
@@ -211,11 +212,11 @@ class Writer:
     def _key_prefix(self, key: KeyRecord) -> None:
         """What rdbSaveKeyValuePair writes before the key's type: EXPIRETIME_MS, IDLE, FREQ."""
         if key.expire_at_ms is not None:
-            self.record(EXPIRE_TIME_MS, _rdb.ExpireTimeMs._new(ms=key.expire_at_ms))
+            self.record(RecordKind.EXPIRE_TIME_MS, _rdb.ExpireTimeMs._new(ms=key.expire_at_ms))
         if key.idle is not None:
-            self.record(IDLE, _rdb.Idle._new(seconds=rdb_len(key.idle)))
+            self.record(RecordKind.IDLE, _rdb.Idle._new(seconds=rdb_len(key.idle)))
         if key.freq is not None:
-            self.record(FREQ, _rdb.Freq._new(lfu_freq=key.freq))
+            self.record(RecordKind.FREQ, _rdb.Freq._new(lfu_freq=key.freq))
 
     # -- new keys: the layout the server gives a key made by one command ---------------------------
 
@@ -262,7 +263,7 @@ class Writer:
         if self._closed:
             return
         try:
-            self._write(bytes([EOF]))
+            self._write(bytes([RecordKind.EOF]))
             if self.version >= 5:
                 self._write(struct.pack("<Q", self._crc if self.checksum else 0))
             self._handle.flush()

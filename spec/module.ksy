@@ -130,3 +130,30 @@ types:
           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-".substring((class_spec >> 14) & 63, ((class_spec >> 14) & 63) + 1) +
           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-".substring((class_spec >> 8) & 63, ((class_spec >> 8) & 63) + 1)
         doc: The 4-character class name (keyMetaClassDecode; charset ends in "_-").
+enums:
+  module_opcode:
+    0:
+      id: eof
+      doc: RDB_MODULE_OPCODE_EOF, the end of a module's data.
+    1:
+      id: sint
+      doc: RDB_MODULE_OPCODE_SINT, a signed integer (its uint64 bit pattern).
+    2:
+      id: uint
+      doc: RDB_MODULE_OPCODE_UINT, an unsigned integer.
+    3:
+      id: float
+      doc: RDB_MODULE_OPCODE_FLOAT, a 4-byte float.
+    4:
+      id: double
+      doc: RDB_MODULE_OPCODE_DOUBLE, an 8-byte double.
+    5:
+      id: string
+      doc: RDB_MODULE_OPCODE_STRING, an RDB string.
+  aux_when:
+    1:
+      id: before_rdb
+      doc: REDISMODULE_AUX_BEFORE_RDB, saved before the keys.
+    2:
+      id: after_rdb
+      doc: REDISMODULE_AUX_AFTER_RDB, saved after the keys.

@@ -20,6 +20,14 @@ seq:
     -rdbspec-lazy: true
     -rdbspec-splits: true
     doc: The nodes, each a ziplist (possibly LZF-compressed).
+enums:
+  container_kind:
+    1:
+      id: plain
+      doc: QUICKLIST_NODE_CONTAINER_PLAIN, one element too big for a listpack, as a plain string.
+    2:
+      id: packed
+      doc: QUICKLIST_NODE_CONTAINER_PACKED, a listpack of elements.
 types:
   quicklist_2:
     doc: |

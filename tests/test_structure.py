@@ -235,3 +235,54 @@ def test_every_error_derives_from_the_one_base() -> None:
     assert len(defined) >= 18  # those errors.py draws
     assert sorted(name for name, cls in defined.items() if not issubclass(cls, RdbspecError)) == []
     assert rdbspec.RdbspecError is RdbspecError
+
+
+# names whose values are the spec's record kinds, value types, blob kinds, containers...
+ENUM_VALUED = {"kind", "opcode", "value_kind", "rdb_type", "type_code", "container", "when", "blob_kind"}
+
+
+def _enum_valued(node: ast.AST) -> bool:
+    """`kind`, `record.value_kind`, `node.container.value`...: an expression holding a spec enum's number."""
+    while isinstance(node, ast.Attribute):
+        if node.attr in ENUM_VALUED:
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ENUM_VALUED
+
+
+def _numbers(node: ast.AST) -> bool:
+    """An int literal, or a tuple, list or set of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and bool(node.elts) and all(map(_numbers, node.elts))
+
+
+def test_no_format_number_is_written_by_hand() -> None:
+    """The spec's enums (`rdbspec_generated.enums`) are the one source of record kinds, value
+    types and encodings: no hand-written module compares a value of one with a number, or
+    defines a constant of an enum member's name as its number."""
+    from rdbspec_generated import enums
+
+    members = {member.name: int(member) for enum in vars(enums).values()
+               if isinstance(enum, type) and issubclass(enum, enums.IntEnum) and enum is not enums.IntEnum
+               for member in enum}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        where = path.relative_to(ROOT)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(map(_enum_valued, operands)) and any(map(_numbers, operands)):
+                    found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        for node in tree.body:
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                for name, value in zip(names, values):
+                    if (isinstance(name, ast.Name) and name.id in members and isinstance(value, ast.Constant)
+                            and value.value == members[name.id]):
+                        found.append(f"{where}:{node.lineno}: {name.id} = {value.value}")
+    assert found == []

@@ -10,6 +10,7 @@ from pathlib import Path
 import jinja2
 
 from .. import templating
+from ..load import SpecError
 from ..model import Attribute, Builder, TypeSpec
 from ..plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, opened_field, skipped_types
 from .emit import TypeEmitter
@@ -221,5 +222,32 @@ def render_all(builder: Builder, roots: dict[str, TypeSpec]) -> dict[str, str]:
     skipped = skipped_types(roots)
     files = {f"{name}.py": ModuleRenderer(builder, root, skipped).render(env) for name, root in roots.items()}
     files["_runtime.py"] = RUNTIME.read_text(encoding="utf-8")
+    files["enums.py"] = env.get_template("enums.py.j2").render(enums=enum_views(roots))
     files["__init__.py"] = env.get_template("package.py.j2").render(modules=sorted(roots))
     return files
+
+
+@dataclass
+class EnumView:
+    """One spec enum as `generated/enums.py` declares it: a class named after it, its members
+    upper-cased, in the order of their numbers."""
+
+    class_name: str
+    path: str
+    members: list[tuple[str, int]]
+
+
+def enum_views(roots: dict[str, TypeSpec]) -> list[EnumView]:
+    """Every enum of every spec, each once by its name: two specs naming different enums alike
+    are refused (the names are the hand-written code's only source)."""
+    views: dict[str, EnumView] = {}
+    for name, root in sorted(roots.items()):
+        for t in root.walk():
+            for enum_id, members in sorted(t.enums.items()):
+                class_name = "".join(part.capitalize() for part in enum_id.split("_"))
+                view = EnumView(class_name, f"{name}::{enum_id}" if t is root else f"{name}::{t.id}::{enum_id}",
+                                sorted(((m.upper(), v) for m, v in members.items()), key=lambda item: item[1]))
+                if class_name in views:
+                    raise SpecError(name, f"/enums/{enum_id}", f"enum {class_name} is also {views[class_name].path}")
+                views[class_name] = view
+    return list(views.values())

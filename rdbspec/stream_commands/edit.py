@@ -27,6 +27,7 @@ from typing import Any
 
 from rdbspec_generated import WriteIo
 from rdbspec_generated import stream as _stream
+from rdbspec_generated.enums import ValueType
 
 from ..layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
 from ..primitives import text
@@ -281,10 +282,10 @@ class EditableStream:
                  for n in self.nodes]
         out = _stream.StreamValue._new(type_code=type_code, nodes=nodes, length=rdb_len(self.length),
                                        last_id=id_value(self.last_id))
-        if type_code >= 19:
+        if type_code >= ValueType.STREAM_LISTPACKS_2:
             out.first_id, out.max_deleted_entry_id = id_value(self.first_id), id_value(self.max_deleted)
             out.entries_added = rdb_len(self.entries_added)
-        if type_code >= 26:
+        if type_code >= ValueType.STREAM_LISTPACKS_4:
             out.idmp = self.idmp
         out.groups = [self._group(name, g, type_code, compress) for name, g in sorted(self.groups.items())]
         return out
@@ -295,13 +296,13 @@ class EditableStream:
             p.delivery_count)) for i, p in sorted(g.pel.items())]
         out = _stream.StreamGroup._new(type_code=type_code, name=rdb_string(name, compress),
                                        last_id=id_value(g.last_id), pel=pel)
-        if type_code >= 19:
+        if type_code >= ValueType.STREAM_LISTPACKS_2:
             out.entries_read = rdb_len(UNKNOWN_ENTRIES_READ if g.entries_read is None else g.entries_read)
         out.consumers = []
         for cname, c in sorted(g.consumers.items()):
             consumer = _stream.StreamConsumer._new(type_code=type_code, name=rdb_string(cname, compress),
                                                    seen_time=c.seen_time, pel=[_raw(i) for i in sorted(c.pel)])
-            if type_code >= 21:
+            if type_code >= ValueType.STREAM_LISTPACKS_3:
                 consumer.active_time = c.active_time
             out.consumers.append(consumer)
         return out

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from rdbspec_generated.enums import ValueType
+
 from ..streams import Consumer, ConsumerGroup, Stream, StreamId
 from .ranges import first_valid_id
 from .rules import MAX_ID, ZERO_ID, Version, arg_bytes, parse_range, signed64
@@ -138,7 +140,7 @@ def estimate_entries_read(stream: Counted, meta: Loaded, stream_id: StreamId, ve
 def group_entries_read(stream: Stream, group: ConsumerGroup) -> int | None:
     """The group's read counter in memory: stored (types 19+; None = invalid), or estimated at
     load for a type-15 stream (rdb.c). The estimate uses the load-time (7.0) rules."""
-    if stream.type_code >= 19:
+    if stream.type_code >= ValueType.STREAM_LISTPACKS_2:
         return group.entries_read
     return estimate_entries_read(stream, loaded(stream), group.last_delivered_id, (7, 0))
 

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import os
 
+from rdbspec_generated.enums import ValueType
+
 from ..errors import RdbspecError
 from ..streams import MASK64, Stream, StreamId
 
 Version = tuple[int, int]
 MAX_ID: StreamId = (MASK64, MASK64)
 ZERO_ID: StreamId = (0, 0)
-VERSION_OF_TYPE: dict[int, Version] = {15: (6, 2), 19: (7, 0), 21: (7, 2), 26: (8, 6)}
+VERSION_OF_TYPE: dict[int, Version] = {ValueType.STREAM_LISTPACKS: (6, 2), ValueType.STREAM_LISTPACKS_2: (7, 0),
+                                       ValueType.STREAM_LISTPACKS_3: (7, 2), ValueType.STREAM_LISTPACKS_4: (8, 6)}
 VALKEY_9: Version = (7, 4)  # the Redis generation whose reply fields and ID rules Valkey 9 shares
 
 INVALID_ID = "ERR Invalid stream ID specified as stream command argument"
