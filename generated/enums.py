@@ -110,3 +110,10 @@ class BlobKind(IntEnum):
     INTSET = 3
     ZIPMAP = 4
     STREAM_LISTPACK = 5
+
+
+class EntryFlag(IntEnum):
+    """The spec's `stream::entry_flag`."""
+
+    DELETED = 1
+    SAMEFIELDS = 2

@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from rdbspec_generated import WarningSink, collecting, current_sink
+from rdbspec_generated.enums import EntryFlag
 from rdbspec_generated.rdb_string import RdbLen
 
 from .errors import IntegrityError, InternalError, RdbError
@@ -43,8 +44,8 @@ except ImportError:
 
 MASK64 = (1 << 64) - 1
 StreamId = tuple[int, int]
-FLAG_DELETED = 1
-FLAG_SAMEFIELDS = 2
+# an entry's flag bits (the spec's `stream::entry_flag`), as the numbers its flags are read and written as
+FLAG_DELETED, FLAG_SAMEFIELDS = int(EntryFlag.DELETED), int(EntryFlag.SAMEFIELDS)
 UNKNOWN_ENTRIES_READ = MASK64  # SCG_INVALID_ENTRIES_READ (-1) saved as a uint64
 LOADS_UNCHECKED = "redis src/rdb.c rdbLoadObject"  # where the warnings' checks are not made
 

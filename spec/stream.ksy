@@ -10,6 +10,14 @@ doc: |
   of a STREAM_LISTPACKS* key and `stream_listpack` is one node listpack (parsed through
   `rdb_string::rdb_blob` with kind `stream_listpack`).
 doc-ref: redis src/rdb.c rdbSaveObject
+enums:
+  entry_flag:
+    1:
+      id: deleted
+      doc: STREAM_ITEM_FLAG_DELETED, an entry XDEL removed (kept until its node is rewritten).
+    2:
+      id: samefields
+      doc: STREAM_ITEM_FLAG_SAMEFIELDS, an entry whose fields are the master entry's (its values only).
 types:
   stream_value:
     doc: |

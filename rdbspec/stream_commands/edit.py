@@ -31,10 +31,9 @@ from rdbspec_generated.enums import ValueType
 
 from ..layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
 from ..primitives import text
-from ..streams import MASK64, UNKNOWN_ENTRIES_READ, StreamId
+from ..streams import FLAG_DELETED, FLAG_SAMEFIELDS, MASK64, UNKNOWN_ENTRIES_READ, StreamId
 from .groups import Loaded
 
-DELETED, SAMEFIELDS = 1, 2  # STREAM_ITEM_FLAG_DELETED, STREAM_ITEM_FLAG_SAMEFIELDS
 LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
 ZERO: StreamId = (0, 0)
 
@@ -51,7 +50,7 @@ class Entry:
     items: list  # as stored: the values (SAMEFIELDS) or field, value, field, value...
 
     def fields(self, master_fields: list) -> list[tuple[bytes, bytes]]:
-        if self.flags & SAMEFIELDS:
+        if self.flags & FLAG_SAMEFIELDS:
             return [(as_text(f), as_text(v)) for f, v in zip(master_fields, self.items)]
         return [(as_text(self.items[i]), as_text(self.items[i + 1])) for i in range(0, len(self.items) - 1, 2)]
 
@@ -157,14 +156,14 @@ class EditableStream:
     def live_entries(self) -> Iterator[tuple[Node, Entry]]:
         for node in self.nodes:
             for entry in node.entries:
-                if not entry.flags & DELETED:
+                if not entry.flags & FLAG_DELETED:
                     yield node, entry
 
     def live_ids_after(self, after: StreamId) -> Iterator[StreamId]:
         """The IDs of the live entries after `after`, in order (a streamIterator from after + 1)."""
         for node in self.nodes[max(len(self._nodes_until(after)) - 1, 0):]:
             for entry in node.entries:
-                if entry.id > after and not entry.flags & DELETED:
+                if entry.id > after and not entry.flags & FLAG_DELETED:
                     yield entry.id
 
     def loaded(self) -> Loaded:
@@ -175,7 +174,7 @@ class EditableStream:
         """The live entry with this ID (streamEntryExists)."""
         for node in self._nodes_for(entry_id):
             for entry in node.entries:
-                if entry.id == entry_id and not entry.flags & DELETED:
+                if entry.id == entry_id and not entry.flags & FLAG_DELETED:
                     return entry
         return None
 
@@ -211,7 +210,7 @@ class EditableStream:
         same = len(names) == len(tail.master_fields) and all(
             as_text(a) == as_text(b) for a, b in zip(names, tail.master_fields))
         items = [stored(v) for _, v in fields] if same else [x for f, v in fields for x in (stored(f), stored(v))]
-        tail.entries.append(Entry(entry_id, SAMEFIELDS if same else 0, items))
+        tail.entries.append(Entry(entry_id, FLAG_SAMEFIELDS if same else 0, items))
         tail.live += 1
         self.length += 1
         self.entries_added += 1
@@ -223,7 +222,7 @@ class EditableStream:
         """streamDeleteItem (streamIteratorRemoveEntry): False when there is no such live entry."""
         for node in self._nodes_for(entry_id):
             for entry in node.entries:
-                if entry.id == entry_id and not entry.flags & DELETED:
+                if entry.id == entry_id and not entry.flags & FLAG_DELETED:
                     self._remove(node, entry)
                     return True
         return False
@@ -232,7 +231,7 @@ class EditableStream:
         if node.live == 1:  # the node's last live entry: the whole node goes
             self.nodes.remove(node)
         else:
-            entry.flags |= DELETED
+            entry.flags |= FLAG_DELETED
             node.live -= 1
             node.deleted += 1
         self.length -= 1
@@ -262,8 +261,8 @@ class EditableStream:
                 stop = self.length <= maxlen if maxlen is not None else entry.id >= minid
                 if stop:
                     break
-                if not entry.flags & DELETED:
-                    entry.flags |= DELETED
+                if not entry.flags & FLAG_DELETED:
+                    entry.flags |= FLAG_DELETED
                     node.live -= 1
                     node.deleted += 1
                     self.length -= 1
