@@ -17,10 +17,10 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TextIO
 
-from . import api, memory, parallel
+from . import api, generations, memory, parallel
 from .errors import IntegrityError, RdbError, as_internal, exit_code, internal_error_line
+from .generations import Version
 from .jsonl import dumps, s
-from .stream_commands.rules import Version
 from .values import TYPE_NAMES
 
 
@@ -81,12 +81,11 @@ def separator(text: str) -> bytes:
 
 
 def parse_version(text: str) -> Version:
-    """--as-version: a server version X.Y."""
+    """--as-version: a server version X.Y (`generations.parse_version`)."""
     try:
-        major, minor = (int(p) for p in text.split(".")[:2])
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a version X.Y: {text!r}") from None
-    return major, minor
+        return generations.parse_version(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def dump_command(sub: argparse._SubParsersAction, name: str, help_text: str,

@@ -25,12 +25,13 @@ from rdbspec_generated.rdb import KeyValue
 
 from . import api
 from .errors import RdbspecError
+from .generations import Version
 from .layouts import new_key_record, rdb_string, stream_type
 from .stream_commands import changes, delivery
 from .stream_commands.changes import StreamEdit
 from .stream_commands.edit import EditableStream, groups_from_value
 from .stream_commands.groups import loaded
-from .stream_commands.rules import INT64_MAX, INT64_MIN, NO_KEY, WRONGTYPE, CommandError, Version, parse_int
+from .stream_commands.rules import INT64_MAX, INT64_MIN, NO_KEY, WRONGTYPE, CommandError, parse_int
 
 DATABASES = 16  # redis.conf default `databases`
 STREAM_COMMANDS = {**changes.COMMANDS, **delivery.COMMANDS}

@@ -1,9 +1,22 @@
-"""The server generations a dump can be rewritten for (`rdbspec rewrite --target NAME`, the
-pipeline's `--dumps-target`): the RDB version each one's server writes, and the versions the
-writers make. A module of its own, so that the command line names them without loading the
-writers (`rdbspec.convert`)."""
+"""Server generations: a server version (`Version`, "X.Y" as `parse_version` reads it), and the
+generations a dump can be rewritten for (`rdbspec rewrite --target NAME`, the pipeline's
+`--dumps-target`): the RDB version each one's server writes, and the versions the writers make.
+A module of its own, so that the command line names them without loading the writers
+(`rdbspec.convert`)."""
 
 from __future__ import annotations
+
+# a server release as (major, minor): what the rules that changed between releases compare
+Version = tuple[int, int]
+
+
+def parse_version(text: str) -> Version:
+    """`7.2` or `7.2.4` as (7, 2): the major and minor of a server version; ValueError otherwise."""
+    parts = text.strip().split(".")
+    if len(parts) < 2 or not all(part.isdigit() and part.isascii() for part in parts[:2]):
+        raise ValueError(f"not a version X.Y: {text!r}")
+    return int(parts[0]), int(parts[1])
+
 
 # what each target's server writes (redis src/rdb.h RDB_VERSION of that release; Valkey 8.0 writes
 # REDIS0011, valkey src/rdb.h)

@@ -53,6 +53,7 @@ from rdbspec_generated._runtime import WriteInputs
 from rdbspec_generated.enums import BlobKind, ContainerKind, ValueType
 
 from . import api
+from .primitives import string2ll
 
 INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
 LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
@@ -93,18 +94,6 @@ def new_key_record(db: int, key: bytes, rdb_type: int, value: Any, version: int,
     return api.KeyRecord(db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body)
 
 
-def canonical_int(data: bytes) -> int | None:
-    """The number `data` is the decimal text of, in the one form the server turns back into the
-    same text (redis src/util.c string2ll: no sign but '-', no leading zero, no space)."""
-    if not data or len(data) > 20 or not data.isascii():
-        return None
-    digits = data[1:] if data[:1] == b"-" else data
-    if not digits.isdigit() or (digits[:1] == b"0" and data != b"0"):
-        return None
-    number = int(data)
-    return number if -(1 << 63) <= number < 1 << 63 else None  # string2ll: a long long
-
-
 def key_hash_slot(key: bytes) -> int:
     """The cluster slot of a key (redis src/cluster.c keyHashSlot): CRC16 (XMODEM) of the key, or
     of its hash tag (what is between the first '{' and the next '}', when not empty), mod 16384."""
@@ -119,14 +108,14 @@ def key_hash_slot(key: bytes) -> int:
 def stored(data: bytes) -> int | bytes:
     """An element as a listpack or ziplist stores it: the integer its text is, when canonical
     (listpack.c lpStringToInt64, ziplist.c zipTryEncoding), else the bytes."""
-    number = canonical_int(data)
+    number = string2ll(data)
     return data if number is None else number
 
 
 def rdb_string(data: bytes, compress: bool = True) -> Any:
     """An `rdb_string` holding `data` in the form rdbSaveRawString gives it (see the module doc)."""
     s = _rdb_string.RdbString._new()
-    number = canonical_int(data) if len(data) <= INT_ENCODABLE_BYTES else None
+    number = string2ll(data) if len(data) <= INT_ENCODABLE_BYTES else None
     if number is not None and INT32_MIN <= number <= INT32_MAX:
         s.int_value = number
     elif compress and len(data) > LZF_MIN_BYTES and _lzf.compress(data, len(data) - 4) is not None:
@@ -292,7 +281,7 @@ class Layouts:
         numbers: dict[int, None] = {}
         packed: dict[bytes, None] | None = None
         table: dict[bytes, None] | None = None
-        first = canonical_int(given[0])
+        first = string2ll(given[0])
         # setTypeCreate: from 7.2 the members given size the new set; before, the first decides
         if first is None or (self.version >= 11 and len(given) > c.set_max_intset_entries):
             numbers = None
@@ -300,7 +289,7 @@ class Layouts:
             packed, table = ({}, None) if small else (None, {})
         for member in given:
             if numbers is not None:
-                number = canonical_int(member)
+                number = string2ll(member)
                 if number is not None:
                     numbers[number] = None
                     if len(numbers) > c.set_max_intset_entries:

@@ -36,8 +36,8 @@ from rdbspec_generated.enums import AuxWhen
 from . import api, edits
 from .convert import VALKEY_HASH_2, Converter
 from .errors import UnwritableError
+from .generations import Version
 from .layouts import key_hash_slot
-from .stream_commands.rules import Version
 from .writer import DumpBuffer, Writer
 
 

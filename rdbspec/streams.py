@@ -46,7 +46,8 @@ MASK64 = (1 << 64) - 1
 StreamId = tuple[int, int]
 # an entry's flag bits (the spec's `stream::entry_flag`), as the numbers its flags are read and written as
 FLAG_DELETED, FLAG_SAMEFIELDS = int(EntryFlag.DELETED), int(EntryFlag.SAMEFIELDS)
-UNKNOWN_ENTRIES_READ = MASK64  # SCG_INVALID_ENTRIES_READ (-1) saved as a uint64
+SCG_INVALID_ENTRIES_READ = -1  # redis src/stream.h: a group's entries_read the server does not know
+UNKNOWN_ENTRIES_READ = SCG_INVALID_ENTRIES_READ & MASK64  # as rdbSaveLen saves it: a uint64
 LOADS_UNCHECKED = "redis src/rdb.c rdbLoadObject"  # where the warnings' checks are not made
 
 

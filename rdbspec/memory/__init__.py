@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .. import api
+from ..generations import parse_version
 from ..layouts import ServerConfig
 from .allocators import ALLOCATORS
 from .redis import RedisModel
@@ -39,12 +40,12 @@ def parse_server(text: str) -> Server:
     name, _, number = text.strip().lower().rpartition("-")
     name = name or "redis"
     try:
-        major, minor = (int(part) for part in number.split(".")[:2])
+        version = parse_version(number)
     except ValueError:
         raise ValueError(f"not a server version like 7.0 or valkey-9.1: {text!r}") from None
     if name not in ("redis", "valkey"):
         raise ValueError(f"not a server version like 7.0 or valkey-9.1: {text!r}")
-    return Server(name, (major, minor))
+    return Server(name, version)
 
 
 def server_of(aux: Iterable[tuple[bytes, bytes]], rdb_version: int) -> Server:

@@ -40,24 +40,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .. import api
+from ..generations import Version
 from ..layouts import (
     LIST_QUICKLIST,
     LIST_QUICKLIST_2,
     Layouts,
     ServerConfig,
-    canonical_int,
     d2string,
     intset_width,
     listpack_entry_bytes,
     stored,
 )
-from ..primitives import text_lengths, values
+from ..primitives import string2ll, text_lengths, values
 from ..streams import Stream
 from ..values import Packed
 from .allocators import ALLOCATORS, sds_bytes
 from .rax import STREAM_ID, rax_shape, stream_id_key
-
-Version = tuple[int, int]
 
 ROBJ = 16  # sizeof(robj)
 DICT_ENTRY = 24  # sizeof(dictEntry): key, value, next
@@ -175,7 +173,7 @@ class RedisModel:
         """Beyond the object: an integer nothing, an EMBSTR the rest of its allocation (6.x its
         length and 2), a RAW string its sds."""
         data = record.value
-        if canonical_int(data) is not None:
+        if string2ll(data) is not None:
             return 0
         if len(data) <= EMBSTR_LIMIT:
             if self.generation.embstr_counted:
@@ -238,7 +236,7 @@ class RedisModel:
         members = record.value
         converted_at = None
         if len(members) <= self.config.set_max_intset_entries:
-            ints = [canonical_int(m) for m in members]
+            ints = [string2ll(m) for m in members]
             converted_at = next((i for i, n in enumerate(ints) if n is None), None)
             if converted_at is None:
                 return self.blob(EMPTY_INTSET + len(ints) * intset_width(ints))

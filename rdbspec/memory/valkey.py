@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from .. import api
-from ..layouts import canonical_int
+from ..primitives import string2ll
 from .allocators import sds_bytes as redis_sds_bytes
 from .rax import rax_shape
 from .redis import SKIPLIST_LEVEL, Generation, RedisModel
@@ -122,7 +122,7 @@ class ValkeyModel(RedisModel):
         """An integer: the object; an EMBSTR: the object holding the value; else the object and
         the value's sds."""
         data = record.value
-        if canonical_int(data) is not None:
+        if string2ll(data) is not None:
             return self._object(record)
         embedded = OBJECT_HEADER + self._key_bytes(record) + SDS8_HEADER + max(len(data), EMBEDDED_MIN) + 1
         if embedded <= EMBED_LIMIT:

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import api
+from ..generations import Version
 from ..jsonl import s
 from ..memory import RedisModel, Server
 from ..stream_commands.groups import group_lag
-from ..stream_commands.rules import Version, signed64, stream_version
+from ..stream_commands.rules import signed64, stream_version
 from ..streams import ConsumerGroup, Stream, format_id
 from .prefixes import FramedTree, PrefixNode, PrefixTree
 

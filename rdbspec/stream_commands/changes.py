@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..streams import MASK64, StreamId
+from ..generations import Version
+from ..streams import MASK64, SCG_INVALID_ENTRIES_READ, StreamId
 from .edit import Consumer, EditableStream, Group
 from .rules import (
     MAX_ID,
@@ -19,14 +20,12 @@ from .rules import (
     SYNTAX,
     ZERO_ID,
     CommandError,
-    Version,
     incr_id,
     parse_id,
     parse_int,
 )
 
 Lookup = Callable[[bytes, bool], "EditableStream | None"]  # (key, create) -> the stream; WRONGTYPE raised
-INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ
 
 
 @dataclass
@@ -296,9 +295,9 @@ def _subcommand_syntax(edit: StreamEdit, sub: bytes) -> str:
 
 def _entries_read(arg: bytes) -> int | None:
     value = parse_int(arg)
-    if value < 0 and value != INVALID_ENTRIES_READ:
+    if value < 0 and value != SCG_INVALID_ENTRIES_READ:
         raise CommandError("ERR value for ENTRIESREAD must be positive or -1")
-    return None if value == INVALID_ENTRIES_READ else value
+    return None if value == SCG_INVALID_ENTRIES_READ else value
 
 
 # -- XSETID ------------------------------------------------------------------------------------

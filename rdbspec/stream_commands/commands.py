@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import api
+from ..generations import Version
 from ..streams import Stream
 from .groups import find_group, xpending, xpending_summary
 from .ranges import iter_range, take, xread, xread_id
@@ -18,7 +19,6 @@ from .rules import (
     VALKEY_9,
     WRONGTYPE,
     CommandError,
-    Version,
     arg_bytes,
     parse_int,
     parse_range,

@@ -9,9 +9,10 @@ from typing import Protocol
 
 from rdbspec_generated.enums import ValueType
 
+from ..generations import Version
 from ..streams import Consumer, ConsumerGroup, Stream, StreamId
 from .ranges import first_valid_id
-from .rules import MAX_ID, ZERO_ID, Version, arg_bytes, parse_range, signed64
+from .rules import MAX_ID, ZERO_ID, arg_bytes, parse_range, signed64
 
 NEWEST_LAG = (7, 4)  # redis PRs #13338/#13473: the lag rules of 7.4 and later
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
+from ..generations import Version
 from ..streams import EntryColumns, Stream, StreamEntry, StreamId, walk_nodes
-from .rules import MAX_ID, ZERO_ID, CommandError, Version, arg_bytes, decr_id, incr_id, parse_id, parse_range
+from .rules import MAX_ID, ZERO_ID, CommandError, arg_bytes, decr_id, incr_id, parse_id, parse_range
 
 
 def _key(stream_id: StreamId) -> int:

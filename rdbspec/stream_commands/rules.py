@@ -9,9 +9,10 @@ import os
 from rdbspec_generated.enums import ValueType
 
 from ..errors import RdbspecError
+from ..generations import Version
+from ..primitives import string2ll
 from ..streams import MASK64, Stream, StreamId
 
-Version = tuple[int, int]
 MAX_ID: StreamId = (MASK64, MASK64)
 ZERO_ID: StreamId = (0, 0)
 VERSION_OF_TYPE: dict[int, Version] = {ValueType.STREAM_LISTPACKS: (6, 2), ValueType.STREAM_LISTPACKS_2: (7, 0),
@@ -32,17 +33,6 @@ class CommandError(RdbspecError):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
-
-
-def _string2ll(text: bytes) -> int | None:
-    """redis util.c string2ll: strict decimal, no leading zeros, no spaces, no '+'."""
-    if text == b"0":
-        return 0
-    body = text[1:] if text[:1] == b"-" else text
-    if not body or not body.isdigit() or not body.isascii() or body[:1] == b"0":
-        return None
-    value = -int(body) if text[:1] == b"-" else int(body)
-    return value if INT64_MIN <= value <= INT64_MAX else None
 
 
 def _strtoull(text: bytes) -> int | None:
@@ -67,7 +57,7 @@ def string2ull(text: bytes) -> int | None:
     """redis util.c string2ull: string2ll (rejecting negatives), else strtoull."""
     if not text:
         return None
-    value = _string2ll(text)
+    value = string2ll(text)
     if value is not None:
         return None if value < 0 else value
     return _strtoull(text)
@@ -75,7 +65,7 @@ def string2ull(text: bytes) -> int | None:
 
 def parse_int(text: bytes) -> int:
     """getLongLongFromObjectOrReply: a strict signed 64-bit decimal."""
-    value = _string2ll(text)
+    value = string2ll(text)
     if value is None:
         raise CommandError(NOT_INTEGER)
     return value
