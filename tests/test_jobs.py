@@ -299,11 +299,21 @@ def test_a_failing_range_ends_as_one_process_does(big_dump: Path, tmp_path: Path
         *warnings, line = one.err.splitlines()  # what the bad bytes read as before the error: warnings
         assert line.startswith(f"rdbspec: {path}: ") and all(w.startswith("rdbspec: warning: ") for w in warnings)
         assert one.code == EXIT_CODES["checksum" if where == "checksum" else "corrupt"]
-        if where == "big:list" and command[0] != "keys":  # a node's listpack, read by the worker of a
-            assert pieces[-1].split.part is not None and not pieces[-1].first  # later part of the list
-        else:  # the range that failed: the last one for the checksum, and for an element the index
-            # pass steps over too (it ends the plan there: the last range reads the rest)
-            assert (pieces[-1].split.end is None) == (where in ("checksum", "big:hash")) or where == "big:list"
+        failed = pieces[-1]  # the range that failed
+        later_part = failed.split.part is not None and not failed.first
+        if where == "checksum":  # the last one
+            assert failed.split.end is None
+        elif command[0] == "keys":  # which cuts no value, and fails on a hash element where the
+            assert failed.split.part is None  # index pass fails too (ending the plan there)
+            assert where != "big:hash" or failed.split.end is None
+        elif where == "big:list":  # a node's listpack: read by the worker of a later part of the list
+            assert later_part
+        elif where == "big:hash":  # bytes that only decoding finds bad (an LZF string's) fail a later
+            # part of the hash; bytes the index pass steps over too end the plan there, and the last
+            # range reads from the hash on
+            assert later_part or failed.split.end is None
+        else:
+            assert failed.split.end is not None
     else:  # keys reads no stream node, and a listpack's count only; a checksum not verified
         assert command[0] == "keys" or (where == "checksum" and "--no-verify-checksum" in command)
 
