@@ -78,14 +78,20 @@ def split_size(path: str, dump: api.Dump, jobs: int) -> int | None:
     if path == "-" or not os.path.isfile(path):  # stdin (api.open's "-") or a pipe, read once
         return None
     size = len(dump.source.buffer)
-    forced = os.environ.get(ENV_SPLIT_SIZE, "")
-    if forced.isdigit() and int(forced) > 0:
-        split = int(forced)
+    forced = _forced_split_size()
+    if forced is not None:
+        split = forced
     elif size < MIN_FILE or _first_key_size(dump) >= size - MIN_SPLIT:
         return None  # one key that no split can cut, and less than a range besides: nothing to share
     else:
         split = min(max(size // (jobs * RANGES_PER_JOB), MIN_SPLIT), MAX_SPLIT)
     return split if size > split else None
+
+
+def _forced_split_size() -> int | None:
+    """The range size `RDBSPEC_SPLIT_SIZE` sets, if it sets one."""
+    forced = os.environ.get(ENV_SPLIT_SIZE, "")
+    return int(forced) if forced.isdigit() and int(forced) > 0 else None
 
 
 def _first_key_size(dump: api.Dump) -> int:
@@ -167,8 +173,7 @@ def value_parts(jobs: int) -> int:
     pass walks the value once more to cut it, so that more parts would cost more than they share;
     with `RDBSPEC_SPLIT_SIZE`, parts of that size, as many as that makes (the tests cut small
     values in many parts)."""
-    forced = os.environ.get(ENV_SPLIT_SIZE, "")
-    return sys.maxsize if forced.isdigit() and int(forced) > 0 else jobs
+    return jobs if _forced_split_size() is None else sys.maxsize
 
 
 def ranges(dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int = 0,

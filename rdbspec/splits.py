@@ -5,8 +5,8 @@ blobs in O(1); no `KeyRecord` is made) and cuts the file at the end of a key rec
 metadata is pending, every `split_size` bytes. A key bigger than `split_size` gets a split of its
 own; with `parts`, a value that workers may read in parts (`values.CUTS`: a stream's or a
 quicklist's nodes, a hashtable-encoded list's, set's, hash's or sorted set's elements) is cut
-into at most that many splits of `split_size` bytes of it or more, each decoded alone. Reading every split
-in order gives exactly the keys (and elements) of reading the file whole.
+into at most that many splits of `split_size` bytes of it or more, each decoded alone. Reading
+every split in order gives exactly the keys (and elements) of reading the file whole.
 
 What cannot be split is one split: a file not over `split_size`, a Dragonfly shard (compressed
 blobs and tagged chunks carry state from record to record), or stdin.
@@ -26,9 +26,9 @@ tables of the same dumps, or the same query again, does not repeat the pass; a d
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Any
 
 from rdbspec_generated import Io
@@ -86,7 +86,7 @@ def cut(dump: api.Dump, path: str, split_size: int, parts: int = 0,
     boundary: int | None = None  # the end of the last key record, and the database after it
     boundary_db = 0
     try:
-        for offset, size, db, value_kind, value in key_records(dump):
+        for offset, size, db, value_kind, body in key_records(dump):
             end = offset + size
             big = size > split_size
             is_stream = value_kind in STREAM_KINDS
@@ -94,9 +94,10 @@ def cut(dump: api.Dump, path: str, split_size: int, parts: int = 0,
                 if streams or not streams_only:
                     yield Split(path, start, boundary, start_db)
                 start, start_db, start_byte, streams = boundary, boundary_db, boundary or 0, False
-            step = max(split_size, -(-size // parts)) if parts else 0
-            cuts = CUTS[value_kind](value(), step) if big and parts and value_kind in CUTS else None
-            if cuts is not None and (is_stream or not streams_only):
+            cuts = None
+            if big and parts and value_kind in CUTS and (is_stream or not streams_only):
+                cuts = CUTS[value_kind](body.value, max(split_size, -(-size // parts)))
+            if cuts is not None:
                 for (at, first), (_, after) in zip(cuts, cuts[1:]):
                     yield Split(path, start, end, start_db, (at, first, after - first))
                 if len(cuts) == 1:  # no element: one split reads the key
@@ -114,11 +115,12 @@ def cut(dump: api.Dump, path: str, split_size: int, parts: int = 0,
     yield Split(path, start, None, start_db)
 
 
-def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int, Callable[[], Any]]]:
-    """(offset, size, database, value kind, its generated value's reader) of each key record of
-    `dump` (a Redis or Valkey dump: Dragonfly's envelopes are `api.Dump`'s to open), in file
-    order, from the generated parser's records alone: the pass reads the same records as
-    `Dump.keys`, without a `KeyRecord` each (that takes half its time)."""
+def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int, Any]]:
+    """(offset, size, database, value kind, the generated `key_value`: its `value` reads the
+    value object) of each key record of `dump` (a Redis or Valkey dump: Dragonfly's envelopes
+    are `api.Dump`'s to open), in file order, from the generated parser's records alone: the
+    pass reads the same records as `Dump.keys`, without a `KeyRecord` each (that takes half its
+    time)."""
     buffer = dump.source.buffer
     rdb = backend.parser("rdb", dump.backend).Rdb._read(Io(buffer, 0, len(buffer)), 0, None, None)[0]
     db, start = 0, rdb._stream_pos
@@ -127,7 +129,7 @@ def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int, Callable[[
         kind = record.kind
         if kind == api.KEY_VALUE:
             body = record.body
-            yield start, end - start, db, body.value_kind, partial(getattr, body, "value")
+            yield start, end - start, db, body.value_kind, body
         elif kind == api.SELECT_DB:
             db = record.body.db_number.value
         start = end

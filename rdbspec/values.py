@@ -366,22 +366,22 @@ Part = tuple[int | None, int | None]
 WHOLE: Part = (None, None)
 
 
-def _items(v, part: Part = WHOLE) -> Packed:
+def _chunked(shape: str, chunks: Callable[..., Iterator[Any]], declared: int, part: Part) -> Packed:
+    """A hashtable-encoded value read in chunks (`chunks_<field>`): all `declared` elements, or a part's."""
     start, count = part
-    return Packed("items", v.chunks_items(CHUNK_ROWS, start, count),
-                  count=v.num_items.value if start is None else count)
+    return Packed(shape, chunks(CHUNK_ROWS, start, count), count=declared if start is None else count)
+
+
+def _items(v, part: Part = WHOLE) -> Packed:
+    return _chunked("items", v.chunks_items, v.num_items.value, part)
 
 
 def _hash_pairs(v, part: Part = WHOLE) -> Packed:
-    start, count = part
-    return Packed("pairs", v.chunks_entries(CHUNK_ROWS, start, count),
-                  count=v.num_fields.value if start is None else count)
+    return _chunked("pairs", v.chunks_entries, v.num_fields.value, part)
 
 
 def _zset_scored(v, part: Part = WHOLE) -> Packed:
-    start, count = part
-    return Packed("scored", v.chunks_entries(CHUNK_ROWS, start, count),
-                  count=v.num_members.value if start is None else count)
+    return _chunked("scored", v.chunks_entries, v.num_members.value, part)
 
 
 def _quicklist(v, part: Part = WHOLE) -> Packed:
@@ -393,7 +393,7 @@ def _quicklist_2(v, part: Part = WHOLE) -> Packed:
 
 
 def _quicklist_2_parts(v, part: Part) -> Iterator[Any]:
-    for node in v.iter_nodes(*part):  # QUICKLIST_NODE_CONTAINER_PLAIN (1): one element, not a container
+    for node in v.iter_nodes(*part):  # a PLAIN node: one element, not a container
         yield [text(node.plain)] if node.container.value == ContainerKind.PLAIN else container(node.packed).entries
 
 
