@@ -109,8 +109,8 @@ test-asan: $(STAMP) $(NATIVE_STAMP)
 	RDBSPEC_REQUIRE_NATIVE=1 CFLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -O1 -g1' \
 	  LDFLAGS='-fsanitize=address,undefined' \
 	  $(PY) setup.py -q build --force --build-base $(ASAN) --build-lib $(ASAN)/lib >/dev/null
-	$(ASAN_ENV) $(PY) -P -c 'import rdbspec_generated.native.rdb as m, rdbspec._jsonl_encode as j, rdbspec._page_releaser as r, \
-	  rdbspec._stream_ids as s; \
+	$(ASAN_ENV) $(PY) -P -c 'import rdbspec_generated.native.rdb as m, rdbspec.jsonl._encode as j, rdbspec.read._page_releaser as r, \
+	  rdbspec.read._stream_ids as s; \
 	  assert all(x.__file__.startswith("$(abspath $(ASAN))") and b"__asan_report" in open(x.__file__, "rb").read() \
 	             for x in (m, j, r, s)), (m.__file__, j.__file__, r.__file__, s.__file__)'
 	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native

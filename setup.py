@@ -4,7 +4,7 @@ lives in pyproject.toml.
 
 Where the C compiler or the Python headers are missing, or the compile fails, the install goes on
 without the extensions: one notice line, and rdbspec runs the pure-Python parsers
-(rdbspec/backend.py picks whichever is importable)."""
+(rdbspec/read/backend.py picks whichever is importable)."""
 
 from __future__ import annotations
 

@@ -266,7 +266,7 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
                   "query is the same query again: Spark reuses the idle Python workers and the compiled code, "
                   "as a session reading many files does; it reads the whole file again (from the page cache, "
                   "as the cold one) but not the split index pass: the planner's worker keeps the plan of a file "
-                  "it has planned (`rdbspec.splits`), as for a pipeline reading several tables of a file. "
+                  "it has planned (`rdbspec.read.splits`), as for a pipeline reading several tables of a file. "
                   "Warm CPU = the CPU seconds the JVM and Spark's Python workers spent in the warm query "
                   "(from /proc; local[1] already keeps both cores busy when their sum exceeds the query's "
                   "time). The floor runs read the `rdb-floor` source (`bench.spark_workload --floor`): the "

@@ -19,7 +19,7 @@ KAITAI_SUPPORT = REPO / "tests" / "conformance" / "support"
 
 def rdbspec_full(path: str) -> dict[str, int]:
     """Every key's value decoded into Python objects."""
-    import rdbspec.api as api
+    import rdbspec.read.dumpfile as api
 
     keys = entries = 0
     with api.open(path) as d:
@@ -33,7 +33,7 @@ def rdbspec_full(path: str) -> dict[str, int]:
 
 def rdbspec_keys(path: str) -> dict[str, int]:
     """Keys only: values are skipped, not decoded."""
-    import rdbspec.api as api
+    import rdbspec.read.dumpfile as api
 
     keys = 0
     with api.open(path) as d:
@@ -44,7 +44,7 @@ def rdbspec_keys(path: str) -> dict[str, int]:
 
 def rdbspec_stream(path: str) -> dict[str, int]:
     """Walks the keys, decodes only the stream values."""
-    import rdbspec.api as api
+    import rdbspec.read.dumpfile as api
 
     keys = entries = 0
     with api.open(path) as d:

@@ -17,7 +17,6 @@ for, so that reading (and the command line) starts without it.
 
 from typing import Any
 
-from .api import Dump, Header, KeyRecord, open, parse
 from .errors import (
     ChecksumError,
     IntegrityError,
@@ -29,7 +28,8 @@ from .errors import (
     UnwritableError,
     WriteError,
 )
-from .streams import Stream
+from .read.dumpfile import Dump, Header, KeyRecord, open, parse
+from .read.streams import Stream
 
 __all__ = ["ChecksumError", "Dump", "EditableStream", "Header", "IntegrityError", "KeyRecord", "ParseError",
            "RdbError", "RdbWarning", "RdbspecError", "ServerConfig", "Stream", "TruncatedError", "UnwritableError",
@@ -39,13 +39,13 @@ __all__ = ["ChecksumError", "Dump", "EditableStream", "Header", "IntegrityError"
 def __getattr__(name: str) -> Any:
     """The writing side's public names, imported on first use (PEP 562)."""
     if name == "Writer":
-        from .writer import Writer
+        from .write.writer import Writer
         return _kept(name, Writer)
     if name == "ServerConfig":
-        from .layouts import ServerConfig
+        from .write.layouts import ServerConfig
         return _kept(name, ServerConfig)
     if name == "EditableStream":
-        from .stream_commands.edit import EditableStream
+        from .write.stream import EditableStream
         return _kept(name, EditableStream)
     raise AttributeError(f"module 'rdbspec' has no attribute {name!r}")
 

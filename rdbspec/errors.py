@@ -118,7 +118,7 @@ class InternalError(RdbspecError):
 
 def as_internal(error: BaseException, current: tuple[int | None, bytes | None] | None = None) -> InternalError:
     """`error` as an InternalError; one raised outside the decoding (by a consumer of the
-    records) is named with `current`, the record being read (`api.Dump.current`)."""
+    records) is named with `current`, the record being read (`dumpfile.Dump.current`)."""
     return error if isinstance(error, InternalError) else InternalError(error, *(current or (None, None)))
 
 

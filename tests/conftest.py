@@ -1,4 +1,4 @@
-"""The `each_backend` fixture: tests that read dumps run once per backend (rdbspec/backend.py),
+"""The `each_backend` fixture: tests that read dumps run once per backend (rdbspec/read/backend.py),
 the pure-Python parsers and the native ones. Both must be there: `make test` builds the native
 one, so a missing native backend fails these tests instead of skipping them.
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from rdbspec import backend
+from rdbspec.read import backend
 
 BACKENDS = [name for name in os.environ.get("RDBSPEC_TEST_BACKENDS", ",".join(backend.BACKENDS)).split(",") if name]
 

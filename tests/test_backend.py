@@ -1,4 +1,4 @@
-"""The backend choice (rdbspec/backend.py): RDBSPEC_BACKEND, the default, what `--version` and
+"""The backend choice (rdbspec/read/backend.py): RDBSPEC_BACKEND, the default, what `--version` and
 `info --json` say, both backends giving the same output, and the Spark reader carrying the
 driver's choice to its workers. The install without a compiler is in test_build.py."""
 
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from rdbspec import backend, cli
+from rdbspec import cli
 from rdbspec.errors import EXIT_CODES
+from rdbspec.read import backend
+from rdbspec.read.splits import Split
 from rdbspec.spark.source import RdbPartition, RdbReader, ReadOptions
-from rdbspec.splits import Split
 
 REAL = sorted((Path(__file__).resolve().parent / "corpus" / "real").glob("*/*.rdb"))
 BASIC = REAL[0]

@@ -15,19 +15,20 @@ from pathlib import Path
 import pytest
 
 import rdbspec
-from rdbspec import ParseError, jsonl, values
+from rdbspec import ParseError, jsonl
+from rdbspec.read import values
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
 
-from rdbspec_generated import dragonfly as python_dragonfly  # noqa: E402
-from rdbspec_generated import hash as python_hash  # noqa: E402
-from rdbspec_generated import rdb as python_rdb  # noqa: E402
-from rdbspec_generated import zset as python_zset  # noqa: E402
-from rdbspec_generated.native import dragonfly as native_dragonfly  # noqa: E402
-from rdbspec_generated.native import hash as native_hash  # noqa: E402
-from rdbspec_generated.native import rdb as native_rdb  # noqa: E402
-from rdbspec_generated.native import zset as native_zset  # noqa: E402
-from rdbspec_generated.native._columns import ScalarColumns  # noqa: E402
+from rdbspec_generated import dragonfly as python_dragonfly
+from rdbspec_generated import hash as python_hash
+from rdbspec_generated import rdb as python_rdb
+from rdbspec_generated import zset as python_zset
+from rdbspec_generated.native import dragonfly as native_dragonfly
+from rdbspec_generated.native import hash as native_hash
+from rdbspec_generated.native import rdb as native_rdb
+from rdbspec_generated.native import zset as native_zset
+from rdbspec_generated.native._columns import ScalarColumns
 
 from build import f64, rdb_len, rdb_str_single_entry  # noqa: E402
 

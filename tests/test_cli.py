@@ -19,8 +19,8 @@ import pytest
 
 import rdbspec
 from rdbspec import cli
-from rdbspec.checksum import crc64
 from rdbspec.errors import EXIT_CODES
+from rdbspec.read.checksum import crc64
 
 REAL = Path(__file__).resolve().parent / "corpus" / "real"
 GROUPS = REAL / "redis-7.0.15" / "stream_groups.rdb"

@@ -15,20 +15,21 @@ from types import SimpleNamespace
 
 import pytest
 
-from rdbspec import jsonl, streams
-from rdbspec import values as values_module
-from rdbspec.primitives import pairs, texts, values
-from rdbspec.streams import EntryColumns, EntryFields, NodeTable, Stream
-from rdbspec.values import PACKERS, decode, packed
+from rdbspec import jsonl
+from rdbspec.read import streams
+from rdbspec.read import values as values_module
+from rdbspec.read.elements import pairs, texts, values
+from rdbspec.read.streams import EntryColumns, EntryFields, NodeTable, Stream
+from rdbspec.read.values import PACKERS, decode, packed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
 
-from rdbspec_generated import listpack as python_listpack  # noqa: E402
-from rdbspec_generated import stream as python_stream  # noqa: E402
-from rdbspec_generated.native import listpack as native_listpack  # noqa: E402
-from rdbspec_generated.native import stream as native_stream  # noqa: E402
-from rdbspec_generated.native._columns import ScalarColumns as NativeColumns  # noqa: E402
+from rdbspec_generated import listpack as python_listpack
+from rdbspec_generated import stream as python_stream
+from rdbspec_generated.native import listpack as native_listpack
+from rdbspec_generated.native import stream as native_stream
+from rdbspec_generated.native._columns import ScalarColumns as NativeColumns
 
 import build as rdb_bytes  # noqa: E402
 import rdbspec  # noqa: E402
@@ -43,7 +44,7 @@ def ScalarColumns(items: list[int | bytes]) -> NativeColumns:  # noqa: N802 - st
 ITEMS: list[int | bytes] = [b"f1", 7, b"", -(1 << 63), (1 << 63) - 1, b"\xff\x00", 0, b"z"]
 
 
-def test_primitives_give_the_same_from_a_list_and_from_columns() -> None:
+def test_elements_give_the_same_from_a_list_and_from_columns() -> None:
     cols = ScalarColumns(ITEMS)
     assert texts(ITEMS) == texts(cols) == [b"f1", b"7", b"", b"-9223372036854775808", b"9223372036854775807",
                                            b"\xff\x00", b"0", b"z"]
@@ -144,11 +145,11 @@ def _reference(cols: EntryColumns, include_deleted: bool) -> bytes:
 @pytest.mark.parametrize("native", [False, True])
 @pytest.mark.parametrize("include_deleted", [False, True])
 def test_the_compiled_entry_encoder_writes_what_json_dumps_writes(native: bool, include_deleted: bool) -> None:
-    from rdbspec import _jsonl_encode  # built by setup.py (cythonize)
+    from rdbspec.jsonl import _encode
 
     cols = _columns(native)
     fields = cols.fields
-    got = _jsonl_encode.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields, fields.master_fields,
+    got = _encode.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields, fields.master_fields,
                                         fields.items, include_deleted)
     assert got == _reference(cols, include_deleted)
     assert b'{"hex":"eda080"}' in got or not include_deleted  # a surrogate is not UTF-8 for Python either
@@ -158,7 +159,7 @@ def test_the_compiled_entry_encoder_writes_what_json_dumps_writes(native: bool, 
 @pytest.mark.parametrize("include_deleted", [False, True])
 def test_the_python_entry_encoder_writes_what_json_dumps_writes(monkeypatch: pytest.MonkeyPatch, native: bool,
                                                                 include_deleted: bool) -> None:
-    monkeypatch.setattr(jsonl, "_jsonl_encode", None)
+    monkeypatch.setattr(jsonl, "_encode", None)
     cols = _columns(native)
     assert jsonl.entries_json(cols, include_deleted) == _reference(cols, include_deleted)
 
@@ -166,7 +167,7 @@ def test_the_python_entry_encoder_writes_what_json_dumps_writes(monkeypatch: pyt
 def test_every_byte_string_is_written_as_json_dumps_writes_it() -> None:
     """Each of the 256 bytes alone, and the UTF-8 edges (overlong, surrogate, past U+10FFFF,
     truncated): one entry each, through the compiled encoder and orjson."""
-    from rdbspec import _jsonl_encode
+    from rdbspec.jsonl import _encode
 
     samples = [bytes([b]) for b in range(256)] + [
         b"\xc2\x80", b"\xc1\xbf", b"\xe0\x9f\xbf", b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xed\xa0\x80",
@@ -175,7 +176,7 @@ def test_every_byte_string_is_written_as_json_dumps_writes_it() -> None:
     rows = _rows([0] * len(samples), list(range(len(samples))), [0] * len(samples), [[s, s] for s in samples])
     cols = EntryColumns.from_rows(rows, (0, 0), [])
     expected = _reference(cols, False)
-    assert _jsonl_encode.encode_entries(cols.ms, cols.seq, cols.deleted, cols.fields.samefields, [],
+    assert _encode.encode_entries(cols.ms, cols.seq, cols.deleted, cols.fields.samefields, [],
                                          cols.fields.items, False) == expected
     assert jsonl.orjson.dumps([jsonl.entry_json(e) for e in cols.entries()])[1:-1] == expected
 
@@ -310,8 +311,8 @@ def test_stream_entries_batches_hold_every_entry_once_whatever_the_batch_size(tm
                                                                               include_deleted: bool) -> None:
     """Two streams of 3 nodes (4, 1 and 3 entries, one deleted per node): the batches of 3 rows
     cut across nodes and streams, and together hold the entries of the library's walk."""
+    from rdbspec.read.splits import Split
     from rdbspec.spark.source import ReadOptions, read_split
-    from rdbspec.splits import Split
 
     def stream_record(key: bytes, base: int) -> bytes:
         ids = [[(base, i) for i in range(4)], [(base + 1, 0)], [(base + 2, i) for i in range(3)]]

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from rdbspec import cli, edits
+from rdbspec import cli
 from rdbspec.errors import EXIT_CODES
+from rdbspec.rewrite import command_file
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
@@ -387,8 +388,8 @@ def test_refused_commands_end_the_run_with_the_servers_error(kind: str, redis_se
 
 
 def test_lines_split_as_redis_cli_splits_them() -> None:
-    assert edits.split_args(b'XADD s "a b" \'c d\' "\\x41\\n" e\\x41') == [b"XADD", b"s", b"a b", b"c d", b"A\n",
+    assert command_file.split_args(b'XADD s "a b" \'c d\' "\\x41\\n" e\\x41') == [b"XADD", b"s", b"a b", b"c d", b"A\n",
                                                                            b"e\\x41"]
-    assert edits.split_args(b'SET "unbalanced') is None
-    assert edits.split_args(b'SET "a"b') is None
-    assert edits.split_args(b"   ") == []
+    assert command_file.split_args(b'SET "unbalanced') is None
+    assert command_file.split_args(b'SET "a"b') is None
+    assert command_file.split_args(b"   ") == []

@@ -19,10 +19,11 @@ from rdbspec_generated.function import FunctionPreGa
 from rdbspec_generated.rdb import KeyValue, Rdb
 
 import rdbspec
-from rdbspec import cli, convert, rewrite
+from rdbspec import cli, rewrite
 from rdbspec.errors import EXIT_CODES, UnwritableError
-from rdbspec.layouts import rdb_string
-from rdbspec.writer import Writer
+from rdbspec.write import convert
+from rdbspec.write.layouts import rdb_string
+from rdbspec.write.writer import Writer
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))

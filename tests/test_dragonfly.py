@@ -20,10 +20,11 @@ from rdbspec_generated import dragonfly as gen_dragonfly
 from rdbspec_generated.rdb_string import RdbString
 
 import rdbspec
-from rdbspec import cli, dragonfly
+from rdbspec import cli
 from rdbspec.jsonl import record_json
-from rdbspec.primitives import text
-from rdbspec.streams import Stream
+from rdbspec.read import dragonfly
+from rdbspec.read.elements import text
+from rdbspec.read.streams import Stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
 import build  # noqa: E402

@@ -43,7 +43,7 @@ HUGE = (1 << 31, 1 << 32, (1 << 62) + 7, (1 << 63) - 1, (1 << 64) - 1)
 
 
 def _with_checksum(data: bytearray) -> bytearray:
-    from rdbspec.checksum import crc64
+    from rdbspec.read.checksum import crc64
 
     if len(data) >= 17:
         end = len(data) - 8
@@ -116,8 +116,8 @@ def worker(paths: list[str], seed: int, budget_s: float, max_inputs: int) -> Non
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     signal.signal(signal.SIGALRM, _on_alarm)
     import rdbspec
-    from rdbspec import backend
     from rdbspec.errors import InternalError
+    from rdbspec.read import backend
 
     def emit(obj: dict) -> None:
         sys.stdout.write(json.dumps(obj) + "\n")

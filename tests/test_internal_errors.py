@@ -18,9 +18,10 @@ import pytest
 from rdbspec_generated import rdb as generated_rdb
 
 import rdbspec
-from rdbspec import cli, values
-from rdbspec.checksum import crc64
+from rdbspec import cli
 from rdbspec.errors import EXIT_CODES, InternalError
+from rdbspec.read import values
+from rdbspec.read.checksum import crc64
 from rdbspec.spark import source
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))

@@ -27,13 +27,14 @@ from pathlib import Path
 import pytest
 
 import rdbspec
-from rdbspec import api, backend, cli, parallel, splits
-from rdbspec.checksum import crc64
+from rdbspec import cli
+from rdbspec.cli import report as report_cli
 from rdbspec.errors import EXIT_CODES, RdbError
-from rdbspec.report import cli as report_cli
+from rdbspec.read import backend, dumpfile, parallel, splits
+from rdbspec.read.checksum import crc64
+from rdbspec.read.streams import Stream
 from rdbspec.report.data import ReportBuilder
 from rdbspec.report.prefixes import PrefixTree
-from rdbspec.streams import Stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
@@ -240,7 +241,7 @@ def _corrupt(data: bytes, start: int, end: int) -> bytes:
     raise AssertionError("no byte there makes the read fail")
 
 
-def _middle_key(path: Path, rdb_types: tuple[int, ...] = ()) -> api.KeyRecord:
+def _middle_key(path: Path, rdb_types: tuple[int, ...] = ()) -> dumpfile.KeyRecord:
     """A key (of one of `rdb_types`) of neither the first nor the last range of 20,000 bytes, with
     or without the big stream cut in ranges of its nodes (a server writes keys in hash order)."""
     edges = [(cut[0].end, cut[-1].start) for cut in (splits.plan(str(path), 20_000, parts=parts)
@@ -250,7 +251,7 @@ def _middle_key(path: Path, rdb_types: tuple[int, ...] = ()) -> api.KeyRecord:
                     and all(first <= r.offset < last for first, last in edges))
 
 
-def _corrupt_key(data: bytes, record: api.KeyRecord) -> bytes:
+def _corrupt_key(data: bytes, record: dumpfile.KeyRecord) -> bytes:
     return _corrupt(data, record.offset + 1 + len(record.key) + 1, record.offset + record.size)
 
 
@@ -339,7 +340,7 @@ def _bug_at(key: bytes):
     """`element_count` that fails for `key`: a bug of rdbspec met while reading it."""
     real = cli.element_count
 
-    def element_count(record: api.KeyRecord) -> int:
+    def element_count(record: dumpfile.KeyRecord) -> int:
         if record.key == key:
             raise ZeroDivisionError("injected")
         return real(record)
@@ -376,7 +377,7 @@ def test_a_worker_that_dies_is_an_internal_error(big_dump: Path, monkeypatch: py
     real = cli.element_count
     key = _middle_key(big_dump).key
 
-    def element_count(record: api.KeyRecord) -> int:
+    def element_count(record: dumpfile.KeyRecord) -> int:
         if record.key == key:
             os.kill(os.getpid(), signal.SIGKILL)  # only ever in a worker: the test runs --jobs 3
         return real(record)

@@ -1,5 +1,5 @@
 """`rdbspec dump`'s and `rdbspec keys`' two writers write the same bytes: the compiled one
-(rdbspec/_jsonl_encode.pyx `write_lines`: the lines of string and list keys written whole from C,
+(rdbspec/jsonl/_encode.pyx `write_lines`: the lines of string and list keys written whole from C,
 a megabyte at a time, the other keys handed back to Python; `write_rows`: the rows of `keys`) and
 the pure-Python one that runs where no C compiler built it (`jsonl.record_json` through orjson).
 Same lines, same warnings, same exit code, on dumps written by real servers (expiries, LRU idle
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from rdbspec import cli, jsonl, values
-from rdbspec.checksum import crc64
-from rdbspec.streams import Consumer, ConsumerGroup, PendingEntry
+from rdbspec import cli, jsonl
+from rdbspec.read import values
+from rdbspec.read.checksum import crc64
+from rdbspec.read.streams import Consumer, ConsumerGroup, PendingEntry
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
@@ -47,7 +48,7 @@ def run_with(writer: str, command: tuple[str, ...], path: Path, tmp_path: Path,
     out = tmp_path / f"{writer}.jsonl"
     with pytest.MonkeyPatch.context() as patch:
         if writer == "python":
-            patch.setattr(jsonl, "_jsonl_encode", None)
+            patch.setattr(jsonl, "_encode", None)
         code = cli.main([command[0], str(path), *command[1:], "-o", str(out)])
     return code, out.read_bytes(), capsys.readouterr().err
 
@@ -58,7 +59,7 @@ COMMANDS = [("dump",), ("dump", "--include-deleted"), ("keys",), ("keys", "--top
 def same_from_both(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, bytes, str]:
     """What both writers give for `dump` (with and without --include-deleted) and `keys`, checked
     equal; `dump`'s."""
-    assert jsonl._jsonl_encode is not None  # `make test` builds it: without it, nothing is compared
+    assert jsonl._encode is not None  # `make test` builds it: without it, nothing is compared
     results = {}
     for command in COMMANDS:
         got = {writer: run_with(writer, command, path, tmp_path, capsys) for writer in WRITERS}
@@ -215,9 +216,9 @@ def test_a_group_built_by_hand_is_written_as_one_read_from_a_dump(monkeypatch: p
                 "pending": [{"id": "1-2", "consumer": {"hex": "ff"}, "delivery_time_ms": 7, "delivery_count": 1},
                             {"id": f"{big}-{big}", "consumer": None, "delivery_time_ms": -1, "delivery_count": big}],
                 "consumers": [{"name": {"hex": "ff"}, "seen_time_ms": 8, "active_time_ms": None, "pending": ["1-2"]}]}
-    assert jsonl._jsonl_encode is not None  # `make test` builds it: without it, nothing is compared
+    assert jsonl._encode is not None  # `make test` builds it: without it, nothing is compared
     compiled = jsonl.dumps_bytes(jsonl.group_json(group, serialized=True))
     assert jsonl.group_json(group) == expected  # a plain object: the JSON contract
-    monkeypatch.setattr(jsonl, "_jsonl_encode", None)
+    monkeypatch.setattr(jsonl, "_encode", None)
     assert jsonl.dumps_bytes(jsonl.group_json(group, serialized=True)) == compiled
     assert json.loads(compiled) == expected

@@ -26,8 +26,10 @@ from populate import populate
 from rdbspec_generated import WriteIo
 from servers import RedisServer, binary_for
 
-from rdbspec import api, layouts, memory
+from rdbspec import memory
 from rdbspec.memory.rax import rax_shape
+from rdbspec.read import dumpfile
+from rdbspec.write import layouts
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "corpus" / "real"
@@ -59,7 +61,7 @@ def measured(binary: Path, rdb: Path) -> dict[tuple[int, bytes], int]:
 def compare(rdb: Path, real: dict[tuple[int, bytes], int], model: memory.RedisModel) -> dict[str, list]:
     """(key, real, estimate) by type, for every key the server holds."""
     rows: dict[str, list] = defaultdict(list)
-    with api.open(rdb) as dump:
+    with dumpfile.open(rdb) as dump:
         for record in dump.keys():
             if (record.db, record.key) in real:
                 rows[record.type_name].append((record.key, real[record.db, record.key], model.usage(record)))
@@ -123,7 +125,7 @@ def test_the_command_line_reads_the_version_from_the_dump(tmp_path: Path) -> Non
                              capture_output=True, check=True, cwd=ROOT).stdout.decode()
         return {row["key"]: int(row["memory"]) for row in csv.DictReader(io.StringIO(out))}
 
-    with api.open(rdb) as dump:
+    with dumpfile.open(rdb) as dump:
         assert memory.server_of(dump.aux, dump.header.version) == memory.Server("redis", (6, 2))
         model = memory.model(memory.Server("redis", (6, 2)))
         expected = {r.key.decode(): model.usage(r) for r in dump.keys() if r.key.isascii()}

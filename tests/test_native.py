@@ -18,7 +18,7 @@ import pytest
 from rdbspec_generated import ParseError
 from rdbspec_generated.native._columns import RaggedColumns, ScalarColumns
 
-from rdbspec.primitives import scalar
+from rdbspec.read.elements import scalar
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "dragonfly"))

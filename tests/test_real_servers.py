@@ -13,7 +13,7 @@ import pytest
 
 import rdbspec
 from rdbspec import cli
-from rdbspec.checksum import crc64
+from rdbspec.read.checksum import crc64
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

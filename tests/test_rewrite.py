@@ -22,11 +22,12 @@ from rdbspec_generated import WriteError
 from rdbspec_generated import rdb as python_rdb
 
 import rdbspec
-from rdbspec import cli, convert, rewrite
-from rdbspec.checksum import crc64
+from rdbspec import cli, rewrite
 from rdbspec.errors import EXIT_CODES, UnwritableError
-from rdbspec.layouts import key_hash_slot
-from rdbspec.writer import Writer
+from rdbspec.read.checksum import crc64
+from rdbspec.write import convert
+from rdbspec.write.layouts import key_hash_slot
+from rdbspec.write.writer import Writer
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))

@@ -1,6 +1,6 @@
 """`rdbspec dump`'s compiled writer writes each sorted-set score as Python's float repr, byte for
-byte: rdbspec/_shortest_double.h (Ryu's shortest digits, formatted as repr) replaced
-PyOS_double_to_string in rdbspec/_jsonl_encode.pyx `put_number`. The scores come from a dump
+byte: rdbspec/jsonl/_shortest_double.h (Ryu's shortest digits, formatted as repr) replaced
+PyOS_double_to_string in rdbspec/jsonl/_encode.pyx `put_number`. The scores come from a dump
 built byte by byte, through both of the writer's paths: a ZSET_2 key (binary doubles, written
 from the decoded list) and a listpack sorted set (scores as text, as Redis 7.0 writes them with
 "%.17g", redis src/util.c d2string; written from the entries' columns).
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from rdbspec import cli, jsonl
-from rdbspec.checksum import crc64
+from rdbspec.read.checksum import crc64
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS / "dragonfly"))
@@ -76,7 +76,7 @@ def reprs(scores: list[float]) -> bytes:
 
 
 def test_scores_are_written_as_float_repr(tmp_path: Path) -> None:
-    assert jsonl._jsonl_encode is not None  # `make test` builds it: without it, nothing is compared
+    assert jsonl._encode is not None  # `make test` builds it: without it, nothing is compared
     rng = random.Random(20181)
     positive = edges()
     binary = [*random_patterns(rng), *positive, *[-x for x in positive]]

@@ -1,5 +1,5 @@
-"""The mapped input's pages leave the resident set while the parse runs (rdbspec/source.py and
-its compiled releasing thread, rdbspec/_page_releaser.pyx), and closing a source, however it is
+"""The mapped input's pages leave the resident set while the parse runs (rdbspec/read/source.py and
+its compiled releasing thread, rdbspec/read/_page_releaser.pyx), and closing a source, however it is
 done, never lets that thread touch a range that is no longer the file's.
 
 The resident pages of a mapping are read from /proc/self/smaps (its Rss), through libc called by
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from rdbspec import source as source_module
-from rdbspec.source import Source, open_source
+from rdbspec.read import source as source_module
+from rdbspec.read.source import Source, open_source
 
 DEADLINE_S = 60.0  # a hang guard, never reached when the releasing thread works (every RELEASE_EVERY_S)
 LIBC = ctypes.PyDLL(None)  # PyDLL: the GIL stays held during each call

@@ -19,11 +19,10 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 import rdbspec  # noqa: E402
-from rdbspec import memory  # noqa: E402
-from rdbspec.spark.source import SCHEMAS, STREAM_PARTS, TABLES  # noqa: E402
-from rdbspec.splits import plan  # noqa: E402
-from rdbspec.stream_commands.groups import group_lag  # noqa: E402
-from rdbspec.stream_commands.rules import stream_version  # noqa: E402
+from rdbspec import memory
+from rdbspec.read.splits import plan
+from rdbspec.server.streams import group_lag, stream_version
+from rdbspec.spark.source import SCHEMAS, STREAM_PARTS, TABLES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
@@ -298,7 +297,8 @@ def test_dfs_snapshot_set_is_read_one_task_per_shard(spark, tmp_path_factory):
 
 
 def test_pipeline_command(tmp_path, spark, monkeypatch):
-    from rdbspec.spark import launch, pipeline
+    from rdbspec.cli import pipeline
+    from rdbspec.spark import launch
 
     parser = argparse.ArgumentParser()
     pipeline.register(parser.add_subparsers(dest="command"))
@@ -322,8 +322,9 @@ def test_pipeline_report_is_the_report_of_every_input(tmp_path, spark, monkeypat
     tables (the keys table's memory column, the stream tables summed per group by Spark), equal
     those `report.data.from_dump` gathers from the two dumps one after the other; the page and
     its JSON are written whole."""
+    from rdbspec.cli import pipeline
     from rdbspec.report.data import ReportBuilder, from_dump, save_time_ms
-    from rdbspec.spark import launch, pipeline
+    from rdbspec.spark import launch
 
     inputs = [str(REAL / "redis-7.0.15" / "stream_groups.rdb"), str(REAL / "redis-7.0.15" / "mixed_types.rdb")]
     parser = argparse.ArgumentParser()
@@ -370,7 +371,8 @@ def test_pipeline_ends_a_bug_in_a_task_with_exit_70(tmp_path, spark, monkeypatch
 
     from pyspark.sql.functions import udf
 
-    from rdbspec.spark import launch, pipeline, source
+    from rdbspec.cli import pipeline
+    from rdbspec.spark import launch, source
 
     line = ("rdbspec: internal error reading x.rdb at byte 9: TypeError: injected bug; this is a bug in "
             "rdbspec, please report it (rdbspec --debug ... prints the traceback)")
@@ -419,7 +421,7 @@ def test_pipeline_without_java_says_what_to_install(tmp_path, capsys, monkeypatc
 
 
 def test_pipeline_job_failure_exit_codes():
-    from rdbspec.spark.pipeline import job_failure
+    from rdbspec.cli.pipeline import job_failure
 
     trace = ("py4j...\n  File x\nrdbspec.spark.source.CorruptFileError: /d/a: b.rdb: ChecksumError at byte 9: "
              "checksum mismatch\n\tat org.apache.spark...")
@@ -509,7 +511,8 @@ def test_pipeline_writes_a_filtered_dump_per_input(tmp_path, spark, monkeypatch,
     """--dumps: each input's keys that the filters select (the rows of its keys table) as one dump
     under OUT/dumps/ in the inputs' layout; Redis 7.0 loads them with sanitize-dump-payload yes and
     gives each key the digest its source server gave; a DFS set becomes one dump for the target."""
-    from rdbspec.spark import launch, pipeline
+    from rdbspec.cli import pipeline
+    from rdbspec.spark import launch
 
     inputs, out = tmp_path / "in", tmp_path / "out"
     sources = {}
@@ -555,7 +558,7 @@ def test_pipeline_dumps_report_an_input_they_cannot_write(troubled_inputs, tmp_p
 
     monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
     report = io.StringIO()
-    from rdbspec.spark import pipeline
+    from rdbspec.cli import pipeline
 
     parser = argparse.ArgumentParser()
     pipeline.register(parser.add_subparsers(dest="command"))

@@ -19,9 +19,9 @@ import pyarrow as pa  # noqa: E402
 from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
 
 import rdbspec  # noqa: E402
-from rdbspec.spark import _entry_buffers, entries  # noqa: E402
-from rdbspec.spark.source import SCHEMAS  # noqa: E402
-from rdbspec.streams import EntryColumns, StreamEntry  # noqa: E402
+from rdbspec.read.streams import EntryColumns, StreamEntry
+from rdbspec.spark import _entry_buffers, entries
+from rdbspec.spark.source import SCHEMAS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import servers  # noqa: E402

@@ -1,4 +1,4 @@
-"""Splitting a dump into byte ranges (rdbspec.splits) and reading them one by one gives
+"""Splitting a dump into byte ranges (rdbspec.read.splits) and reading them one by one gives
 exactly the rows of reading the file whole, for every table of the Spark source."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
 import rdbspec  # noqa: E402
-from rdbspec import splits  # noqa: E402
-from rdbspec.spark.source import (  # noqa: E402
+from rdbspec.read import splits
+from rdbspec.read.splits import Split, plan
+from rdbspec.read.values import STREAM_KINDS
+from rdbspec.spark.source import (
     STREAM_PARTS,
     STREAM_TABLES,
     TABLES,
@@ -24,8 +26,6 @@ from rdbspec.spark.source import (  # noqa: E402
     plan_splits,
     read_split,
 )
-from rdbspec.splits import Split, plan  # noqa: E402
-from rdbspec.values import STREAM_KINDS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import split_dump  # noqa: E402

@@ -14,32 +14,24 @@ import pytest
 import rdbspec
 from rdbspec import cli
 from rdbspec.errors import ChecksumError
-from rdbspec.stream_commands.commands import Context, dump_lookup, execute
-from rdbspec.stream_commands.groups import group_lag, xpending
-from rdbspec.stream_commands.ranges import xrange, xread, xrevrange
-from rdbspec.stream_commands.reply import render_json, render_text, repr_bytes, to_resp2
-from rdbspec.stream_commands.rules import (
+from rdbspec.read.streams import Consumer, ConsumerGroup, EntryColumns, NodeEntries, PendingEntry, Stream, StreamNode
+from rdbspec.server.numbers import MASK64, string2ull
+from rdbspec.server.streams import (
     MAX_ID,
     VALKEY_9,
     CommandError,
     decr_id,
+    group_lag,
     incr_id,
     parse_id,
     parse_interval,
     parse_range,
-    string2ull,
 )
+from rdbspec.stream_commands.commands import Context, dump_lookup, execute
+from rdbspec.stream_commands.groups import xpending
+from rdbspec.stream_commands.ranges import xrange, xread, xrevrange
+from rdbspec.stream_commands.reply import render_json, render_text, repr_bytes, to_resp2
 from rdbspec.stream_commands.xinfo import xinfo_stream
-from rdbspec.streams import (
-    MASK64,
-    Consumer,
-    ConsumerGroup,
-    EntryColumns,
-    NodeEntries,
-    PendingEntry,
-    Stream,
-    StreamNode,
-)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

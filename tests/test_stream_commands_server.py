@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 import rdbspec
+from rdbspec.read.streams import Stream
+from rdbspec.server.numbers import MASK64
+from rdbspec.server.streams import CommandError
 from rdbspec.stream_commands.commands import WRONG_TYPE, Context, dump_context, execute
 from rdbspec.stream_commands.reply import to_resp2
-from rdbspec.stream_commands.rules import CommandError
-from rdbspec.streams import MASK64, Stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -18,27 +18,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "rdbspec"
 
-# From the bytes up. A new module goes in the lowest layer whose modules it needs.
+# From the bytes up: each layer its packages (a module is in the layer of the package it is in).
+# A new package goes in the lowest layer whose packages it needs.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"rdbspec.errors", "rdbspec.source", "rdbspec.checksum", "rdbspec.primitives",
-                    "rdbspec.backend", "rdbspec.generations"}),
-    ("value decoding", {"rdbspec.values", "rdbspec.streams", "rdbspec.dragonfly"}),
-    ("the dump", {"rdbspec.api"}),
-    ("consumers", {"rdbspec.jsonl", "rdbspec.splits", "rdbspec.parallel", "rdbspec.layouts", "rdbspec.memory",
-                   "rdbspec.memory.allocators", "rdbspec.memory.rax", "rdbspec.memory.redis", "rdbspec.memory.valkey",
-                   "rdbspec.writer",
-                   "rdbspec.convert", "rdbspec.edits", "rdbspec.rewrite",
-                   "rdbspec.stream_commands", "rdbspec.stream_commands.rules", "rdbspec.stream_commands.ranges",
-                   "rdbspec.stream_commands.groups", "rdbspec.stream_commands.xinfo",
-                   "rdbspec.stream_commands.commands", "rdbspec.stream_commands.reply",
-                   "rdbspec.stream_commands.edit", "rdbspec.stream_commands.changes",
-                   "rdbspec.stream_commands.delivery",
-                   "rdbspec.spark", "rdbspec.spark.options", "rdbspec.spark.dumps", "rdbspec.spark.source",
-                   "rdbspec.spark.entries", "rdbspec.spark.launch", "rdbspec.spark.report",
-                   "rdbspec.report", "rdbspec.report.prefixes", "rdbspec.report.data", "rdbspec.report.svg",
-                   "rdbspec.report.html"}),
-    ("command line", {"rdbspec.command_line", "rdbspec.cli", "rdbspec.__main__", "rdbspec.stream_commands.cli",
-                      "rdbspec.spark.pipeline", "rdbspec.report.cli"}),
+    ("the errors", {"rdbspec.errors"}),
+    ("the server's rules", {"rdbspec.server"}),
+    ("reading", {"rdbspec.read"}),
+    ("writing", {"rdbspec.write"}),
+    ("outputs of a read", {"rdbspec.jsonl", "rdbspec.memory"}),
+    ("stream commands", {"rdbspec.stream_commands"}),
+    ("rewriting", {"rdbspec.rewrite"}),
+    ("reports", {"rdbspec.report", "rdbspec.spark"}),
+    ("command line", {"rdbspec.cli", "rdbspec.__main__"}),
     ("public face", {"rdbspec"}),
 ]
 # The only imports made inside a function: (importer, module). Of a module that imports pyspark,
@@ -49,18 +40,26 @@ LAYERS: list[tuple[str, set[str]]] = [
 # (about 25 ms a command); and of the public face's writing side (`rdbspec.Writer`...), loaded
 # when first asked for, so that every `import rdbspec.<module>` does not load the writers.
 DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
-            ("rdbspec.spark.pipeline", "rdbspec.spark.launch"),
-            ("rdbspec.cli", "rdbspec.convert"), ("rdbspec.cli", "rdbspec.edits"), ("rdbspec.cli", "rdbspec.rewrite"),
-            ("rdbspec.report.cli", "rdbspec.report.html"),
-            ("rdbspec.spark.pipeline", "rdbspec.report.html"), ("rdbspec.spark.pipeline", "rdbspec.report.data"),
-            ("rdbspec.spark.pipeline", "rdbspec.spark.report"), ("rdbspec.spark.pipeline", "rdbspec.spark.dumps"),
-            ("rdbspec.stream_commands.cli", "rdbspec.stream_commands.commands"),
-            ("rdbspec.stream_commands.cli", "rdbspec.stream_commands.reply"),
-            ("rdbspec", "rdbspec.writer"), ("rdbspec", "rdbspec.layouts"), ("rdbspec", "rdbspec.stream_commands.edit")}
-LAYER_OF = {module: rank for rank, (_, modules) in enumerate(LAYERS) for module in modules}
+            ("rdbspec.cli.pipeline", "rdbspec.spark.launch"), ("rdbspec.cli.pipeline", "rdbspec.spark.report"),
+            ("rdbspec.cli.pipeline", "rdbspec.spark.dumps"),
+            ("rdbspec.cli.pipeline", "rdbspec.report.html"), ("rdbspec.cli.pipeline", "rdbspec.report.data"),
+            ("rdbspec.cli", "rdbspec.write.convert"), ("rdbspec.cli", "rdbspec.rewrite"),
+            ("rdbspec.cli", "rdbspec.rewrite.command_file"),
+            ("rdbspec.cli.report", "rdbspec.report.html"),
+            ("rdbspec.cli.streams", "rdbspec.stream_commands.commands"),
+            ("rdbspec.cli.streams", "rdbspec.stream_commands.reply"),
+            ("rdbspec", "rdbspec.write.writer"), ("rdbspec", "rdbspec.write.layouts"),
+            ("rdbspec", "rdbspec.write.stream")}
+PACKAGE_LAYER = {package: rank for rank, (_, packages) in enumerate(LAYERS) for package in packages}
 # The stream commands' modules, each importing only the ones before it.
-STREAM_COMMANDS = [f"rdbspec.stream_commands.{m}" for m in ("rules", "ranges", "groups", "xinfo", "commands", "reply",
-                                                             "cli")]
+STREAM_COMMANDS = [f"rdbspec.stream_commands.{m}" for m in ("ranges", "groups", "xinfo", "commands", "reply",
+                                                             "changes", "delivery")]
+
+
+def package_of(module: str) -> str:
+    """The package of LAYERS that `module` is in: the longest that names it or a parent of it."""
+    parts = module.split(".")
+    return next(".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in PACKAGE_LAYER)
 
 
 def module_name(path: Path) -> str:
@@ -80,7 +79,7 @@ def is_module(name: str) -> bool:
 
 
 def imported_modules(node: ast.Import | ast.ImportFrom, importer: str) -> list[str]:
-    """The modules an import statement loads (`from . import api` loads rdbspec.api)."""
+    """The modules an import statement loads (`from . import api` loads rdbspec.read.dumpfile)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if node.level:
@@ -130,9 +129,29 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 GRAPH = {module_name(path): imports_of(path)[0] for path in SOURCES}
 
 
-def test_every_module_has_a_layer() -> None:
-    assert sorted(set(GRAPH) - set(LAYER_OF)) == [], "add the new module to LAYERS (and to docs/architecture.md)"
-    assert sorted(set(LAYER_OF) - set(GRAPH)) == [], "LAYERS names a module that does not exist"
+LAYER_OF = {module: PACKAGE_LAYER[package_of(module)] for module in GRAPH}
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {module_name(path.parent) for path in PACKAGE.rglob("__init__.py")}
+    assert sorted(packages - set(PACKAGE_LAYER)) == [], "add the new package to LAYERS (and to docs/architecture.md)"
+    assert sorted(set(PACKAGE_LAYER) - set(GRAPH)) == [], "LAYERS names a package or module that does not exist"
+
+
+def test_every_package_is_installed() -> None:
+    """pyproject.toml names each package a wheel ships: a package left out installs without it."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {module_name(path.parent) for path in PACKAGE.rglob("__init__.py")}
+    assert sorted(packages - listed) == []
+
+
+def test_no_import_cycle_between_packages() -> None:
+    """Packages of one layer may import each other, one way only."""
+    edges = {(package_of(module), package_of(target)) for module, targets in GRAPH.items() for target in targets}
+    edges = {(a, b) for a, b in edges if a != b}
+    assert sorted((a, b) for a, b in edges if (b, a) in edges) == []
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -157,7 +176,7 @@ def test_every_deferred_import_is_made() -> None:
 def test_the_command_line_starts_without_spark() -> None:
     """`rdbspec` imports no pyspark until `pipeline` runs, and runs without it installed (an
     import of pyspark fails): `info` answers, `pipeline` says what to install (exit 69)."""
-    loaded = subprocess.run([sys.executable, "-c", "import sys, rdbspec.cli, rdbspec.spark, rdbspec.spark.pipeline; "
+    loaded = subprocess.run([sys.executable, "-c", "import sys, rdbspec.cli, rdbspec.spark, rdbspec.cli.pipeline; "
                              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow')))"],
                             capture_output=True, text=True, check=True).stdout
     assert loaded == "[]\n"
@@ -206,11 +225,11 @@ def test_generated_parsers_import_nothing_of_rdbspec() -> None:
 def test_stream_rules_load_without_the_command_line() -> None:
     """A writer of streams applies the same ID rules and error texts: importing them loads no
     command-line module."""
-    code = ("import sys, rdbspec.stream_commands.rules, rdbspec.stream_commands.commands; "
+    code = ("import sys, rdbspec.server.streams, rdbspec.stream_commands.commands; "
             "print(sorted(m for m in sys.modules if m.startswith('rdbspec')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "'rdbspec.stream_commands.rules'" in loaded
-    assert [m for m in sorted(dict(LAYERS)["command line"]) if repr(m) in loaded] == []
+    assert "'rdbspec.server.streams'" in loaded
+    assert [m for m in sorted(GRAPH) if package_of(m) == "rdbspec.cli" and repr(m) in loaded] == []
 
 
 def test_every_error_derives_from_the_one_base() -> None:

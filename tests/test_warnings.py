@@ -3,7 +3,7 @@ builders) and loaded into Debian's redis-server 7.0.15, with the default config 
 `sanitize-dump-payload yes`: what the server loads, rdbspec reads with a warning (stderr, counted by
 `info`, exit 0) and the offline commands answer what the server answers; what it refuses stays an
 error. Sources: redis src/rdb.c rdbLoadObject, t_stream.c streamValidateListpackIntegrity,
-listpack.c lpValidateIntegrity (see rdbspec/streams.py and spec/*.ksy `-rdbspec-warn`).
+listpack.c lpValidateIntegrity (see rdbspec/read/streams.py and spec/*.ksy `-rdbspec-warn`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 import rdbspec
-from rdbspec import streams
-from rdbspec.checksum import crc64
 from rdbspec.errors import EXIT_CODES
+from rdbspec.read import streams
+from rdbspec.read.checksum import crc64
+from rdbspec.read.streams import PendingEntries, PendingEntry
 from rdbspec.stream_commands.commands import Context, dump_lookup
-from rdbspec.streams import PendingEntries, PendingEntry
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dragonfly"))
@@ -234,7 +234,7 @@ def test_the_compiled_pel_resolution_gives_what_the_checked_one_gives() -> None:
                 if key.type_name != "stream":
                     continue
                 for g in key._body.value.groups:
-                    names = [rdbspec.primitives.text(c.name) for c in g.consumers]
+                    names = [rdbspec.read.elements.text(c.name) for c in g.consumers]
                     group = list(g.chunks_pel(64))
                     owned = [list(c.chunks_pel(64)) for c in g.consumers]
                     assert streams._stream_ids.group_pel(group, owned) == streams._pel(b"g", names, group, owned)

@@ -41,9 +41,9 @@ from typing import Any
 import pytest
 
 import rdbspec
-from rdbspec.layouts import ServerConfig
-from rdbspec.stream_commands.edit import Consumer, EditableStream, Group, Pending
-from rdbspec.writer import Writer
+from rdbspec.write.layouts import ServerConfig
+from rdbspec.write.stream import Consumer, EditableStream, Group, Pending
+from rdbspec.write.writer import Writer
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))

@@ -115,7 +115,7 @@ cdef class ModuleValue:
     def module_id(self):
         """The module type id: 9 chars × 6 bits, then encver in the low 10 bits (moduleTypeEncodeId).
         Decoding the name needs exact 64-bit arithmetic, which JavaScript numbers lack, so it is
-        left to the application (rdbspec.values.module_name).
+        left to the application (rdbspec.read.values.module_name).
 
         Read from the bytes on every access; not kept."""
         cdef Py_ssize_t pos, end

@@ -5,6 +5,9 @@ that wrote the dump (its AUX fields) or the one named.
 Two families of servers count differently: `redis.RedisModel` (Redis 6.0 to 8.x, Valkey 8.0:
 the value, the key's sds and a dictEntry) and `valkey.ValkeyModel` (Valkey 8.1 and later: the
 object holds its key, collections are hashtables of 64-byte buckets).
+
+Imports: the reading side, the server's rules and `rdbspec.write.layouts` (the encoding the server
+gives a value, which decides its cost).
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .. import api
-from ..generations import parse_version
-from ..layouts import ServerConfig
+from ..read import dumpfile
+from ..server.versions import parse_version
+from ..write.layouts import ServerConfig
 from .allocators import ALLOCATORS
 from .redis import RedisModel
 from .valkey import ValkeyModel
@@ -73,6 +76,6 @@ def model(server: Server, allocator: str = "jemalloc", config: ServerConfig | No
     return RedisModel(server.version, allocator, config)
 
 
-def model_for(dump: api.Dump, server: Server | None = None, allocator: str = "jemalloc") -> RedisModel:
+def model_for(dump: dumpfile.Dump, server: Server | None = None, allocator: str = "jemalloc") -> RedisModel:
     """The model of the server that wrote `dump`, or of `server`."""
     return model(server or server_of(dump.aux, dump.header.version), allocator)

@@ -39,21 +39,21 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .. import api
-from ..generations import Version
-from ..layouts import (
+from ..read import dumpfile
+from ..read.elements import text_lengths, values
+from ..read.streams import Stream
+from ..read.values import Packed
+from ..server.numbers import d2string, string2ll
+from ..server.versions import Version
+from ..write.layouts import (
     LIST_QUICKLIST,
     LIST_QUICKLIST_2,
     Layouts,
     ServerConfig,
-    d2string,
     intset_width,
     listpack_entry_bytes,
     stored,
 )
-from ..primitives import string2ll, text_lengths, values
-from ..streams import Stream
-from ..values import Packed
 from .allocators import ALLOCATORS, sds_bytes
 from .rax import STREAM_ID, rax_shape, stream_id_key
 
@@ -151,16 +151,16 @@ class RedisModel:
         self.generation = generation_of(self.version)
         self._nodes: dict[int, float] = {}
 
-    def usage(self, record: api.KeyRecord) -> int:
+    def usage(self, record: dumpfile.KeyRecord) -> int:
         """The key's bytes: its value's, its name's sds and its dictEntry."""
         return self.value_usage(record) + self.sds(len(record.key)) + DICT_ENTRY
 
-    def value_usage(self, record: api.KeyRecord) -> int:
+    def value_usage(self, record: dumpfile.KeyRecord) -> int:
         """objectComputeSize of the value as loaded (a module value: the object alone)."""
         measured = record.type_name in MEASURED_TYPES
         return round(self.robj(record) + (getattr(self, record.type_name)(record) if measured else 0))
 
-    def robj(self, record: api.KeyRecord) -> int:
+    def robj(self, record: dumpfile.KeyRecord) -> int:
         """The object, as objectComputeSize counts it (sizeof(robj))."""
         return ROBJ
 
@@ -169,7 +169,7 @@ class RedisModel:
 
     # -- strings ---------------------------------------------------------------------------------
 
-    def string(self, record: api.KeyRecord) -> float:
+    def string(self, record: dumpfile.KeyRecord) -> float:
         """Beyond the object: an integer nothing, an EMBSTR the rest of its allocation (6.x its
         length and 2), a RAW string its sds."""
         data = record.value
@@ -187,7 +187,7 @@ class RedisModel:
         """The allocation of the listpack lpAppend builds from `entries` (ints and bytes)."""
         return self.size(EMPTY_LISTPACK + sum(map(listpack_entry_bytes, entries)))
 
-    def _packed(self, record: api.KeyRecord) -> int | None:
+    def _packed(self, record: dumpfile.KeyRecord) -> int | None:
         """The value's one container, as read or (7.0+, a ziplist or zipmap) turned into a
         listpack of the same entries; None when the value is in no container."""
         sizes = record.containers()
@@ -205,7 +205,7 @@ class RedisModel:
     def _fits(elements: Sequence[bytes], entries: int, value: int) -> bool:
         return len(elements) <= entries and all(len(e) <= value for e in elements)
 
-    def list(self, record: api.KeyRecord) -> float:
+    def list(self, record: dumpfile.KeyRecord) -> float:
         g = self.generation
         if record.encoding != "quicklist" or (record.rdb_type == LIST_QUICKLIST_2 and not g.listpacks):
             nodes = Layouts(g.rdb_version, self.config).list_nodes(record.value)  # pushed one by one
@@ -219,14 +219,14 @@ class RedisModel:
             return self.size(nodes[0][1])
         return QUICKLIST + sum(g.quicklist_node + self.blob(size) for _, size in nodes)
 
-    def _dict_sized(self, record: api.KeyRecord, limit: int) -> Packed | None:
+    def _dict_sized(self, record: dumpfile.KeyRecord, limit: int) -> Packed | None:
         """A hashtable-encoded value of more elements than `limit`: the loader makes it a dict
         (or skiplist) whatever they hold, so the lengths of its elements, read a chunk at a time,
         are all that counts; None for any other value."""
         packed = record.packed(after_value=True)
         return packed if packed is not None and packed.count is not None and packed.count > limit else None
 
-    def set(self, record: api.KeyRecord) -> float:
+    def set(self, record: dumpfile.KeyRecord) -> float:
         packed = self._packed(record)
         if packed is not None:
             return packed
@@ -251,7 +251,7 @@ class RedisModel:
         slots = dict_slots(count, converted_at, expand_at_once=True)
         return self.generation.dict + POINTER * slots + sum(n * (DICT_ENTRY + self.sds(m)) for m, n in lengths.items())
 
-    def hash(self, record: api.KeyRecord) -> float:
+    def hash(self, record: dumpfile.KeyRecord) -> float:
         packed = self._packed(record)
         if packed is not None:
             return packed
@@ -274,7 +274,7 @@ class RedisModel:
         return (self.generation.dict + POINTER * slots
                 + sum(n * (DICT_ENTRY + self.sds(f) + self.sds(v)) for (f, v), n in lengths.items()))
 
-    def zset(self, record: api.KeyRecord) -> float:
+    def zset(self, record: dumpfile.KeyRecord) -> float:
         packed = self._packed(record)
         if packed is not None:
             return packed
@@ -311,7 +311,7 @@ class RedisModel:
         and 240 ("a fixed overhead due to the aux data pointer, children...") a node."""
         return len(keys) * STREAM_ID + len(rax_shape(keys)) * (RAX_NODE + RAX_NODE_AUX)
 
-    def stream(self, record: api.KeyRecord) -> float:
+    def stream(self, record: dumpfile.KeyRecord) -> float:
         """The stream, its tree of nodes and their listpacks; per group its struct, its PEL's tree
         and NACKs; per consumer its struct, name and PEL's tree."""
         stream: Stream = record.value
@@ -345,7 +345,7 @@ _LEVELS = [(level, (1 - SKIPLIST_P) * SKIPLIST_P ** (level - 1)) for level in ra
 _LEVELS.append((SKIPLIST_MAXLEVEL, 1 - sum(p for _, p in _LEVELS)))
 
 
-def _entries(record: api.KeyRecord) -> list[int | bytes]:
+def _entries(record: dumpfile.KeyRecord) -> list[int | bytes]:
     """The entries of a ziplist or zipmap value (ints and bytes as stored); a zipmap's, which
     keeps them otherwise, from its pairs."""
     packed = record.packed(after_value=True)

@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-from .. import api
-from ..primitives import string2ll
+from ..read import dumpfile
+from ..server.numbers import string2ll
 from .allocators import sds_bytes as redis_sds_bytes
 from .rax import rax_shape
 from .redis import SKIPLIST_LEVEL, Generation, RedisModel
@@ -99,26 +99,26 @@ class ValkeyModel(RedisModel):
         super().__post_init__()
         self.generation = VALKEY
 
-    def usage(self, record: api.KeyRecord) -> int:
+    def usage(self, record: dumpfile.KeyRecord) -> int:
         return self.value_usage(record)
 
     def sds(self, length: int) -> int:
         return self.size(sds_bytes(length))
 
-    def _key_bytes(self, record: api.KeyRecord) -> int:
+    def _key_bytes(self, record: dumpfile.KeyRecord) -> int:
         expiry = record.expire_at_ms is not None or len(record.key) >= EXPIRY_KEY_BYTES
         return KEY_PREFIX + sds_bytes(len(record.key)) + EXPIRY * expiry
 
-    def robj(self, record: api.KeyRecord) -> int:
+    def robj(self, record: dumpfile.KeyRecord) -> int:
         if record.type_name == "string":
             return 0  # `string` counts the object, which may hold the value
         return self._object(record)
 
-    def _object(self, record: api.KeyRecord) -> int:
+    def _object(self, record: dumpfile.KeyRecord) -> int:
         """The object with its value pointer, key and expiry."""
         return self.size(OBJECT_HEADER + VALUE_POINTER + self._key_bytes(record))
 
-    def string(self, record: api.KeyRecord) -> float:
+    def string(self, record: dumpfile.KeyRecord) -> float:
         """An integer: the object; an EMBSTR: the object holding the value; else the object and
         the value's sds."""
         data = record.value
@@ -136,7 +136,7 @@ class ValkeyModel(RedisModel):
     def dict_set(self, count: int, lengths: Counter, converted_at: int | None) -> float:
         return self.hashtable(count) + sum(n * self.sds(m) for m, n in lengths.items())
 
-    def hash(self, record: api.KeyRecord) -> float:
+    def hash(self, record: dumpfile.KeyRecord) -> float:
         """A hash with field TTLs is a hashtable whatever its size (a listpack holds none)."""
         ttls = record.field_expire_at_ms
         if not ttls:

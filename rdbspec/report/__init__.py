@@ -2,4 +2,6 @@
 
 `data` gathers the figures in bounded memory from plain rows (a dump, or the Spark tables),
 `prefixes` sums keys by prefix (also `rdbspec prefixes`), `svg` draws the charts, `html` lays out
-the page, `cli` registers the command."""
+the page; `rdbspec.cli.report` registers the command.
+
+Imports: the reading side, the server's rules, `rdbspec.jsonl` and `rdbspec.memory`."""

@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import api
-from ..generations import Version
 from ..jsonl import s
 from ..memory import RedisModel, Server
-from ..stream_commands.groups import group_lag
-from ..stream_commands.rules import signed64, stream_version
-from ..streams import ConsumerGroup, Stream, format_id
+from ..read import dumpfile
+from ..read.streams import ConsumerGroup, Stream, format_id
+from ..server.numbers import signed64
+from ..server.streams import group_lag, stream_version
+from ..server.versions import Version
 from .prefixes import FramedTree, PrefixNode, PrefixTree
 
 HOUR_MS = 3_600_000
@@ -288,16 +288,16 @@ def ctime_ms(seconds: int) -> int:
     return seconds * 1000 + 999
 
 
-def element_count(record: api.KeyRecord) -> int:
+def element_count(record: dumpfile.KeyRecord) -> int:
     """A key's elements, as `rdbspec keys` counts them: a stream's length, a container's members,
     1 for a string or a module value (`KeyRecord.count_elements`)."""
     count = record.count_elements()
     return 1 if count is None else count
 
 
-def from_dump(dump: api.Dump, model: RedisModel, builder: ReportBuilder, *,
-              keep: Callable[[api.KeyRecord], bool] | None = None, progress: Callable[[int], None] | None = None,
-              server: Server | None = None, records: Iterable[api.KeyRecord] | None = None) -> ReportBuilder:
+def from_dump(dump: dumpfile.Dump, model: RedisModel, builder: ReportBuilder, *,
+              keep: Callable[[dumpfile.KeyRecord], bool] | None = None, progress: Callable[[int], None] | None = None,
+              server: Server | None = None, records: Iterable[dumpfile.KeyRecord] | None = None) -> ReportBuilder:
     """Adds the keys of `dump` (or `records`, some of them) that `keep` selects (all without it),
     calling `progress` with each record's offset; streams' lags by the rules of `server` (a Redis
     version), else of their RDB type, and of Valkey 9 for a Valkey `server` or a VALKEY-magic dump."""

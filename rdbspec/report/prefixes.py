@@ -9,7 +9,7 @@ of level 1 to every key.
 `max_nodes` bounds the memory a tree holds: once it has that many prefixes, a key whose prefix
 is new is counted in its parent's `other` node (a prefix of its own, not split further).
 
-Trees of consecutive parts of the keys (read by several workers: `rdbspec.parallel`) add up with
+Trees of consecutive parts of the keys (read by several workers: `rdbspec.read.parallel`) add up with
 `merge` to the tree of all of them, as long as each tree merged never reached its `max_nodes`:
 which prefixes a bounded tree keeps depends on the order they came in, so such a tree records it.
 Once a bounded tree is full its prefixes stay what they are: the keys after can be counted apart

@@ -1,10 +1,13 @@
 """PySpark integration: the ``rdb`` data source (`source`), a ready session (`launch.session`) and the
-``rdbspec pipeline`` command (`pipeline`). Needs the ``spark`` extra (pyspark >= 4.0, pyarrow, pandas).
+``rdbspec pipeline`` command (`rdbspec.cli.pipeline`). Needs the ``spark`` extra (pyspark >= 4.0, pyarrow, pandas).
 
 Importing this package imports no pyspark: `session`, `JavaMissingError`, `register` and
 `SCHEMAS` load their modules (and pyspark) when first asked for, so the command line, which
 registers the ``pipeline`` command, starts without Spark (about 80 ms) and runs without the
-extra installed."""
+extra installed.
+
+Imports: the reading side, the server's rules, `rdbspec.memory`, `rdbspec.rewrite` (the dumps
+table's conversion) and `rdbspec.report` (the pipeline's page)."""
 
 from __future__ import annotations
 

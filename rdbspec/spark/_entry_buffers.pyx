@@ -14,8 +14,8 @@ from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 
 from array import array as _array
 
-from rdbspec._elements cimport check_entry_columns, element_bytes
-from rdbspec._out cimport Out, put, put_u64
+from rdbspec.read._elements cimport check_entry_columns, element_bytes
+from rdbspec.jsonl._out cimport Out, put, put_u64
 from rdbspec_generated.native._columns cimport KIND_INT, RaggedColumns, ScalarColumns
 
 

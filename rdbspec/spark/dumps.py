@@ -15,18 +15,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import api, dragonfly, rewrite
-from ..convert import TARGETS, Converter
-from ..errors import (
-    EXIT_CODES,
-    RdbError,
-    UnwritableError,
-    WriteError,
-    exit_code,
-    file_error_line,
-    internal_error_line,
-)
-from .options import DUMPS_DIR, ReadOptions  # noqa: F401 - DUMPS_DIR: where the jobs write
+from .. import rewrite
+from ..errors import EXIT_CODES, RdbError, UnwritableError, WriteError, exit_code, file_error_line, internal_error_line
+from ..read import dragonfly, dumpfile
+from ..write.convert import TARGETS, Converter
+from .options import ReadOptions
 
 
 @dataclass(frozen=True)
@@ -56,7 +49,7 @@ class _Filters:
     def __init__(self, options: ReadOptions):
         self.options = options
 
-    def keeps(self, record: api.KeyRecord) -> bool:
+    def keeps(self, record: dumpfile.KeyRecord) -> bool:
         return self.options.selects(record)
 
 

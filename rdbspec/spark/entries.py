@@ -24,8 +24,8 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
-from ..primitives import texts
-from ..streams import EntryColumns
+from ..read.elements import texts
+from ..read.streams import EntryColumns
 
 try:  # compiled by setup.py from _entry_buffers.pyx; absent without a C compiler
     from . import _entry_buffers

@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .. import api, dragonfly
-from ..dragonfly import SUMMARY_NAME
 from ..memory import ALLOCATORS, Server, parse_server
+from ..read import dragonfly, dumpfile
+from ..read.dragonfly import SUMMARY_NAME
 
 # the tables of `source.SCHEMAS`, in that order
 TABLES = ("keys", "streams", "stream_entries", "stream_groups", "stream_pending", "stream_consumers", "aux", "files")
@@ -63,7 +63,7 @@ def _listdir(directory: str, name_glob: str) -> list[str]:
 def _set_files(path: str) -> list[str]:
     """A DFS file stands for its whole set (summary and shards); any other file for itself."""
     if os.path.isfile(path) and dragonfly.is_dfs(path):
-        return [str(p) for p in api.snapshot_files(path)]
+        return [str(p) for p in dumpfile.snapshot_files(path)]
     return [path]
 
 

@@ -18,7 +18,7 @@ or a directory holding a set) is read as its summary and shard files, each file 
 task per shard. A missing or extra shard file fails the query, naming it.
 
 Partitioning: one task per file, except that a file over ``splitSize`` bytes is split by a
-fast index pass on the driver (``rdbspec.splits``: the offsets of key records, stepping over
+fast index pass on the driver (``rdbspec.read.splits``: the offsets of key records, stepping over
 values without decoding them) into byte ranges that separate tasks parse; for
 ``stream_entries``, a stream key over ``splitSize`` is further split into ranges of its
 listpack nodes; for the stream tables, the byte ranges holding no stream key (which the index
@@ -101,13 +101,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .. import api, backend, memory
+from .. import memory
 from ..errors import RdbError, RdbspecError, as_internal, file_error_line, internal_error_line
-from ..splits import Split, plan, read_nodes
-from ..stream_commands.groups import group_lag
-from ..stream_commands.rules import stream_version
-from ..streams import EntryColumns
-from ..values import STREAM_KINDS
+from ..read import backend, dumpfile
+from ..read.splits import Split, plan, read_nodes
+from ..read.streams import EntryColumns
+from ..read.values import STREAM_KINDS
+from ..server.streams import group_lag, stream_version
 from .entries import entry_batch
 from .options import STREAM_TABLES, TABLES, ReadOptions, option, resolve_paths
 
@@ -324,7 +324,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
     dump = None
     records = 0
     try:
-        dump = api.open(path, verify_checksum=opts.verify_checksum, whole_set=False)
+        dump = dumpfile.open(path, verify_checksum=opts.verify_checksum, whole_set=False)
         if split.start is not None:
             dump.seek(split.start, split.db)
         per_key = table not in ("aux", "files")

@@ -11,19 +11,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..generations import Version
-from ..streams import MASK64, SCG_INVALID_ENTRIES_READ, StreamId
-from .edit import Consumer, EditableStream, Group
-from .rules import (
+from ..server.numbers import MASK64
+from ..server.streams import (
     MAX_ID,
     NO_KEY,
+    SCG_INVALID_ENTRIES_READ,
     SYNTAX,
     ZERO_ID,
     CommandError,
+    StreamId,
     incr_id,
     parse_id,
     parse_int,
 )
+from ..server.versions import Version
+from ..write.stream import Consumer, EditableStream, Group
 
 Lookup = Callable[[bytes, bool], "EditableStream | None"]  # (key, create) -> the stream; WRONGTYPE raised
 

@@ -8,12 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import api
-from ..generations import Version
-from ..streams import Stream
-from .groups import find_group, xpending, xpending_summary
-from .ranges import iter_range, take, xread, xread_id
-from .rules import (
+from ..read import dumpfile
+from ..read.streams import Stream
+from ..server.streams import (
     NO_KEY,
     SYNTAX,
     VALKEY_9,
@@ -24,6 +21,9 @@ from .rules import (
     parse_range,
     stream_version,
 )
+from ..server.versions import Version
+from .groups import find_group, xpending, xpending_summary
+from .ranges import iter_range, take, xread, xread_id
 from .xinfo import xinfo_consumers, xinfo_groups, xinfo_stream
 
 
@@ -200,12 +200,12 @@ def execute(ctx: Context, argv: Sequence[str | bytes]) -> Any:
     return handler(ctx, args)
 
 
-def dump_context(dump: api.Dump, lookup: Lookup, now_ms: int, as_version: Version | None = None) -> Context:
+def dump_context(dump: dumpfile.Dump, lookup: Lookup, now_ms: int, as_version: Version | None = None) -> Context:
     """The context of commands over `dump`: Valkey 9's replies for a VALKEY-magic file."""
     return Context(lookup, now_ms, as_version, valkey=dump.header.magic.startswith("VALKEY"))
 
 
-def dump_lookup(dump: api.Dump, db: int, keys: Sequence[bytes], now_ms: int) -> Lookup:
+def dump_lookup(dump: dumpfile.Dump, db: int, keys: Sequence[bytes], now_ms: int) -> Lookup:
     """Reads the dump once, keeping the values of `keys` in `db`; keys expired at now_ms are
     missing, as for the server. Unless the dump was opened without checksum verification, the
     checksum is verified as the server does on load (redis src/rdb.c rdbLoadRioWithLoadingCtx):

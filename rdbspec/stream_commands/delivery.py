@@ -16,11 +16,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..streams import StreamId
+from ..server.numbers import INT64_MAX
+from ..server.streams import (
+    MAX_ID,
+    NEWEST_LAG,
+    SYNTAX,
+    ZERO_ID,
+    CommandError,
+    StreamId,
+    estimate_entries_read,
+    has_tombstones_from,
+    incr_id,
+    parse_int,
+    parse_interval,
+)
+from ..write.stream import Consumer, EditableStream, Group, Pending
 from .changes import StreamEdit, strict_id
-from .edit import Consumer, EditableStream, Group, Pending
-from .groups import NEWEST_LAG, estimate_entries_read, has_tombstones_from
-from .rules import INT64_MAX, MAX_ID, SYNTAX, ZERO_ID, CommandError, incr_id, parse_int, parse_interval
 
 # -- XREADGROUP ----------------------------------------------------------------------------------
 

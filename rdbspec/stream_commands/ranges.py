@@ -6,9 +6,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
-from ..generations import Version
-from ..streams import EntryColumns, Stream, StreamEntry, StreamId, walk_nodes
-from .rules import MAX_ID, ZERO_ID, CommandError, arg_bytes, decr_id, incr_id, parse_id, parse_range
+from ..read.streams import EntryColumns, Stream, StreamEntry, walk_nodes
+from ..server.streams import MAX_ID, ZERO_ID, CommandError, StreamId, arg_bytes, decr_id, incr_id, parse_id, parse_range
+from ..server.versions import Version
 
 
 def _key(stream_id: StreamId) -> int:
@@ -83,12 +83,6 @@ def last_valid_id(stream: Stream) -> StreamId:
     for row, cols in _live(stream, range(len(stream.nodes) - 1, -1, -1), rev=True):
         return cols.ms[row], cols.seq[row]
     return ZERO_ID
-
-
-def first_valid_id(stream: Stream) -> StreamId | None:
-    for row, cols in _live(stream, range(len(stream.nodes)), rev=False):
-        return cols.ms[row], cols.seq[row]
-    return None
 
 
 def xread_id(stream: Stream | None, arg: str | bytes, version: Version = (7, 2), valkey: bool = False) -> StreamId:

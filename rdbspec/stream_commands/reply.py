@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ..jsonl import s
-from ..streams import StreamEntry, format_id
+from ..read.streams import StreamEntry, format_id
 from .groups import PendingRow, PendingSummary
 
 

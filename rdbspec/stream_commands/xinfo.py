@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..generations import Version
-from ..streams import Consumer, ConsumerGroup, Stream, format_id
-from .groups import group_entries_read, group_lag, loaded
+from ..read.streams import Consumer, ConsumerGroup, Stream, format_id
+from ..server.numbers import signed64
+from ..server.streams import MAX_ID, ZERO_ID, group_entries_read, group_lag, loaded, stream_version
+from ..server.versions import Version
 from .ranges import iter_range, take
-from .rules import MAX_ID, ZERO_ID, signed64, stream_version
 
 IDMP_DEFAULTS = (100, 100)  # stream-idmp-duration / stream-idmp-maxsize defaults (8.6)
 

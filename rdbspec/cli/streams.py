@@ -10,9 +10,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .. import api
-from ..command_line import AnyCaseSubParsers, error_line, parse_version
 from ..errors import RdbError, exit_code, print_warnings
+from ..read import dumpfile
+from .common import AnyCaseSubParsers, error_line, parse_version
 
 XREAD_WORDS = (b"count", b"streams")  # where XREAD's own syntax starts, in any case
 
@@ -57,14 +57,14 @@ def _keys_of(argv: Sequence[bytes]) -> list[bytes]:
 
 def run(args: argparse.Namespace) -> int:
     """A stream subcommand: 0, 1 with the server's error on stderr, or the dump's exit code."""
-    from .commands import CommandError, dump_context, dump_lookup, execute  # loaded by the command that runs
-    from .reply import render_json, render_text
+    from ..stream_commands.commands import CommandError, dump_context, dump_lookup, execute
+    from ..stream_commands.reply import render_json, render_text
 
     now_ms = args.now if args.now is not None else int(time.time() * 1000)
     argv = _argv(args)
     dump = None
     try:
-        with api.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
+        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
             lookup = dump_lookup(dump, args.db, _keys_of(argv), now_ms)
             reply = execute(dump_context(dump, lookup, now_ms, args.as_version), argv)
     except CommandError as err:

@@ -71,16 +71,3 @@ def text_lengths(items, start: int, step: int, second: int = -1) -> Sequence[int
         return firsts
     return [a << 32 | len(b) for a, b in zip(firsts, texts(items[second::step]))]
 
-
-def string2ll(data: bytes) -> int | None:
-    """The number `data` is the decimal text of, in the one form the server turns back into the
-    same text (redis src/util.c string2ll: no sign but '-', no leading zero, no space, a long
-    long); None for any other text. What decides an integer encoding (rdbTryIntegerEncoding,
-    listpack and intset entries) and an integer argument of a command."""
-    if not data or len(data) > 20 or not data.isascii():
-        return None
-    digits = data[1:] if data[:1] == b"-" else data
-    if not digits.isdigit() or (digits[:1] == b"0" and data != b"0"):
-        return None
-    number = int(data)
-    return number if -(1 << 63) <= number < 1 << 63 else None  # string2ll: a long long

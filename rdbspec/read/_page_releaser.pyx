@@ -1,6 +1,6 @@
 # cython: language_level=3
 """Drops the pages of the mapped dumps from the resident set every few milliseconds
-(rdbspec.source.RELEASE_EVERY_S), from a C thread that never takes the GIL.
+(rdbspec.read.source.RELEASE_EVERY_S), from a C thread that never takes the GIL.
 
 Why C: a page of a mapping that the parser has read counts in the process's resident set until
 it is unmapped or released (madvise MADV_DONTNEED: the kernel's page cache keeps the page, and
@@ -13,7 +13,7 @@ mapping is tracked.
 Why it is safe:
 * It madvises only the ranges in its table, with `lock` held; `untrack` takes the range out
   under the same lock, so once `untrack` returns no madvise of that range runs or will run,
-  and the mapping may be closed (rdbspec.source untracks before any close).
+  and the mapping may be closed (rdbspec.read.source untracks before any close).
 * The table holds a reference to each tracked mapping (never a buffer export, so mmap.close()
   still works), so no tracked range is unmapped by deallocation, at interpreter exit neither.
 * fork: `lock` is taken around fork (pthread_atfork), so the child gets it unlocked; the thread

@@ -37,7 +37,7 @@ never writes IDMP (26) data, and its checksum is always zero.
 DFS sets (notes §9.1; src/server/detail/save_stages_controller.cc SaveStagesController::SaveDfs,
 ExtendDfsFilenameWithShard, src/server/detail/snapshot_storage.cc): `<name>-summary.dfs` holds
 the global AUX (`lua` scripts, `shard-count`...) and no keys; `<name>-NNNN.dfs` holds shard NNNN.
-`rdbspec.api.DfsDump` presents the set as one dump.
+`rdbspec.read.dumpfile.DfsDump` presents the set as one dump.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class RecordExpander:
     """Dragonfly's compressed blobs and tagged chunks expanded into the records they hold, as
     (record, start, end) items: a record from a blob or a reassembled entry has `start` = the
     blob's or the first chunk's offset and `end - start` = its own (uncompressed) size. The
-    reader (`api.Dump`) hands it each envelope record (`ENVELOPES`) and, at EOF, asks for the
+    reader (`dumpfile.Dump`) hands it each envelope record (`ENVELOPES`) and, at EOF, asks for the
     entries of chunk streams still open (`finish`)."""
 
     def __init__(self, rdb, parsers: str | None = None):

@@ -16,8 +16,8 @@ from typing import Any
 
 from rdbspec_generated.enums import ContainerKind, ModuleOpcode, ValueType
 
-from .errors import IntegrityError
-from .primitives import CHUNK_ROWS, container, pairs, text, texts, values
+from ..errors import IntegrityError
+from .elements import CHUNK_ROWS, container, pairs, text, texts, values
 from .streams import Stream
 
 # value kinds read by name here and elsewhere (the spec's `rdb::value_type`; Valkey HASH_2 and old

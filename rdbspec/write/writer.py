@@ -11,7 +11,7 @@ classes, `write_<id>` of the types written from their instances: spec/*.ksy with
 grammar does not say:
 
 * how a string is stored, and the encoding and order of a new key's elements
-  (`rdbspec.layouts`: the server's choices for a key made by one command, under the redis.conf
+  (`rdbspec.write.layouts`: the server's choices for a key made by one command, under the redis.conf
   limits of `ServerConfig`);
 * what comes before a key (rdbSaveKeyValuePair): EXPIRETIME_MS, IDLE (LRU seconds), FREQ (LFU
   counter), each when the key has one;
@@ -47,18 +47,19 @@ from rdbspec_generated import rdb as _rdb
 from rdbspec_generated._runtime import WriteInputs
 from rdbspec_generated.enums import ModuleOpcode, RecordKind
 
-from .api import FunctionLibrary, KeyRecord
-from .checksum import crc64_update
-from .errors import UnwritableError
-from .layouts import Layouts, ServerConfig, new_key_record, rdb_len, rdb_string, stream_type
-from .stream_commands.edit import EditableStream
-from .values import ModuleValue
+from ..errors import UnwritableError
+from ..read.checksum import crc64_update
+from ..read.dumpfile import FunctionLibrary, KeyRecord
+from ..read.values import ModuleValue
+from ..server.streams import stream_type
+from .layouts import Layouts, ServerConfig, new_key_record, rdb_len, rdb_string
+from .stream import EditableStream
 
-# module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*) by the names rdbspec.values gives them
+# module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*) by the names rdbspec.read.values gives them
 MODULE_OPCODES = {opcode.name.lower(): opcode for opcode in ModuleOpcode if opcode != ModuleOpcode.EOF}
 MASK64 = (1 << 64) - 1
 COPY_CHUNK = 16 << 20  # bytes written (and checksummed) a call when copying: a mapped span is never copied whole
-DumpBuffer = bytes | mmap  # what a dump is read from (`rdbspec.source.Source.buffer`)
+DumpBuffer = bytes | mmap  # what a dump is read from (`rdbspec.read.source.Source.buffer`)
 
 
 class Writer:

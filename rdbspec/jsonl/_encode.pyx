@@ -30,8 +30,8 @@ from libc.string cimport memcpy, strlen
 
 from rdbspec_generated.native._columns cimport KIND_DOUBLE, KIND_INT, RaggedColumns, ScalarColumns
 
-from ._elements cimport check_entry_columns, element_bytes
-from ._out cimport Out, put, put_u64, reserve
+from rdbspec.read._elements cimport check_entry_columns, element_bytes
+from rdbspec.jsonl._out cimport Out, put, put_u64, reserve
 
 
 cdef extern from "_shortest_double.h":
@@ -500,7 +500,7 @@ cdef bint put_head(Out* out, record) except -1:
 
 
 cdef int put_entry(Out* out, object part, _Elements elements, Py_ssize_t k) except -1:
-    """Entry `k` of a container as `primitives.scalar` gives it, serialized: from the columns
+    """Entry `k` of a container as `rdbspec.read.elements.scalar` gives it, serialized: from the columns
     (`elements`, native backend) or the list (`part`, Python backend)."""
     if elements is not None:
         return elements.put(out, k)

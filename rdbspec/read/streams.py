@@ -32,8 +32,10 @@ from rdbspec_generated import WarningSink, collecting, current_sink
 from rdbspec_generated.enums import EntryFlag
 from rdbspec_generated.rdb_string import RdbLen
 
-from .errors import IntegrityError, InternalError, RdbError
-from .primitives import CHUNK_ROWS, container, text, texts, values
+from ..errors import IntegrityError, InternalError, RdbError
+from ..server.numbers import MASK64
+from ..server.streams import UNKNOWN_ENTRIES_READ, StreamId
+from .elements import CHUNK_ROWS, container, text, texts, values
 
 try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
     from rdbspec_generated.native._columns import ScalarColumns
@@ -42,12 +44,8 @@ try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
 except ImportError:
     _stream_ids = None  # type: ignore[assignment]
 
-MASK64 = (1 << 64) - 1
-StreamId = tuple[int, int]
 # an entry's flag bits (the spec's `stream::entry_flag`), as the numbers its flags are read and written as
 FLAG_DELETED, FLAG_SAMEFIELDS = int(EntryFlag.DELETED), int(EntryFlag.SAMEFIELDS)
-SCG_INVALID_ENTRIES_READ = -1  # redis src/stream.h: a group's entries_read the server does not know
-UNKNOWN_ENTRIES_READ = SCG_INVALID_ENTRIES_READ & MASK64  # as rdbSaveLen saves it: a uint64
 LOADS_UNCHECKED = "redis src/rdb.c rdbLoadObject"  # where the warnings' checks are not made
 
 
@@ -425,6 +423,16 @@ class Stream:
     def entries(self, include_deleted: bool = False) -> Iterator[StreamEntry]:
         for _, got in self.node_entries():
             yield from got.columns.entries(include_deleted)
+
+    def first_live_id(self) -> StreamId | None:
+        """The first entry not deleted (streamGetEdgeID), decoding its nodes one at a time and
+        each on its own; None when every entry is deleted."""
+        for node in self.nodes:
+            cols = next(walk_nodes([node], self.origin, warn=self.warn))[1].columns
+            for row in range(len(cols)):
+                if not cols.deleted[row]:
+                    return cols.ms[row], cols.seq[row]
+        return None
 
     def columns(self) -> EntryColumns:
         """Every entry in one set of columns, built on first use and kept (random access by ID)."""

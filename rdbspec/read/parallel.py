@@ -1,14 +1,14 @@
 """One dump read on several cores (`rdbspec dump ... --jobs N`): byte ranges of the file decoded by
 forked worker processes, their results taken back in file order.
 
-The ranges are the splits of `rdbspec.splits` (each starts at a record boundary where a database
+The ranges are the splits of `rdbspec.read.splits` (each starts at a record boundary where a database
 is selected and no key metadata is pending; with `parts`, a key bigger than a range whose value
 may be read in parts, a stream, a quicklist or a hashtable-encoded value, is cut into ranges of
 its nodes or elements). The index pass that finds them runs in a process of its own,
 the planner, which hands each split over as soon as it is found, so that workers start while the
 pass goes on. Each range is read by a process forked for it: fork keeps the mapped file and all
 that the command set up, so nothing is pickled on the way in, and a worker reads the dump through
-its own `api.Dump` over the same mapping, seeked to its split. A worker writes the range's output
+its own `dumpfile.Dump` over the same mapping, seeked to its split. A worker writes the range's output
 to a temporary spool file and sends back, pickled through a pipe, its partial result, the
 warnings it met, what the records said about the dump (AUX fields, functions..., the checksum for
 the last range) and, if it failed, the one line and exit code that a single process would have
@@ -21,7 +21,7 @@ A stream split over several workers (`piece_nodes`) is checked as a single walk 
 worker walks its nodes from the last one before them that holds an entry (the IDs must ascend
 across the cut), and counts its live entries; the parent checks their sum against the stream's
 length after its last piece. The elements of another value read in parts have no rule across
-a cut: each worker reads its own (`api.KeyRecord.packed`).
+a cut: each worker reads its own (`dumpfile.KeyRecord.packed`).
 
 One process reads (`split_size` says None) with one job, from stdin, a Dragonfly dump (a DFS set,
 or a file whose compressed blobs carry state from record to record), without fork, or a file
@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, BinaryIO, NoReturn
 
-from . import api, splits
-from .errors import InternalError, RdbspecError, RdbWarning
+from ..errors import InternalError, RdbspecError, RdbWarning
+from . import dumpfile, splits
 from .splits import Split
 from .streams import NodeEntries, Stream, StreamNode, check_length, walk_nodes
 from .values import CUTS
@@ -70,12 +70,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def split_size(path: str, dump: api.Dump, jobs: int) -> int | None:
+def split_size(path: str, dump: dumpfile.Dump, jobs: int) -> int | None:
     """The size of the ranges that `jobs` processes read `dump` (opened on `path`) in, or None
     when one process reads it."""
-    if jobs < 2 or not hasattr(os, "fork") or isinstance(dump, api.DfsDump) or dump.header.dialect == "dragonfly":
+    if jobs < 2 or not hasattr(os, "fork") or isinstance(dump, dumpfile.DfsDump) or dump.header.dialect == "dragonfly":
         return None
-    if path == "-" or not os.path.isfile(path):  # stdin (api.open's "-") or a pipe, read once
+    if path == "-" or not os.path.isfile(path):  # stdin (dumpfile.open's "-") or a pipe, read once
         return None
     size = len(dump.source.buffer)
     forced = _forced_split_size()
@@ -94,11 +94,11 @@ def _forced_split_size() -> int | None:
     return int(forced) if forced.isdigit() and int(forced) > 0 else None
 
 
-def _first_key_size(dump: api.Dump) -> int:
+def _first_key_size(dump: dumpfile.Dump) -> int:
     """The bytes of the first key record of `dump` when no split can cut it (`values.CUTS`' can
     be cut between their nodes or elements); 0 for those or without a key. Read as the index
     pass reads it (`splits.key_records`), stepping over the value."""
-    with contextlib.suppress(api.RdbError):
+    with contextlib.suppress(dumpfile.RdbError):
         for _, size, _, value_kind, _ in splits.key_records(dump):  # the first one
             return 0 if value_kind in CUTS else size
     return 0
@@ -162,9 +162,9 @@ class Done:
 
 
 # (dump opened on the range, its key records, the piece, the spool) -> the range's result
-Work = Callable[[api.Dump, Iterator[api.KeyRecord], Piece, BinaryIO], Any]
+Work = Callable[[dumpfile.Dump, Iterator[dumpfile.KeyRecord], Piece, BinaryIO], Any]
 # (the exception a range ended with, the worker's dump or None) -> the failure it ends the command with
-Fail = Callable[[BaseException, "api.Dump | None"], Failure]
+Fail = Callable[[BaseException, "dumpfile.Dump | None"], Failure]
 
 
 def value_parts(jobs: int) -> int:
@@ -176,7 +176,7 @@ def value_parts(jobs: int) -> int:
     return jobs if _forced_split_size() is None else sys.maxsize
 
 
-def ranges(dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int = 0,
+def ranges(dump: dumpfile.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int = 0,
            progress: Callable[[int], None] | None = None) -> Iterator[Done]:
     """`work` over each range of `size` bytes of `dump` in a worker process (at most `jobs` at
     once), yielded in file order, a big value cut into at most `parts` ranges (`splits.cut`);
@@ -186,7 +186,7 @@ def ranges(dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: 
     return _Runner(dump, size, jobs, work, fail, parts, progress).run()
 
 
-def piece_nodes(record: api.KeyRecord, piece: Piece) -> Iterator[tuple[StreamNode, NodeEntries]]:
+def piece_nodes(record: dumpfile.KeyRecord, piece: Piece) -> Iterator[tuple[StreamNode, NodeEntries]]:
     """The nodes of a part split of `record` (a stream key), decoded and checked as a walk over all
     of them checks them (`Stream.node_entries`): the walk starts at the last node before them that
     holds an entry, so that their first ID is compared with the one before it (the warnings of
@@ -264,7 +264,7 @@ class _Runner:
     """The parent's side: the planner's splits in, workers forked for them, their outcomes out in
     file order."""
 
-    def __init__(self, dump: api.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int,
+    def __init__(self, dump: dumpfile.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int,
                  progress: Callable[[int], None] | None):
         self.dump, self.size, self.jobs, self.work, self.fail = dump, size, jobs, work, fail
         self.parts, self.progress = parts, progress
@@ -321,7 +321,7 @@ class _Runner:
         code = 1
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it
-            dump = api.Dump(self.dump.source, verify_checksum=False, parsers=self.dump.backend)
+            dump = dumpfile.Dump(self.dump.source, verify_checksum=False, parsers=self.dump.backend)
             for split in splits.cut(dump, self.dump.source.name, self.size, self.parts):
                 numbers = (split.start, split.end, split.db, *(split.part or (None, None, None)))
                 os.write(fd, " ".join("-" if n is None else str(n) for n in numbers).encode() + b"\n")
@@ -409,7 +409,7 @@ class _Runner:
         value = failure = None
         notes: dict[str, Any] = {}
         try:
-            dump = api.Dump(self.dump.source, self.dump.verify_checksum, self.dump.backend)
+            dump = dumpfile.Dump(self.dump.source, self.dump.verify_checksum, self.dump.backend)
             split = piece.split
             if split.start is not None:
                 dump.seek(split.start, split.db)
@@ -519,7 +519,7 @@ def _other_key(held: Split, split: Split) -> bool:
     return (split.start, split.end) != (held.start, held.end)
 
 
-def _reporting(records: Iterator[api.KeyRecord], shared: mmap.mmap, slot: int) -> Iterator[api.KeyRecord]:
+def _reporting(records: Iterator[dumpfile.KeyRecord], shared: mmap.mmap, slot: int) -> Iterator[dumpfile.KeyRecord]:
     """The records, each one's offset told to the parent (a worker's progress)."""
     for record in records:
         _OFFSET.pack_into(shared, slot * _OFFSET.size, record.offset)

@@ -4,13 +4,15 @@ or {"hex": ...}, stream IDs as "ms-seq" strings.
 The text is json.dumps(ensure_ascii=False, separators=(",", ":"))'s, byte for byte, written
 by orjson: floats are `Real`, which orjson hands to `_default` to be written as json.dumps
 writes them (1e-07, NaN; orjson writes 1e-7, null); what orjson refuses (an int beyond 64 bits)
-goes through json.dumps. When the compiled `rdbspec._jsonl_encode` was built, it writes the
+goes through json.dumps. When the compiled `rdbspec.jsonl._encode` was built, it writes the
 lines of string and list keys whole (`write_records`): a list, set, hash or sorted set still in
 its listpack, ziplist or intset entries, or read in chunks (`KeyRecord.packed`), straight from
 them, with no object per element (a line of parts read as they are iterated that grows past
 8 MB a part at a time, spooled: `write_record`); and `rdbspec keys`' rows (`write_rows`), a
 megabyte at a time, and a stream's entries a node at a time from its columns; else
 `record_json`, `entry_json` and `value_json` do (same bytes).
+
+Imports: the reading side and the server's rules.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from .api import KeyRecord
-from .streams import (
+from ..read.dumpfile import KeyRecord
+from ..read.streams import (
     ConsumerGroup,
     EntryColumns,
     EntryFields,
@@ -35,12 +37,12 @@ from .streams import (
     StreamEntry,
     format_id,
 )
-from .values import PACKERS, ModuleValue, Packed
+from ..read.values import PACKERS, ModuleValue, Packed
 
-try:  # compiled by setup.py from _jsonl_encode.pyx; absent without a C compiler
-    from . import _jsonl_encode
+try:  # compiled by setup.py from _encode.pyx; absent without a C compiler
+    from . import _encode
 except ImportError:
-    _jsonl_encode = None  # type: ignore[assignment]
+    _encode = None  # type: ignore[assignment]
 
 
 class Real(float):
@@ -102,12 +104,12 @@ def group_json(g: ConsumerGroup, serialized: bool = False) -> dict:
     compiled encoder where it is built."""
     pending = PendingEntries.of(g.pending)
     owned = [IdColumns.of(c.pending) for c in g.consumers]
-    if serialized and _jsonl_encode is not None:
+    if serialized and _encode is not None:
         texts = [dumps_bytes(s(name)) for name in pending.names]
-        entries: Any = orjson.Fragment(b"[" + _jsonl_encode.encode_pending(
+        entries: Any = orjson.Fragment(b"[" + _encode.encode_pending(
             pending.ids.ms, pending.ids.seq, pending.owners, pending.delivery_times_ms, pending.delivery_counts,
             texts) + b"]")
-        owned_json: Any = [orjson.Fragment(b"[" + _jsonl_encode.encode_ids(ids.ms, ids.seq) + b"]") for ids in owned]
+        owned_json: Any = [orjson.Fragment(b"[" + _encode.encode_ids(ids.ms, ids.seq) + b"]") for ids in owned]
     else:
         names = [s(name) for name in pending.names]
         entries = [{"id": format_id(entry_id), "consumer": names[owner] if owner >= 0 else None,
@@ -206,8 +208,8 @@ def entries_json(cols: EntryColumns, include_deleted: bool) -> bytes:
     """A node's entries (live ones, or all with include_deleted) as `entry_json` objects
     joined by commas."""
     fields = cols.fields
-    if _jsonl_encode is not None and isinstance(fields, EntryFields):
-        return _jsonl_encode.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields,
+    if _encode is not None and isinstance(fields, EntryFields):
+        return _encode.encode_entries(cols.ms, cols.seq, cols.deleted, fields.samefields,
                                              fields.master_fields, fields.items, include_deleted)
     return orjson.dumps([entry_json(e) for e in cols.entries(include_deleted)])[1:-1]
 
@@ -220,8 +222,8 @@ VALUE_SLOT = b'"value":null'  # a list's, set's, hash's or sorted set's elements
 def part_json(part: Any, shape: str) -> bytes:
     """One chunk of a `values.Packed` value (a hashtable-encoded value's) as the elements of
     `value_json`'s list joined by commas."""
-    if _jsonl_encode is not None:
-        return _jsonl_encode.encode_part(part, shape)
+    if _encode is not None:
+        return _encode.encode_part(part, shape)
     return orjson.dumps(value_json(Packed(shape, [part]).elements(), False), default=_default)[1:-1]
 
 
@@ -295,18 +297,18 @@ def write_records(out: BinaryIO, records: Iterable[KeyRecord], include_deleted: 
         if not record.skipped_by_server:
             write_record(out, record, include_deleted)
 
-    if _jsonl_encode is None:
+    if _encode is None:
         for record in records:
             write_loaded(record)
     else:
-        _jsonl_encode.write_lines(records, out.write, write_loaded, _SPOOL_IN_MEMORY)
+        _encode.write_lines(records, out.write, write_loaded, _SPOOL_IN_MEMORY)
 
 
 def write_rows(out: BinaryIO, names: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """Each row as one JSON line: the object of `names` and the row's values (None, ints, str,
     byte strings as `s` gives them)."""
-    if _jsonl_encode is not None:
-        _jsonl_encode.write_rows(names, rows, out.write)
+    if _encode is not None:
+        _encode.write_rows(names, rows, out.write)
         return
     for row in rows:
         out.write(dumps_bytes(dict(zip(names, [s(v) if isinstance(v, bytes) else v for v in row]))) + b"\n")

@@ -17,11 +17,11 @@ from typing import Any, NoReturn
 from rdbspec_generated import Io, RdbError, warning_sink
 from rdbspec_generated.enums import RecordKind
 
+from ..errors import ChecksumError, IntegrityError, InternalError, RdbWarning
 from . import backend, dragonfly, values
 from .checksum import crc64
 from .dragonfly import ENVELOPES
-from .errors import ChecksumError, IntegrityError, InternalError, RdbWarning
-from .primitives import text
+from .elements import text
 from .source import Source, open_source
 from .streams import Stream
 
@@ -310,7 +310,7 @@ class Dump:
 
     def seek(self, offset: int, db: int) -> None:
         """Goes on reading at `offset`: a record boundary where database `db` is selected and no
-        key metadata (expiry, LRU, LFU) is pending, as `rdbspec.splits.plan` chooses them."""
+        key metadata (expiry, LRU, LFU) is pending, as `rdbspec.read.splits.plan` chooses them."""
         self._pending.clear()
         self._leading_aux = 0
         self._db = db
@@ -530,7 +530,7 @@ class Dump:
 
 class DfsDump(Dump):
     """A Dragonfly DFS snapshot set (the summary, any shard file, or their directory; see
-    `rdbspec.dragonfly`) as one dump: the summary's header and AUX, then every shard's keys in
+    `rdbspec.read.dragonfly`) as one dump: the summary's header and AUX, then every shard's keys in
     shard order. `shards` lists per shard its file, `shard-id` and key count (filled as the keys
     are read); `extra_info` carries them for `rdbspec info`."""
 

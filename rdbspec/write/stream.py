@@ -29,10 +29,11 @@ from rdbspec_generated import WriteIo
 from rdbspec_generated import stream as _stream
 from rdbspec_generated.enums import ValueType
 
-from ..layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
-from ..primitives import text
-from ..streams import FLAG_DELETED, FLAG_SAMEFIELDS, MASK64, UNKNOWN_ENTRIES_READ, StreamId
-from .groups import Loaded
+from ..read.elements import text
+from ..read.streams import FLAG_DELETED, FLAG_SAMEFIELDS
+from ..server.numbers import MASK64
+from ..server.streams import UNKNOWN_ENTRIES_READ, Loaded, StreamId
+from .layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
 
 LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
 ZERO: StreamId = (0, 0)
@@ -138,7 +139,7 @@ class EditableStream:
     def from_value(cls, value: Any, meta: Any) -> EditableStream:
         """From a generated `stream_value` read by the Python parsers; `meta` is what a loader
         holds of the stream's metadata (`stream_commands.groups.loaded`), `entries_read` of each
-        group as the model knows it (rdbspec.streams: stored or estimated)."""
+        group as the model knows it (rdbspec.read.streams: stored or estimated)."""
         out = cls(length=value.length.value, last_id=_sid(value.last_id), first_id=meta.first_id,
                   max_deleted=meta.max_deleted, entries_added=meta.entries_added, idmp=getattr(value, "idmp", None))
         for node in value.nodes:

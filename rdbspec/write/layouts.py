@@ -1,6 +1,6 @@
 """Values in the layout the server gives them (issue 15): the forms of strings and containers that
-`rdbspec.writer.Writer`, `rdbspec.convert` and the stream edits write, built as the generated
-objects the generated writers write.
+`rdbspec.write.writer.Writer`, `rdbspec.write.convert` and the stream edits write, built as the
+generated objects the generated writers write.
 
 Strings (redis src/rdb.c rdbSaveRawString): an INT8/16/32 when the string is the decimal text
 of such a number of at most 11 bytes (rdbTryIntegerEncoding), LZF-compressed when compression is
@@ -36,7 +36,6 @@ import binascii
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import lzf as _lzf
@@ -52,8 +51,8 @@ from rdbspec_generated import zset as _zset
 from rdbspec_generated._runtime import WriteInputs
 from rdbspec_generated.enums import BlobKind, ContainerKind, ValueType
 
-from . import api
-from .primitives import string2ll
+from ..read import dumpfile
+from ..server.numbers import d2string, string2ll
 
 INT_ENCODABLE_BYTES = 11  # rdbTryIntegerEncoding: longer strings are not tried
 LZF_MIN_BYTES = 20  # rdbSaveRawString: only strings over 20 bytes are compressed
@@ -79,19 +78,13 @@ PACKED_THRESHOLD = 1 << 30
 EMPTY_LISTPACK, EMPTY_ZIPLIST = 7, 11  # lpNew, ziplistNew: the header and the end byte
 
 
-def stream_type(version: int) -> int:
-    """The stream type a server of RDB `version` writes (rdbSaveObjectType): 15 before RDB 10,
-    19 for RDB 10, 21 from RDB 11."""
-    return 15 if version < 10 else 19 if version == 10 else 21
-
-
 def new_key_record(db: int, key: bytes, rdb_type: int, value: Any, version: int, valkey: bool,
                    compress: bool = True, expire_at_ms: int | None = None, idle: int | None = None,
-                   freq: int | None = None) -> api.KeyRecord:
+                   freq: int | None = None) -> dumpfile.KeyRecord:
     """A key that no dump holds, made to be written (`Writer.key`): its name, type and value."""
     body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=valkey, rdb_version=version,
                               key=rdb_string(key, compress), value=value)
-    return api.KeyRecord(db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body)
+    return dumpfile.KeyRecord(db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body)
 
 
 def key_hash_slot(key: bytes) -> int:
@@ -424,41 +417,3 @@ def _ziplist_entry_size(item: int | bytes) -> int:
     """The entry's bytes as a ziplist's first entry (a 1-byte prevlen)."""
     return len(_bytes(ziplist([item]))) - EMPTY_ZIPLIST
 
-
-def d2string(score: float, version: int) -> bytes:
-    """A score's text as redis src/util.c d2string writes it into a listpack or ziplist: an
-    integral value in range as an integer (the range of 7.2's double2ll from RDB 11, of the
-    2^52 check before; -0.0 is "0" but in 6.2), else "%.17g" before RDB 11 and fpconv_dtoa
-    (deps/fpconv) from RDB 11."""
-    if math.isinf(score):
-        return b"-inf" if score < 0 else b"inf"
-    if score == 0 and version < 10:  # 6.2 keeps the sign of zero; from 7.0 the integer check takes it
-        return b"-0" if math.copysign(1.0, score) < 0 else b"0"
-    if version >= 11:
-        if -(1 << 62) <= score <= 1 << 62 and score == int(score):
-            return b"%d" % int(score)
-        return _fpconv_dtoa(score)
-    if -(2 ** 52 - 1) < score < 2 ** 52 and score == int(score):
-        return b"%d" % int(score)
-    return b"%.17g" % score
-
-
-def _fpconv_dtoa(value: float) -> bytes:
-    """fpconv_dtoa's text of a finite, non-zero `value`: its shortest digits (as Python's repr
-    finds them) in fpconv's forms: plain while the exponent is small, else d.ddde[+-]x."""
-    sign, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
-    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
-    k = exponent + (len(digit_tuple) - len(digits))  # value = digits * 10**k
-    n = len(digits)
-    exp = abs(k + n - 1)
-    neg = value < 0
-    if k >= 0 and exp < n + 7:
-        text = digits + "0" * k
-    elif k < 0 and (k > -7 or exp < 4):
-        offset = n + k
-        text = "0." + "0" * -offset + digits if offset <= 0 else digits[:offset] + "." + digits[offset:]
-    else:
-        n = min(n, 18 - neg)
-        mantissa = digits[0] + ("." + digits[1:n] if n > 1 else "")
-        text = f"{mantissa}e{'-' if k + n - 1 < 0 else '+'}{exp}"
-    return (("-" if neg else "") + text).encode()

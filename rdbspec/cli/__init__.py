@@ -7,6 +7,11 @@ exception is a bug: exit 70 and one line asking for a report (the traceback with
 Each command reading a dump gathers what it needs from some keys (`_dump_lines`, `_key_rows`,
 `_count_keys`, `_prefix_tree`) and adds up what the ranges gathered in file order: one range, the
 whole file, in one process; with --jobs, one per byte range read by a worker (`each_range`).
+
+The other commands' lines are in this package too, one module each: `common` (what every command
+shares: argument types, the options of a command reading one dump, the progress line, the error
+line), `report`, `streams` (the stream commands), `pipeline` (the Spark pipeline). Imports:
+anything below; what one command alone needs is imported when that command runs.
 """
 
 from __future__ import annotations
@@ -25,8 +30,35 @@ from dataclasses import dataclass
 from functools import partial
 from typing import BinaryIO, TextIO
 
-from . import api, backend, memory, parallel, values
-from .command_line import (
+from .. import memory
+from ..errors import (
+    EXIT_CODES,
+    InternalError,
+    RdbError,
+    UnwritableError,
+    WriteError,
+    as_internal,
+    exit_code,
+    internal_error_line,
+    print_warnings,
+)
+from ..jsonl import (
+    entries_json,
+    part_json,
+    s,
+    stream_line_ends,
+    value_line_ends,
+    write_joined,
+    write_records,
+    write_rows,
+)
+from ..read import backend, dumpfile, parallel, values
+from ..read.streams import Stream
+from ..read.values import STREAM_KINDS
+from ..report.data import element_count
+from ..report.prefixes import PrefixTree
+from ..server.versions import NEWEST, OLDEST, TARGETS
+from .common import (
     TYPES,
     AnyCaseSubParsers,
     Progress,
@@ -41,39 +73,13 @@ from .command_line import (
     separator,
     type_name,
 )
-from .errors import (
-    EXIT_CODES,
-    InternalError,
-    RdbError,
-    UnwritableError,
-    WriteError,
-    as_internal,
-    exit_code,
-    internal_error_line,
-    print_warnings,
-)
-from .generations import NEWEST, OLDEST, TARGETS
-from .jsonl import (
-    entries_json,
-    part_json,
-    s,
-    stream_line_ends,
-    value_line_ends,
-    write_joined,
-    write_records,
-    write_rows,
-)
-from .report.cli import register as register_report
-from .report.data import element_count
-from .report.prefixes import PrefixTree
-from .spark.pipeline import register as register_pipeline
-from .stream_commands.cli import register as register_stream_commands
-from .streams import Stream
-from .values import STREAM_KINDS
+from .pipeline import register as register_pipeline
+from .report import register as register_report
+from .streams import register as register_stream_commands
 
 
-def _selected(dump: api.Dump, args: argparse.Namespace,
-              records: Iterator[api.KeyRecord] | None = None) -> Iterator[api.KeyRecord]:
+def _selected(dump: dumpfile.Dump, args: argparse.Namespace,
+              records: Iterator[dumpfile.KeyRecord] | None = None) -> Iterator[dumpfile.KeyRecord]:
     """The keys `--db`, `--type` and `--key` select: of the dump, showing progress on a terminal
     (the dump's own iterator when there is neither: no Python step of ours per key), or of
     `records` (a range's, read by a worker: the parent shows the progress)."""
@@ -86,8 +92,8 @@ def _selected(dump: api.Dump, args: argparse.Namespace,
     return _filtered(dump, keep, progress)
 
 
-def _filtered(dump: api.Dump, keep: Callable[[api.KeyRecord], bool] | None,
-              progress: Progress) -> Iterator[api.KeyRecord]:
+def _filtered(dump: dumpfile.Dump, keep: Callable[[dumpfile.KeyRecord], bool] | None,
+              progress: Progress) -> Iterator[dumpfile.KeyRecord]:
     for record in dump.keys():
         progress.update(record.offset)
         if keep is None or keep(record):
@@ -95,7 +101,7 @@ def _filtered(dump: api.Dump, keep: Callable[[api.KeyRecord], bool] | None,
     progress.done()
 
 
-def cmd_dump(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+def cmd_dump(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
     out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
     key: list[tuple[_LinePart, BinaryIO]] = []  # the part splits of a key read so far
     for piece, part, spool in each_range(dump, args, out, _dump_lines, streaming=True, parts=True):
@@ -115,7 +121,7 @@ class _LinePart:
     elements: int
 
 
-def _dump_lines(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+def _dump_lines(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
                 piece: parallel.Piece | None, out: TextIO) -> _LinePart | None:
     """`dump`'s lines of the keys of `records` (all: None), or a part split's part of a key's
     line (a stream's entries of its nodes, another value's elements)."""
@@ -147,7 +153,7 @@ def _dump_lines(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.
     return part
 
 
-def _part_of(record: api.KeyRecord, piece: parallel.Piece) -> values.Packed | None:
+def _part_of(record: dumpfile.KeyRecord, piece: parallel.Piece) -> values.Packed | None:
     """The elements of a part split (`Split.part`) of `record`, a value of `values.CUTS` other
     than a stream, as they are iterated."""
     at, _, count = piece.split.part or (0, 0, 0)
@@ -170,7 +176,7 @@ def _join_line(out: BinaryIO, parts: list[tuple[_LinePart, BinaryIO]]) -> None:
 KEY_COLUMNS = ["db", "key", "type", "encoding", "size_in_file", "elements"]
 
 
-def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+def cmd_keys(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
     header = KEY_COLUMNS + ["memory"] * args.memory
     if not args.top:
         _write_header(out, header, args.csv)
@@ -181,7 +187,7 @@ def cmd_keys(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         _write_table(out, header, iter(top), args.csv)
 
 
-def _key_rows(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+def _key_rows(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
               piece: parallel.Piece | None, out: TextIO) -> list[list] | None:
     """`keys`' rows of the keys of `records` (all: None): with --top, the largest (returned),
     else all of them, written."""
@@ -200,7 +206,7 @@ def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
     return sorted(rows, key=lambda row: -row[by])[:args.top]
 
 
-def cmd_prefixes(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
     """Keys, elements and memory by key prefix (`report.prefixes`), the most memory first."""
     tree: PrefixTree | None = None
     for _, part, _ in each_range(dump, args, out, _prefix_tree):
@@ -215,7 +221,7 @@ def cmd_prefixes(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
     _write_table(out, header, rows, args.csv)
 
 
-def _prefix_tree(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+def _prefix_tree(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
                  piece: parallel.Piece | None, out: TextIO) -> PrefixTree:
     """The prefix sums of the keys of `records` (all: None)."""
     model = memory.model_for(dump, args.as_version, args.allocator)
@@ -249,7 +255,7 @@ def _write_rows(out: TextIO, header: list[str], rows: Iterator[list], as_csv: bo
         write_rows(out.buffer, header, rows)
 
 
-def check(record: api.KeyRecord) -> None:
+def check(record: dumpfile.KeyRecord) -> None:
     """Decodes a key's value (a stream's every node) so the checks the server makes on load run:
     what it refuses raises, what it loads is counted in `dump.warnings`. A value that can be
     read without an object per element is walked so."""
@@ -264,7 +270,7 @@ def check(record: api.KeyRecord) -> None:
             pass
 
 
-def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
+def cmd_info(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
     per_db: dict[int, Counter] = defaultdict(Counter)
     per_type: Counter = Counter()
     for _, (dbs, types), _ in each_range(dump, args, out, _count_keys, parts=True):
@@ -306,7 +312,7 @@ def cmd_info(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")
 
 
-def _count_keys(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+def _count_keys(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
                 piece: parallel.Piece | None, out: TextIO) -> tuple[dict[int, Counter], Counter]:
     """The keys of `records` (all: None) per database and per type, each value checked (`check`;
     a part split's nodes or elements only, and the key counted with its first split)."""
@@ -422,7 +428,9 @@ REWRITE_DESCRIPTION = ("Writes the dump again with the generated writers: byte f
 
 def run_rewrite(args: argparse.Namespace) -> int:
     """`rewrite`: bad input, or what cannot be written, ends with one line and its exit code."""
-    from . import convert, edits, rewrite  # the writers, loaded by the command that writes
+    from .. import rewrite
+    from ..rewrite import command_file
+    from ..write import convert
 
     selection = rewrite.Selection(frozenset(args.db or ()), frozenset(args.type or ()), args.key, args.exclude_key)
     version = TARGETS[args.target] if args.target else args.rdb_version
@@ -431,10 +439,10 @@ def run_rewrite(args: argparse.Namespace) -> int:
         commands = None
         if args.commands is not None:
             now = args.now if args.now is not None else int(time.time() * 1000)
-            commands = rewrite.Commands(args.commands, edits.read_commands(args.commands), now, args.as_version,
+            commands = rewrite.Commands(args.commands, command_file.read_commands(args.commands), now, args.as_version,
                                         args.stream_node_max_bytes, args.stream_node_max_entries)
         found = rewrite.rewrite(args.file, args.output, selection, converter, commands)
-    except (ValueError, edits.CommandFileError) as err:  # the output would replace the input; a bad command
+    except (ValueError, command_file.CommandFileError) as err:  # the output would replace the input; a bad command
         print(f"rdbspec rewrite: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]
     except (RdbError, OSError, UnwritableError, WriteError) as err:
@@ -484,7 +492,7 @@ def run_dump_command(args: argparse.Namespace) -> int:
     try:
         if written:
             out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        with api.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
+        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
             args.run(dump, args, out)
         out.flush()
         if whole:

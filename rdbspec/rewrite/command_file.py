@@ -23,15 +23,15 @@ from typing import Any
 
 from rdbspec_generated.rdb import KeyValue
 
-from . import api
-from .errors import RdbspecError
-from .generations import Version
-from .layouts import new_key_record, rdb_string, stream_type
-from .stream_commands import changes, delivery
-from .stream_commands.changes import StreamEdit
-from .stream_commands.edit import EditableStream, groups_from_value
-from .stream_commands.groups import loaded
-from .stream_commands.rules import INT64_MAX, INT64_MIN, NO_KEY, WRONGTYPE, CommandError, parse_int
+from ..errors import RdbspecError
+from ..read import dumpfile
+from ..server.numbers import INT64_MAX, INT64_MIN
+from ..server.streams import NO_KEY, WRONGTYPE, CommandError, loaded, parse_int, stream_type
+from ..server.versions import Version
+from ..stream_commands import changes, delivery
+from ..stream_commands.changes import StreamEdit
+from ..write.layouts import new_key_record, rdb_string
+from ..write.stream import EditableStream, groups_from_value
 
 DATABASES = 16  # redis.conf default `databases`
 STREAM_COMMANDS = {**changes.COMMANDS, **delivery.COMMANDS}
@@ -129,7 +129,7 @@ class Key:
     """A key of the keyspace: as read (`record`), or made by a command; its stream, once a
     command changed it."""
 
-    record: api.KeyRecord | None
+    record: dumpfile.KeyRecord | None
     type_name: str
     expire_at_ms: int | None
     stream: EditableStream | None = None
@@ -277,7 +277,7 @@ KEY_COMMANDS = {b"del": (-2, cmd_del), b"expire": (-3, cmd_expire), b"persist": 
 
 # -- the dump through the commands ----------------------------------------------------------------
 
-def load(dump: api.Dump, now_ms: int) -> Keyspace:
+def load(dump: dumpfile.Dump, now_ms: int) -> Keyspace:
     """The keys of the dump (read by the Python parsers) a server loading it at `now_ms` holds."""
     keys = Keyspace()
     for record in dump.keys():
@@ -286,7 +286,7 @@ def load(dump: api.Dump, now_ms: int) -> Keyspace:
     return keys
 
 
-def apply(dump: api.Dump, path: str | os.PathLike, commands: list[tuple[int, list[bytes]]], now_ms: int,
+def apply(dump: dumpfile.Dump, path: str | os.PathLike, commands: list[tuple[int, list[bytes]]], now_ms: int,
           version: Version | None = None, node_max_bytes: int = 4096, node_max_entries: int = 100) -> Keyspace:
     """The keyspace of `dump` after `commands` (read from `path`, named by errors)."""
     if version is None:
@@ -300,7 +300,7 @@ def apply(dump: api.Dump, path: str | os.PathLike, commands: list[tuple[int, lis
     return session.keys
 
 
-def written(keys: Keyspace, rdb_version: int, valkey: bool) -> Iterator[api.KeyRecord]:
+def written(keys: Keyspace, rdb_version: int, valkey: bool) -> Iterator[dumpfile.KeyRecord]:
     """The keys to write, database by database: each as read, renamed, with its new expiry, or
     its stream as the commands left it (the stream type the dump's server writes)."""
     for db in sorted(keys.dbs):

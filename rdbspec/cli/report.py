@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from functools import partial
 from typing import BinaryIO, TextIO
 
-from .. import api, memory, parallel
-from ..command_line import Progress, add_memory_options, dump_command, each_range, key_filter, positive_int, separator
-from .data import ReportBuilder, from_dump, save_time_ms
+from .. import memory
+from ..read import dumpfile, parallel
+from ..report.data import ReportBuilder, from_dump, save_time_ms
+from .common import Progress, add_memory_options, dump_command, each_range, key_filter, positive_int, separator
 
 
-def cmd_report(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    from . import html  # the page's renderer, loaded by the command that writes it
+def cmd_report(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    from ..report import html
 
     now_ms = args.now
     if now_ms is None:
@@ -40,7 +41,7 @@ def cmd_report(dump: api.Dump, args: argparse.Namespace, out: TextIO) -> None:
         out.write(html.render(result, title=f"rdbspec report: {os.path.basename(dump.source.name)}"))
 
 
-def _gather(dump: api.Dump, args: argparse.Namespace, records: Iterator[api.KeyRecord] | None,
+def _gather(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
             piece: parallel.Piece | None, out: TextIO, now_ms: int, merged: list[ReportBuilder]) -> ReportBuilder:
     """The report's figures over the keys of `records` (all: None, with a progress line on a
     terminal). A worker's builder follows the prefix tree of the ranges merged when it was forked

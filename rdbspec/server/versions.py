@@ -2,7 +2,7 @@
 generations a dump can be rewritten for (`rdbspec rewrite --target NAME`, the pipeline's
 `--dumps-target`): the RDB version each one's server writes, and the versions the writers make.
 A module of its own, so that the command line names them without loading the writers
-(`rdbspec.convert`)."""
+(`rdbspec.write.convert`)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from rdbspec_generated import Io
 
-from . import api, backend
+from . import backend, dumpfile
 from .streams import NodeEntries, StreamNode, walk_nodes
 from .values import CUTS, STREAM_KINDS
 
@@ -70,16 +70,16 @@ def plan(path: str, split_size: int, parts: int = 0, streams_only: bool = False)
 def _planned(path: str, identity: tuple[int, int, int, int], split_size: int, parts: int,
              streams_only: bool) -> tuple[Split, ...]:
     """`plan` of the file `identity` names (device, inode, size, mtime_ns), kept per process."""
-    with api.open(path, verify_checksum=False, whole_set=False) as dump:
+    with dumpfile.open(path, verify_checksum=False, whole_set=False) as dump:
         if dump.header.dialect == "dragonfly":
             return (Split(path),)
         return tuple(cut(dump, path, split_size, parts, streams_only))
 
 
-def cut(dump: api.Dump, path: str, split_size: int, parts: int = 0,
+def cut(dump: dumpfile.Dump, path: str, split_size: int, parts: int = 0,
         streams_only: bool = False) -> Iterator[Split]:
     """`plan`'s splits of `dump` (opened on `path`, not read yet), each yielded as soon as the pass
-    finds its end, so that a reader can start on it while the pass goes on (`rdbspec.parallel`)."""
+    finds its end, so that a reader can start on it while the pass goes on (`rdbspec.read.parallel`)."""
     start: int | None = None  # the open split: where it starts, its database, its first byte
     start_db, start_byte = 0, 0
     streams = False  # the open split holds a stream key
@@ -115,10 +115,10 @@ def cut(dump: api.Dump, path: str, split_size: int, parts: int = 0,
     yield Split(path, start, None, start_db)
 
 
-def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int, Any]]:
+def key_records(dump: dumpfile.Dump) -> Iterator[tuple[int, int, int, int, Any]]:
     """(offset, size, database, value kind, the generated `key_value`: its `value` reads the
     value object) of each key record of `dump` (a Redis or Valkey dump: Dragonfly's envelopes
-    are `api.Dump`'s to open), in file order, from the generated parser's records alone: the
+    are `dumpfile.Dump`'s to open), in file order, from the generated parser's records alone: the
     pass reads the same records as `Dump.keys`, without a `KeyRecord` each (that takes half its
     time)."""
     buffer = dump.source.buffer
@@ -127,15 +127,15 @@ def key_records(dump: api.Dump) -> Iterator[tuple[int, int, int, int, Any]]:
     for record in rdb.iter_records():
         end = rdb._stream_pos
         kind = record.kind
-        if kind == api.KEY_VALUE:
+        if kind == dumpfile.KEY_VALUE:
             body = record.body
             yield start, end - start, db, body.value_kind, body
-        elif kind == api.SELECT_DB:
+        elif kind == dumpfile.SELECT_DB:
             db = record.body.db_number.value
         start = end
 
 
-def read_nodes(record: api.KeyRecord, part: tuple[int, int, int]) -> Iterator[tuple[StreamNode, NodeEntries]]:
+def read_nodes(record: dumpfile.KeyRecord, part: tuple[int, int, int]) -> Iterator[tuple[StreamNode, NodeEntries]]:
     """The entries of the nodes of a part split (`Split.part`) of `record`, a stream key, node
     by node, checked as `streams.walk_nodes` checks them."""
     offset, _, count = part

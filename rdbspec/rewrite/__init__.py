@@ -2,7 +2,7 @@
 
 Two reads of the input. The first (the fastest parsers, values not decoded) counts what each kept
 database will hold, for its RESIZEDB (keys, keys with an expiry: redis src/rdb.c rdbSaveDb), and
-for a cluster node's dump what each slot holds. The second writes (`rdbspec.writer.Writer`) in
+for a cluster node's dump what each slot holds. The second writes (`rdbspec.write.writer.Writer`) in
 the server's order (rdbSaveRio; for a Dragonfly snapshot set, whose shards each hold keys of
 every database, one read a database): the records before the databases as they were (AUX
 fields, function libraries, module data saved before the keys, Valkey's slot imports), each
@@ -16,12 +16,14 @@ the databases, and each key with its own records before it (EXPIRETIME_MS, IDLE,
 its value neither decoded nor written again, so a dump rewritten whole is a copy and a CRC-64
 whatever its values hold. The generated writers write only what changes: the database headers
 and slot counts (counted again for the keys kept), module data saved after the keys, the keys
-of a conversion (`rdbspec.convert`: the second read then takes the Python parsers, whose
+of a conversion (`rdbspec.write.convert`: the second read then takes the Python parsers, whose
 objects they write; a key `Converter.key` gives back as it was would be copied), those the
-commands changed (`rdbspec.edits`), and every key of a Dragonfly snapshot (its records lie in
+commands changed (`rdbspec.rewrite.command_file`), and every key of a Dragonfly snapshot (its records lie in
 compressed blobs and in several files). A dump written by a server and not cut is written again
 byte for byte (tests/test_rewrite.py). The input is never modified; the output is written beside
 its destination and renamed at the end, so a failure leaves none.
+
+Imports: the reading and writing sides and the stream commands (`command_file` runs them).
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ from dataclasses import dataclass, field
 
 from rdbspec_generated.enums import AuxWhen
 
-from . import api, edits
-from .convert import VALKEY_HASH_2, Converter
-from .errors import UnwritableError
-from .generations import Version
-from .layouts import key_hash_slot
-from .writer import DumpBuffer, Writer
+from ..errors import UnwritableError
+from ..read import dumpfile
+from ..server.versions import Version
+from ..write.convert import VALKEY_HASH_2, Converter
+from ..write.layouts import key_hash_slot
+from ..write.writer import DumpBuffer, Writer
+from . import command_file
 
 
 @dataclass
@@ -51,7 +54,7 @@ class Selection:
     key: re.Pattern[bytes] | None = None
     exclude: re.Pattern[bytes] | None = None
 
-    def keeps(self, record: api.KeyRecord) -> bool:
+    def keeps(self, record: dumpfile.KeyRecord) -> bool:
         return ((not self.dbs or record.db in self.dbs)
                 and (not self.types or record.type_name in self.types)
                 and (self.key is None or self.key.search(record.key) is not None)
@@ -72,7 +75,7 @@ class Plan:
     slots: SlotCounts | None = None
     checksum: bool = True  # the output gets a CRC-64 (`checksummed`)
 
-    def count(self, record: api.KeyRecord, selection: Selection, converter: Converter | None) -> None:
+    def count(self, record: dumpfile.KeyRecord, selection: Selection, converter: Converter | None) -> None:
         """Counts a key that is written: kept, and held by the target (`converter` is told of
         those it drops)."""
         if selection.keeps(record) and (converter is None or converter.holds(record, note=True)):
@@ -95,14 +98,14 @@ class SlotCounts:
     expires: Counter = field(default_factory=Counter)
     volatile: Counter = field(default_factory=Counter)
 
-    def count(self, record: api.KeyRecord) -> None:
+    def count(self, record: dumpfile.KeyRecord) -> None:
         where = (record.db, key_hash_slot(record.key))
         self.keys[where] += 1
         self.expires[where] += record.expire_at_ms is not None
         if self.numbers > 3 and record.value_kind == VALKEY_HASH_2 and record.field_expire_at_ms:
             self.volatile[where] += 1
 
-    def write(self, writer: Writer, record: api.KeyRecord) -> None:
+    def write(self, writer: Writer, record: dumpfile.KeyRecord) -> None:
         """The counts of the record's slot, when it is the first key of that slot."""
         slot = key_hash_slot(record.key)
         if writer.slot == slot:
@@ -115,7 +118,7 @@ class SlotCounts:
             writer.slot_info_aux(slot, counts[:self.numbers - 1])
 
 
-def slot_counts(dump: api.Dump, converter: Converter | None) -> SlotCounts | None:
+def slot_counts(dump: dumpfile.Dump, converter: Converter | None) -> SlotCounts | None:
     """How a dump read up to its first key writes its slots' counts: as it did (a conversion:
     SLOT_INFO for a target of RDB 12, as Redis 7.4+ writes it, none below, where the loader
     would refuse the opcode; the counts are sizing hints, which a loader does without)."""
@@ -130,7 +133,7 @@ def slot_counts(dump: api.Dump, converter: Converter | None) -> SlotCounts | Non
 def plan(path: str | os.PathLike, selection: Selection, converter: Converter | None = None) -> Plan:
     """The first read (values not decoded): the counts of the keys written (kept, and held by
     the target: `converter` is told of those it drops)."""
-    with api.open(path) as dump:
+    with dumpfile.open(path) as dump:
         out = _plan_of(dump, converter)
         leading_aux = _leading_aux(dump.head())
         for record in dump.keys():
@@ -143,14 +146,14 @@ def plan(path: str | os.PathLike, selection: Selection, converter: Converter | N
     return out
 
 
-def checksummed(dump: api.Dump) -> bool:
+def checksummed(dump: dumpfile.Dump) -> bool:
     """Whether a dump read to its end is written again with a CRC-64: not when it has 0 there
     (saved with `rdbchecksum no`: rdbSaveRio's rio then never updates its checksum), as its server
     would write it again. Dragonfly writes 0 in every file; the Redis dump made of them gets one."""
-    return dump.header.dialect == "dragonfly" or dump.checksum_status != api.CHECKSUM_DISABLED
+    return dump.header.dialect == "dragonfly" or dump.checksum_status != dumpfile.CHECKSUM_DISABLED
 
 
-def _plan_of(dump: api.Dump, converter: Converter | None) -> Plan:
+def _plan_of(dump: dumpfile.Dump, converter: Converter | None) -> Plan:
     out = Plan(dump.header.version, dump.header.magic.startswith("VALKEY"), dump.header.dialect == "dragonfly")
     if out.dragonfly and converter is None:
         raise UnwritableError("a Dragonfly snapshot is written for a Redis server: give --target or --rdb-version")
@@ -158,10 +161,10 @@ def _plan_of(dump: api.Dump, converter: Converter | None) -> Plan:
 
 
 def _leading_aux(head: list) -> int:
-    return sum(record.kind == api.AUX for record in head)
+    return sum(record.kind == dumpfile.AUX for record in head)
 
 
-def _refuse_unwritten(dump: api.Dump, leading_aux: int) -> None:
+def _refuse_unwritten(dump: dumpfile.Dump, leading_aux: int) -> None:
     """AUX fields among the keys (those after the `leading_aux` first) are written again only as
     the slots' counts (`SlotCounts`): any other is refused by name (nothing is dropped silently)."""
     among_keys = {name for name, _ in dump.aux[leading_aux:] if name != b"slot-info"}
@@ -173,7 +176,7 @@ def _refuse_unwritten(dump: api.Dump, leading_aux: int) -> None:
 
 @dataclass
 class Commands:
-    """`--commands`: the lines of `path` (`edits.read_commands`), run at `now_ms` by the rules
+    """`--commands`: the lines of `path` (`command_file.read_commands`), run at `now_ms` by the rules
     of `version` (None: the dump's generation) with the server's stream node sizes."""
 
     path: str | os.PathLike
@@ -187,8 +190,8 @@ class Commands:
 def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection | None = None,
             converter: Converter | None = None, commands: Commands | None = None) -> Plan:
     """Writes the kept keys of `source` to `destination` (see the module doc), after `commands`
-    when given (`rdbspec.edits`), in the layout of `converter`'s RDB version when one is given
-    (`rdbspec.convert`; what it drops is counted in `converter.dropped`); returns the plan, whose
+    when given (`rdbspec.rewrite.command_file`), in the layout of `converter`'s RDB version when one is given
+    (`rdbspec.write.convert`; what it drops is counted in `converter.dropped`); returns the plan, whose
     counts say what was written."""
     selection = selection or Selection()
     if os.path.exists(destination) and os.path.samefile(source, destination):
@@ -201,7 +204,7 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
     with _writer(destination, found, converter) as writer:
         for db in passes:
             # a copy needs no objects, a conversion the Python parsers' (the generated writers write them)
-            with api.open(source, parsers=None if converter is None else "python") as dump:
+            with dumpfile.open(source, parsers=None if converter is None else "python") as dump:
                 copy_from = _copy_from(dump, found)
                 if db == passes[0]:
                     _write_head(writer, dump.head(), dump.head_span(), copy_from, converter)
@@ -218,15 +221,15 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
 def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection,
                     converter: Converter | None, commands: Commands) -> Plan:
     """One read: the keyspace the commands leave (kept in memory), then written."""
-    with api.open(source, parsers="python") as dump:
+    with dumpfile.open(source, parsers="python") as dump:
         found = _plan_of(dump, converter)
         head, span, copy_from = dump.head(), dump.head_span(), _copy_from(dump, found)
-        keys = edits.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
+        keys = command_file.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
                            commands.node_max_bytes, commands.node_max_entries)
         _refuse_unwritten(dump, _leading_aux(head))
         found.checksum = checksummed(dump)
-        records = list(edits.written(keys, found.version, found.valkey_magic))
-        # edits.written gives a key the commands left as it was as the very record read (live
+        records = list(command_file.written(keys, found.version, found.valkey_magic))
+        # command_file.written gives a key the commands left as it was as the very record read (live
         # objects: their ids differ from those of the records made for the others)
         as_read = {id(key.record) for db in keys.dbs.values() for key in db.values()}
         found.slots = slot_counts(dump, converter)
@@ -250,7 +253,7 @@ def _writer(destination: str | os.PathLike, found: Plan, converter: Converter | 
     return Writer(destination, converter.version, checksum=found.checksum)
 
 
-def _copy_from(dump: api.Dump, found: Plan) -> DumpBuffer | None:
+def _copy_from(dump: dumpfile.Dump, found: Plan) -> DumpBuffer | None:
     """The buffer a record read from `dump` is copied from; None for a Dragonfly snapshot, whose
     records are read from decompressed blobs and from the files of its set."""
     return None if found.dragonfly else dump.source.buffer
@@ -269,7 +272,7 @@ def _write_head(writer: Writer, head: list, span: tuple[int, int], copy_from: Du
             writer.record(record.opcode, record.body)
 
 
-def _write_key(writer: Writer, record: api.KeyRecord, found: Plan, converter: Converter | None,
+def _write_key(writer: Writer, record: dumpfile.KeyRecord, found: Plan, converter: Converter | None,
                copy_from: DumpBuffer | None) -> None:
     """A kept key, after its database's header and its slot's counts when it is the first there:
     copied from `copy_from` (the buffer it was read from; None: it is not as it was read) unless
@@ -285,7 +288,7 @@ def _write_key(writer: Writer, record: api.KeyRecord, found: Plan, converter: Co
         writer.key(written)
 
 
-def _write_tail(writer: Writer, dump: api.Dump) -> None:
+def _write_tail(writer: Writer, dump: dumpfile.Dump) -> None:
     """Module data saved after the keys (rdbSaveSingleModuleAux with REDISMODULE_AUX_AFTER_RDB)."""
     for module in dump.module_aux:
         if module.when == AuxWhen.AFTER_RDB:

@@ -17,11 +17,13 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TextIO
 
-from . import api, generations, memory, parallel
-from .errors import IntegrityError, RdbError, as_internal, exit_code, internal_error_line
-from .generations import Version
-from .jsonl import dumps, s
-from .values import TYPE_NAMES
+from .. import memory
+from ..errors import IntegrityError, RdbError, as_internal, exit_code, internal_error_line
+from ..jsonl import dumps, s
+from ..read import dumpfile, parallel
+from ..read.values import TYPE_NAMES
+from ..server import versions
+from ..server.versions import Version
 
 
 class _AnyCaseNames(dict):
@@ -81,9 +83,9 @@ def separator(text: str) -> bytes:
 
 
 def parse_version(text: str) -> Version:
-    """--as-version: a server version X.Y (`generations.parse_version`)."""
+    """--as-version: a server version X.Y (`versions.parse_version`)."""
     try:
-        return generations.parse_version(text)
+        return versions.parse_version(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -108,7 +110,7 @@ def dump_command(sub: argparse._SubParsersAction, name: str, help_text: str,
     return p
 
 
-def key_filter(args: argparse.Namespace) -> Callable[[api.KeyRecord], bool] | None:
+def key_filter(args: argparse.Namespace) -> Callable[[dumpfile.KeyRecord], bool] | None:
     """Whether a key is one `--db`, `--type` and `--key` select; None when they select all."""
     dbs, types, pattern = args.db, args.type, getattr(args, "key", None)
     if not (dbs or types or pattern is not None):
@@ -169,11 +171,11 @@ def error_line(path: str, err: BaseException) -> str:
 
 
 # (dump, args, records, piece, out) -> the result of reading those keys (`each_range`)
-Gather = Callable[[api.Dump, argparse.Namespace, "Iterator[api.KeyRecord] | None", "parallel.Piece | None", TextIO],
-                  Any]
+Gather = Callable[[dumpfile.Dump, argparse.Namespace, "Iterator[dumpfile.KeyRecord] | None", "parallel.Piece | None",
+                   TextIO], Any]
 
 
-def each_range(dump: api.Dump, args: argparse.Namespace, out: TextIO, gather: Gather, streaming: bool = False,
+def each_range(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO, gather: Gather, streaming: bool = False,
                parts: bool = False) -> Iterator[tuple[parallel.Piece | None, Any, BinaryIO | None]]:
     """Yields (piece, result, spool) of `gather(dump, args, records, piece, out)` over the keys of
     the dump, in file order. When one process reads the dump (`parallel.split_size`, --jobs 1),
@@ -191,7 +193,7 @@ def each_range(dump: api.Dump, args: argparse.Namespace, out: TextIO, gather: Ga
         return
     progress = Progress(len(dump.source.buffer))
 
-    def work(part: api.Dump, records: Iterator[api.KeyRecord], piece: parallel.Piece, spool: BinaryIO) -> Any:
+    def work(part: dumpfile.Dump, records: Iterator[dumpfile.KeyRecord], piece: parallel.Piece, spool: BinaryIO) -> Any:
         text = io.TextIOWrapper(spool, encoding=out.encoding, errors=out.errors)  # type: ignore[arg-type]
         try:
             return gather(part, args, records, piece, text)
@@ -199,7 +201,7 @@ def each_range(dump: api.Dump, args: argparse.Namespace, out: TextIO, gather: Ga
             text.flush()
             text.detach()
 
-    def fail(err: BaseException, part: api.Dump | None) -> parallel.Failure:
+    def fail(err: BaseException, part: dumpfile.Dump | None) -> parallel.Failure:
         return range_failure(args, err, part)
 
     out.flush()  # what it holds comes before the spools
@@ -216,7 +218,7 @@ def each_range(dump: api.Dump, args: argparse.Namespace, out: TextIO, gather: Ga
     progress.done()
 
 
-def range_failure(args: argparse.Namespace, err: BaseException, dump: api.Dump | None) -> parallel.Failure:
+def range_failure(args: argparse.Namespace, err: BaseException, dump: dumpfile.Dump | None) -> parallel.Failure:
     """How an exception that ended a range in a worker ends the command: as it would in a single
     process (bad input: `error_line` and its exit code; anything else a bug, exit 70)."""
     if isinstance(err, (RdbError, OSError)):

@@ -42,9 +42,11 @@ from rdbspec_generated import rdb as _rdb
 from rdbspec_generated import stream as _stream
 from rdbspec_generated.enums import ValueType
 
-from .api import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
-from .errors import UnwritableError
-from .generations import NEWEST, OLDEST, TARGETS  # noqa: F401 - named here by the writers' users
+from ..errors import UnwritableError
+from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
+from ..read.elements import container, text, texts
+from ..server.streams import UNKNOWN_ENTRIES_READ, group_entries_read, loaded, stream_type
+from ..server.versions import NEWEST, OLDEST, TARGETS
 from .layouts import (
     HASH,
     HASH_LISTPACK,
@@ -61,13 +63,9 @@ from .layouts import (
     blob,
     hash_table,
     rdb_len,
-    stream_type,
     ziplist,
 )
-from .primitives import container, text, texts
-from .stream_commands.edit import id_value
-from .stream_commands.groups import group_entries_read, loaded
-from .streams import UNKNOWN_ENTRIES_READ
+from .stream import id_value
 
 # value types (the spec's rdb::value_type) besides those of `layouts`
 STREAM_TYPES = (ValueType.STREAM_LISTPACKS, ValueType.STREAM_LISTPACKS_2, ValueType.STREAM_LISTPACKS_3)

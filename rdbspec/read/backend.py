@@ -15,7 +15,7 @@ import importlib
 import os
 from types import ModuleType
 
-from .errors import RdbspecError
+from ..errors import RdbspecError
 
 ENV = "RDBSPEC_BACKEND"
 BACKENDS = ("python", "native")

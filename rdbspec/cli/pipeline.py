@@ -5,7 +5,7 @@ local (or given) Spark master, writes each table under DIR/<table>/ and prints a
 
 Wiring: `register(subparsers)` adds the ``pipeline`` subcommand with
 ``set_defaults(standalone=run, run_pipeline=run)``; ``run(args) -> int`` is the whole command
-(the CLI's ``main`` calls ``args.standalone(args)``). ``python -m rdbspec.spark.pipeline``
+(the CLI's ``main`` calls ``args.standalone(args)``). ``python -m rdbspec.cli.pipeline``
 runs it on its own.
 """
 
@@ -22,11 +22,12 @@ import traceback
 from types import ModuleType
 from typing import IO, Any, TextIO
 
-from .. import dragonfly, errors
-from ..command_line import add_memory_options
+from .. import errors
 from ..errors import EXIT_CODES, RdbspecError, exit_code
-from ..generations import TARGETS
-from .options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
+from ..read import dragonfly
+from ..server.versions import TARGETS
+from ..spark.options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
+from .common import add_memory_options
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
 
@@ -257,9 +258,9 @@ def _write_report(spark: Any, written: dict[str, Any], args: argparse.Namespace,
                   out: TextIO) -> None:
     """`--report FILE`: the page of the tables written, and of the others it needs read for it;
     written beside FILE and renamed at the end. A FILE ending in .json gets the page's data."""
-    from ..report import html  # the report's modules, loaded when a report is asked for
+    from ..report import html
     from ..report.data import ReportBuilder
-    from . import report as spark_report
+    from ..spark import report as spark_report
 
     quiet = {**options, "warnCorruptFiles": "false"}  # a corrupt file was reported by the tables' reads
     frames = {table: written[table] if table in written else reader(spark, table, quiet, list(args.inputs))
@@ -281,7 +282,7 @@ def _write_dumps(spark: Any, files: list[str], args: argparse.Namespace, options
                  out: TextIO) -> None:
     """`--dumps`: one task an input writes its dump (`dumps.write_dump`); a failed one is
     reported, and ends the command unless --ignore-corrupt-files."""
-    from . import dumps  # the writers, loaded when dumps are asked for
+    from ..spark import dumps
 
     jobs = dumps.jobs(files, os.path.join(args.out, DUMPS_DIR), options, args.dumps_target,
                       args.dumps_allow_lossy)
@@ -306,7 +307,7 @@ def _launch() -> ModuleType:
     """`launch`, imported when the command runs rather than with the command line: it imports
     pyspark, the optional extra ``spark``, which costs every other command about 80 ms to load."""
     try:
-        from . import launch
+        from ..spark import launch
     except ModuleNotFoundError as err:
         package = (err.name or "").split(".")[0]
         if package not in SPARK_EXTRA:

@@ -1,0 +1,7 @@
+"""Reading a dump: where its bytes come from (`source`, mapped or streamed), which generated
+parsers read them (`backend`), the checksum (`checksum`), the dump as a header and an iterator of
+key records (`dumpfile`), the values those records hold (`elements`, `values`, `streams`,
+`dragonfly`), and one file read by several processes (`splits`, `parallel`).
+
+Imports: `rdbspec.errors`, `rdbspec.server` and the generated parsers; nothing that writes or
+reports."""

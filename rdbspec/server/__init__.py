@@ -1,0 +1,7 @@
+"""The server's rules that every side shares, one place each, named after the server's function
+that makes them: `versions` (server generations and the RDB versions they write), `numbers` (the
+texts of integers and scores: string2ll, string2ull, d2string), `streams` (stream IDs, the stream
+commands' numbers and errors, a group's read counter and lag).
+
+Imports: `rdbspec.errors` and the generated enums only; the reading, writing and reporting sides
+import these, never the other way."""
