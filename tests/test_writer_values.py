@@ -42,7 +42,7 @@ import pytest
 
 import rdbspec
 from rdbspec.write.layouts import ServerConfig
-from rdbspec.write.stream import Consumer, EditableStream, Group, Pending
+from rdbspec.write.stream import EditableConsumer, EditableGroup, EditableStream, Pending
 from rdbspec.write.writer import Writer
 
 TESTS = Path(__file__).resolve().parent
@@ -379,10 +379,10 @@ def editable(spec: StreamSpec) -> EditableStream:
     for entry_id, entry_fields in spec.entries:
         stream.append(entry_id, entry_fields, NODE_BYTES, NODE_ENTRIES)
     for name, g in spec.groups.items():
-        group = stream.groups[name] = Group(last_id=g.last_id, entries_read=g.entries_read)
+        group = stream.groups[name] = EditableGroup(last_id=g.last_id, entries_read=g.entries_read)
         for consumer in g.consumers:
             seen, active = spec.times[name, consumer]
-            group.consumers[consumer] = Consumer(seen_time=seen, active_time=active)
+            group.consumers[consumer] = EditableConsumer(seen_time=seen, active_time=active)
         for entry_id, (consumer, delivered, count) in g.pel.items():
             group.pel[entry_id] = Pending(consumer=consumer, delivery_time=delivered, delivery_count=count)
             group.consumers[consumer].pel[entry_id] = None
@@ -564,8 +564,8 @@ def test_every_method_takes_valid_values_and_a_failure_leaves_no_file(version: i
     path = tmp_path / "all.rdb"
     stream = EditableStream()
     stream.append((1, 0), [(b"f", b"v")], 4096, 100)
-    stream.groups[b"g"] = Group(last_id=(1, 0), entries_read=1 if version >= 10 else None)
-    stream.groups[b"g"].consumers[b"c"] = Consumer(seen_time=1_000, active_time=1_000)
+    stream.groups[b"g"] = EditableGroup(last_id=(1, 0), entries_read=1 if version >= 10 else None)
+    stream.groups[b"g"].consumers[b"c"] = EditableConsumer(seen_time=1_000, active_time=1_000)
     with Writer(path, version) as w:  # the server's defaults: no config given
         w.select_db(0)
         for method, name, value, _ in ALL_METHODS:

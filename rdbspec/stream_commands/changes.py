@@ -25,9 +25,9 @@ from ..server.streams import (
     parse_int,
 )
 from ..server.versions import Version
-from ..write.stream import Consumer, EditableStream, Group
+from ..write.stream import EditableConsumer, EditableGroup, EditableStream
 
-Lookup = Callable[[bytes, bool], "EditableStream | None"]  # (key, create) -> the stream; WRONGTYPE raised
+EditLookup = Callable[[bytes, bool], "EditableStream | None"]  # (key, create) -> the stream; WRONGTYPE raised
 
 
 @dataclass
@@ -35,7 +35,7 @@ class StreamEdit:
     """What a stream command runs against: the keys, the clock, the generation and the
     stream-node-max-bytes / -entries the server runs with."""
 
-    lookup: Lookup
+    lookup: EditLookup
     now_ms: int
     version: Version
     node_max_bytes: int = 4096
@@ -47,9 +47,9 @@ class StreamEdit:
         entry, and XREADGROUP, XCLAIM and XAUTOCLAIM make it and see it even when they do not."""
         return self.version >= (7, 2)
 
-    def new_consumer(self) -> Consumer:
+    def new_consumer(self) -> EditableConsumer:
         """streamCreateConsumer: seen now, never active (7.2+; before, active is the seen time)."""
-        return Consumer(self.now_ms, -1 if self.tracks_activity else self.now_ms)
+        return EditableConsumer(self.now_ms, -1 if self.tracks_activity else self.now_ms)
 
     @property
     def drops_gone_entries(self) -> bool:
@@ -266,7 +266,7 @@ def xgroup(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
             stream = edit.lookup(argv[2], True)
         if name in stream.groups:
             raise CommandError("BUSYGROUP Consumer Group name already exists")
-        stream.groups[name] = Group(group_id, entries_read)  # streamCreateCG: unknown unless ENTRIESREAD
+        stream.groups[name] = EditableGroup(group_id, entries_read)  # streamCreateCG: unknown unless ENTRIESREAD
         return b"OK"
     if sub == b"setid":
         group_id = stream.last_id if argv[4] == b"$" else parse_id(argv[4])

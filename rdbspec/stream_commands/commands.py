@@ -28,11 +28,11 @@ from .xinfo import xinfo_consumers, xinfo_groups, xinfo_stream
 
 
 class WrongType:
-    """Lookup result for a key that exists but holds another type."""
+    """What a lookup gives for a key that exists but holds another type."""
 
 
 WRONG_TYPE = WrongType()
-Lookup = Callable[[bytes], "Stream | WrongType | None"]
+StreamLookup = Callable[[bytes], "Stream | WrongType | None"]
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Context:
     """What a command runs against: key lookup, the clock and the reply generation (``version``:
     --as-version; ``valkey``: a VALKEY-magic dump, answered as Valkey 9 unless ``version``)."""
 
-    lookup: Lookup
+    lookup: StreamLookup
     now_ms: int
     version: Version | None = None
     valkey: bool = False
@@ -200,12 +200,12 @@ def execute(ctx: Context, argv: Sequence[str | bytes]) -> Any:
     return handler(ctx, args)
 
 
-def dump_context(dump: dumpfile.Dump, lookup: Lookup, now_ms: int, as_version: Version | None = None) -> Context:
+def dump_context(dump: dumpfile.Dump, lookup: StreamLookup, now_ms: int, as_version: Version | None = None) -> Context:
     """The context of commands over `dump`: Valkey 9's replies for a VALKEY-magic file."""
     return Context(lookup, now_ms, as_version, valkey=dump.header.magic.startswith("VALKEY"))
 
 
-def dump_lookup(dump: dumpfile.Dump, db: int, keys: Sequence[bytes], now_ms: int) -> Lookup:
+def dump_lookup(dump: dumpfile.Dump, db: int, keys: Sequence[bytes], now_ms: int) -> StreamLookup:
     """Reads the dump once, keeping the values of `keys` in `db`; keys expired at now_ms are
     missing, as for the server. Unless the dump was opened without checksum verification, the
     checksum is verified as the server does on load (redis src/rdb.c rdbLoadRioWithLoadingCtx):

@@ -30,7 +30,7 @@ from ..server.streams import (
     parse_int,
     parse_interval,
 )
-from ..write.stream import Consumer, EditableStream, Group, Pending
+from ..write.stream import EditableConsumer, EditableGroup, EditableStream, Pending
 from .changes import StreamEdit, strict_id
 
 # -- XREADGROUP ----------------------------------------------------------------------------------
@@ -104,8 +104,8 @@ def _read_from(edit: StreamEdit, raw: bytes) -> StreamId:
     return NEW_ENTRIES if raw == b">" else strict_id(raw)
 
 
-def _redeliver(edit: StreamEdit, stream: EditableStream, group: Group, consumer: Consumer, start: StreamId,
-               count: int) -> list[bytes]:
+def _redeliver(edit: StreamEdit, stream: EditableStream, group: EditableGroup, consumer: EditableConsumer,
+               start: StreamId, count: int) -> list[bytes]:
     """streamReplyWithRangeFromConsumerPEL: the consumer's pending IDs from `start`; each whose
     entry is still there is delivered again (delivery time now, count + 1)."""
     out = []
@@ -120,8 +120,8 @@ def _redeliver(edit: StreamEdit, stream: EditableStream, group: Group, consumer:
     return out
 
 
-def _deliver(edit: StreamEdit, stream: EditableStream, group: Group, name: bytes, consumer: Consumer, count: int,
-             noack: bool) -> list[bytes]:
+def _deliver(edit: StreamEdit, stream: EditableStream, group: EditableGroup, name: bytes, consumer: EditableConsumer,
+             count: int, noack: bool) -> list[bytes]:
     """streamReplyWithRange with a group: the live entries after the group's last ID."""
     out = []
     for entry_id in stream.live_ids_after(group.last_id):
@@ -143,7 +143,7 @@ def _deliver(edit: StreamEdit, stream: EditableStream, group: Group, name: bytes
     return out
 
 
-def _count_read(edit: StreamEdit, stream: EditableStream, group: Group, entry_id: StreamId) -> None:
+def _count_read(edit: StreamEdit, stream: EditableStream, group: EditableGroup, entry_id: StreamId) -> None:
     """The group's read counter as an entry after its last ID is delivered: one more while the
     count is known to hold, else the estimate (streamEstimateDistanceFromFirstEverEntry)."""
     if edit.version < (7, 0):
@@ -162,7 +162,7 @@ def _count_read(edit: StreamEdit, stream: EditableStream, group: Group, entry_id
 
 # -- XCLAIM, XAUTOCLAIM ----------------------------------------------------------------------------
 
-def _claiming_group(stream: EditableStream | None, argv: Sequence[bytes]) -> Group:
+def _claiming_group(stream: EditableStream | None, argv: Sequence[bytes]) -> EditableGroup:
     group = stream.groups.get(argv[2]) if stream is not None else None
     if group is None:
         raise CommandError(f"NOGROUP No such key '{argv[1].decode(errors='replace')}' or consumer group "
@@ -170,7 +170,7 @@ def _claiming_group(stream: EditableStream | None, argv: Sequence[bytes]) -> Gro
     return group
 
 
-def _consumer_seen(edit: StreamEdit, group: Group, name: bytes) -> Consumer:
+def _consumer_seen(edit: StreamEdit, group: EditableGroup, name: bytes) -> EditableConsumer:
     """The consumer `name`, made if new (streamLookupConsumer, streamCreateConsumer: never active
     from 7.2), seen now."""
     consumer = group.consumers.get(name)
@@ -180,14 +180,14 @@ def _consumer_seen(edit: StreamEdit, group: Group, name: bytes) -> Consumer:
     return consumer
 
 
-def _first_claimer(edit: StreamEdit, group: Group, name: bytes) -> Consumer | None:
+def _first_claimer(edit: StreamEdit, group: EditableGroup, name: bytes) -> EditableConsumer | None:
     """The claiming consumer: from 7.2 looked up (and made) before any claim, before 7.2 at the
     first claim of the command (`_claim`)."""
     return _consumer_seen(edit, group, name) if edit.tracks_activity else None
 
 
-def _claim(edit: StreamEdit, group: Group, name: bytes, entry_id: StreamId, pending: Pending,
-           consumer: Consumer | None, delivery_time: int, count: int | None, justid: bool) -> Consumer:
+def _claim(edit: StreamEdit, group: EditableGroup, name: bytes, entry_id: StreamId, pending: Pending,
+           consumer: EditableConsumer | None, delivery_time: int, count: int | None, justid: bool) -> EditableConsumer:
     """One PEL entry moved to the consumer `name` (`_first_claimer`, or made here on the first claim)."""
     if consumer is None:
         consumer = _consumer_seen(edit, group, name)

@@ -88,18 +88,18 @@ class Pending:
 
 
 @dataclass
-class Consumer:
+class EditableConsumer:
     seen_time: int
     active_time: int  # -1: never active (7.2+ streamConsumer.active_time); the seen time before
     pel: dict[StreamId, None] = field(default_factory=dict)  # an ordered set
 
 
 @dataclass
-class Group:
+class EditableGroup:
     last_id: StreamId
     entries_read: int | None  # None: SCG_INVALID_ENTRIES_READ
     pel: dict[StreamId, Pending] = field(default_factory=dict)
-    consumers: dict[bytes, Consumer] = field(default_factory=dict)
+    consumers: dict[bytes, EditableConsumer] = field(default_factory=dict)
 
     def disown(self, entry_id: StreamId, pending: Pending) -> None:
         """The entry leaves its consumer's PEL (the group's entry, `pending`, stays as it is)."""
@@ -130,7 +130,7 @@ class EditableStream:
     first_id: StreamId = ZERO
     max_deleted: StreamId = ZERO
     entries_added: int = 0
-    groups: dict[bytes, Group] = field(default_factory=dict)
+    groups: dict[bytes, EditableGroup] = field(default_factory=dict)
     idmp: Any = None  # type 26 data, kept as read
 
     # -- from a dump -----------------------------------------------------------------------------
@@ -291,7 +291,7 @@ class EditableStream:
         return out
 
     @staticmethod
-    def _group(name: bytes, g: Group, type_code: int, compress: bool) -> Any:
+    def _group(name: bytes, g: EditableGroup, type_code: int, compress: bool) -> Any:
         pel = [_stream.StreamPelEntry._new(id=_raw(i), delivery_time=p.delivery_time, delivery_count=rdb_len(
             p.delivery_count)) for i, p in sorted(g.pel.items())]
         out = _stream.StreamGroup._new(type_code=type_code, name=rdb_string(name, compress),
@@ -308,14 +308,14 @@ class EditableStream:
         return out
 
 
-def groups_from_value(value: Any, model_groups: list) -> dict[bytes, Group]:
+def groups_from_value(value: Any, model_groups: list) -> dict[bytes, EditableGroup]:
     """The groups of a generated `stream_value` with `entries_read` as the model gives it."""
-    out: dict[bytes, Group] = {}
+    out: dict[bytes, EditableGroup] = {}
     for g, model in zip(value.groups, model_groups):
-        group = Group(_sid(g.last_id), model.entries_read)
+        group = EditableGroup(_sid(g.last_id), model.entries_read)
         owner = {}
         for c in g.consumers:
-            consumer = Consumer(c.seen_time, c.active_time if c.active_time is not None else c.seen_time)
+            consumer = EditableConsumer(c.seen_time, c.active_time if c.active_time is not None else c.seen_time)
             for raw in c.pel:
                 consumer.pel[_raw_id(raw)] = None
                 owner[_raw_id(raw)] = text(c.name)
