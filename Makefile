@@ -60,13 +60,13 @@ $(NODE_STAMP): tests/conformance/package.json tests/conformance/package-lock.jso
 	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
 	touch $@
 
-# Debian's redis-server (the real-server tests) and chromium (tests/test_report.py renders the
+# Debian's redis-server (the real-server tests) and chromium (tests/servers/test_report.py renders the
 # report page headless), installed with one apt-get update when root and missing.
 debian-packages:
 	@missing=""; for p in redis-server chromium; do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else echo "missing and not root:$$missing (real-server tests are skipped; tests/test_report.py fails without chromium)"; fi; \
+	  else echo "missing and not root:$$missing (real-server tests are skipped; tests/servers/test_report.py fails without chromium)"; fi; \
 	fi
 
 setup: $(STAMP) $(NATIVE_STAMP) $(NODE_STAMP) debian-packages
@@ -98,8 +98,8 @@ test: setup check-generated lint conformance pytest test-asan
 
 # The native backend built again with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build/asan (never the install), then the golden fixtures (conformance's ours-native), the corpus,
-# the fuzz run, the chunked readers of hashtable-encoded values (tests/test_chunks.py), both JSON
-# writers, the compiled one's float printer (tests/test_shortest_double.py) and the mapped pages'
+# the fuzz run, the chunked readers of hashtable-encoded values (tests/unit/test_chunks.py), both JSON
+# writers, the compiled one's float printer (tests/unit/test_shortest_double.py) and the mapped pages'
 # releasing thread through it (rdbspec itself imported from build/asan too,
 # so its compiled JSON encoder, stream ID check and releaser are the instrumented ones;
 # -P and pythonpath keep the source tree's out):
@@ -115,14 +115,14 @@ test-asan: $(STAMP) $(NATIVE_STAMP)
 	             for x in (m, j, r, s)), (m.__file__, j.__file__, r.__file__, s.__file__)'
 	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native
 	$(ASAN_ENV) $(PY) -m pytest -q -rP -p no:cacheprovider -o pythonpath='$(ASAN)/lib .' \
-	  tests/test_corpus.py tests/test_fuzz.py tests/test_jsonl.py tests/test_shortest_double.py tests/test_source.py \
-	  tests/test_chunks.py
+	  tests/corpus/test_corpus.py tests/unit/test_fuzz.py tests/servers/test_jsonl.py tests/unit/test_shortest_double.py tests/unit/test_source.py \
+	  tests/unit/test_chunks.py
 
 # The dumps other projects publish, never copied into the repository: read from ../shared.
 test-peers: $(STAMP)
 	@test -d $(PEERS) || { echo "make test-peers: $(PEERS) is absent (the peers' published dumps are kept \
 	outside the repository; put that directory beside the clone to run these tests)"; exit 1; }
-	$(PY) -m pytest -q -m peers tests/test_peers.py
+	$(PY) -m pytest -q -m peers tests/peers/test_peers.py
 
 bench: setup
 	$(PY) -m bench

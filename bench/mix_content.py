@@ -32,7 +32,8 @@ from typing import Any
 
 import redis
 
-from .binaries import DEBIAN_REDIS_SERVER, debian_binary
+from tests.support.binaries import DEBIAN_REDIS_SERVER, debian_binary
+
 from .datasets import CACHE_DIR, Dataset, Progress, RespPipe, build_dump, cached, read_build_info, word
 
 SEED = 26

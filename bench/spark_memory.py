@@ -31,9 +31,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tests.support.binaries import DEBIAN_REDIS_SERVER, debian_binary
+
 from . import datasets as ds_mod
 from . import mix_content
-from .binaries import DEBIAN_REDIS_SERVER, debian_binary
 from .contenders import (
     SPARK_FLOOR_1,
     labelled,

@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """JSON Lines written in C, byte for byte what `jsonl` writes through orjson otherwise
-(tests/test_columns.py and tests/test_jsonl.py compare them): the lines of the key records
+(tests/unit/test_columns.py and tests/servers/test_jsonl.py compare them): the lines of the key records
 whose value is a string or a list (`write_lines`, a megabyte at a time; a value still in its
 containers' entries, `values.Packed`, is written from them), a stream node's entries from
 its columns (`encode_entries`) and a consumer group's pending entries (`encode_pending`,
@@ -17,7 +17,7 @@ Adams, "Ryu: fast float-to-string conversion", PLDI 2018), written from the pape
 of 5^i and 2^k / 5^q this module computes from Python ints at import. PyOS_double_to_string
 (David Gay's dtoa: big-integer loops and a malloc a call, about 6,900 instructions) was 16% of
 `rdbspec dump`'s instructions; Ryu takes about 450, with no allocation
-(tests/test_shortest_double.py compares it with repr).
+(tests/unit/test_shortest_double.py compares it with repr).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

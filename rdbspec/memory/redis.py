@@ -29,7 +29,7 @@ loading server's version and its limits (`layouts.ServerConfig`, the built-in de
   keys: one a branch, a key, and a run of single-child bytes between them.
 
 Struct sizes are those of 64-bit builds (src/server.h, dict.h, quicklist.h, stream.h, rax.h).
-Checked key by key against Redis 6.2 (libc) and 7.0 (jemalloc) in tests/test_memory.py; what
+Checked key by key against Redis 6.2 (libc) and 7.0 (jemalloc) in tests/servers/test_memory.py; what
 changed in 7.2 (listpack lists and sets, streamConsumer's active_time) is taken from its source.
 """
 

@@ -20,7 +20,7 @@ of a conversion (`rdbspec.write.convert`: the second read then takes the Python 
 objects they write; a key `Converter.key` gives back as it was would be copied), those the
 commands changed (`rdbspec.rewrite.command_file`), and every key of a Dragonfly snapshot (its records lie in
 compressed blobs and in several files). A dump written by a server and not cut is written again
-byte for byte (tests/test_rewrite.py). The input is never modified; the output is written beside
+byte for byte (tests/servers/test_rewrite.py). The input is never modified; the output is written beside
 its destination and renamed at the end, so a failure leaves none.
 
 Imports: the reading and writing sides and the stream commands (`command_file` runs them).

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """The Arrow buffers of Spark's `stream_entries` rows, written in C in one pass over the nodes'
 columns: byte for byte what `rdbspec.spark.entries.python_entry_buffers` gives otherwise
-(tests/test_spark_entries.py compares them). See `entries.entry_buffers` for what each buffer
+(tests/spark/test_spark_entries.py compares them). See `entries.entry_buffers` for what each buffer
 holds. Items come as a `RaggedColumns` (native backend: kinds, ints and offsets into the
 buffer, read through the C arrays `_columns.pxd` declares) or as a list per entry of int and
 bytes (Python backend); ints are written as their decimal text.

@@ -1,0 +1,12 @@
+"""What the tests share and no test is: real servers started on 127.0.0.1 (`binaries`, `servers`),
+the content written into them (`populate`, `memory_content`), what a live server reports about
+its keys (`expected`), rdbtools' reading for comparison (`rdbtools_values`), dumps made by hand
+(`dragonfly_dumps`: Dragonfly snapshots and the RDB byte builders) and a dump with big values for
+the split readers (`split_dump`). The benchmark (bench/) builds its inputs with the same modules.
+
+The tests are grouped by what they check against: `unit/` (the library on inputs made in the
+test or kept in the repository), `golden/` (hand-written fixtures with their expected values),
+`corpus/` (dumps real servers wrote, with what the server reported), `servers/` (live Redis and
+Valkey servers started by the test), `spark/` (the real Spark), `peers/` (other projects' dumps,
+read from ../shared by `make test-peers` only) and `conformance/` (the official Kaitai compiler's
+Python and JavaScript output against ours)."""
