@@ -85,8 +85,13 @@ check-generated: $(STAMP)
 	diff -r build/regen/docs docs/spec
 	@echo "generated/ is up to date"
 
+# ruff, then mypy (its settings: pyproject.toml); mypy finds rdbspec_generated through the link
+# that setup.py makes for Cython (build/cython-include), made here too when it is missing
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	@test -L build/cython-include/rdbspec_generated || \
+	  { mkdir -p build/cython-include && ln -s "$(abspath generated)" build/cython-include/rdbspec_generated; }
+	$(PY) -m mypy
 
 conformance: $(STAMP) $(NODE_STAMP)
 	$(PY) tests/conformance/run.py

@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     except SpecError as err:
         print(f"generator: {err}", file=sys.stderr)
         return 1
-    write_tree(out_dir, modules, "*.py")
+    write_tree(out_dir, {**modules, "py.typed": ""}, "*.py")  # PEP 561: the package's annotations are for checkers
     write_tree(out_dir / "native", native, "*.py", "*.pyx", "*.pxd")
     write_tree(docs_dir, docs, "*.md")
     # one formatting pass, so the output reads like hand-written code and is stable

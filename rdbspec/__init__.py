@@ -15,7 +15,9 @@ and `UnwritableError` for what cannot be written. The writing side is loaded whe
 for, so that reading (and the command line) starts without it.
 """
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     ChecksumError,
@@ -30,6 +32,11 @@ from .errors import (
 )
 from .read.dumpfile import Dump, Header, KeyRecord, open, parse
 from .read.streams import Stream
+
+if TYPE_CHECKING:  # what `__getattr__` loads on first use, named for type checkers
+    from .write.layouts import ServerConfig
+    from .write.stream import EditableStream
+    from .write.writer import Writer
 
 __all__ = ["ChecksumError", "Dump", "EditableStream", "Header", "IntegrityError", "KeyRecord", "ParseError",
            "RdbError", "RdbWarning", "RdbspecError", "ServerConfig", "Stream", "TruncatedError", "UnwritableError",

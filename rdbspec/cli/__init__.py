@@ -134,6 +134,7 @@ def _dump_lines(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator
     if record is None:  # not selected
         return None
     write = out.buffer
+    chunks: Iterator[bytes]
     if record.value_kind in STREAM_KINDS:
         head, tail = stream_line_ends(record, args.include_deleted) if piece.first or piece.last else (b"", b"")
         chunks = (entries_json(got.columns, args.include_deleted) for _, got in parallel.piece_nodes(record, piece))
@@ -347,7 +348,8 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
                          help=help or "show the version and the backend, and exit")
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
         from importlib.metadata import version
 
         print(f"{parser.prog} {version('rdbspec')} ({backend.describe()})")

@@ -40,7 +40,7 @@ class AnyCaseSubParsers(argparse._SubParsersAction):
     """Subcommands in any case (`xinfo STREAM`, `XRANGE`), as the server reads its command words
     (redis src/server.c lookupCommand: the command table is case-insensitive)."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._name_parser_map = self.choices = _AnyCaseNames()
 
@@ -194,7 +194,7 @@ def each_range(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO, gathe
     progress = Progress(len(dump.source.buffer))
 
     def work(part: dumpfile.Dump, records: Iterator[dumpfile.KeyRecord], piece: parallel.Piece, spool: BinaryIO) -> Any:
-        text = io.TextIOWrapper(spool, encoding=out.encoding, errors=out.errors)  # type: ignore[arg-type]
+        text = io.TextIOWrapper(spool, encoding=out.encoding, errors=out.errors)
         try:
             return gather(part, args, records, piece, text)
         finally:

@@ -22,7 +22,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import orjson
 
@@ -248,7 +248,7 @@ def line_ends(line: bytes, slot: bytes) -> tuple[bytes, bytes]:
     return head + slot[:-4] + b"[", b"]" + tail + b"\n"
 
 
-def write_joined(out: BinaryIO, chunks: Iterable[bytes]) -> bool:
+def write_joined(out: IO[bytes], chunks: Iterable[bytes]) -> bool:
     """`chunks` (each elements joined by commas, or empty) joined by commas; whether one was not empty."""
     separator = b""
     for chunk in chunks:

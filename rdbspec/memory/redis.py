@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from ..read import dumpfile
 from ..read.elements import text_lengths, values
-from ..read.streams import Stream
+from ..read.streams import NodeTable, Stream
 from ..read.values import Packed
 from ..server.numbers import d2string, string2ll
 from ..server.versions import Version
@@ -232,14 +232,14 @@ class RedisModel:
             return packed
         chunked = self._dict_sized(record, self.config.set_max_intset_entries)
         if chunked is not None:
-            return self.dict_set(chunked.count, length_counts(chunked, 1, 0), None)
+            return self.dict_set(len(chunked), length_counts(chunked, 1, 0), None)
         members = record.value
         converted_at = None
         if len(members) <= self.config.set_max_intset_entries:
             ints = [string2ll(m) for m in members]
             converted_at = next((i for i, n in enumerate(ints) if n is None), None)
-            if converted_at is None:
-                return self.blob(EMPTY_INTSET + len(ints) * intset_width(ints))
+            if converted_at is None:  # every member an integer
+                return self.blob(EMPTY_INTSET + len(ints) * intset_width(n for n in ints if n is not None))
             if self.generation.listpack_lists and self._fits(members, self.config.set_max_listpack_entries,
                                                              self.config.set_max_listpack_value):
                 return self.listpack_of(map(stored, members))
@@ -257,7 +257,7 @@ class RedisModel:
             return packed
         chunked = self._dict_sized(record, self.config.hash_max_listpack_entries)
         if chunked is not None:
-            return self.dict_hash(chunked.count, length_counts(chunked, 2, 0, 1), None)
+            return self.dict_hash(len(chunked), length_counts(chunked, 2, 0, 1), None)
         pairs = record.value
         limit = self.config.hash_max_listpack_value
         converted_at = None
@@ -280,7 +280,7 @@ class RedisModel:
             return packed
         chunked = self._dict_sized(record, self.config.zset_max_listpack_entries)
         if chunked is not None:
-            return self.skiplist(chunked.count, length_counts(chunked, 2, 0))
+            return self.skiplist(len(chunked), length_counts(chunked, 2, 0))
         pairs = record.value
         limit = self.config.zset_max_listpack_value  # zsetConvert after loading, when it fits
         if self._fits([m for m, _ in pairs], self.config.zset_max_listpack_entries, limit):
@@ -315,6 +315,7 @@ class RedisModel:
         """The stream, its tree of nodes and their listpacks; per group its struct, its PEL's tree
         and NACKs; per consumer its struct, name and PEL's tree."""
         stream: Stream = record.value
+        assert isinstance(stream.nodes, NodeTable)  # as read from a dump
         g = self.generation
         total = g.stream + self.rax([stream_id_key(i) for i in stream.nodes.master_ids()])
         total += sum(map(self.size, stream.nodes.listpack_sizes()))
@@ -350,6 +351,6 @@ def _entries(record: dumpfile.KeyRecord) -> list[int | bytes]:
     keeps them otherwise, from its pairs."""
     packed = record.packed(after_value=True)
     if packed is not None:
-        return values(packed.parts[0])
+        return values(next(iter(packed.parts)))  # the one container
     return [stored(x) for pair in record.value for x in pair]
 

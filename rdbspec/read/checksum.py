@@ -6,16 +6,19 @@ from collections.abc import Callable
 
 import anycrc
 
+from .source import Buffer
+
 _MODEL = anycrc.Model("CRC64-REDIS")
 _CHUNK = 16 << 20  # bytes per call: a huge mmap is never copied whole, and is released as it goes
 
 
-def crc64(data, start: int = 0, end: int | None = None, after_chunk: Callable[[], None] | None = None) -> int:
+def crc64(data: Buffer | memoryview, start: int = 0, end: int | None = None,
+          after_chunk: Callable[[], None] | None = None) -> int:
     """CRC of `data[start:end]` (bytes, mmap or memoryview); `after_chunk` runs after each
     chunk (to drop the mapped pages read so far: `Source.release`)."""
     view = memoryview(data)
     end = len(view) if end is None else end
-    crc = 0
+    crc: int = 0
     try:
         for offset in range(start, end, _CHUNK):
             crc = _MODEL.calc(view[offset:min(offset + _CHUNK, end)], crc)
@@ -28,4 +31,5 @@ def crc64(data, start: int = 0, end: int | None = None, after_chunk: Callable[[]
 
 def crc64_update(crc: int, data: bytes | bytearray | memoryview) -> int:
     """The CRC of what `crc` was computed over, followed by `data` (a file written piece by piece)."""
-    return _MODEL.calc(data, crc)
+    updated: int = _MODEL.calc(data, crc)
+    return updated

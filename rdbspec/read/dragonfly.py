@@ -101,7 +101,7 @@ class RecordExpander:
     reader (`dumpfile.Dump`) hands it each envelope record (`ENVELOPES`) and, at EOF, asks for the
     entries of chunk streams still open (`finish`)."""
 
-    def __init__(self, rdb, parsers: str | None = None):
+    def __init__(self, rdb: Any, parsers: str | None = None):
         self.rdb = rdb  # the generated root: what the records inside are parsed under
         self.read_record = backend.parser("rdb", parsers).Record._read
         self.streams: dict[int, _ChunkStream] = {}
@@ -112,7 +112,7 @@ class RecordExpander:
 
     # -- one record ------------------------------------------------------------------------
 
-    def expand(self, record, start: int, end: int) -> Iterator[Item]:
+    def expand(self, record: Any, start: int, end: int) -> Iterator[Item]:
         kind = record.kind
         if kind in BLOB_KINDS:
             yield from self._blob(record, start, end)
@@ -121,11 +121,12 @@ class RecordExpander:
         else:
             yield record, start, end
 
-    def _parse(self, data: bytes, origin: int, what: str, stop_after_key: bool = False):
+    def _parse(self, data: bytes, origin: int, what: str, stop_after_key: bool = False) -> tuple[list[Item], int]:
         """Parses `data` as a sequence of top-level records; errors name `origin`, the file
         offset of the blob or first chunk, and the position inside `data`."""
         io = Io(data, 0, len(data), 0, origin)
-        pos, out = 0, []
+        pos = 0
+        out: list[Item] = []
         while pos < len(data):
             record, after = self.read_record(io, pos, self.rdb, self.rdb)
             if record.kind == EOF:
@@ -136,7 +137,7 @@ class RecordExpander:
                 break
         return out, pos
 
-    def _blob(self, record, start: int, end: int) -> Iterator[Item]:
+    def _blob(self, record: Any, start: int, end: int) -> Iterator[Item]:
         codec = BLOB_KINDS[record.kind]
         data = decompress(codec, record.body.data, start)
         what = f"the {codec} blob at byte {start}"
@@ -144,12 +145,12 @@ class RecordExpander:
         for inner, a, b in records:
             yield from self.expand(inner, start, start + (b - a))
 
-    def _chunk(self, record, start: int, end: int) -> Iterator[Item]:
+    def _chunk(self, record: Any, start: int, end: int) -> Iterator[Item]:
         body = record.body
         sid = body.stream_id
         stream = self.streams.get(sid)
         opening = stream is None
-        if opening:
+        if stream is None:
             stream = self.streams[sid] = _ChunkStream(sid, start)
         stream.add(body.payload)
         if opening or stream.size <= EAGER_REPARSE_BYTES or stream.size >= 2 * stream.tried_at:
@@ -199,6 +200,7 @@ def decompress(codec: str, data: bytes, offset: int) -> bytes:
     requires it: src/server/detail/decompress.cc)."""
     path = "dragonfly:compressed_blob.data"
     data = bytes(data)
+    out: bytes
     try:
         if codec == "lz4":
             import lz4.frame
@@ -235,7 +237,7 @@ _SHARD = re.compile(r"^(?P<base>.+)-(?P<num>\d{4})\.dfs$")
 SUMMARY_NAME = re.compile(r"^(?P<base>.+)-summary\.dfs$")
 
 
-def is_dfs(path: str | os.PathLike) -> bool:
+def is_dfs(path: str | os.PathLike[str]) -> bool:
     """True for a `-summary.dfs` file, a `-NNNN.dfs` shard file, or a directory."""
     name = os.fspath(path)
     if name == "-":
@@ -246,7 +248,7 @@ def is_dfs(path: str | os.PathLike) -> bool:
     return bool(SUMMARY_NAME.match(p.name) or _SHARD.match(p.name))
 
 
-def find_summary(path: str | os.PathLike) -> Path:
+def find_summary(path: str | os.PathLike[str]) -> Path:
     """The summary file of the set that `path` names (notes §9.1: loading starts from it; the
     shard files are found by replacing "summary" with the shard number)."""
     p = Path(os.fspath(path))
@@ -272,7 +274,10 @@ def find_summary(path: str | os.PathLike) -> Path:
 def shard_files(summary: Path, shard_count: int | None) -> list[Path]:
     """The shard files of the set, checked against `shard-count`: a missing or an extra one
     is an error naming it."""
-    base = SUMMARY_NAME.match(summary.name)["base"]
+    named = SUMMARY_NAME.match(summary.name)
+    if named is None:
+        raise RdbError(f"{summary}: not the summary file of a DFS snapshot set (<name>-summary.dfs)")
+    base = named["base"]
     present = {}
     for c in summary.parent.iterdir():
         m = _SHARD.match(c.name)

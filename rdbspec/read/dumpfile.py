@@ -12,7 +12,7 @@ from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from rdbspec_generated import Io, RdbError, warning_sink
 from rdbspec_generated.enums import RecordKind
@@ -44,6 +44,8 @@ CHECKSUM_DISABLED = "disabled (0)"
 # LRU, LFU; Redis 8.6's key metadata, src/keymeta.c rdbSaveKeyMetadata): a loader keeps them until
 # the next key (rdbLoadRioWithLoadingCtx)
 KEY_PREFIX_KINDS = frozenset((EXPIRE_TIME, EXPIRE_TIME_MS, IDLE, FREQ, KEY_META))
+
+T = TypeVar("T")  # what a guarded read gives
 
 
 
@@ -110,7 +112,7 @@ class KeyRecord:
             self._sink(f"empty {self.type_name} key: the server skips it on load", None, values.EMPTY_KEY_RULE)
         return decoded
 
-    def _decoding(self, decode: Callable[..., Any], *args: Any) -> Any:
+    def _decoding(self, decode: Callable[..., T], *args: Any) -> T:
         """`decode(*args, generated value)`, its warnings told to this key's sink, its errors
         named with this key (an unexpected exception as an internal error)."""
         token = warning_sink.set(self._sink)  # `collecting(self._sink)` without its three calls
@@ -271,10 +273,10 @@ class Dump:
     def __enter__(self) -> Dump:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _guard(self, read, offset: int, record: bool = False):
+    def _guard(self, read: Callable[[], T], offset: int, record: bool = False) -> T:
         """Runs a read of the generated parser. Bad input raises an RdbError, which gets the key
         of the record read at `offset` (with `record`); any other exception is a bug of ours."""
         try:
@@ -402,7 +404,7 @@ class Dump:
             self._warned.add(warning)
             self.warnings.append(warning)
 
-    def _note(self, record) -> None:
+    def _note(self, record: Any) -> None:
         """Keeps what a non-key record says about the dump."""
         body, kind = record.body, record.kind
         if kind == AUX:
@@ -506,6 +508,7 @@ class Dump:
         elif not self.verify_checksum:
             self.checksum_status = "not verified"
         else:
+            assert self.end_offset is not None  # set at EOF, which the trailer follows
             computed = crc64(self.source.buffer, 0, self.end_offset, self.source.release)
             if computed != stored:
                 self.checksum_status = "mismatch"
@@ -534,7 +537,7 @@ class DfsDump(Dump):
     shard order. `shards` lists per shard its file, `shard-id` and key count (filled as the keys
     are read); `extra_info` carries them for `rdbspec info`."""
 
-    def __init__(self, path: str | os.PathLike, verify_checksum: bool = True, parsers: str | None = None):
+    def __init__(self, path: str | os.PathLike[str], verify_checksum: bool = True, parsers: str | None = None):
         summary = dragonfly.find_summary(path)
         super().__init__(open_source(summary), verify_checksum, parsers)
         self.summary_path = summary
@@ -552,8 +555,12 @@ class DfsDump(Dump):
     def trailer_verified(self) -> bool:
         return False  # one checksum per file of the set: each is verified as its keys are read
 
-    def keys(self) -> Iterator[KeyRecord]:
-        yield from super().keys()  # the summary: AUX only
+    def keys(self, stop: int | None = None, kinds: Container[int] | None = None) -> Iterator[KeyRecord]:
+        """Every shard's keys, in shard order (`kinds`: as `Dump.keys`). A set is read whole: a
+        split (`stop`) is of one file, opened alone (`open(..., whole_set=False)`)."""
+        if stop is not None:
+            raise ValueError("a DFS snapshot set is read whole: open one file of it alone to read a split")
+        yield from super().keys(kinds=kinds)  # the summary: AUX only
         statuses = {self.checksum_status}
         snapshot_id = dragonfly.aux_value(self.aux, b"snapshot-id")
         for number, shard_path in enumerate(self.shard_paths):
@@ -567,10 +574,10 @@ class DfsDump(Dump):
                     raise RdbError(f"snapshot-id {sid.decode(errors='replace')} differs from the summary's "
                                    f"{snapshot_id.decode(errors='replace')}")
                 shard_id = dragonfly.aux_value(shard.aux, b"shard-id")
-                row = {"file": shard_path.name, "keys": 0,
-                       "shard_id": int(shard_id) if shard_id and shard_id.isdigit() else number}
+                row: dict[str, Any] = {"file": shard_path.name, "keys": 0,
+                                       "shard_id": int(shard_id) if shard_id and shard_id.isdigit() else number}
                 self.shards.append(row)
-                for record in shard.keys():
+                for record in shard.keys(kinds=kinds):
                     row["keys"] += 1
                     self.last_key = record.key
                     yield record
@@ -584,7 +591,7 @@ class DfsDump(Dump):
         self.checksum_status = statuses.pop() if len(statuses) == 1 else ", ".join(sorted(statuses))
 
 
-def snapshot_files(path: str | os.PathLike) -> list[Path]:
+def snapshot_files(path: str | os.PathLike[str]) -> list[Path]:
     """The files of the DFS set that `path` names: its summary, then its shard files in order
     (checked against the summary's shard-count)."""
     summary = dragonfly.find_summary(path)
@@ -592,7 +599,7 @@ def snapshot_files(path: str | os.PathLike) -> list[Path]:
         return [summary, *dragonfly.shard_files(summary, dragonfly.shard_count(summary, head.aux))]
 
 
-def open(path: str | os.PathLike, verify_checksum: bool = True, whole_set: bool = True,  # noqa: A001
+def open(path: str | os.PathLike[str], verify_checksum: bool = True, whole_set: bool = True,  # noqa: A001
          parsers: str | None = None) -> Dump:
     """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`; a Dragonfly DFS
     set (`<name>-summary.dfs`, one of its `<name>-NNNN.dfs` shard files, or their directory)

@@ -9,21 +9,24 @@ when they are there."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 # Elements a chunk of a hashtable-encoded value or of a PEL holds (`chunks_<field>` of the
 # generated parsers): bounded, so that a value of any size is walked in the same memory
 CHUNK_ROWS = 1 << 16
 
 
-def text(s) -> bytes:
+def text(s: Any) -> bytes:
     """An `rdb_string` as the server holds it: raw bytes, an integer's decimal text, or the
     decompressed bytes."""
-    if s.raw is not None:
-        return s.raw
+    raw: bytes | None = s.raw
+    if raw is not None:
+        return raw
     if s.int_value is not None:
         return str(s.int_value).encode()
-    return s.lzf
+    lzf: bytes = s.lzf
+    return lzf
 
 
 def scalar(v: int | bytes) -> bytes:
@@ -31,39 +34,39 @@ def scalar(v: int | bytes) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode()
 
 
-def container(blob):
+def container(blob: Any) -> Any:
     """The parsed container inside an `rdb_blob`, compressed or not."""
     return blob.plain if blob.plain is not None else blob.lzf
 
 
-def texts(items) -> list[bytes]:
+def texts(items: Any) -> list[bytes]:
     """Each entry as `scalar` gives it."""
-    bulk = getattr(items, "texts", None)
+    bulk: Callable[[], list[bytes]] | None = getattr(items, "texts", None)
     if bulk is not None:
         return bulk()
     return [v if isinstance(v, bytes) else str(v).encode() for v in items]
 
 
-def pairs(items) -> list[tuple[bytes, bytes]]:
+def pairs(items: Any) -> list[tuple[bytes, bytes]]:
     """Entries 0 and 1, 2 and 3... as (`scalar`, `scalar`) pairs (an odd last entry is left out)."""
-    bulk = getattr(items, "pairs", None)
+    bulk: Callable[[], list[tuple[bytes, bytes]]] | None = getattr(items, "pairs", None)
     if bulk is not None:
         return bulk()
     flat = texts(items)
     return list(zip(flat[0::2], flat[1::2]))
 
 
-def values(items) -> list[int | bytes]:
+def values(items: Any) -> list[int | bytes]:
     """The entries as a list (ints and bytes, as read)."""
-    bulk = getattr(items, "values", None)
+    bulk: Callable[[], list[int | bytes]] | None = getattr(items, "values", None)
     return bulk() if bulk is not None else items if isinstance(items, list) else list(items)
 
 
-def text_lengths(items, start: int, step: int, second: int = -1) -> Sequence[int]:
+def text_lengths(items: Any, start: int, step: int, second: int = -1) -> Sequence[int]:
     """The lengths of `texts` of entries start, start + step, ... (what an sds of each holds);
     with `second`, each paired with the length of entry second, second + step, ... as
     `first << 32 | second`."""
-    bulk = getattr(items, "text_lengths", None)
+    bulk: Callable[[int, int, int], Sequence[int]] | None = getattr(items, "text_lengths", None)
     if bulk is not None:
         return bulk(start, step, second)
     firsts = [len(t) for t in texts(items[start::step])]

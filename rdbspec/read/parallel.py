@@ -42,7 +42,7 @@ import signal
 import struct
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, BinaryIO, NoReturn
@@ -177,7 +177,7 @@ def value_parts(jobs: int) -> int:
 
 
 def ranges(dump: dumpfile.Dump, size: int, jobs: int, work: Work, fail: Fail, parts: int = 0,
-           progress: Callable[[int], None] | None = None) -> Iterator[Done]:
+           progress: Callable[[int], None] | None = None) -> Generator[Done, None, None]:
     """`work` over each range of `size` bytes of `dump` in a worker process (at most `jobs` at
     once), yielded in file order, a big value cut into at most `parts` ranges (`splits.cut`);
     before each is yielded its warnings and what its records said go to `dump`. `progress` is
@@ -285,7 +285,7 @@ class _Runner:
         self.shared = mmap.mmap(-1, _OFFSET.size * jobs) if progress is not None else None
         self.slots = list(range(jobs)) if progress is not None else []
 
-    def run(self) -> Iterator[Done]:
+    def run(self) -> Generator[Done, None, None]:
         try:
             self._start_planner()
             while True:

@@ -12,18 +12,22 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import BinaryIO
+from collections.abc import Callable
+from typing import BinaryIO, Protocol
+
+Buffer = bytes | mmap.mmap  # what a source reads from: bytes given, or a file mapped
 
 
 class Source:
     """A read-only buffer over the input. `close()` closes the file; a mapping stays valid until
     nothing refers to it, so values decoded lazily from it (stream nodes) outlive the dump."""
 
-    def __init__(self, buffer, name: str, closers: list | None = None):
+    def __init__(self, buffer: Buffer, name: str, closers: list[BinaryIO] | None = None):
         self.buffer = buffer
         self.name = name
         self._closers = closers or []
-        self._stop_releasing = None  # a mapped file's pages are released until close() or this object's end
+        # a mapped file's pages are released until close() or this object's end
+        self._stop_releasing: Callable[[], object] | None = None
         if isinstance(buffer, _Mapping) and hasattr(mmap, "MADV_DONTNEED"):
             _releaser.track(buffer, RELEASE_EVERY_S)
             self._stop_releasing = weakref.finalize(self, _releaser.untrack, buffer)
@@ -92,11 +96,20 @@ class _PythonReleaser:
                     mapping.madvise(mmap.MADV_DONTNEED)
 
 
+class _Releaser(Protocol):
+    """What both releasing threads do: the compiled module and `_PythonReleaser`."""
+
+    def track(self, mapping: mmap.mmap, every_s: float) -> None: ...
+
+    def untrack(self, mapping: mmap.mmap) -> None: ...
+
+
+_releaser: _Releaser
 try:  # compiled by setup.py from _page_releaser.pyx; absent without a C compiler
     from . import _page_releaser as _releaser
     RELEASE_EVERY_S = 0.01
 except ImportError:
-    _releaser = _PythonReleaser()  # type: ignore[assignment]
+    _releaser = _PythonReleaser()
     RELEASE_EVERY_S = 0.25
 
 
@@ -110,7 +123,7 @@ class _Mapping(mmap.mmap):
         _releaser.untrack(self)
         super().close()
 
-    def __exit__(self, *exc_info) -> None:  # mmap's own calls its C close, not close() above
+    def __exit__(self, *exc_info: object) -> None:  # mmap's own calls its C close, not close() above
         self.close()
 
 
@@ -122,7 +135,7 @@ def _map(handle: BinaryIO, name: str) -> Source:
     return Source(_Mapping(handle.fileno(), 0, access=mmap.ACCESS_READ), name, [handle])
 
 
-def open_source(path: str | os.PathLike) -> Source:
+def open_source(path: str | os.PathLike[str]) -> Source:
     """Maps a regular file; spools a pipe or stdin (`-`) to a temporary file as it is read,
     so memory never holds the whole input."""
     name = os.fspath(path)

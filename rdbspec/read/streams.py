@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, overload
 
 from rdbspec_generated import WarningSink, collecting, current_sink
 from rdbspec_generated.enums import EntryFlag
@@ -43,6 +43,11 @@ try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
     from . import _stream_ids
 except ImportError:
     _stream_ids = None  # type: ignore[assignment]
+
+# a group's PEL resolved to its consumers (`_stream_ids.group_pel`, `_pel`): the IDs' ms and seq, delivery
+# times and counts, each entry's owner (an index of the consumers, -1: none), each consumer's (ms, seq)
+Pel = tuple["array[int]", "array[int]", "array[int]", "array[int]", "array[int]",
+            list[tuple["array[int]", "array[int]"]]]
 
 # an entry's flag bits (the spec's `stream::entry_flag`), as the numbers its flags are read and written as
 FLAG_DELETED, FLAG_SAMEFIELDS = int(EntryFlag.DELETED), int(EntryFlag.SAMEFIELDS)
@@ -90,7 +95,13 @@ class EntryFields(Sequence[list[tuple[bytes, bytes]]]):
     def __len__(self) -> int:
         return len(self._samefields)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> list[tuple[bytes, bytes]]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[tuple[bytes, bytes]]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[tuple[bytes, bytes]] | list[list[tuple[bytes, bytes]]]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         samefields = self._samefields[index]  # IndexError out of range
@@ -158,7 +169,7 @@ class EntryColumns:
     def extend(self, other: EntryColumns) -> None:
         for mine, theirs in ((self.ms, other.ms), (self.seq, other.seq), (self.deleted, other.deleted),
                              (self.fields, other.fields)):
-            mine.extend(theirs)  # type: ignore[attr-defined]
+            mine.extend(theirs)  # type: ignore[union-attr]  # a gathering EntryColumns() holds lists
 
     def entries(self, include_deleted: bool = False) -> Iterator[StreamEntry]:
         for ms, seq, deleted, fields in zip(self.ms, self.seq, self.deleted, self.fields):
@@ -240,7 +251,13 @@ class NodeTable(Sequence[StreamNode]):
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> StreamNode: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[StreamNode]: ...
+
+    def __getitem__(self, index: int | slice) -> StreamNode | list[StreamNode]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         master_id = (self.ms[index], self.seq[index])
@@ -268,7 +285,7 @@ class NodeTable(Sequence[StreamNode]):
         return sizes
 
 
-def _listpack_place(node: Any) -> tuple[tuple[type, Any, Any], int]:
+def _listpack_place(node: Any) -> tuple[tuple[Any, Any, Any], int]:
     """Where a generated `stream_node`'s listpack blob is: (the node's type, its stream, the root
     it was read under) and the position (the generator keeps a `-rdbspec-lazy` field's position
     as `_lazy_<field>`)."""
@@ -303,7 +320,7 @@ class IdColumns(_Columns, Sequence[StreamId]):
 
     __slots__ = ("ms", "seq")
 
-    def __init__(self, ms: array, seq: array):
+    def __init__(self, ms: array[int], seq: array[int]):
         self.ms, self.seq = ms, seq
 
     @classmethod
@@ -319,7 +336,13 @@ class IdColumns(_Columns, Sequence[StreamId]):
     def __iter__(self) -> Iterator[StreamId]:
         return zip(self.ms, self.seq)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> StreamId: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[StreamId]: ...
+
+    def __getitem__(self, index: int | slice) -> StreamId | list[StreamId]:
         if isinstance(index, slice):
             return list(zip(self.ms[index], self.seq[index]))
         return self.ms[index], self.seq[index]
@@ -333,8 +356,8 @@ class PendingEntries(_Columns, Sequence[PendingEntry]):
 
     __slots__ = ("ids", "owners", "names", "delivery_times_ms", "delivery_counts")
 
-    def __init__(self, ids: IdColumns, owners: array, names: list[bytes], delivery_times_ms: array,
-                 delivery_counts: array):
+    def __init__(self, ids: IdColumns, owners: array[int], names: list[bytes], delivery_times_ms: array[int],
+                 delivery_counts: array[int]):
         self.ids, self.owners, self.names = ids, owners, names
         self.delivery_times_ms, self.delivery_counts = delivery_times_ms, delivery_counts
 
@@ -361,7 +384,13 @@ class PendingEntries(_Columns, Sequence[PendingEntry]):
     def __iter__(self) -> Iterator[PendingEntry]:
         return map(PendingEntry, self.ids, self.consumers, self.delivery_times_ms, self.delivery_counts)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> PendingEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[PendingEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> PendingEntry | list[PendingEntry]:
         if isinstance(index, slice):
             return list(self)[index]
         owner = self.owners[index]
@@ -444,9 +473,9 @@ class Stream:
         return self._columns
 
     @classmethod
-    def from_spec(cls, v, type_code: int) -> Stream:
+    def from_spec(cls, v: Any, type_code: int) -> Stream:
         """Builds the model from a generated `stream_value`, checking what the server checks."""
-        def sid(pair) -> StreamId:
+        def sid(pair: Any) -> StreamId:
             return (pair.ms.value, pair.seq.value)
 
         stream = cls(
@@ -553,7 +582,7 @@ def _read_node(node: StreamNode, origin: tuple[int, bytes] | None, warn: Warning
         raise InternalError(err, *(origin or (None, None))) from err
 
 
-def _node_entries(source: tuple[type, Any, Any], offset: int, master_id: StreamId) -> NodeEntries:
+def _node_entries(source: tuple[Any, Any, Any], offset: int, master_id: StreamId) -> NodeEntries:
     """Decodes the listpack blob at `offset` (spec `stream::stream_listpack`) into columns. It is
     read by the `listpack` property of a bare node of the generated type that read the stream,
     so by the same backend, under the stream's root: without one, the blob would be its own root,
@@ -573,13 +602,13 @@ def _node_entries(source: tuple[type, Any, Any], offset: int, master_id: StreamI
 
 def _columns(chunks: Iterable[Any], width: int) -> list[list[int]]:
     """The `width` columns of the chunks of a chunked repeat of numbers (`chunks_<field>`)."""
-    flat: list[int] = []
+    flat: list[Any] = []  # numbers: a chunked repeat's entries are integers
     for chunk in chunks:
         flat += values(chunk)
     return [flat[i::width] for i in range(width)]
 
 
-def _group(g, warn: WarningSink | None) -> ConsumerGroup:
+def _group(g: Any, warn: WarningSink | None) -> ConsumerGroup:
     """A group of the generated parser as the server loads it (redis src/rdb.c rdbLoadObject:
     each ID once in the group PEL, each consumer's IDs in it and owned by no other consumer),
     its PELs kept as columns: resolved in C (`_stream_ids.group_pel`) when the native parser read
@@ -612,7 +641,7 @@ def _group(g, warn: WarningSink | None) -> ConsumerGroup:
     return ConsumerGroup(name, (g.last_id.ms.value, g.last_id.seq.value), entries_read, pending, consumers)
 
 
-def _pel(name: bytes, names: list[bytes], group_chunks: list[Any], owned_chunks: list[list[Any]]) -> tuple:
+def _pel(name: bytes, names: list[bytes], group_chunks: list[Any], owned_chunks: list[list[Any]]) -> Pel:
     """`_stream_ids.group_pel`'s columns, resolved in Python with the server's checks (redis
     src/rdb.c rdbLoadObject): an ID pending twice in the group ("Duplicated global PEL entry"), a
     consumer named twice ("Duplicated consumer name"), a consumer's ID not in the group PEL or

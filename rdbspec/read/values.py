@@ -64,7 +64,7 @@ def score(v: int | bytes) -> float:
     return 0.0 if number is None else number
 
 
-def legacy_double(d) -> float:
+def legacy_double(d: Any) -> float:
     """A type-3 score (redis src/rdb.c rdbLoadDoubleValue): a marker, or text that sscanf
     "%lg" must read a number from; the server refuses the file otherwise."""
     if d.is_nan:
@@ -91,7 +91,7 @@ class ModuleValue:
     when: int | None = None
 
 
-def module_ops(ops) -> list[tuple[str, Any]]:
+def module_ops(ops: Any) -> list[tuple[str, Any]]:
     """The (name, value) of each module opcode up to EOF, named as the spec's `module_opcode`
     (lower-cased: "sint", "uint", "float", "double", "string")."""
     out: list[tuple[str, Any]] = []
@@ -123,7 +123,7 @@ def module_name(module_id: int) -> tuple[str, int]:
     return name, module_id & 1023
 
 
-def module_value(v) -> ModuleValue:
+def module_value(v: Any) -> ModuleValue:
     name, version = module_name(v.module_id.value)
     return ModuleValue(name, version, v.module_id.value, module_ops(v.ops))
 
@@ -139,22 +139,23 @@ def _hash_with_ttls(rows: list[tuple[bytes, bytes, int | None]]) -> Decoded:
     return Decoded([(f, v) for f, v, _ in rows], [(f, t) for f, _, t in rows if t is not None])
 
 
-def _listpack_triples(lp) -> Decoded:
-    flat, ttls = texts(lp.entries), values(lp.entries)
+def _listpack_triples(lp: Any) -> Decoded:
+    flat = texts(lp.entries)
+    ttls: list[Any] = values(lp.entries)  # integers: the server appends a TTL as one (lpAppendInteger)
     return _hash_with_ttls(list(zip(flat[0::3], flat[1::3], [t or None for t in ttls[2::3]])))
 
 
-def scored(entries) -> list[tuple[bytes, float]]:
+def scored(entries: Any) -> list[tuple[bytes, float]]:
     """A ziplist or listpack sorted set's (member, score) pairs: the members' texts and the scores
     read from the entries' texts (an integer's decimal text reads back as the same float)."""
     scores = entry_scores(entries)
     return list(zip(texts(entries)[0::2][:len(scores)], scores))
 
 
-def entry_scores(entries) -> list[float]:
+def entry_scores(entries: Any) -> list[float]:
     """`score` of entries 1, 3, 5...: with columns, in one C pass reading texts with C's strtod
     itself, as the server does; else from their texts."""
-    bulk = getattr(entries, "strtod", None)
+    bulk: Callable[[int, int, int], list[float]] | None = getattr(entries, "strtod", None)
     if bulk is not None:
         return bulk(1, 2, ZZL_STRTOD_BYTES)
     return _scores(texts(entries)[1::2])
@@ -187,13 +188,13 @@ def df_member_expiry_ms(raw: bytes) -> int | None:
     return None if seconds == -1 else (DF_MEMBER_EXPIRY_BASE_S + seconds) * 1000
 
 
-def df_chunks(chunk_list) -> bytes:
+def df_chunks(chunk_list: Any) -> bytes:
     """The bytes of a `dragonfly::df_chunk_list` (absent when the total size is 0): each chunk
     is an `rdb_string` (plain, integer-encoded or LZF), decoded and joined."""
     return b"".join(text(chunk.data) for chunk in chunk_list.chunks)
 
 
-def chunk_rows(v, width: int) -> Iterator[tuple[bytes, ...]]:
+def chunk_rows(v: Any, width: int) -> Iterator[tuple[bytes, ...]]:
     """Each element of a value read in chunks (`chunks_entries`) as the texts of its `width`
     entries (integers as their decimal text)."""
     for chunk in v.chunks_entries(CHUNK_ROWS):
@@ -201,29 +202,29 @@ def chunk_rows(v, width: int) -> Iterator[tuple[bytes, ...]]:
         yield from zip(*(flat[i::width] for i in range(width)))
 
 
-def _df_set(v) -> Decoded:
+def _df_set(v: Any) -> Decoded:
     rows = [(member, df_member_expiry_ms(ttl)) for member, ttl in chunk_rows(v, 2)]
     return Decoded([m for m, _ in rows], member_expire_at_ms=[(m, t) for m, t in rows if t is not None])
 
 
-def _df_sbf(v, chunked: bool) -> dict:
+def _df_sbf(v: Any, chunked: bool) -> dict[str, Any]:
     filters = [{"hash_count": f.hash_cnt.value, "bits": df_chunks(f.chunks) if chunked else text(f.blob)}
                for f in v.filters]
     return {"grow_factor": v.grow_factor, "fp_prob": v.fp_prob, "prev_size": v.prev_size.value,
             "current_size": v.current_size.value, "max_capacity": v.max_capacity.value, "filters": filters}
 
 
-def _df_cms(v) -> dict:
+def _df_cms(v: Any) -> dict[str, Any]:
     return {"width": v.width.value, "depth": v.depth.value, "total_count": v.total_count.value,
             "counters": list(v.counters)}
 
 
-def _df_topk(v) -> dict:
+def _df_topk(v: Any) -> dict[str, Any]:
     return {"k": v.k.value, "width": v.width.value, "depth": v.depth.value, "decay": v.decay,
             "heap": [{"item": text(i.item), "count": i.count.value} for i in v.heap], "counters": list(v.counters)}
 
 
-def _df_cuckoo(v) -> dict:
+def _df_cuckoo(v: Any) -> dict[str, Any]:
     return {"slots_per_bucket": v.slots_per_bucket.value, "max_iterations": v.max_iter.value,
             "expansion": v.expansion.value, "num_buckets": v.num_buckets.value, "num_items": v.num_items.value,
             "num_deletes": v.num_deletes.value, "filters": [df_chunks(f.chunks) for f in v.filters]}
@@ -274,7 +275,7 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
 }
 
 # each value type's name (TYPE) and encoding (OBJECT ENCODING) as the server reports them
-_NAME_AND_ENCODING = {
+_NAME_AND_ENCODING: dict[int, tuple[str, str]] = {
     ValueType.STRING: ("string", "string"),
     ValueType.LIST: ("list", "linkedlist"),
     ValueType.SET: ("set", "hashtable"),
@@ -372,32 +373,32 @@ def _chunked(shape: str, chunks: Callable[..., Iterator[Any]], declared: int, pa
     return Packed(shape, chunks(CHUNK_ROWS, start, count), count=declared if start is None else count)
 
 
-def _items(v, part: Part = WHOLE) -> Packed:
+def _items(v: Any, part: Part = WHOLE) -> Packed:
     return _chunked("items", v.chunks_items, v.num_items.value, part)
 
 
-def _hash_pairs(v, part: Part = WHOLE) -> Packed:
+def _hash_pairs(v: Any, part: Part = WHOLE) -> Packed:
     return _chunked("pairs", v.chunks_entries, v.num_fields.value, part)
 
 
-def _zset_scored(v, part: Part = WHOLE) -> Packed:
+def _zset_scored(v: Any, part: Part = WHOLE) -> Packed:
     return _chunked("scored", v.chunks_entries, v.num_members.value, part)
 
 
-def _quicklist(v, part: Part = WHOLE) -> Packed:
+def _quicklist(v: Any, part: Part = WHOLE) -> Packed:
     return Packed("items", (container(node).entries for node in v.iter_nodes(*part)))
 
 
-def _quicklist_2(v, part: Part = WHOLE) -> Packed:
+def _quicklist_2(v: Any, part: Part = WHOLE) -> Packed:
     return Packed("items", _quicklist_2_parts(v, part))
 
 
-def _quicklist_2_parts(v, part: Part) -> Iterator[Any]:
+def _quicklist_2_parts(v: Any, part: Part) -> Iterator[Any]:
     for node in v.iter_nodes(*part):  # a PLAIN node: one element, not a container
         yield [text(node.plain)] if node.container.value == ContainerKind.PLAIN else container(node.packed).entries
 
 
-def _packed_scored(v) -> Packed:
+def _packed_scored(v: Any) -> Packed:
     entries = container(v).entries
     return Packed("scored", [entries], entry_scores(entries))
 
@@ -434,7 +435,7 @@ CUTS: dict[int, Callable[[Any, int], list[tuple[int, int]]]] = {
 }
 
 
-def packed(value_kind: int, value, part: Part = WHOLE) -> Packed | None:
+def packed(value_kind: int, value: Any, part: Part = WHOLE) -> Packed | None:
     """`value` (or, for a value of `CUTS`, its `part`) as a `Packed` when its encoding is one of
     `PACKERS`' and it holds an element; None otherwise (an empty one: the server may skip the
     key, which `decode` tells)."""
@@ -451,12 +452,13 @@ def packed(value_kind: int, value, part: Part = WHOLE) -> Packed | None:
     return None
 
 
-def _blob_size(blob) -> int:
+def _blob_size(blob: Any) -> int:
     """The bytes of the container in an `rdb_blob` (decompressed: what the server allocates)."""
-    return blob.ulen.value if blob.len.is_encoded else blob.len.value
+    size: int = blob.ulen.value if blob.len.is_encoded else blob.len.value
+    return size
 
 
-def _quicklist_2_sizes(v) -> list[tuple[bool, int]]:
+def _quicklist_2_sizes(v: Any) -> list[tuple[bool, int]]:
     return [(True, len(text(node.plain))) if node.container.value == ContainerKind.PLAIN
             else (False, _blob_size(node.packed)) for node in v.iter_nodes()]
 
@@ -474,7 +476,7 @@ CONTAINERS: dict[int, Callable[[Any], list[tuple[bool, int]]]] = {
 }
 
 
-def containers(value_kind: int, value) -> list[tuple[bool, int]] | None:
+def containers(value_kind: int, value: Any) -> list[tuple[bool, int]] | None:
     """`CONTAINERS` of the value; None for an encoding that keeps no container."""
     sizes = CONTAINERS.get(value_kind)
     return sizes(value) if sizes is not None else None
@@ -495,5 +497,5 @@ def skipped_when_empty(value_kind: int, value: Any) -> bool:
             and TYPE_NAMES.get(value_kind) in _SKIPPED_WHEN_EMPTY)
 
 
-def decode(value_kind: int, value, type_code: int) -> Decoded:
+def decode(value_kind: int, value: Any, type_code: int) -> Decoded:
     return DECODERS[value_kind](value, type_code)

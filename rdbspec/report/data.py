@@ -113,6 +113,7 @@ class ReportBuilder:
     def __post_init__(self) -> None:
         if self.now_ms is None:
             self.now_ms = int(time.time() * 1000)
+        self._now: int = self.now_ms
         self._databases: dict[int, _Sums] = {}
         self._types: dict[str, _Sums] = {}
         self._encodings: dict[tuple[str, str], _Sums] = {}
@@ -148,7 +149,7 @@ class ReportBuilder:
     def expiry_bucket(self, expire_at_ms: int | None) -> str:
         if expire_at_ms is None:
             return "no expiry"
-        left = expire_at_ms - self.now_ms
+        left = expire_at_ms - self._now
         if left <= 0:
             return "expired"
         return next(name for name, below in EXPIRY_BUCKETS if below is None or left < below)
@@ -174,8 +175,8 @@ class ReportBuilder:
                 "consumers": len(group.consumers),
                 "pending_by_consumer": [{"name": text(name), "pending": count} for name, count in consumers],
                 "oldest_pending_id": None if oldest is None else format_id(oldest),
-                "oldest_pending_age_ms": None if oldest is None else self.now_ms - oldest[0],
-                "oldest_pending_idle_ms": None if delivered is None else self.now_ms - delivered}
+                "oldest_pending_age_ms": None if oldest is None else self._now - oldest[0],
+                "oldest_pending_idle_ms": None if delivered is None else self._now - delivered}
 
     def _keep(self, heap: list[tuple[int, int, dict[str, Any]]], weight: int, row: dict[str, Any]) -> None:
         """Keeps the `top` heaviest rows; among equals the first added."""
@@ -214,15 +215,16 @@ class ReportBuilder:
         of this builder: the figures are those of one builder given all the keys in order (its
         prefix tree never reached `max_prefixes`: see `spill_prefixes`; or it follows this one's)."""
         _add_up(self.totals, later.totals)
-        for mine, theirs in ((self._databases, later._databases), (self._types, later._types),
-                             (self._encodings, later._encodings)):
+        tables: tuple[tuple[dict[Any, _Sums], dict[Any, _Sums]], ...] = (
+            (self._databases, later._databases), (self._types, later._types), (self._encodings, later._encodings))
+        for mine, theirs in tables:
             for name, sums in theirs.items():
                 _add_up(mine.setdefault(name, _Sums()), sums)
         self._prefixes.merge(later._prefixes)
         for name, counts in later._expiry.items():
             self._expiry[name].update(counts)
-        for heap, theirs in ((self._top_keys, later._top_keys), (self._streams, later._streams)):
-            for weight, order, row in theirs:
+        for heap, rows in ((self._top_keys, later._top_keys), (self._streams, later._streams)):
+            for weight, order, row in rows:
                 self._push(heap, (weight, order - self._added, row))  # after every row of this builder
         self._added += later._added
         _add_up(self._stream_totals, later._stream_totals)

@@ -252,13 +252,13 @@ def streams(result: dict[str, Any]) -> str:
             cells = _group_cells(group) if group is not None else ['<td class="muted" colspan="6">no groups</td>']
             group_attrs = {} if group is None else {"data-group": name_text(group["name"])}
             rows.append(_row({**attrs, **group_attrs}, (head if i == 0 else []) + cells))
-    head = [("key", False), ("length", True), ("nodes", True), ("groups", True), ("group", False), ("lag", True),
-            ("pending", True), ("oldest pending age", True), ("its idle time", True), ("pending by consumer", False)]
+    columns = [("key", False), ("length", True), ("nodes", True), ("groups", True), ("group", False), ("lag", True),
+               ("pending", True), ("oldest pending age", True), ("its idle time", True), ("pending by consumer", False)]
     counts = "".join(f'<div class="card">{count_cell(found[name], name, "b")}{label}</div>'
                      for name, label in (("streams", "streams"), ("entries", "entries"), ("groups", "groups"),
                                          ("consumers", "consumers"), ("pending", "pending entries")))
     note = f'<p class="muted">The {len(found["top"])} longest streams:</p>'
-    table = _table(head, rows, (17, 7, 6, 6, 12, 7, 7, 9, 9, 20))
+    table = _table(columns, rows, (17, 7, 6, 6, 12, 7, 7, 9, 9, 20))
     return _section("streams", "Streams", f'<div class="cards">{counts}</div>{note}{table}')
 
 

@@ -32,6 +32,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rdbspec_generated.enums import AuxWhen
 
@@ -61,6 +62,12 @@ class Selection:
                 and (self.exclude is None or self.exclude.search(record.key) is None))
 
 
+class Keeps(Protocol):
+    """What chooses the keys written: a `Selection`, or a caller's own (the pipeline's filters)."""
+
+    def keeps(self, record: dumpfile.KeyRecord) -> bool: ...
+
+
 @dataclass
 class Plan:
     """What the first read found: the header, what each kept database holds and, for a dump of
@@ -75,7 +82,7 @@ class Plan:
     slots: SlotCounts | None = None
     checksum: bool = True  # the output gets a CRC-64 (`checksummed`)
 
-    def count(self, record: dumpfile.KeyRecord, selection: Selection, converter: Converter | None) -> None:
+    def count(self, record: dumpfile.KeyRecord, selection: Keeps, converter: Converter | None) -> None:
         """Counts a key that is written: kept, and held by the target (`converter` is told of
         those it drops)."""
         if selection.keeps(record) and (converter is None or converter.holds(record, note=True)):
@@ -130,7 +137,7 @@ def slot_counts(dump: dumpfile.Dump, converter: Converter | None) -> SlotCounts 
     return SlotCounts(True, 3) if dump.slot_info else SlotCounts(False, valkey[0].count(b",") + 1)
 
 
-def plan(path: str | os.PathLike, selection: Selection, converter: Converter | None = None) -> Plan:
+def plan(path: str | os.PathLike, selection: Keeps, converter: Converter | None = None) -> Plan:
     """The first read (values not decoded): the counts of the keys written (kept, and held by
     the target: `converter` is told of those it drops)."""
     with dumpfile.open(path) as dump:
@@ -187,7 +194,7 @@ class Commands:
     node_max_entries: int = 100
 
 
-def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection | None = None,
+def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection: Keeps | None = None,
             converter: Converter | None = None, commands: Commands | None = None) -> Plan:
     """Writes the kept keys of `source` to `destination` (see the module doc), after `commands`
     when given (`rdbspec.rewrite.command_file`), in the layout of `converter`'s RDB version when one is given
@@ -218,7 +225,7 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
     return found
 
 
-def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, selection: Selection,
+def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, selection: Keeps,
                     converter: Converter | None, commands: Commands) -> Plan:
     """One read: the keyspace the commands leave (kept in memory), then written."""
     with dumpfile.open(source, parsers="python") as dump:

@@ -167,6 +167,7 @@ class Session:
             raise CommandError(WRONGTYPE)
         if found.stream is None:
             record = found.record
+            assert record is not None  # a key a command made has its stream
             model = record.value
             found.stream = EditableStream.from_value(record._body.value, loaded(model))
             found.stream.groups = groups_from_value(record._body.value, model.groups)
@@ -307,6 +308,7 @@ def written(keys: Keyspace, rdb_version: int, valkey: bool) -> Iterator[dumpfile
         for name, key in keys.dbs[db].items():
             record = key.record
             if record is None:  # made by a command: a stream
+                assert key.stream is not None
                 code = 21 if valkey else stream_type(rdb_version)
                 yield new_key_record(db, name, code, key.stream.to_value(code), rdb_version, valkey,
                                      expire_at_ms=key.expire_at_ms)

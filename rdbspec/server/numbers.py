@@ -81,6 +81,7 @@ def _fpconv_dtoa(value: float) -> bytes:
     """fpconv_dtoa's text of a finite, non-zero `value`: its shortest digits (as Python's repr
     finds them) in fpconv's forms: plain while the exponent is small, else d.ddde[+-]x."""
     sign, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
+    assert isinstance(exponent, int)  # a finite value's (the others are 'n', 'N', 'F')
     digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
     k = exponent + (len(digit_tuple) - len(digits))  # value = digits * 10**k
     n = len(digits)

@@ -103,14 +103,16 @@ def parse_range(start: str | bytes, end: str | bytes) -> tuple[StreamId, StreamI
     """XRANGE's bounds, as inclusive IDs, in the server's order of checks and errors."""
     low, exclusive = parse_interval(start, 0)
     if exclusive:
-        low = incr_id(low)
-        if low is None:
+        after = incr_id(low)
+        if after is None:
             raise CommandError("ERR invalid start ID for the interval")
+        low = after
     high, exclusive = parse_interval(end, MASK64)
     if exclusive:
-        high = decr_id(high)
-        if high is None:
+        before = decr_id(high)
+        if before is None:
             raise CommandError("ERR invalid end ID for the interval")
+        high = before
     return low, high
 
 

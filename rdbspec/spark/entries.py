@@ -25,7 +25,7 @@ from itertools import accumulate
 from typing import Any
 
 from ..read.elements import texts
-from ..read.streams import EntryColumns
+from ..read.streams import EntryColumns, EntryFields
 
 try:  # compiled by setup.py from _entry_buffers.pyx; absent without a C compiler
     from . import _entry_buffers
@@ -40,7 +40,9 @@ def python_entry_buffers(nodes: list[EntryColumns], include_deleted: bool) -> tu
     fields: list[bytes] = []
     values: list[bytes] = []
     for cols in nodes:
-        items, samefields, master = cols.fields.items, cols.fields.samefields, cols.fields.master_fields
+        entry_fields = cols.fields
+        assert isinstance(entry_fields, EntryFields)  # a node's columns (`EntryColumns.from_rows`)
+        items, samefields, master = entry_fields.items, entry_fields.samefields, entry_fields.master_fields
         for row, (entry_ms, entry_seq, flag) in enumerate(zip(cols.ms, cols.seq, cols.deleted)):
             if flag and not include_deleted:
                 continue

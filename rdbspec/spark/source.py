@@ -241,7 +241,8 @@ class _Batcher:
     def full(self) -> bool:
         return self.rows >= self.size
 
-    def take(self):
+    def take(self) -> Any:
+        """The rows added since the last take as one Arrow RecordBatch."""
         import pyarrow as pa
 
         if any(self.columns[n] for n in self.names):
@@ -334,7 +335,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
             records += 1
             if not per_key:
                 continue
-            if table == "keys":
+            if model is not None:  # the keys table
                 if not opts.selects(record):
                     continue
                 out.add(file=path, db=record.db, key=record.key, key_str=_utf8(record.key),

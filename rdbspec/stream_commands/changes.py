@@ -264,17 +264,20 @@ def xgroup(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
         group_id = (stream.last_id if stream is not None else ZERO_ID) if argv[4] == b"$" else strict_id(argv[4])
         if stream is None:
             stream = edit.lookup(argv[2], True)
+            assert stream is not None  # made: MKSTREAM
         if name in stream.groups:
             raise CommandError("BUSYGROUP Consumer Group name already exists")
         stream.groups[name] = EditableGroup(group_id, entries_read)  # streamCreateCG: unknown unless ENTRIESREAD
         return b"OK"
+    assert stream is not None  # without the key only CREATE (with MKSTREAM) goes on, above
+    if sub == b"destroy":
+        return 1 if stream.groups.pop(name, None) is not None else 0
+    assert group is not None  # SETID, CREATECONSUMER, DELCONSUMER: NOGROUP above without it
     if sub == b"setid":
         group_id = stream.last_id if argv[4] == b"$" else parse_id(argv[4])
         group.last_id = group_id
         group.entries_read = entries_read
         return b"OK"
-    if sub == b"destroy":
-        return 1 if stream.groups.pop(name, None) is not None else 0
     if sub == b"createconsumer":
         if argv[4] in group.consumers:
             return 0

@@ -77,7 +77,7 @@ def xreadgroup(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
     for key, raw in zip(argv[streams_at:streams_at + half], argv[streams_at + half:]):
         stream = edit.lookup(key, False)
         group = stream.groups.get(group_name) if stream is not None else None
-        if group is None:
+        if stream is None or group is None:
             raise CommandError(f"NOGROUP No such key '{key.decode(errors='replace')}' or consumer group "
                                f"'{group_name.decode(errors='replace')}' in XREADGROUP with GROUP option")
         reads.append((key, stream, group, _read_from(edit, raw)))
@@ -89,7 +89,8 @@ def xreadgroup(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
             continue  # before 7.2 the consumer is made and seen only when the stream is served
         consumer = _consumer_seen(edit, group, consumer_name)
         if history:
-            served.append([key, _redeliver(edit, stream, group, consumer, incr_id(after), count)])
+            start = incr_id(after) or ZERO_ID  # streamIncrID wraps the last ID (`>`'s, not read here) to 0-0
+            served.append([key, _redeliver(edit, stream, group, consumer, start, count)])
         elif new:
             served.append([key, _deliver(edit, stream, group, consumer_name, consumer, count, noack)])
     return served or None
@@ -108,7 +109,7 @@ def _redeliver(edit: StreamEdit, stream: EditableStream, group: EditableGroup, c
                start: StreamId, count: int) -> list[bytes]:
     """streamReplyWithRangeFromConsumerPEL: the consumer's pending IDs from `start`; each whose
     entry is still there is delivered again (delivery time now, count + 1)."""
-    out = []
+    out: list[bytes] = []
     for entry_id in sorted(i for i in consumer.pel if i >= start):
         if count and len(out) == count:
             break
@@ -162,12 +163,12 @@ def _count_read(edit: StreamEdit, stream: EditableStream, group: EditableGroup, 
 
 # -- XCLAIM, XAUTOCLAIM ----------------------------------------------------------------------------
 
-def _claiming_group(stream: EditableStream | None, argv: Sequence[bytes]) -> EditableGroup:
+def _claiming_group(stream: EditableStream | None, argv: Sequence[bytes]) -> tuple[EditableStream, EditableGroup]:
     group = stream.groups.get(argv[2]) if stream is not None else None
-    if group is None:
+    if stream is None or group is None:
         raise CommandError(f"NOGROUP No such key '{argv[1].decode(errors='replace')}' or consumer group "
                            f"'{argv[2].decode(errors='replace')}'")
-    return group
+    return stream, group
 
 
 def _consumer_seen(edit: StreamEdit, group: EditableGroup, name: bytes) -> EditableConsumer:
@@ -206,8 +207,7 @@ def _claim(edit: StreamEdit, group: EditableGroup, name: bytes, entry_id: Stream
 
 
 def xclaim(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
-    stream = edit.lookup(argv[1], False)
-    group = _claiming_group(stream, argv)
+    stream, group = _claiming_group(edit.lookup(argv[1], False), argv)
     min_idle = max(_int(argv[4], "ERR Invalid min-idle-time argument for XCLAIM"), 0)
     ids: list[StreamId] = []
     j = 5
@@ -270,9 +270,10 @@ def xautoclaim(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
     min_idle = max(_int(argv[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM"), 0)
     start, exclusive = parse_interval(argv[5], 0)
     if exclusive:
-        start = incr_id(start)
-        if start is None:
+        after = incr_id(start)
+        if after is None:
             raise CommandError("ERR invalid start ID for the interval")
+        start = after
     count, justid = 100, False
     j = 6
     while j < len(argv):
@@ -287,8 +288,7 @@ def xautoclaim(edit: StreamEdit, argv: Sequence[bytes]) -> Any:
         else:
             raise CommandError(SYNTAX)
         j += 1
-    stream = edit.lookup(argv[1], False)
-    group = _claiming_group(stream, argv)
+    stream, group = _claiming_group(edit.lookup(argv[1], False), argv)
     attempts = count * 10
     consumer = _first_claimer(edit, group, argv[3])
     claimed, gone = [], []

@@ -33,6 +33,7 @@ A hashtable's order is the server's dict order, which no file fixes: the order g
 from __future__ import annotations
 
 import binascii
+import builtins
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -137,11 +138,11 @@ def _bytes(payload: Any) -> bytes:
     return bytes(out.data)
 
 
-def listpack(entries: list) -> Any:
+def listpack(entries: list[int | bytes]) -> Any:
     return _listpack.Listpack._new(body=_listpack.LpBody._new(entries=entries))
 
 
-def ziplist(entries: list) -> Any:
+def ziplist(entries: list[int | bytes]) -> Any:
     return _ziplist.Ziplist._new(body=_ziplist.ZlBody._new(entries=entries))
 
 
@@ -188,7 +189,7 @@ class ServerConfig:
 
 @dataclass
 class _Node:
-    entries: list
+    entries: list[int | bytes]
     size: int  # the node's bytes (lpBytes, ziplistBlobLen)
     plain: bool = False
 
@@ -201,7 +202,7 @@ class Layouts:
         self.config = config or ServerConfig()
         self.compress = self.config.rdbcompression
 
-    def _packed(self, entries: list) -> Any:
+    def _packed(self, entries: list[int | bytes]) -> Any:
         """A listpack blob (RDB 10+) or a ziplist blob of `entries` (ints and bytes, as stored)."""
         if self.version >= 10:
             return blob(LISTPACK_BLOB, listpack(entries), self.compress)
@@ -249,7 +250,8 @@ class Layouts:
         return ZSET_2, _zset.Zset2._new(entries=[_zset.Zset2Entry._new(member=rdb_string(m, self.compress), score=s)
                                                  for m, s in reversed(ordered)])  # the tail first
 
-    def _scores_through_a_listpack(self, given: list, merged: dict[bytes, float]) -> dict[bytes, float]:
+    def _scores_through_a_listpack(self, given: list[tuple[bytes, float]],
+                                   merged: dict[bytes, float]) -> dict[bytes, float]:
         """7.0's scores of a set that outgrew its listpack: those of the members added before
         (the listpack held them as d2string's text) read back."""
         c = self.config
@@ -271,15 +273,16 @@ class Layouts:
         if not given:
             raise ValueError("a set holds at least one member")
         c = self.config
-        numbers: dict[int, None] = {}
+        # the set as an intset, else as a listpack, else as a hash table (the one of them not None)
+        numbers: dict[int, None] | None = {}
         packed: dict[bytes, None] | None = None
-        table: dict[bytes, None] | None = None
+        table: dict[bytes, None] = {}
         first = string2ll(given[0])
         # setTypeCreate: from 7.2 the members given size the new set; before, the first decides
         if first is None or (self.version >= 11 and len(given) > c.set_max_intset_entries):
             numbers = None
             small = self.version >= 11 and len(given) <= c.set_max_listpack_entries
-            packed, table = ({}, None) if small else (None, {})
+            packed = {} if small else None
         for member in given:
             if numbers is not None:
                 number = string2ll(member)
@@ -328,7 +331,7 @@ class Layouts:
             nodes = self._listpack_nodes(given, fill)
         return LIST_QUICKLIST_2, _quicklist.Quicklist2._new(nodes=[self._quicklist2_node(n) for n in nodes])
 
-    def list_nodes(self, items: list[bytes]) -> list[tuple[bool, int]]:
+    def list_nodes(self, items: builtins.list[bytes]) -> builtins.list[tuple[bool, int]]:
         """The quicklist nodes RPUSH of `items` makes, as (PLAIN, bytes) pairs."""
         fill = self.config.list_max_listpack_size
         nodes = self._ziplist_nodes(items, fill) if self.version < 10 else self._listpack_nodes(items, fill)
@@ -336,14 +339,15 @@ class Layouts:
 
     def _quicklist2_node(self, node: _Node) -> Any:
         if node.plain:
-            return _quicklist.Quicklist2Node._new(container=rdb_len(PLAIN),
-                                                  plain=rdb_string(node.entries[0], self.compress))
+            element = node.entries[0]
+            assert isinstance(element, bytes)  # a PLAIN node holds its one element as given (`_listpack_nodes`)
+            return _quicklist.Quicklist2Node._new(container=rdb_len(PLAIN), plain=rdb_string(element, self.compress))
         return _quicklist.Quicklist2Node._new(container=rdb_len(PACKED),
                                               packed=blob(LISTPACK_BLOB, listpack(node.entries), self.compress))
 
-    def _listpack_nodes(self, items: list[bytes], fill: int) -> list[_Node]:
+    def _listpack_nodes(self, items: builtins.list[bytes], fill: int) -> builtins.list[_Node]:
         """quicklistPushTail item by item (7.0 and 7.2+ rules)."""
-        nodes: list[_Node] = []
+        nodes: builtins.list[_Node] = []
         for item in items:
             tail = nodes[-1] if nodes else None
             if self._large(len(item), fill):
@@ -372,9 +376,9 @@ class Layouts:
                 return True
         return new_size <= SIZE_SAFETY_LIMIT and len(tail.entries) < fill
 
-    def _ziplist_nodes(self, items: list[bytes], fill: int) -> list[_Node]:
+    def _ziplist_nodes(self, items: builtins.list[bytes], fill: int) -> builtins.list[_Node]:
         """6.2's quicklistPushTail: the entry's estimated overhead is its prevlen and encoding bytes."""
-        nodes: list[_Node] = []
+        nodes: builtins.list[_Node] = []
         last_entry = 0  # the size of the tail node's last entry, for the next one's prevlen
         for item in items:
             size = len(item)

@@ -32,7 +32,7 @@ from rdbspec_generated.enums import ValueType
 from ..read.elements import text
 from ..read.streams import FLAG_DELETED, FLAG_SAMEFIELDS
 from ..server.numbers import MASK64
-from ..server.streams import UNKNOWN_ENTRIES_READ, Loaded, StreamId
+from ..server.streams import UNKNOWN_ENTRIES_READ, ZERO_ID, Loaded, StreamId
 from .layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
 
 LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
@@ -48,9 +48,9 @@ def as_text(item: int | bytes) -> bytes:
 class Entry:
     id: StreamId
     flags: int
-    items: list  # as stored: the values (SAMEFIELDS) or field, value, field, value...
+    items: list[int | bytes]  # as stored: the values (SAMEFIELDS) or field, value, field, value...
 
-    def fields(self, master_fields: list) -> list[tuple[bytes, bytes]]:
+    def fields(self, master_fields: list[int | bytes]) -> list[tuple[bytes, bytes]]:
         if self.flags & FLAG_SAMEFIELDS:
             return [(as_text(f), as_text(v)) for f, v in zip(master_fields, self.items)]
         return [(as_text(self.items[i]), as_text(self.items[i + 1])) for i in range(0, len(self.items) - 1, 2)]
@@ -59,7 +59,7 @@ class Entry:
 @dataclass
 class Node:
     master_id: StreamId
-    master_fields: list  # as stored
+    master_fields: list[int | bytes]  # as stored
     entries: list[Entry] = field(default_factory=list)
     live: int = 0
     deleted: int = 0
@@ -238,8 +238,9 @@ class EditableStream:
         self.length -= 1
 
     def trim(self, maxlen: int | None, minid: StreamId | None, approx: bool, limit: int) -> int:
-        """streamTrim: how many entries went."""
+        """streamTrim: how many entries went (none without `maxlen` or `minid`)."""
         deleted = 0
+        low = minid if minid is not None else ZERO_ID  # read when `maxlen` is None
         while self.nodes:
             node = self.nodes[0]
             if maxlen is not None and self.length <= maxlen:
@@ -250,7 +251,7 @@ class EditableStream:
             if maxlen is not None:
                 remove_node = self.length - entries >= maxlen
             else:
-                remove_node = node.entries[-1].id < minid  # lpGetEdgeStreamID: the last ID, deleted or not
+                remove_node = node.entries[-1].id < low  # lpGetEdgeStreamID: the last ID, deleted or not
             if remove_node:
                 self.nodes.pop(0)
                 self.length -= entries
@@ -259,7 +260,7 @@ class EditableStream:
             if approx:
                 break
             for entry in node.entries:
-                stop = self.length <= maxlen if maxlen is not None else entry.id >= minid
+                stop = self.length <= maxlen if maxlen is not None else entry.id >= low
                 if stop:
                     break
                 if not entry.flags & FLAG_DELETED:
@@ -308,7 +309,7 @@ class EditableStream:
         return out
 
 
-def groups_from_value(value: Any, model_groups: list) -> dict[bytes, EditableGroup]:
+def groups_from_value(value: Any, model_groups: list[Any]) -> dict[bytes, EditableGroup]:
     """The groups of a generated `stream_value` with `entries_read` as the model gives it."""
     out: dict[bytes, EditableGroup] = {}
     for g, model in zip(value.groups, model_groups):

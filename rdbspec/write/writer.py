@@ -38,6 +38,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from mmap import mmap
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from rdbspec_generated import WriteIo
@@ -66,7 +67,7 @@ class Writer:
     """A new dump at `path`: magic `REDIS%04d` (or `VALKEY%03d` with `valkey`) of `version`, then
     the records in the order given, then EOF and the checksum at `close()` (0 without `checksum`)."""
 
-    def __init__(self, path: str | os.PathLike, version: int, valkey: bool = False, compress: bool = True,
+    def __init__(self, path: str | os.PathLike[str], version: int, valkey: bool = False, compress: bool = True,
                  config: ServerConfig | None = None, checksum: bool = True):
         self.path = Path(path)
         self.version = version
@@ -88,7 +89,8 @@ class Writer:
     def __enter__(self) -> Writer:
         return self
 
-    def __exit__(self, kind, error, trace) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
         if kind is None:
             self.close()
         else:
@@ -151,6 +153,9 @@ class Writer:
     def module_aux(self, module: ModuleValue) -> None:
         """Data a module saves beside the keys (redis src/module.c rdbSaveSingleModuleAux): its
         id, when (before or after the keys), its opcodes as `values.module_ops` gives them, EOF."""
+        if module.when is None:
+            raise UnwritableError("a module AUX record says when its module saved it (`when`: before or after "
+                                  "the keys); this module value has none")
         ops = [self._module_op(name, value) for name, value in module.opcodes]
         ops.append(_module.ModuleOp._new(opcode=rdb_len(int(ModuleOpcode.EOF))))
         self.record(RecordKind.MODULE_AUX, _module.ModuleAux._new(module_id=rdb_len(module.module_id),
@@ -250,7 +255,7 @@ class Writer:
         code = stream_type(self.version)
         self._new_key(key, code, stream.to_value(code, self.compress), **meta)
 
-    def _new_key(self, key: bytes, rdb_type: int, value: Any, expire_at_ms: int | None = None,
+    def _new_key(self, key: bytes, rdb_type: int, value: Any, /, expire_at_ms: int | None = None,
                  idle: int | None = None, freq: int | None = None) -> None:
         if self.db is None:
             raise UnwritableError("a key is written after select_db: the server reads keys into a database")

@@ -1,0 +1,6 @@
+"""What type checkers know of the compiled `_page_releaser.pyx` (its docstrings say what each does)."""
+
+import mmap
+
+def track(mapping: mmap.mmap, every_s: float) -> None: ...
+def untrack(mapping: mmap.mmap) -> None: ...
