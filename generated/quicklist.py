@@ -23,6 +23,12 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_LISTPACK = int(BlobKind.LISTPACK)
+_ZIPLIST = int(BlobKind.ZIPLIST)
 
 
 class Quicklist:
@@ -72,7 +78,7 @@ class Quicklist:
             )
         nodes = None
         for nodes_index in range(nodes_count):
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             nodes_item = None
         return self, pos
 
@@ -109,7 +115,7 @@ class Quicklist:
             )
         nodes = None
         for nodes_index in range(nodes_count):
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             nodes_item = None
         return pos
 
@@ -132,9 +138,9 @@ class Quicklist:
                     raise WriteError(
                         f"expected a rdb_blob, found {type(nodes_item).__name__}", "quicklist:quicklist.nodes"
                     )
-                if nodes_item.kind != 2:
+                if nodes_item.kind != _ZIPLIST:
                     raise WriteError(
-                        f"kind {nodes_item.kind!r} where the spec passes {2!r}", "quicklist:quicklist.nodes"
+                        f"kind {nodes_item.kind!r} where the spec passes {_ZIPLIST!r}", "quicklist:quicklist.nodes"
                     )
                 nodes_item._write(p_nodes, self_, root)
                 nodes_prev = len(p_nodes.data) - nodes_at
@@ -184,7 +190,7 @@ class Quicklist:
                 io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         for nodes_index in range(nodes_count):
-            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
             yield nodes_item
 
     def cuts_nodes(self, step: int):
@@ -205,7 +211,7 @@ class Quicklist:
             if pos - cut_at >= step:
                 cuts.append((pos, nodes_index))
                 cut_at = pos
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             nodes_item = None
         cuts.append((pos, nodes_count))
         return cuts
@@ -445,7 +451,7 @@ class Quicklist2Node:
             plain, pos = rdb_string.RdbString._read(io, pos, self, root)
         elif container_value == 2:
             # packed: A PACKED node's listpack (possibly LZF-compressed).
-            packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+            packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
         self.plain = plain
         self.packed = packed
         return self, pos
@@ -474,7 +480,7 @@ class Quicklist2Node:
             plain = None
         elif container_value == 2:
             # packed: A PACKED node's listpack (possibly LZF-compressed).
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
             packed = None
         return pos
 
@@ -502,9 +508,9 @@ class Quicklist2Node:
                 raise WriteError(
                     f"expected a rdb_blob, found {type(f_packed).__name__}", "quicklist:quicklist_2_node.packed"
                 )
-            if f_packed.kind != 1:
+            if f_packed.kind != _LISTPACK:
                 raise WriteError(
-                    f"kind {f_packed.kind!r} where the spec passes {1!r}", "quicklist:quicklist_2_node.packed"
+                    f"kind {f_packed.kind!r} where the spec passes {_LISTPACK!r}", "quicklist:quicklist_2_node.packed"
                 )
             f_packed._write(p_packed, self_, root)
         _wio = Io(b"", 0, 0)

@@ -23,12 +23,21 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind
 
 unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_u4be = struct.Struct(">I").unpack_from
 unpack_u8be = struct.Struct(">Q").unpack_from
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_LISTPACK = int(BlobKind.LISTPACK)
+_ZIPLIST = int(BlobKind.ZIPLIST)
+_INTSET = int(BlobKind.INTSET)
+_ZIPMAP = int(BlobKind.ZIPMAP)
+_STREAM_LISTPACK = int(BlobKind.STREAM_LISTPACK)
 
 
 class RdbString:
@@ -572,15 +581,15 @@ class RdbBlob:
             plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
             pos += len_value
             plain_on = kind
-            if plain_on == 1:
+            if plain_on == _LISTPACK:
                 plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 2:
+            elif plain_on == _ZIPLIST:
                 plain = ziplist.Ziplist._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 3:
+            elif plain_on == _INTSET:
                 plain = intset.Intset._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 4:
+            elif plain_on == _ZIPMAP:
                 plain = zipmap.Zipmap._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 5:
+            elif plain_on == _STREAM_LISTPACK:
                 plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
             else:
                 plain = plain_io.buf[plain_io.start : plain_io.end]
@@ -597,15 +606,15 @@ class RdbBlob:
             lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
             pos += lzf_size
             lzf_on = kind
-            if lzf_on == 1:
+            if lzf_on == _LISTPACK:
                 lzf = listpack.Listpack._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 2:
+            elif lzf_on == _ZIPLIST:
                 lzf = ziplist.Ziplist._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 3:
+            elif lzf_on == _INTSET:
                 lzf = intset.Intset._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 4:
+            elif lzf_on == _ZIPMAP:
                 lzf = zipmap.Zipmap._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 5:
+            elif lzf_on == _STREAM_LISTPACK:
                 lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
             else:
                 lzf = lzf_io.buf[lzf_io.start : lzf_io.end]
@@ -667,25 +676,25 @@ class RdbBlob:
         f_lzf = self.lzf
         p_plain = WriteIo()
         if f_plain is not None:
-            if pa_kind == 1:
+            if pa_kind == _LISTPACK:
                 if type(f_plain) is not listpack.Listpack:
                     raise WriteError(
                         f"expected a listpack, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain"
                     )
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 2:
+            elif pa_kind == _ZIPLIST:
                 if type(f_plain) is not ziplist.Ziplist:
                     raise WriteError(f"expected a ziplist, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 3:
+            elif pa_kind == _INTSET:
                 if type(f_plain) is not intset.Intset:
                     raise WriteError(f"expected a intset, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 4:
+            elif pa_kind == _ZIPMAP:
                 if type(f_plain) is not zipmap.Zipmap:
                     raise WriteError(f"expected a zipmap, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 5:
+            elif pa_kind == _STREAM_LISTPACK:
                 if type(f_plain) is not stream.StreamListpack:
                     raise WriteError(
                         f"expected a stream_listpack, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain"
@@ -700,23 +709,23 @@ class RdbBlob:
         p_lzf = WriteIo()
         if f_lzf is not None:
             u_lzf = WriteIo()
-            if pa_kind == 1:
+            if pa_kind == _LISTPACK:
                 if type(f_lzf) is not listpack.Listpack:
                     raise WriteError(f"expected a listpack, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 2:
+            elif pa_kind == _ZIPLIST:
                 if type(f_lzf) is not ziplist.Ziplist:
                     raise WriteError(f"expected a ziplist, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 3:
+            elif pa_kind == _INTSET:
                 if type(f_lzf) is not intset.Intset:
                     raise WriteError(f"expected a intset, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 4:
+            elif pa_kind == _ZIPMAP:
                 if type(f_lzf) is not zipmap.Zipmap:
                     raise WriteError(f"expected a zipmap, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 5:
+            elif pa_kind == _STREAM_LISTPACK:
                 if type(f_lzf) is not stream.StreamListpack:
                     raise WriteError(
                         f"expected a stream_listpack, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf"

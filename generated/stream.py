@@ -23,11 +23,16 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u2le = struct.Struct("<H").unpack_from
 unpack_u4le = struct.Struct("<I").unpack_from
 unpack_u8be = struct.Struct(">Q").unpack_from
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_STREAM_LISTPACK = int(BlobKind.STREAM_LISTPACK)
 
 
 class Stream:
@@ -496,7 +501,7 @@ class StreamNode:
         # listpack: decoded on first access (see the property); stepped over here
         self._lazy_listpack = pos
         # listpack: The node listpack.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
+        pos = rdb_string.RdbBlob._skip(io, pos, None, root, _STREAM_LISTPACK)
         listpack = None
         return self, pos
 
@@ -525,7 +530,7 @@ class StreamNode:
         pos += node_key_size
         node_key = None
         # listpack: The node listpack.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
+        pos = rdb_string.RdbBlob._skip(io, pos, None, root, _STREAM_LISTPACK)
         listpack = None
         return pos
 
@@ -553,8 +558,11 @@ class StreamNode:
                 raise WriteError(
                     f"expected a rdb_blob, found {type(f_listpack).__name__}", "stream:stream_node.listpack"
                 )
-            if f_listpack.kind != 5:
-                raise WriteError(f"kind {f_listpack.kind!r} where the spec passes {5!r}", "stream:stream_node.listpack")
+            if f_listpack.kind != _STREAM_LISTPACK:
+                raise WriteError(
+                    f"kind {f_listpack.kind!r} where the spec passes {_STREAM_LISTPACK!r}",
+                    "stream:stream_node.listpack",
+                )
             f_listpack._write(p_listpack, self_, root)
         _wio = Io(b"", 0, 0)
         _size = len(p_node_key_len.data) + len(p_node_key.data) + len(p_listpack.data)
@@ -590,7 +598,7 @@ class StreamNode:
         end = io.end
         root = self._root
         pos = self._lazy_listpack
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 5)
+        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, _STREAM_LISTPACK)
         return listpack
 
     @listpack.setter

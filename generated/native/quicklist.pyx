@@ -27,6 +27,11 @@ from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _LISTPACK = 1  # BlobKind.LISTPACK
+DEF _ZIPLIST = 2  # BlobKind.ZIPLIST
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -128,7 +133,7 @@ cdef class Quicklist:
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
         for nodes_index in range(<Py_ssize_t>nodes_count):
-            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
             yield nodes_item
 
     def cuts_nodes(self, Py_ssize_t step):
@@ -153,7 +158,7 @@ cdef class Quicklist:
                 if pos - cut_at >= step:
                     cuts.append((pos, nodes_index))
                     cut_at = pos
-                pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+                pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
                 nodes_item = None
             cuts.append((pos, nodes_count))
             return cuts
@@ -181,7 +186,7 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
         nodes_item = None
     _at[0] = pos
     return self
@@ -218,7 +223,7 @@ cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p,
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
         nodes_item = None
     return pos
 
@@ -507,7 +512,7 @@ cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigne
         plain = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     elif (container_value == 2):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        packed = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+        packed = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
     self.plain = plain
     self.packed = packed
     _at[0] = pos
@@ -534,6 +539,6 @@ cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned ch
         plain = None
     elif (container_value == 2):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
         packed = None
     return pos

@@ -17,6 +17,14 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _LISTPACK = 1  # BlobKind.LISTPACK
+DEF _ZIPLIST = 2  # BlobKind.ZIPLIST
+DEF _INTSET = 3  # BlobKind.INTSET
+DEF _ZIPMAP = 4  # BlobKind.ZIPMAP
+DEF _STREAM_LISTPACK = 5  # BlobKind.STREAM_LISTPACK
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -596,15 +604,15 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
         plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
         pos += len_value
         plain_on = kind
-        if plain_on == 1:
+        if plain_on == _LISTPACK:
             plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 2:
+        elif plain_on == _ZIPLIST:
             plain = ziplist.Ziplist._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 3:
+        elif plain_on == _INTSET:
             plain = intset.Intset._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 4:
+        elif plain_on == _ZIPMAP:
             plain = zipmap.Zipmap._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 5:
+        elif plain_on == _STREAM_LISTPACK:
             plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
         else:
             plain = plain_io.buf[plain_io.start:plain_io.end]
@@ -622,15 +630,15 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
         lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
         pos += lzf_nbytes
         lzf_on = kind
-        if lzf_on == 1:
+        if lzf_on == _LISTPACK:
             lzf = listpack.Listpack._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 2:
+        elif lzf_on == _ZIPLIST:
             lzf = ziplist.Ziplist._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 3:
+        elif lzf_on == _INTSET:
             lzf = intset.Intset._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 4:
+        elif lzf_on == _ZIPMAP:
             lzf = zipmap.Zipmap._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 5:
+        elif lzf_on == _STREAM_LISTPACK:
             lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
         else:
             lzf = lzf_io.buf[lzf_io.start:lzf_io.end]

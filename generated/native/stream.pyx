@@ -29,6 +29,10 @@ from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _STREAM_LISTPACK = 5  # BlobKind.STREAM_LISTPACK
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -419,7 +423,7 @@ cdef class StreamNode:
         try:
             root = self._root
             pos = self._lazy_listpack
-            listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 5)
+            listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _STREAM_LISTPACK)
             return listpack
         finally:
             PyBuffer_Release(&_view)
@@ -480,7 +484,7 @@ cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _
     # listpack: decoded on first access (see the property); stepped over here
     self._lazy_listpack = pos
     # listpack: The node listpack.
-    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 5)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _STREAM_LISTPACK)
     listpack = None
     _at[0] = pos
     return self
@@ -505,7 +509,7 @@ cdef Py_ssize_t c_skip_stream_node(object io, object buf, const unsigned char* _
     pos += node_key_nbytes
     node_key = None
     # listpack: The node listpack.
-    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 5)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _STREAM_LISTPACK)
     listpack = None
     return pos
 
