@@ -23,12 +23,14 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
-from .enums import BlobKind
+from .enums import BlobKind, ContainerKind
 
 # the members of the spec's enums that this module names, bound once as plain ints (an int
 # compares with an int faster than with an IntEnum member)
 _LISTPACK = int(BlobKind.LISTPACK)
 _ZIPLIST = int(BlobKind.ZIPLIST)
+_PLAIN = int(ContainerKind.PLAIN)
+_PACKED = int(ContainerKind.PACKED)
 
 
 class Quicklist:
@@ -436,7 +438,7 @@ class Quicklist2Node:
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, self, root)
         container_value = container.value
-        if not ((container_value == 1) or (container_value == 2)):
+        if not ((container_value == _PLAIN) or (container_value == _PACKED)):
             raise invalid(
                 io,
                 container_pos,
@@ -446,10 +448,10 @@ class Quicklist2Node:
         self.container = container
         # plain, packed: at most one of them is present
         plain = packed = None
-        if container_value == 1:
+        if container_value == _PLAIN:
             # plain: A PLAIN node's single element.
             plain, pos = rdb_string.RdbString._read(io, pos, self, root)
-        elif container_value == 2:
+        elif container_value == _PACKED:
             # packed: A PACKED node's listpack (possibly LZF-compressed).
             packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
         self.plain = plain
@@ -465,7 +467,7 @@ class Quicklist2Node:
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, None, root)
         container_value = container.value
-        if not ((container_value == 1) or (container_value == 2)):
+        if not ((container_value == _PLAIN) or (container_value == _PACKED)):
             raise invalid(
                 io,
                 container_pos,
@@ -474,11 +476,11 @@ class Quicklist2Node:
             )
         # plain, packed: at most one of them is present
         plain = packed = None
-        if container_value == 1:
+        if container_value == _PLAIN:
             # plain: A PLAIN node's single element.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             plain = None
-        elif container_value == 2:
+        elif container_value == _PACKED:
             # packed: A PACKED node's listpack (possibly LZF-compressed).
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
             packed = None
@@ -518,18 +520,21 @@ class Quicklist2Node:
         _wio.end = _size
         pos = 0
         pos += len(p_container.data)
-        if f_container is not None and not _holds(lambda: (f_container.value == 1) or (f_container.value == 2)):
+        if f_container is not None and not _holds(
+            lambda: (f_container.value == _PLAIN) or (f_container.value == _PACKED)
+        ):
             raise WriteError(
-                f"{f_container!r} fails its check: {{'expr': '_.value == 1 or _.value == 2'}}",
+                f"{f_container!r} fails its check: "
+                "{'expr': '_.value == container_kind::plain.to_i or _.value == container_kind::packed.to_i'}",
                 "quicklist:quicklist_2_node.container",
             )
         pos += len(p_plain.data)
-        if (f_container.value == 1) != (f_plain is not None):
+        if (f_container.value == _PLAIN) != (f_plain is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "quicklist:quicklist_2_node.plain"
             )
         pos += len(p_packed.data)
-        if (f_container.value == 2) != (f_packed is not None):
+        if (f_container.value == _PACKED) != (f_packed is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "quicklist:quicklist_2_node.packed"
             )

@@ -186,7 +186,7 @@ class Rdb:
             records_item, pos = Record._read(io, pos, self, root)
             self._stream_pos = pos
             yield records_item
-            if records_item.opcode == 255:
+            if records_item.opcode == _RECORD_KIND_EOF:
                 break
             records_index += 1
         # checksum: CRC-64/Jones (reflected, init 0) of every byte from the magic through the EOF opcode, little-endian; 0 means disabled.
@@ -247,9 +247,9 @@ class Rdb:
                 "rdb:rdb.magic",
             )
         pos += len(p_records.data)
-        if f_records is not None and [(records_item.opcode == 255) for records_item in f_records] != [False] * (
-            len(f_records) - 1
-        ) + [True]:
+        if f_records is not None and [(records_item.opcode == _RECORD_KIND_EOF) for records_item in f_records] != [
+            False
+        ] * (len(f_records) - 1) + [True]:
             raise WriteError("the repeat does not end at its first element meeting its condition", "rdb:rdb.records")
         pos += len(p_checksum.data)
         i_is_valkey = f_magic[0:6] == "VALKEY"
@@ -369,7 +369,7 @@ class Record:
             )
         self.opcode = opcode
         # body: The payload; absent for EOF.
-        kind = 499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256)
+        kind = _SLOT_IMPORT if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else _KEY_VALUE)
         self._m_kind = kind
         if kind != _RECORD_KIND_EOF:
             body_on = kind
@@ -438,7 +438,11 @@ class Record:
             p_opcode.pack("<B", f_opcode, "rdb:record.opcode")
         p_body = WriteIo()
         if f_body is not None:
-            i_kind = 499 if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else 256)
+            i_kind = (
+                _SLOT_IMPORT
+                if ((f_opcode == 243) and root.is_valkey)
+                else (f_opcode if (f_opcode >= 200) else _KEY_VALUE)
+            )
             if i_kind == _SELECT_DB:
                 if type(f_body) is not SelectDb:
                     raise WriteError(f"expected a select_db, found {type(f_body).__name__}", "rdb:record.body")
@@ -590,7 +594,9 @@ class Record:
                 "rdb:record.opcode",
             )
         pos += len(p_body.data)
-        i_kind = 499 if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else 256)
+        i_kind = (
+            _SLOT_IMPORT if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else _KEY_VALUE)
+        )
         if (i_kind != _RECORD_KIND_EOF) != (f_body is not None):
             raise WriteError("present where its condition does not hold, or the reverse", "rdb:record.body")
         out.add(p_opcode)
@@ -604,7 +610,9 @@ class Record:
         except AttributeError:
             pass
         kind = (
-            499 if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else 256)
+            _SLOT_IMPORT
+            if ((self.opcode == 243) and self._root.is_valkey)
+            else (self.opcode if (self.opcode >= 200) else _KEY_VALUE)
         )
         self._m_kind = kind
         return kind
@@ -1301,9 +1309,9 @@ class KeyValue:
         self._lazy_value = pos
         # value: The value, laid out according to `value_kind`.
         value_kind = (
-            278
+            _VALKEY_HASH_2
             if (is_valkey and (type_code == 22))
-            else (276 if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code)
+            else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code)
         )
         value_on = value_kind
         if value_on == _VALUE_TYPE_STRING:
@@ -1436,10 +1444,12 @@ class KeyValue:
         p_value = WriteIo()
         if f_value is not None:
             i_value_kind = (
-                278
+                _VALKEY_HASH_2
                 if (pa_is_valkey and (pa_type_code == 22))
                 else (
-                    276 if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10)) else pa_type_code
+                    _DF_JSON_LEGACY
+                    if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10))
+                    else pa_type_code
                 )
             )
             if i_value_kind == _VALUE_TYPE_STRING:
@@ -1658,10 +1668,10 @@ class KeyValue:
         root = self._root
         pos = self._lazy_value
         value_kind = (
-            278
+            _VALKEY_HASH_2
             if (self.is_valkey and (self.type_code == 22))
             else (
-                276
+                _DF_JSON_LEGACY
                 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
                 else self.type_code
             )
@@ -1755,10 +1765,10 @@ class KeyValue:
         shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
         rdbSaveObjectType)."""
         return (
-            278
+            _VALKEY_HASH_2
             if (self.is_valkey and (self.type_code == 22))
             else (
-                276
+                _DF_JSON_LEGACY
                 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
                 else self.type_code
             )

@@ -23,7 +23,7 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
-from .enums import BlobKind
+from .enums import BlobKind, EntryFlag
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u2le = struct.Struct("<H").unpack_from
@@ -33,6 +33,8 @@ unpack_u8be = struct.Struct(">Q").unpack_from
 # the members of the spec's enums that this module names, bound once as plain ints (an int
 # compares with an int faster than with an IntEnum member)
 _STREAM_LISTPACK = int(BlobKind.STREAM_LISTPACK)
+_DELETED = int(EntryFlag.DELETED)
+_SAMEFIELDS = int(EntryFlag.SAMEFIELDS)
 
 
 class Stream:
@@ -2346,7 +2348,7 @@ class StreamEntry:
             seq_diff_column.append(seq_diff)
             # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
             flags_int_value = flags if isinstance(flags, int) else None
-            if (flags_int_value & 2) == 0:
+            if (flags_int_value & _SAMEFIELDS) == 0:
                 num_fields_pos = pos
                 num_fields, pos = read_lp_entry(io, buf, end, pos, None, root)
                 num_fields_int_value = num_fields if isinstance(num_fields, int) else None
@@ -2364,7 +2366,7 @@ class StreamEntry:
             num_fields_int_value = num_fields if isinstance(num_fields, int) else None
             items_count = (
                 (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
-                if ((flags_int_value & 2) != 0)
+                if ((flags_int_value & _SAMEFIELDS) != 0)
                 else (2 * num_fields_int_value)
             )
             if items_count < 0 or items_count > end - pos:
@@ -2387,7 +2389,7 @@ class StreamEntry:
                     (lp_count if isinstance(lp_count, int) else None)
                     == (
                         ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-                        if ((flags_int_value & 2) != 0)
+                        if ((flags_int_value & _SAMEFIELDS) != 0)
                         else ((2 * num_fields_int_value) + 4)
                     )
                 )
@@ -2440,7 +2442,9 @@ class StreamEntry:
                 self_,
                 root,
             )
-        f_num_fields = (len(f_items) // 2) if (((f_flags if isinstance(f_flags, int) else None) & 2) == 0) else None
+        f_num_fields = (
+            (len(f_items) // 2) if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) == 0) else None
+        )
         p_num_fields = WriteIo()
         if f_num_fields is not None:
             listpack.write_lp_entry(
@@ -2466,7 +2470,7 @@ class StreamEntry:
             p_items.last_size = items_prev
         f_lp_count = (
             ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-            if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+            if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0)
             else ((2 * (f_num_fields if isinstance(f_num_fields, int) else None)) + 4)
         )
         p_lp_count = WriteIo()
@@ -2499,7 +2503,7 @@ class StreamEntry:
         if f_seq_diff is not None and not _holds(lambda: isinstance(f_seq_diff, int)):
             raise WriteError(f"{f_seq_diff!r} fails its check: {{'expr': '_.is_int'}}", "stream:stream_entry.seq_diff")
         pos += len(p_num_fields.data)
-        if (((f_flags if isinstance(f_flags, int) else None) & 2) == 0) != (f_num_fields is not None):
+        if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) == 0) != (f_num_fields is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "stream:stream_entry.num_fields"
             )
@@ -2513,11 +2517,11 @@ class StreamEntry:
         pos += len(p_items.data)
         if f_items is not None and len(f_items) != (
             (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
-            if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+            if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0)
             else (2 * (f_num_fields if isinstance(f_num_fields, int) else None))
         ):
             raise WriteError(
-                f"{len(f_items)} elements where the spec counts {((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0) else (2 * (f_num_fields if isinstance(f_num_fields, int) else None)))}",
+                f"{len(f_items)} elements where the spec counts {((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0) else (2 * (f_num_fields if isinstance(f_num_fields, int) else None)))}",
                 "stream:stream_entry.items",
             )
         pos += len(p_lp_count.data)
@@ -2528,7 +2532,7 @@ class StreamEntry:
                     (f_lp_count if isinstance(f_lp_count, int) else None)
                     == (
                         ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-                        if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+                        if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0)
                         else ((2 * (f_num_fields if isinstance(f_num_fields, int) else None)) + 4)
                     )
                 )
@@ -2536,7 +2540,7 @@ class StreamEntry:
         ):
             raise WriteError(
                 f"{f_lp_count!r} fails its check: "
-                "{'expr': '_.is_int and _.int_value == ((flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)'}",
+                "{'expr': '_.is_int and _.int_value == ((flags.int_value & entry_flag::samefields.to_i) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)'}",
                 "stream:stream_entry.lp_count",
             )
         out.add(p_flags)
@@ -2553,12 +2557,12 @@ class StreamEntry:
     @property
     def is_deleted(self):
         """True when the entry is deleted (a tombstone)."""
-        return ((self.flags if isinstance(self.flags, int) else None) & 1) != 0
+        return ((self.flags if isinstance(self.flags, int) else None) & _DELETED) != 0
 
     @property
     def is_samefields(self):
         """True when the entry uses the master fields."""
-        return ((self.flags if isinstance(self.flags, int) else None) & 2) != 0
+        return ((self.flags if isinstance(self.flags, int) else None) & _SAMEFIELDS) != 0
 
 
 class StreamEntryColumns:

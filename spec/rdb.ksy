@@ -42,7 +42,7 @@ seq:
   - id: records
     type: record
     repeat: until
-    repeat-until: _.opcode == 255
+    repeat-until: _.opcode == record_kind::eof.to_i
     -rdbspec-stream: true
     doc: The records, up to and including the EOF opcode.
   - id: checksum
@@ -107,8 +107,8 @@ types:
     instances:
       kind:
         value: >-
-          opcode == 243 and _root.is_valkey ? 499 :
-          opcode >= 200 ? opcode : 256
+          opcode == 243 and _root.is_valkey ? record_kind::slot_import.to_i :
+          opcode >= 200 ? opcode : record_kind::key_value.to_i
         enum: record_kind
         doc: What the record is (Valkey's 243 is SLOT_IMPORT, every value type byte is `key_value`).
   select_db:
@@ -272,8 +272,8 @@ types:
     instances:
       value_kind:
         value: >-
-          is_valkey and type_code == 22 ? 278 :
-          (not is_valkey) and type_code == 20 and rdb_version < 10 ? 276 :
+          is_valkey and type_code == 22 ? value_type::valkey_hash_2.to_i :
+          (not is_valkey) and type_code == 20 and rdb_version < 10 ? value_type::df_json_legacy.to_i :
           type_code
         enum: value_type
         doc: |

@@ -26,6 +26,7 @@ from generator.plan import (
     MessageValue,
     Read,
     TypePlan,
+    attribute_expressions,
     skipped_types,
     value_fields,
 )
@@ -420,9 +421,10 @@ def test_a_listpack_entry_is_pushed_without_a_python_object() -> None:
 
 def test_a_stream_entry_row_reads_its_checked_numbers_as_c_numbers() -> None:
     """The proofs behind the native rows reader of `stream_entry`: once `flags` passed its check
-    (`_.is_int`), `flags.int_value` gives a value wherever it is read, and `& 2` keeps it in 64
-    bits; `num_fields.int_value` gives one where the SAMEFIELDS bit is clear (num_fields is
-    there), but doubling it may leave 64 bits: the target computes that with Python ints."""
+    (`_.is_int`), `flags.int_value` gives a value wherever it is read, and `& entry_flag::samefields`
+    (a member, so a non-negative number) keeps it in 64 bits; `num_fields.int_value` gives one
+    where the SAMEFIELDS bit is clear (num_fields is there), but doubling it may leave 64 bits:
+    the target computes that with Python ints."""
     repo = Path(__file__).resolve().parent.parent
     builder = Builder(load_tree(repo / "spec"))
     entry = next(t for t in builder.build()["stream"].walk() if t.id == "stream_entry")
@@ -693,3 +695,41 @@ def test_an_enum_member_is_named_after_it_and_its_enum_where_another_has_that_na
     assert "\n_SELECT_DB = int(RecordKind.SELECT_DB)\n" in source and "if body_on == _SELECT_DB:" in source
     native = (repo / "generated" / "native" / "rdb.pyx").read_text(encoding="utf-8")
     assert "\nDEF _SELECT_DB = 254  # RecordKind.SELECT_DB\n" in native and "if body_on == _SELECT_DB:" in native
+
+
+def _results(node: ex.Node):
+    """What an expression may evaluate to: each branch of its conditionals."""
+    if isinstance(node, ex.Ternary):
+        yield from _results(node.then)
+        yield from _results(node.other)
+    else:
+        yield node
+
+
+def test_the_spec_names_the_members_of_its_enums() -> None:
+    """An enum-valued field, instance or parameter is compared with members, never numbers;
+    a switch over one has members as cases, and an instance of an enum gives members
+    (`record_kind::key_value.to_i`) where it gives a fixed one. What the generated code names
+    comes from there."""
+    repo = Path(__file__).resolve().parents[1]
+    builder = Builder(load_tree(repo / "spec"))
+    builder.build()
+    found = []
+    for root in builder.roots.values():
+        for t in root.walk():
+            typed = {a.id for a in t.seq + t.instances if a.enum} | {p.id for p in t.params if p.enum}
+            for a in t.seq + t.instances:
+                where = f"{t.spec_path}.{a.id}"
+                nodes = attribute_expressions(a)
+                if isinstance(a.type, Switch) and ex.names_in(a.type.on) & typed:
+                    found += [f"{where}: case {key}" for key, _ in a.type.cases if not isinstance(key, ex.EnumRef)]
+                if a.enum and a.value is not None:
+                    found += [f"{where}: gives {n.value}" for n in _results(a.value) if isinstance(n, ex.Num)]
+                for node in nodes:
+                    for n in ex.nodes_in(node):
+                        if isinstance(n, ex.Binary) and n.op in ("==", "!=", "<", "<=", ">", ">="):
+                            sides = (n.left, n.right)
+                            named = any(isinstance(side, ex.Name) and side.name in typed for side in sides)
+                            if named and any(isinstance(side, ex.Num) for side in sides):
+                                found.append(f"{where}: {n}")
+    assert found == []

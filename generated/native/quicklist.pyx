@@ -31,6 +31,8 @@ from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 # compile-time constants: a comparison with one compiles as the comparison with its number does
 DEF _LISTPACK = 1  # BlobKind.LISTPACK
 DEF _ZIPLIST = 2  # BlobKind.ZIPLIST
+DEF _PLAIN = 1  # ContainerKind.PLAIN
+DEF _PACKED = 2  # ContainerKind.PACKED
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
@@ -478,7 +480,7 @@ cdef class Quicklist2Node:
             container_pos = pos
             container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
             container_value = container.value
-            if not ((container_value == 1) or (container_value == 2)):
+            if not ((container_value == _PLAIN) or (container_value == _PACKED)):
                 raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
             return container
         finally:
@@ -503,14 +505,14 @@ cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigne
     self._lazy_container = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &container)
     container_value = container.value
-    if not ((container_value == 1) or (container_value == 2)):
+    if not ((container_value == _PLAIN) or (container_value == _PACKED)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
     # plain, packed: at most one of them is present
     plain = packed = None
-    if (container_value == 1):
+    if (container_value == _PLAIN):
         # plain: A PLAIN node's single element.
         plain = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
-    elif (container_value == 2):
+    elif (container_value == _PACKED):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
         packed = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
     self.plain = plain
@@ -529,15 +531,15 @@ cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned ch
     container_pos = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &container)
     container_value = container.value
-    if not ((container_value == 1) or (container_value == 2)):
+    if not ((container_value == _PLAIN) or (container_value == _PACKED)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
     # plain, packed: at most one of them is present
     plain = packed = None
-    if (container_value == 1):
+    if (container_value == _PLAIN):
         # plain: A PLAIN node's single element.
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         plain = None
-    elif (container_value == 2):
+    elif (container_value == _PACKED):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
         pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
         packed = None

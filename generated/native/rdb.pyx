@@ -210,7 +210,7 @@ cdef class Rdb:
                 PyBuffer_Release(&_view)
             self._stream_pos = pos
             yield records_item
-            if (records_item.opcode == 255):
+            if (records_item.opcode == _RECORD_KIND_EOF):
                 break
             records_index += 1
         # checksum: CRC-64/Jones (reflected, init 0) of every byte from the magic through the EOF opcode, little-endian; 0 means disabled.
@@ -319,7 +319,7 @@ cdef class Record:
 
         if self._m_kind is not _UNSET:
             return self._m_kind
-        kind = (499 if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else 256))
+        kind = (_SLOT_IMPORT if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else _KEY_VALUE))
         self._m_kind = kind
         return kind
 
@@ -346,7 +346,7 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
         raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
     self.opcode = opcode
     # body: The payload; absent for EOF.
-    kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
+    kind = (_SLOT_IMPORT if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else _KEY_VALUE))
     self._m_kind = kind
     if (kind != _RECORD_KIND_EOF):
         body_on = kind
@@ -1153,7 +1153,7 @@ cdef class KeyValue:
         try:
             root = self._root
             pos = self._lazy_value
-            value_kind = (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
+            value_kind = (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
             value_on = value_kind
             if value_on == _VALUE_TYPE_STRING:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -1240,7 +1240,7 @@ cdef class KeyValue:
         shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
         rdbSaveObjectType)."""
 
-        return (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
+        return (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
 
 
 cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version):
@@ -1261,7 +1261,7 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
     # value: decoded on first access (see the property); stepped over here
     self._lazy_value = pos
     # value: The value, laid out according to `value_kind`.
-    value_kind = (278 if (is_valkey and (type_code == 22)) else (276 if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
+    value_kind = (_VALKEY_HASH_2 if (is_valkey and (type_code == 22)) else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
     value_on = value_kind
     if value_on == _VALUE_TYPE_STRING:
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
