@@ -23,7 +23,7 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
-from .enums import BlobKind
+from .enums import BlobKind, StringEncoding
 
 unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from
@@ -38,6 +38,10 @@ _ZIPLIST = int(BlobKind.ZIPLIST)
 _INTSET = int(BlobKind.INTSET)
 _ZIPMAP = int(BlobKind.ZIPMAP)
 _STREAM_LISTPACK = int(BlobKind.STREAM_LISTPACK)
+_INT8 = int(StringEncoding.INT8)
+_INT16 = int(StringEncoding.INT16)
+_INT32 = int(StringEncoding.INT32)
+_LZF = int(StringEncoding.LZF)
 
 
 class RdbString:
@@ -82,12 +86,12 @@ class RdbString:
         self._io = io
         buf = io.buf
         end = io.end
-        # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+        # len: Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value <= 3)):
+        if not ((not len_is_encoded) or (len_value <= _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -97,8 +101,8 @@ class RdbString:
             )
         self.len = len_
         # raw, int_value, clen, ulen, lzf: at most one of them is present
-        is_int = len_is_encoded and (len_value < 3)
-        is_lzf = len_is_encoded and (len_value == 3)
+        is_int = len_is_encoded and (len_value < _LZF)
+        is_lzf = len_is_encoded and (len_value == _LZF)
         raw = int_value = clen = ulen = lzf = None
         if not len_is_encoded:
             # raw: The bytes of a plain (not encoded) string.
@@ -109,17 +113,17 @@ class RdbString:
         elif is_int:
             # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
             int_value_on = len_value
-            if int_value_on == 0:
+            if int_value_on == _INT8:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
                 int_value = unpack_s1le(buf, pos)[0]
                 pos += 1
-            elif int_value_on == 1:
+            elif int_value_on == _INT16:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
                 int_value = unpack_s2le(buf, pos)[0]
                 pos += 2
-            elif int_value_on == 2:
+            elif int_value_on == _INT32:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
                 int_value = unpack_s4le(buf, pos)[0]
@@ -154,12 +158,12 @@ class RdbString:
         """Steps over one rdb_string without building it; returns the position after it."""
         buf = io.buf
         end = io.end
-        # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+        # len: Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value <= 3)):
+        if not ((not len_is_encoded) or (len_value <= _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -168,8 +172,8 @@ class RdbString:
                 + repr(len_value),
             )
         # raw, int_value, clen, ulen, lzf: at most one of them is present
-        is_int = len_is_encoded and (len_value < 3)
-        is_lzf = len_is_encoded and (len_value == 3)
+        is_int = len_is_encoded and (len_value < _LZF)
+        is_lzf = len_is_encoded and (len_value == _LZF)
         raw = int_value = clen = ulen = lzf = None
         if not len_is_encoded:
             # raw: The bytes of a plain (not encoded) string.
@@ -180,17 +184,17 @@ class RdbString:
         elif is_int:
             # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
             int_value_on = len_value
-            if int_value_on == 0:
+            if int_value_on == _INT8:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
                 int_value = None
                 pos += 1
-            elif int_value_on == 1:
+            elif int_value_on == _INT16:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
                 int_value = None
                 pos += 2
-            elif int_value_on == 2:
+            elif int_value_on == _INT32:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
                 int_value = None
@@ -225,12 +229,12 @@ class RdbString:
                 if (f_raw is not None)
                 else (
                     (
-                        0
+                        _INT8
                         if ((f_int_value >= -128) and (f_int_value <= 127))
-                        else (1 if ((f_int_value >= -32768) and (f_int_value <= 32767)) else 2)
+                        else (_INT16 if ((f_int_value >= -32768) and (f_int_value <= 32767)) else _INT32)
                     )
                     if (f_int_value is not None)
-                    else 3
+                    else _LZF
                 )
             ),
         )
@@ -242,15 +246,15 @@ class RdbString:
             p_raw.write(f_raw)
         p_int_value = WriteIo()
         if f_int_value is not None:
-            if f_len.value == 0:
+            if f_len.value == _INT8:
                 p_int_value.pack("<b", f_int_value, "rdb_string:rdb_string.int_value")
-            elif f_len.value == 1:
+            elif f_len.value == _INT16:
                 p_int_value.pack("<h", f_int_value, "rdb_string:rdb_string.int_value")
-            elif f_len.value == 2:
+            elif f_len.value == _INT32:
                 p_int_value.pack("<i", f_int_value, "rdb_string:rdb_string.int_value")
             else:
                 raise WriteError(f"no case for {f_len.value!r}", "rdb_string:rdb_string.int_value")
-        i_is_lzf = f_len.is_encoded and (f_len.value == 3)
+        i_is_lzf = f_len.is_encoded and (f_len.value == _LZF)
         f_ulen = WriteInputs(is_encoded=False, value=len(f_lzf)) if i_is_lzf else None
         p_ulen = WriteIo()
         if f_ulen is not None:
@@ -279,9 +283,9 @@ class RdbString:
         _wio.end = _size
         pos = 0
         pos += len(p_len.data)
-        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value <= 3)):
+        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value <= _LZF)):
             raise WriteError(
-                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value <= 3'}}",
+                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value <= string_encoding::lzf.to_i'}}",
                 "rdb_string:rdb_string.len",
             )
         pos += len(p_raw.data)
@@ -290,7 +294,7 @@ class RdbString:
         if f_raw is not None and len(p_raw.data) != f_len.value:
             raise WriteError(f"{len(p_raw.data)} bytes where the spec reads {f_len.value}", "rdb_string:rdb_string.raw")
         pos += len(p_int_value.data)
-        i_is_int = f_len.is_encoded and (f_len.value < 3)
+        i_is_int = f_len.is_encoded and (f_len.value < _LZF)
         if (i_is_int) != (f_int_value is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "rdb_string:rdb_string.int_value"
@@ -564,7 +568,7 @@ class RdbBlob:
         len_, pos = RdbLen._read(io, pos, self, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value == 3)):
+        if not ((not len_is_encoded) or (len_value == _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -638,7 +642,7 @@ class RdbBlob:
         len_, pos = RdbLen._read(io, pos, None, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value == 3)):
+        if not ((not len_is_encoded) or (len_value == _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -702,7 +706,7 @@ class RdbBlob:
                 f_plain._write(p_plain, self_, root)
             else:
                 raise WriteError(f"no case for {pa_kind!r}", "rdb_string:rdb_blob.plain")
-        f_len = WriteInputs(is_encoded=(f_lzf is not None), value=(3 if (f_lzf is not None) else len(p_plain.data)))
+        f_len = WriteInputs(is_encoded=(f_lzf is not None), value=(_LZF if (f_lzf is not None) else len(p_plain.data)))
         p_len = WriteIo()
         if f_len is not None:
             write_rdb_len(p_len, f_len.value, f_len.is_encoded, self_, root)
@@ -750,9 +754,10 @@ class RdbBlob:
         _wio.end = _size
         pos = 0
         pos += len(p_len.data)
-        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value == 3)):
+        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value == _LZF)):
             raise WriteError(
-                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value == 3'}}", "rdb_string:rdb_blob.len"
+                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value == string_encoding::lzf.to_i'}}",
+                "rdb_string:rdb_blob.len",
             )
         pos += len(p_plain.data)
         if (not f_len.is_encoded) != (f_plain is not None):
