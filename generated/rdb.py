@@ -373,12 +373,14 @@ class Record:
         self._m_kind = kind
         if kind != _RECORD_KIND_EOF:
             body_on = kind
-            if body_on == _SELECT_DB:
+            if body_on == _KEY_VALUE:
+                body, pos = KeyValue._read(io, pos, self, root, opcode, root.is_valkey, root.version)
+            elif body_on == _EXPIRE_TIME_MS:
+                body, pos = ExpireTimeMs._read(io, pos, self, root)
+            elif body_on == _SELECT_DB:
                 body, pos = SelectDb._read(io, pos, self, root)
             elif body_on == _EXPIRE_TIME:
                 body, pos = ExpireTime._read(io, pos, self, root)
-            elif body_on == _EXPIRE_TIME_MS:
-                body, pos = ExpireTimeMs._read(io, pos, self, root)
             elif body_on == _RESIZE_DB:
                 body, pos = ResizeDb._read(io, pos, self, root)
             elif body_on == _AUX:
@@ -417,8 +419,6 @@ class Record:
                 body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
             elif body_on == _FULLSYNC_END:
                 body, pos = dragonfly.FullsyncEnd._read(io, pos, self, root)
-            elif body_on == _KEY_VALUE:
-                body, pos = KeyValue._read(io, pos, self, root, opcode, root.is_valkey, root.version)
             else:
                 body = None
         else:
@@ -443,17 +443,33 @@ class Record:
                 if ((f_opcode == 243) and root.is_valkey)
                 else (f_opcode if (f_opcode >= 200) else _KEY_VALUE)
             )
-            if i_kind == _SELECT_DB:
+            if i_kind == _KEY_VALUE:
+                if type(f_body) is not KeyValue:
+                    raise WriteError(f"expected a key_value, found {type(f_body).__name__}", "rdb:record.body")
+                if f_body.type_code != f_opcode:
+                    raise WriteError(
+                        f"type_code {f_body.type_code!r} where the spec passes {f_opcode!r}", "rdb:record.body"
+                    )
+                if f_body.is_valkey != root.is_valkey:
+                    raise WriteError(
+                        f"is_valkey {f_body.is_valkey!r} where the spec passes {root.is_valkey!r}", "rdb:record.body"
+                    )
+                if f_body.rdb_version != root.version:
+                    raise WriteError(
+                        f"rdb_version {f_body.rdb_version!r} where the spec passes {root.version!r}", "rdb:record.body"
+                    )
+                f_body._write(p_body, self_, root)
+            elif i_kind == _EXPIRE_TIME_MS:
+                if type(f_body) is not ExpireTimeMs:
+                    raise WriteError(f"expected a expire_time_ms, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _SELECT_DB:
                 if type(f_body) is not SelectDb:
                     raise WriteError(f"expected a select_db, found {type(f_body).__name__}", "rdb:record.body")
                 f_body._write(p_body, self_, root)
             elif i_kind == _EXPIRE_TIME:
                 if type(f_body) is not ExpireTime:
                     raise WriteError(f"expected a expire_time, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == _EXPIRE_TIME_MS:
-                if type(f_body) is not ExpireTimeMs:
-                    raise WriteError(f"expected a expire_time_ms, found {type(f_body).__name__}", "rdb:record.body")
                 f_body._write(p_body, self_, root)
             elif i_kind == _RESIZE_DB:
                 if type(f_body) is not ResizeDb:
@@ -530,22 +546,6 @@ class Record:
             elif i_kind == _FULLSYNC_END:
                 if type(f_body) is not dragonfly.FullsyncEnd:
                     raise WriteError(f"expected a fullsync_end, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == _KEY_VALUE:
-                if type(f_body) is not KeyValue:
-                    raise WriteError(f"expected a key_value, found {type(f_body).__name__}", "rdb:record.body")
-                if f_body.type_code != f_opcode:
-                    raise WriteError(
-                        f"type_code {f_body.type_code!r} where the spec passes {f_opcode!r}", "rdb:record.body"
-                    )
-                if f_body.is_valkey != root.is_valkey:
-                    raise WriteError(
-                        f"is_valkey {f_body.is_valkey!r} where the spec passes {root.is_valkey!r}", "rdb:record.body"
-                    )
-                if f_body.rdb_version != root.version:
-                    raise WriteError(
-                        f"rdb_version {f_body.rdb_version!r} where the spec passes {root.version!r}", "rdb:record.body"
-                    )
                 f_body._write(p_body, self_, root)
             else:
                 raise WriteError(f"no case for {i_kind!r}", "rdb:record.body")

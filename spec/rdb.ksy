@@ -78,10 +78,12 @@ types:
       - id: body
         type:
           switch-on: kind
+          # the most frequent records first (a key, a key's expiry): the cases are tested in order
           cases:
+            'record_kind::key_value': key_value(opcode, _root.is_valkey, _root.version)
+            'record_kind::expire_time_ms': expire_time_ms
             'record_kind::select_db': select_db
             'record_kind::expire_time': expire_time
-            'record_kind::expire_time_ms': expire_time_ms
             'record_kind::resize_db': resize_db
             'record_kind::aux': aux
             'record_kind::freq': freq
@@ -101,7 +103,6 @@ types:
             'record_kind::compressed_lz4_blob': dragonfly::compressed_blob
             'record_kind::compressed_zstd_blob': dragonfly::compressed_blob
             'record_kind::fullsync_end': dragonfly::fullsync_end
-            'record_kind::key_value': key_value(opcode, _root.is_valkey, _root.version)
         if: kind != record_kind::eof
         doc: The payload; absent for EOF.
     instances:

@@ -350,12 +350,14 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
     self._m_kind = kind
     if (kind != _RECORD_KIND_EOF):
         body_on = kind
-        if body_on == _SELECT_DB:
+        if body_on == _KEY_VALUE:
+            body = c_read_key_value(io, buf, _p, end, &pos, self, root, opcode, root.is_valkey, root.version)
+        elif body_on == _EXPIRE_TIME_MS:
+            body = c_read_expire_time_ms(io, buf, _p, end, &pos, self, root)
+        elif body_on == _SELECT_DB:
             body = c_read_select_db(io, buf, _p, end, &pos, self, root)
         elif body_on == _EXPIRE_TIME:
             body = c_read_expire_time(io, buf, _p, end, &pos, self, root)
-        elif body_on == _EXPIRE_TIME_MS:
-            body = c_read_expire_time_ms(io, buf, _p, end, &pos, self, root)
         elif body_on == _RESIZE_DB:
             body = c_read_resize_db(io, buf, _p, end, &pos, self, root)
         elif body_on == _AUX:
@@ -394,8 +396,6 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
             body = dragonfly__c_read_compressed_blob(io, buf, _p, end, &pos, self, root)
         elif body_on == _FULLSYNC_END:
             body = dragonfly__c_read_fullsync_end(io, buf, _p, end, &pos, self, root)
-        elif body_on == _KEY_VALUE:
-            body = c_read_key_value(io, buf, _p, end, &pos, self, root, opcode, root.is_valkey, root.version)
         else:
             body = None
     else:
