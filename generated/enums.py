@@ -112,6 +112,15 @@ class BlobKind(IntEnum):
     STREAM_LISTPACK = 5
 
 
+class StringEncoding(IntEnum):
+    """The spec's `rdb_string::string_encoding`."""
+
+    INT8 = 0
+    INT16 = 1
+    INT32 = 2
+    LZF = 3
+
+
 class EntryFlag(IntEnum):
     """The spec's `stream::entry_flag`."""
 

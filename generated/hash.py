@@ -23,9 +23,14 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u8le = struct.Struct("<Q").unpack_from
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_LISTPACK = int(BlobKind.LISTPACK)
 
 
 class Hash:
@@ -666,7 +671,7 @@ class HashListpackExPreGa:
         buf = io.buf
         end = io.end
         # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
         self.listpack = listpack
         return self, pos
 
@@ -676,7 +681,7 @@ class HashListpackExPreGa:
         buf = io.buf
         end = io.end
         # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
+        pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
         listpack = None
         return pos
 
@@ -692,9 +697,10 @@ class HashListpackExPreGa:
                 raise WriteError(
                     f"expected a rdb_blob, found {type(f_listpack).__name__}", "hash:hash_listpack_ex_pre_ga.listpack"
                 )
-            if f_listpack.kind != 1:
+            if f_listpack.kind != _LISTPACK:
                 raise WriteError(
-                    f"kind {f_listpack.kind!r} where the spec passes {1!r}", "hash:hash_listpack_ex_pre_ga.listpack"
+                    f"kind {f_listpack.kind!r} where the spec passes {_LISTPACK!r}",
+                    "hash:hash_listpack_ex_pre_ga.listpack",
                 )
             f_listpack._write(p_listpack, self_, root)
         _wio = Io(b"", 0, 0)
@@ -1045,7 +1051,7 @@ class HashListpackEx:
         pos += 8
         self.min_expire = min_expire
         # listpack: Listpack of field, value, ttl triples.
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
         self.listpack = listpack
         return self, pos
 
@@ -1060,7 +1066,7 @@ class HashListpackEx:
         min_expire = None
         pos += 8
         # listpack: Listpack of field, value, ttl triples.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
+        pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
         listpack = None
         return pos
 
@@ -1080,9 +1086,9 @@ class HashListpackEx:
                 raise WriteError(
                     f"expected a rdb_blob, found {type(f_listpack).__name__}", "hash:hash_listpack_ex.listpack"
                 )
-            if f_listpack.kind != 1:
+            if f_listpack.kind != _LISTPACK:
                 raise WriteError(
-                    f"kind {f_listpack.kind!r} where the spec passes {1!r}", "hash:hash_listpack_ex.listpack"
+                    f"kind {f_listpack.kind!r} where the spec passes {_LISTPACK!r}", "hash:hash_listpack_ex.listpack"
                 )
             f_listpack._write(p_listpack, self_, root)
         _wio = Io(b"", 0, 0)

@@ -23,10 +23,20 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import ModuleOpcode
 
 unpack_f4le = struct.Struct("<f").unpack_from
 unpack_f8le = struct.Struct("<d").unpack_from
 unpack_u4le = struct.Struct("<I").unpack_from
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_MODULE_OPCODE_EOF = int(ModuleOpcode.EOF)
+_SINT = int(ModuleOpcode.SINT)
+_UINT = int(ModuleOpcode.UINT)
+_FLOAT = int(ModuleOpcode.FLOAT)
+_DOUBLE = int(ModuleOpcode.DOUBLE)
+_MODULE_OPCODE_STRING = int(ModuleOpcode.STRING)
 
 
 class Module:
@@ -115,7 +125,7 @@ class ModuleValue:
         while True:
             ops_item, pos = ModuleOp._read(io, pos, self, root)
             ops.append(ops_item)
-            if ops_item.opcode.value == 0:
+            if ops_item.opcode.value == _MODULE_OPCODE_EOF:
                 break
             ops_index += 1
         self.ops = ops
@@ -135,7 +145,7 @@ class ModuleValue:
         while True:
             ops_item, pos = ModuleOp._read(io, pos, None, root)
             ops.append(ops_item)
-            if ops_item.opcode.value == 0:
+            if ops_item.opcode.value == _MODULE_OPCODE_EOF:
                 break
             ops_index += 1
         return pos
@@ -168,9 +178,9 @@ class ModuleValue:
         pos = 0
         pos += len(p_module_id.data)
         pos += len(p_ops.data)
-        if f_ops is not None and [(ops_item.opcode.value == 0) for ops_item in f_ops] != [False] * (len(f_ops) - 1) + [
-            True
-        ]:
+        if f_ops is not None and [(ops_item.opcode.value == _MODULE_OPCODE_EOF) for ops_item in f_ops] != [False] * (
+            len(f_ops) - 1
+        ) + [True]:
             raise WriteError(
                 "the repeat does not end at its first element meeting its condition", "module:module_value.ops"
             )
@@ -304,7 +314,7 @@ class ModuleAux:
         # when_opcode: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
         when_opcode_pos = pos
         when_opcode, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        if not (when_opcode.value == 2):
+        if not (when_opcode.value == _UINT):
             raise invalid(
                 io,
                 when_opcode_pos,
@@ -321,7 +331,7 @@ class ModuleAux:
         while True:
             ops_item, pos = ModuleOp._read(io, pos, self, root)
             ops.append(ops_item)
-            if ops_item.opcode.value == 0:
+            if ops_item.opcode.value == _MODULE_OPCODE_EOF:
                 break
             ops_index += 1
         self.ops = ops
@@ -338,7 +348,7 @@ class ModuleAux:
         p_module_id = WriteIo()
         if f_module_id is not None:
             rdb_string.write_rdb_len(p_module_id, f_module_id.value, f_module_id.is_encoded, self_, root)
-        f_when_opcode = WriteInputs(is_encoded=False, value=2)
+        f_when_opcode = WriteInputs(is_encoded=False, value=_UINT)
         p_when_opcode = WriteIo()
         if f_when_opcode is not None:
             rdb_string.write_rdb_len(p_when_opcode, f_when_opcode.value, f_when_opcode.is_encoded, self_, root)
@@ -361,15 +371,16 @@ class ModuleAux:
         pos = 0
         pos += len(p_module_id.data)
         pos += len(p_when_opcode.data)
-        if f_when_opcode is not None and not _holds(lambda: f_when_opcode.value == 2):
+        if f_when_opcode is not None and not _holds(lambda: f_when_opcode.value == _UINT):
             raise WriteError(
-                f"{f_when_opcode!r} fails its check: {{'expr': '_.value == 2'}}", "module:module_aux.when_opcode"
+                f"{f_when_opcode!r} fails its check: {{'expr': '_.value == module_opcode::uint.to_i'}}",
+                "module:module_aux.when_opcode",
             )
         pos += len(p_when.data)
         pos += len(p_ops.data)
-        if f_ops is not None and [(ops_item.opcode.value == 0) for ops_item in f_ops] != [False] * (len(f_ops) - 1) + [
-            True
-        ]:
+        if f_ops is not None and [(ops_item.opcode.value == _MODULE_OPCODE_EOF) for ops_item in f_ops] != [False] * (
+            len(f_ops) - 1
+        ) + [True]:
             raise WriteError(
                 "the repeat does not end at its first element meeting its condition", "module:module_aux.ops"
             )
@@ -433,22 +444,22 @@ class ModuleOp:
         self.opcode = opcode
         # uint_value, float_value, double_value, string_value: at most one of them is present
         uint_value = float_value = double_value = string_value = None
-        if (opcode_value == 1) or (opcode_value == 2):
+        if (opcode_value == _SINT) or (opcode_value == _UINT):
             # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        elif opcode_value == 3:
+        elif opcode_value == _FLOAT:
             # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = unpack_f4le(buf, pos)[0]
             pos += 4
-        elif opcode_value == 4:
+        elif opcode_value == _DOUBLE:
             # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = unpack_f8le(buf, pos)[0]
             pos += 8
-        elif opcode_value == 5:
+        elif opcode_value == _MODULE_OPCODE_STRING:
             # string_value: STRING value.
             string_value, pos = rdb_string.RdbString._read(io, pos, self, root)
         self.uint_value = uint_value
@@ -477,23 +488,23 @@ class ModuleOp:
             )
         # uint_value, float_value, double_value, string_value: at most one of them is present
         uint_value = float_value = double_value = string_value = None
-        if (opcode_value == 1) or (opcode_value == 2):
+        if (opcode_value == _SINT) or (opcode_value == _UINT):
             # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             pos = rdb_string.RdbLen._skip(io, pos, None, root)
             uint_value = None
-        elif opcode_value == 3:
+        elif opcode_value == _FLOAT:
             # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
             float_value = None
             pos += 4
-        elif opcode_value == 4:
+        elif opcode_value == _DOUBLE:
             # double_value: DOUBLE value, binary64 LE.
             if pos + 8 > end:
                 raise truncated(io, pos, 8, "module:module_op.double_value")
             double_value = None
             pos += 8
-        elif opcode_value == 5:
+        elif opcode_value == _MODULE_OPCODE_STRING:
             # string_value: STRING value.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             string_value = None
@@ -545,20 +556,20 @@ class ModuleOp:
                 "module:module_op.opcode",
             )
         pos += len(p_uint_value.data)
-        if ((f_opcode.value == 1) or (f_opcode.value == 2)) != (f_uint_value is not None):
+        if ((f_opcode.value == _SINT) or (f_opcode.value == _UINT)) != (f_uint_value is not None):
             raise WriteError("present where its condition does not hold, or the reverse", "module:module_op.uint_value")
         pos += len(p_float_value.data)
-        if (f_opcode.value == 3) != (f_float_value is not None):
+        if (f_opcode.value == _FLOAT) != (f_float_value is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "module:module_op.float_value"
             )
         pos += len(p_double_value.data)
-        if (f_opcode.value == 4) != (f_double_value is not None):
+        if (f_opcode.value == _DOUBLE) != (f_double_value is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "module:module_op.double_value"
             )
         pos += len(p_string_value.data)
-        if (f_opcode.value == 5) != (f_string_value is not None):
+        if (f_opcode.value == _MODULE_OPCODE_STRING) != (f_string_value is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "module:module_op.string_value"
             )
@@ -703,7 +714,7 @@ class KeyMetaClass:
         while True:
             ops_item, pos = ModuleOp._read(io, pos, self, root)
             ops.append(ops_item)
-            if ops_item.opcode.value == 0:
+            if ops_item.opcode.value == _MODULE_OPCODE_EOF:
                 break
             ops_index += 1
         self.ops = ops
@@ -741,9 +752,9 @@ class KeyMetaClass:
         pos = 0
         pos += len(p_class_spec.data)
         pos += len(p_ops.data)
-        if f_ops is not None and [(ops_item.opcode.value == 0) for ops_item in f_ops] != [False] * (len(f_ops) - 1) + [
-            True
-        ]:
+        if f_ops is not None and [(ops_item.opcode.value == _MODULE_OPCODE_EOF) for ops_item in f_ops] != [False] * (
+            len(f_ops) - 1
+        ) + [True]:
             raise WriteError(
                 "the repeat does not end at its first element meeting its condition", "module:key_meta_class.ops"
             )

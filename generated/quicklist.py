@@ -23,6 +23,14 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind, ContainerKind
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_LISTPACK = int(BlobKind.LISTPACK)
+_ZIPLIST = int(BlobKind.ZIPLIST)
+_PLAIN = int(ContainerKind.PLAIN)
+_PACKED = int(ContainerKind.PACKED)
 
 
 class Quicklist:
@@ -72,7 +80,7 @@ class Quicklist:
             )
         nodes = None
         for nodes_index in range(nodes_count):
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             nodes_item = None
         return self, pos
 
@@ -109,7 +117,7 @@ class Quicklist:
             )
         nodes = None
         for nodes_index in range(nodes_count):
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             nodes_item = None
         return pos
 
@@ -132,9 +140,9 @@ class Quicklist:
                     raise WriteError(
                         f"expected a rdb_blob, found {type(nodes_item).__name__}", "quicklist:quicklist.nodes"
                     )
-                if nodes_item.kind != 2:
+                if nodes_item.kind != _ZIPLIST:
                     raise WriteError(
-                        f"kind {nodes_item.kind!r} where the spec passes {2!r}", "quicklist:quicklist.nodes"
+                        f"kind {nodes_item.kind!r} where the spec passes {_ZIPLIST!r}", "quicklist:quicklist.nodes"
                     )
                 nodes_item._write(p_nodes, self_, root)
                 nodes_prev = len(p_nodes.data) - nodes_at
@@ -184,7 +192,7 @@ class Quicklist:
                 io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
             )
         for nodes_index in range(nodes_count):
-            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
             yield nodes_item
 
     def cuts_nodes(self, step: int):
@@ -205,7 +213,7 @@ class Quicklist:
             if pos - cut_at >= step:
                 cuts.append((pos, nodes_index))
                 cut_at = pos
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             nodes_item = None
         cuts.append((pos, nodes_count))
         return cuts
@@ -430,7 +438,7 @@ class Quicklist2Node:
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, self, root)
         container_value = container.value
-        if not ((container_value == 1) or (container_value == 2)):
+        if not ((container_value == _PLAIN) or (container_value == _PACKED)):
             raise invalid(
                 io,
                 container_pos,
@@ -440,12 +448,12 @@ class Quicklist2Node:
         self.container = container
         # plain, packed: at most one of them is present
         plain = packed = None
-        if container_value == 1:
+        if container_value == _PLAIN:
             # plain: A PLAIN node's single element.
             plain, pos = rdb_string.RdbString._read(io, pos, self, root)
-        elif container_value == 2:
+        elif container_value == _PACKED:
             # packed: A PACKED node's listpack (possibly LZF-compressed).
-            packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
+            packed, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
         self.plain = plain
         self.packed = packed
         return self, pos
@@ -459,7 +467,7 @@ class Quicklist2Node:
         container_pos = pos
         container, pos = rdb_string.RdbLen._read(io, pos, None, root)
         container_value = container.value
-        if not ((container_value == 1) or (container_value == 2)):
+        if not ((container_value == _PLAIN) or (container_value == _PACKED)):
             raise invalid(
                 io,
                 container_pos,
@@ -468,13 +476,13 @@ class Quicklist2Node:
             )
         # plain, packed: at most one of them is present
         plain = packed = None
-        if container_value == 1:
+        if container_value == _PLAIN:
             # plain: A PLAIN node's single element.
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             plain = None
-        elif container_value == 2:
+        elif container_value == _PACKED:
             # packed: A PACKED node's listpack (possibly LZF-compressed).
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
             packed = None
         return pos
 
@@ -502,9 +510,9 @@ class Quicklist2Node:
                 raise WriteError(
                     f"expected a rdb_blob, found {type(f_packed).__name__}", "quicklist:quicklist_2_node.packed"
                 )
-            if f_packed.kind != 1:
+            if f_packed.kind != _LISTPACK:
                 raise WriteError(
-                    f"kind {f_packed.kind!r} where the spec passes {1!r}", "quicklist:quicklist_2_node.packed"
+                    f"kind {f_packed.kind!r} where the spec passes {_LISTPACK!r}", "quicklist:quicklist_2_node.packed"
                 )
             f_packed._write(p_packed, self_, root)
         _wio = Io(b"", 0, 0)
@@ -512,18 +520,21 @@ class Quicklist2Node:
         _wio.end = _size
         pos = 0
         pos += len(p_container.data)
-        if f_container is not None and not _holds(lambda: (f_container.value == 1) or (f_container.value == 2)):
+        if f_container is not None and not _holds(
+            lambda: (f_container.value == _PLAIN) or (f_container.value == _PACKED)
+        ):
             raise WriteError(
-                f"{f_container!r} fails its check: {{'expr': '_.value == 1 or _.value == 2'}}",
+                f"{f_container!r} fails its check: "
+                "{'expr': '_.value == container_kind::plain.to_i or _.value == container_kind::packed.to_i'}",
                 "quicklist:quicklist_2_node.container",
             )
         pos += len(p_plain.data)
-        if (f_container.value == 1) != (f_plain is not None):
+        if (f_container.value == _PLAIN) != (f_plain is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "quicklist:quicklist_2_node.plain"
             )
         pos += len(p_packed.data)
-        if (f_container.value == 2) != (f_packed is not None):
+        if (f_container.value == _PACKED) != (f_packed is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "quicklist:quicklist_2_node.packed"
             )

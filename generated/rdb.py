@@ -23,10 +23,78 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind, RecordKind, ValueType
 
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u8le = struct.Struct("<Q").unpack_from
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_LISTPACK = int(BlobKind.LISTPACK)
+_ZIPLIST = int(BlobKind.ZIPLIST)
+_INTSET = int(BlobKind.INTSET)
+_ZIPMAP = int(BlobKind.ZIPMAP)
+_FULLSYNC_END = int(RecordKind.FULLSYNC_END)
+_COMPRESSED_ZSTD_BLOB = int(RecordKind.COMPRESSED_ZSTD_BLOB)
+_COMPRESSED_LZ4_BLOB = int(RecordKind.COMPRESSED_LZ4_BLOB)
+_JOURNAL_BLOB = int(RecordKind.JOURNAL_BLOB)
+_JOURNAL_OFFSET = int(RecordKind.JOURNAL_OFFSET)
+_DF_MASK = int(RecordKind.DF_MASK)
+_VECTOR_INDEX = int(RecordKind.VECTOR_INDEX)
+_SHARD_DOC_INDEX = int(RecordKind.SHARD_DOC_INDEX)
+_TAGGED_CHUNK = int(RecordKind.TAGGED_CHUNK)
+_KEY_META = int(RecordKind.KEY_META)
+_SLOT_INFO = int(RecordKind.SLOT_INFO)
+_FUNCTION2 = int(RecordKind.FUNCTION2)
+_FUNCTION_PRE_GA = int(RecordKind.FUNCTION_PRE_GA)
+_MODULE_AUX = int(RecordKind.MODULE_AUX)
+_IDLE = int(RecordKind.IDLE)
+_FREQ = int(RecordKind.FREQ)
+_AUX = int(RecordKind.AUX)
+_RESIZE_DB = int(RecordKind.RESIZE_DB)
+_EXPIRE_TIME_MS = int(RecordKind.EXPIRE_TIME_MS)
+_EXPIRE_TIME = int(RecordKind.EXPIRE_TIME)
+_SELECT_DB = int(RecordKind.SELECT_DB)
+_RECORD_KIND_EOF = int(RecordKind.EOF)
+_KEY_VALUE = int(RecordKind.KEY_VALUE)
+_SLOT_IMPORT = int(RecordKind.SLOT_IMPORT)
+_VALUE_TYPE_STRING = int(ValueType.STRING)
+_LIST = int(ValueType.LIST)
+_SET = int(ValueType.SET)
+_ZSET = int(ValueType.ZSET)
+_HASH = int(ValueType.HASH)
+_ZSET_2 = int(ValueType.ZSET_2)
+_MODULE_PRE_GA = int(ValueType.MODULE_PRE_GA)
+_MODULE_2 = int(ValueType.MODULE_2)
+_HASH_ZIPMAP = int(ValueType.HASH_ZIPMAP)
+_LIST_ZIPLIST = int(ValueType.LIST_ZIPLIST)
+_SET_INTSET = int(ValueType.SET_INTSET)
+_ZSET_ZIPLIST = int(ValueType.ZSET_ZIPLIST)
+_HASH_ZIPLIST = int(ValueType.HASH_ZIPLIST)
+_LIST_QUICKLIST = int(ValueType.LIST_QUICKLIST)
+_STREAM_LISTPACKS = int(ValueType.STREAM_LISTPACKS)
+_HASH_LISTPACK = int(ValueType.HASH_LISTPACK)
+_ZSET_LISTPACK = int(ValueType.ZSET_LISTPACK)
+_LIST_QUICKLIST_2 = int(ValueType.LIST_QUICKLIST_2)
+_STREAM_LISTPACKS_2 = int(ValueType.STREAM_LISTPACKS_2)
+_SET_LISTPACK = int(ValueType.SET_LISTPACK)
+_STREAM_LISTPACKS_3 = int(ValueType.STREAM_LISTPACKS_3)
+_HASH_METADATA_PRE_GA = int(ValueType.HASH_METADATA_PRE_GA)
+_HASH_LISTPACK_EX_PRE_GA = int(ValueType.HASH_LISTPACK_EX_PRE_GA)
+_HASH_METADATA = int(ValueType.HASH_METADATA)
+_HASH_LISTPACK_EX = int(ValueType.HASH_LISTPACK_EX)
+_STREAM_LISTPACKS_4 = int(ValueType.STREAM_LISTPACKS_4)
+_DF_JSON = int(ValueType.DF_JSON)
+_DF_HASH_WITH_EXPIRY = int(ValueType.DF_HASH_WITH_EXPIRY)
+_DF_SET_WITH_EXPIRY = int(ValueType.DF_SET_WITH_EXPIRY)
+_DF_SBF = int(ValueType.DF_SBF)
+_DF_SBF2 = int(ValueType.DF_SBF2)
+_DF_CMS = int(ValueType.DF_CMS)
+_DF_TOPK = int(ValueType.DF_TOPK)
+_DF_CUCKOO = int(ValueType.DF_CUCKOO)
+_DF_JSON_LEGACY = int(ValueType.DF_JSON_LEGACY)
+_VALKEY_HASH_2 = int(ValueType.VALKEY_HASH_2)
 
 
 class Rdb:
@@ -118,7 +186,7 @@ class Rdb:
             records_item, pos = Record._read(io, pos, self, root)
             self._stream_pos = pos
             yield records_item
-            if records_item.opcode == 255:
+            if records_item.opcode == _RECORD_KIND_EOF:
                 break
             records_index += 1
         # checksum: CRC-64/Jones (reflected, init 0) of every byte from the magic through the EOF opcode, little-endian; 0 means disabled.
@@ -179,9 +247,9 @@ class Rdb:
                 "rdb:rdb.magic",
             )
         pos += len(p_records.data)
-        if f_records is not None and [(records_item.opcode == 255) for records_item in f_records] != [False] * (
-            len(f_records) - 1
-        ) + [True]:
+        if f_records is not None and [(records_item.opcode == _RECORD_KIND_EOF) for records_item in f_records] != [
+            False
+        ] * (len(f_records) - 1) + [True]:
             raise WriteError("the repeat does not end at its first element meeting its condition", "rdb:rdb.records")
         pos += len(p_checksum.data)
         i_is_valkey = f_magic[0:6] == "VALKEY"
@@ -301,56 +369,56 @@ class Record:
             )
         self.opcode = opcode
         # body: The payload; absent for EOF.
-        kind = 499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256)
+        kind = _SLOT_IMPORT if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else _KEY_VALUE)
         self._m_kind = kind
-        if kind != 255:
+        if kind != _RECORD_KIND_EOF:
             body_on = kind
-            if body_on == 254:
-                body, pos = SelectDb._read(io, pos, self, root)
-            elif body_on == 253:
-                body, pos = ExpireTime._read(io, pos, self, root)
-            elif body_on == 252:
-                body, pos = ExpireTimeMs._read(io, pos, self, root)
-            elif body_on == 251:
-                body, pos = ResizeDb._read(io, pos, self, root)
-            elif body_on == 250:
-                body, pos = Aux._read(io, pos, self, root)
-            elif body_on == 249:
-                body, pos = Freq._read(io, pos, self, root)
-            elif body_on == 248:
-                body, pos = Idle._read(io, pos, self, root)
-            elif body_on == 247:
-                body, pos = module.ModuleAux._read(io, pos, self, root)
-            elif body_on == 246:
-                body, pos = function.FunctionPreGa._read(io, pos, self, root)
-            elif body_on == 245:
-                body, pos = function.Function2._read(io, pos, self, root)
-            elif body_on == 244:
-                body, pos = SlotInfo._read(io, pos, self, root)
-            elif body_on == 243:
-                body, pos = module.KeyMeta._read(io, pos, self, root)
-            elif body_on == 499:
-                body, pos = SlotImport._read(io, pos, self, root)
-            elif body_on == 224:
-                body, pos = dragonfly.TaggedChunk._read(io, pos, self, root)
-            elif body_on == 223:
-                body, pos = dragonfly.ShardDocIndex._read(io, pos, self, root)
-            elif body_on == 222:
-                body, pos = dragonfly.VectorIndex._read(io, pos, self, root)
-            elif body_on == 220:
-                body, pos = dragonfly.DfMask._read(io, pos, self, root)
-            elif body_on == 211:
-                body, pos = dragonfly.JournalOffset._read(io, pos, self, root)
-            elif body_on == 210:
-                body, pos = dragonfly.JournalBlob._read(io, pos, self, root)
-            elif body_on == 202:
-                body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
-            elif body_on == 201:
-                body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
-            elif body_on == 200:
-                body, pos = dragonfly.FullsyncEnd._read(io, pos, self, root)
-            elif body_on == 256:
+            if body_on == _KEY_VALUE:
                 body, pos = KeyValue._read(io, pos, self, root, opcode, root.is_valkey, root.version)
+            elif body_on == _EXPIRE_TIME_MS:
+                body, pos = ExpireTimeMs._read(io, pos, self, root)
+            elif body_on == _SELECT_DB:
+                body, pos = SelectDb._read(io, pos, self, root)
+            elif body_on == _EXPIRE_TIME:
+                body, pos = ExpireTime._read(io, pos, self, root)
+            elif body_on == _RESIZE_DB:
+                body, pos = ResizeDb._read(io, pos, self, root)
+            elif body_on == _AUX:
+                body, pos = Aux._read(io, pos, self, root)
+            elif body_on == _FREQ:
+                body, pos = Freq._read(io, pos, self, root)
+            elif body_on == _IDLE:
+                body, pos = Idle._read(io, pos, self, root)
+            elif body_on == _MODULE_AUX:
+                body, pos = module.ModuleAux._read(io, pos, self, root)
+            elif body_on == _FUNCTION_PRE_GA:
+                body, pos = function.FunctionPreGa._read(io, pos, self, root)
+            elif body_on == _FUNCTION2:
+                body, pos = function.Function2._read(io, pos, self, root)
+            elif body_on == _SLOT_INFO:
+                body, pos = SlotInfo._read(io, pos, self, root)
+            elif body_on == _KEY_META:
+                body, pos = module.KeyMeta._read(io, pos, self, root)
+            elif body_on == _SLOT_IMPORT:
+                body, pos = SlotImport._read(io, pos, self, root)
+            elif body_on == _TAGGED_CHUNK:
+                body, pos = dragonfly.TaggedChunk._read(io, pos, self, root)
+            elif body_on == _SHARD_DOC_INDEX:
+                body, pos = dragonfly.ShardDocIndex._read(io, pos, self, root)
+            elif body_on == _VECTOR_INDEX:
+                body, pos = dragonfly.VectorIndex._read(io, pos, self, root)
+            elif body_on == _DF_MASK:
+                body, pos = dragonfly.DfMask._read(io, pos, self, root)
+            elif body_on == _JOURNAL_OFFSET:
+                body, pos = dragonfly.JournalOffset._read(io, pos, self, root)
+            elif body_on == _JOURNAL_BLOB:
+                body, pos = dragonfly.JournalBlob._read(io, pos, self, root)
+            elif body_on == _COMPRESSED_LZ4_BLOB:
+                body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
+            elif body_on == _COMPRESSED_ZSTD_BLOB:
+                body, pos = dragonfly.CompressedBlob._read(io, pos, self, root)
+            elif body_on == _FULLSYNC_END:
+                body, pos = dragonfly.FullsyncEnd._read(io, pos, self, root)
             else:
                 body = None
         else:
@@ -370,96 +438,12 @@ class Record:
             p_opcode.pack("<B", f_opcode, "rdb:record.opcode")
         p_body = WriteIo()
         if f_body is not None:
-            i_kind = 499 if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else 256)
-            if i_kind == 254:
-                if type(f_body) is not SelectDb:
-                    raise WriteError(f"expected a select_db, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 253:
-                if type(f_body) is not ExpireTime:
-                    raise WriteError(f"expected a expire_time, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 252:
-                if type(f_body) is not ExpireTimeMs:
-                    raise WriteError(f"expected a expire_time_ms, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 251:
-                if type(f_body) is not ResizeDb:
-                    raise WriteError(f"expected a resize_db, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 250:
-                if type(f_body) is not Aux:
-                    raise WriteError(f"expected a aux, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 249:
-                if type(f_body) is not Freq:
-                    raise WriteError(f"expected a freq, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 248:
-                if type(f_body) is not Idle:
-                    raise WriteError(f"expected a idle, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 247:
-                if type(f_body) is not module.ModuleAux:
-                    raise WriteError(f"expected a module_aux, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 246:
-                if type(f_body) is not function.FunctionPreGa:
-                    raise WriteError(f"expected a function_pre_ga, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 245:
-                if type(f_body) is not function.Function2:
-                    raise WriteError(f"expected a function2, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 244:
-                if type(f_body) is not SlotInfo:
-                    raise WriteError(f"expected a slot_info, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 243:
-                if type(f_body) is not module.KeyMeta:
-                    raise WriteError(f"expected a key_meta, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 499:
-                if type(f_body) is not SlotImport:
-                    raise WriteError(f"expected a slot_import, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 224:
-                if type(f_body) is not dragonfly.TaggedChunk:
-                    raise WriteError(f"expected a tagged_chunk, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 223:
-                if type(f_body) is not dragonfly.ShardDocIndex:
-                    raise WriteError(f"expected a shard_doc_index, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 222:
-                if type(f_body) is not dragonfly.VectorIndex:
-                    raise WriteError(f"expected a vector_index, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 220:
-                if type(f_body) is not dragonfly.DfMask:
-                    raise WriteError(f"expected a df_mask, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 211:
-                if type(f_body) is not dragonfly.JournalOffset:
-                    raise WriteError(f"expected a journal_offset, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 210:
-                if type(f_body) is not dragonfly.JournalBlob:
-                    raise WriteError(f"expected a journal_blob, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 202:
-                if type(f_body) is not dragonfly.CompressedBlob:
-                    raise WriteError(f"expected a compressed_blob, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 201:
-                if type(f_body) is not dragonfly.CompressedBlob:
-                    raise WriteError(f"expected a compressed_blob, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 200:
-                if type(f_body) is not dragonfly.FullsyncEnd:
-                    raise WriteError(f"expected a fullsync_end, found {type(f_body).__name__}", "rdb:record.body")
-                f_body._write(p_body, self_, root)
-            elif i_kind == 256:
+            i_kind = (
+                _SLOT_IMPORT
+                if ((f_opcode == 243) and root.is_valkey)
+                else (f_opcode if (f_opcode >= 200) else _KEY_VALUE)
+            )
+            if i_kind == _KEY_VALUE:
                 if type(f_body) is not KeyValue:
                     raise WriteError(f"expected a key_value, found {type(f_body).__name__}", "rdb:record.body")
                 if f_body.type_code != f_opcode:
@@ -474,6 +458,94 @@ class Record:
                     raise WriteError(
                         f"rdb_version {f_body.rdb_version!r} where the spec passes {root.version!r}", "rdb:record.body"
                     )
+                f_body._write(p_body, self_, root)
+            elif i_kind == _EXPIRE_TIME_MS:
+                if type(f_body) is not ExpireTimeMs:
+                    raise WriteError(f"expected a expire_time_ms, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _SELECT_DB:
+                if type(f_body) is not SelectDb:
+                    raise WriteError(f"expected a select_db, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _EXPIRE_TIME:
+                if type(f_body) is not ExpireTime:
+                    raise WriteError(f"expected a expire_time, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _RESIZE_DB:
+                if type(f_body) is not ResizeDb:
+                    raise WriteError(f"expected a resize_db, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _AUX:
+                if type(f_body) is not Aux:
+                    raise WriteError(f"expected a aux, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _FREQ:
+                if type(f_body) is not Freq:
+                    raise WriteError(f"expected a freq, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _IDLE:
+                if type(f_body) is not Idle:
+                    raise WriteError(f"expected a idle, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _MODULE_AUX:
+                if type(f_body) is not module.ModuleAux:
+                    raise WriteError(f"expected a module_aux, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _FUNCTION_PRE_GA:
+                if type(f_body) is not function.FunctionPreGa:
+                    raise WriteError(f"expected a function_pre_ga, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _FUNCTION2:
+                if type(f_body) is not function.Function2:
+                    raise WriteError(f"expected a function2, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _SLOT_INFO:
+                if type(f_body) is not SlotInfo:
+                    raise WriteError(f"expected a slot_info, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _KEY_META:
+                if type(f_body) is not module.KeyMeta:
+                    raise WriteError(f"expected a key_meta, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _SLOT_IMPORT:
+                if type(f_body) is not SlotImport:
+                    raise WriteError(f"expected a slot_import, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _TAGGED_CHUNK:
+                if type(f_body) is not dragonfly.TaggedChunk:
+                    raise WriteError(f"expected a tagged_chunk, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _SHARD_DOC_INDEX:
+                if type(f_body) is not dragonfly.ShardDocIndex:
+                    raise WriteError(f"expected a shard_doc_index, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _VECTOR_INDEX:
+                if type(f_body) is not dragonfly.VectorIndex:
+                    raise WriteError(f"expected a vector_index, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _DF_MASK:
+                if type(f_body) is not dragonfly.DfMask:
+                    raise WriteError(f"expected a df_mask, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _JOURNAL_OFFSET:
+                if type(f_body) is not dragonfly.JournalOffset:
+                    raise WriteError(f"expected a journal_offset, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _JOURNAL_BLOB:
+                if type(f_body) is not dragonfly.JournalBlob:
+                    raise WriteError(f"expected a journal_blob, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _COMPRESSED_LZ4_BLOB:
+                if type(f_body) is not dragonfly.CompressedBlob:
+                    raise WriteError(f"expected a compressed_blob, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _COMPRESSED_ZSTD_BLOB:
+                if type(f_body) is not dragonfly.CompressedBlob:
+                    raise WriteError(f"expected a compressed_blob, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
+            elif i_kind == _FULLSYNC_END:
+                if type(f_body) is not dragonfly.FullsyncEnd:
+                    raise WriteError(f"expected a fullsync_end, found {type(f_body).__name__}", "rdb:record.body")
                 f_body._write(p_body, self_, root)
             else:
                 raise WriteError(f"no case for {i_kind!r}", "rdb:record.body")
@@ -522,8 +594,10 @@ class Record:
                 "rdb:record.opcode",
             )
         pos += len(p_body.data)
-        i_kind = 499 if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else 256)
-        if (i_kind != 255) != (f_body is not None):
+        i_kind = (
+            _SLOT_IMPORT if ((f_opcode == 243) and root.is_valkey) else (f_opcode if (f_opcode >= 200) else _KEY_VALUE)
+        )
+        if (i_kind != _RECORD_KIND_EOF) != (f_body is not None):
             raise WriteError("present where its condition does not hold, or the reverse", "rdb:record.body")
         out.add(p_opcode)
         out.add(p_body)
@@ -536,7 +610,9 @@ class Record:
         except AttributeError:
             pass
         kind = (
-            499 if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else 256)
+            _SLOT_IMPORT
+            if ((self.opcode == 243) and self._root.is_valkey)
+            else (self.opcode if (self.opcode >= 200) else _KEY_VALUE)
         )
         self._m_kind = kind
         return kind
@@ -1233,117 +1309,117 @@ class KeyValue:
         self._lazy_value = pos
         # value: The value, laid out according to `value_kind`.
         value_kind = (
-            278
+            _VALKEY_HASH_2
             if (is_valkey and (type_code == 22))
-            else (276 if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code)
+            else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code)
         )
         value_on = value_kind
-        if value_on == 0:
+        if value_on == _VALUE_TYPE_STRING:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             value = None
-        elif value_on == 1:
+        elif value_on == _LIST:
             pos = StringList._skip(io, pos, None, root)
             value = None
-        elif value_on == 2:
+        elif value_on == _SET:
             pos = StringList._skip(io, pos, None, root)
             value = None
-        elif value_on == 3:
+        elif value_on == _ZSET:
             pos = zset.ZsetLegacy._skip(io, pos, None, root)
             value = None
-        elif value_on == 4:
+        elif value_on == _HASH:
             pos = hash.HashTable._skip(io, pos, None, root)
             value = None
-        elif value_on == 5:
+        elif value_on == _ZSET_2:
             pos = zset.Zset2._skip(io, pos, None, root)
             value = None
-        elif value_on == 6:
+        elif value_on == _MODULE_PRE_GA:
             pos = module.ModulePreGa._skip(io, pos, None, root)
             value = None
-        elif value_on == 7:
+        elif value_on == _MODULE_2:
             pos = module.ModuleValue._skip(io, pos, None, root)
             value = None
-        elif value_on == 9:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 4)
+        elif value_on == _HASH_ZIPMAP:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPMAP)
             value = None
-        elif value_on == 10:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+        elif value_on == _LIST_ZIPLIST:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             value = None
-        elif value_on == 11:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 3)
+        elif value_on == _SET_INTSET:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _INTSET)
             value = None
-        elif value_on == 12:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+        elif value_on == _ZSET_ZIPLIST:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             value = None
-        elif value_on == 13:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 2)
+        elif value_on == _HASH_ZIPLIST:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
             value = None
-        elif value_on == 14:
+        elif value_on == _LIST_QUICKLIST:
             pos = quicklist.Quicklist._skip(io, pos, None, root)
             value = None
-        elif value_on == 15:
+        elif value_on == _STREAM_LISTPACKS:
             pos = stream.StreamValue._skip(io, pos, None, root, type_code)
             value = None
-        elif value_on == 16:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
+        elif value_on == _HASH_LISTPACK:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
             value = None
-        elif value_on == 17:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
+        elif value_on == _ZSET_LISTPACK:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
             value = None
-        elif value_on == 18:
+        elif value_on == _LIST_QUICKLIST_2:
             pos = quicklist.Quicklist2._skip(io, pos, None, root)
             value = None
-        elif value_on == 19:
+        elif value_on == _STREAM_LISTPACKS_2:
             pos = stream.StreamValue._skip(io, pos, None, root, type_code)
             value = None
-        elif value_on == 20:
-            pos = rdb_string.RdbBlob._skip(io, pos, None, root, 1)
+        elif value_on == _SET_LISTPACK:
+            pos = rdb_string.RdbBlob._skip(io, pos, None, root, _LISTPACK)
             value = None
-        elif value_on == 21:
+        elif value_on == _STREAM_LISTPACKS_3:
             pos = stream.StreamValue._skip(io, pos, None, root, type_code)
             value = None
-        elif value_on == 22:
+        elif value_on == _HASH_METADATA_PRE_GA:
             pos = hash.HashMetadataPreGa._skip(io, pos, None, root)
             value = None
-        elif value_on == 23:
+        elif value_on == _HASH_LISTPACK_EX_PRE_GA:
             pos = hash.HashListpackExPreGa._skip(io, pos, None, root)
             value = None
-        elif value_on == 24:
+        elif value_on == _HASH_METADATA:
             pos = hash.HashMetadata._skip(io, pos, None, root)
             value = None
-        elif value_on == 25:
+        elif value_on == _HASH_LISTPACK_EX:
             pos = hash.HashListpackEx._skip(io, pos, None, root)
             value = None
-        elif value_on == 26:
+        elif value_on == _STREAM_LISTPACKS_4:
             pos = stream.StreamValue._skip(io, pos, None, root, type_code)
             value = None
-        elif value_on == 30:
+        elif value_on == _DF_JSON:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             value = None
-        elif value_on == 31:
+        elif value_on == _DF_HASH_WITH_EXPIRY:
             pos = dragonfly.DfHashWithExpiry._skip(io, pos, None, root)
             value = None
-        elif value_on == 32:
+        elif value_on == _DF_SET_WITH_EXPIRY:
             pos = dragonfly.DfSetWithExpiry._skip(io, pos, None, root)
             value = None
-        elif value_on == 33:
+        elif value_on == _DF_SBF:
             pos = dragonfly.DfSbf._skip(io, pos, None, root)
             value = None
-        elif value_on == 34:
+        elif value_on == _DF_SBF2:
             pos = dragonfly.DfSbf2._skip(io, pos, None, root)
             value = None
-        elif value_on == 35:
+        elif value_on == _DF_CMS:
             pos = dragonfly.DfCms._skip(io, pos, None, root)
             value = None
-        elif value_on == 36:
+        elif value_on == _DF_TOPK:
             pos = dragonfly.DfTopk._skip(io, pos, None, root)
             value = None
-        elif value_on == 37:
+        elif value_on == _DF_CUCKOO:
             pos = dragonfly.DfCuckoo._skip(io, pos, None, root)
             value = None
-        elif value_on == 276:
+        elif value_on == _DF_JSON_LEGACY:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             value = None
-        elif value_on == 278:
+        elif value_on == _VALKEY_HASH_2:
             pos = hash.ValkeyHash2._skip(io, pos, None, root)
             value = None
         else:
@@ -1368,79 +1444,81 @@ class KeyValue:
         p_value = WriteIo()
         if f_value is not None:
             i_value_kind = (
-                278
+                _VALKEY_HASH_2
                 if (pa_is_valkey and (pa_type_code == 22))
                 else (
-                    276 if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10)) else pa_type_code
+                    _DF_JSON_LEGACY
+                    if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10))
+                    else pa_type_code
                 )
             )
-            if i_value_kind == 0:
+            if i_value_kind == _VALUE_TYPE_STRING:
                 if type(f_value) is not rdb_string.RdbString:
                     raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 1:
+            elif i_value_kind == _LIST:
                 if type(f_value) is not StringList:
                     raise WriteError(f"expected a string_list, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 2:
+            elif i_value_kind == _SET:
                 if type(f_value) is not StringList:
                     raise WriteError(f"expected a string_list, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 3:
+            elif i_value_kind == _ZSET:
                 if type(f_value) is not zset.ZsetLegacy:
                     raise WriteError(f"expected a zset_legacy, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 4:
+            elif i_value_kind == _HASH:
                 if type(f_value) is not hash.HashTable:
                     raise WriteError(f"expected a hash_table, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 5:
+            elif i_value_kind == _ZSET_2:
                 if type(f_value) is not zset.Zset2:
                     raise WriteError(f"expected a zset_2, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 6:
+            elif i_value_kind == _MODULE_PRE_GA:
                 if type(f_value) is not module.ModulePreGa:
                     raise WriteError(f"expected a module_pre_ga, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 7:
+            elif i_value_kind == _MODULE_2:
                 if type(f_value) is not module.ModuleValue:
                     raise WriteError(f"expected a module_value, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 9:
+            elif i_value_kind == _HASH_ZIPMAP:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 4:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {4!r}", "rdb:key_value.value")
+                if f_value.kind != _ZIPMAP:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {_ZIPMAP!r}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 10:
+            elif i_value_kind == _LIST_ZIPLIST:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 2:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {2!r}", "rdb:key_value.value")
+                if f_value.kind != _ZIPLIST:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {_ZIPLIST!r}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 11:
+            elif i_value_kind == _SET_INTSET:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 3:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {3!r}", "rdb:key_value.value")
+                if f_value.kind != _INTSET:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {_INTSET!r}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 12:
+            elif i_value_kind == _ZSET_ZIPLIST:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 2:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {2!r}", "rdb:key_value.value")
+                if f_value.kind != _ZIPLIST:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {_ZIPLIST!r}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 13:
+            elif i_value_kind == _HASH_ZIPLIST:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 2:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {2!r}", "rdb:key_value.value")
+                if f_value.kind != _ZIPLIST:
+                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {_ZIPLIST!r}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 14:
+            elif i_value_kind == _LIST_QUICKLIST:
                 if type(f_value) is not quicklist.Quicklist:
                     raise WriteError(f"expected a quicklist, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 15:
+            elif i_value_kind == _STREAM_LISTPACKS:
                 if type(f_value) is not stream.StreamValue:
                     raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
                 if f_value.type_code != pa_type_code:
@@ -1448,23 +1526,27 @@ class KeyValue:
                         f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 16:
+            elif i_value_kind == _HASH_LISTPACK:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 1:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {1!r}", "rdb:key_value.value")
+                if f_value.kind != _LISTPACK:
+                    raise WriteError(
+                        f"kind {f_value.kind!r} where the spec passes {_LISTPACK!r}", "rdb:key_value.value"
+                    )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 17:
+            elif i_value_kind == _ZSET_LISTPACK:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 1:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {1!r}", "rdb:key_value.value")
+                if f_value.kind != _LISTPACK:
+                    raise WriteError(
+                        f"kind {f_value.kind!r} where the spec passes {_LISTPACK!r}", "rdb:key_value.value"
+                    )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 18:
+            elif i_value_kind == _LIST_QUICKLIST_2:
                 if type(f_value) is not quicklist.Quicklist2:
                     raise WriteError(f"expected a quicklist_2, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 19:
+            elif i_value_kind == _STREAM_LISTPACKS_2:
                 if type(f_value) is not stream.StreamValue:
                     raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
                 if f_value.type_code != pa_type_code:
@@ -1472,13 +1554,15 @@ class KeyValue:
                         f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 20:
+            elif i_value_kind == _SET_LISTPACK:
                 if type(f_value) is not rdb_string.RdbBlob:
                     raise WriteError(f"expected a rdb_blob, found {type(f_value).__name__}", "rdb:key_value.value")
-                if f_value.kind != 1:
-                    raise WriteError(f"kind {f_value.kind!r} where the spec passes {1!r}", "rdb:key_value.value")
+                if f_value.kind != _LISTPACK:
+                    raise WriteError(
+                        f"kind {f_value.kind!r} where the spec passes {_LISTPACK!r}", "rdb:key_value.value"
+                    )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 21:
+            elif i_value_kind == _STREAM_LISTPACKS_3:
                 if type(f_value) is not stream.StreamValue:
                     raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
                 if f_value.type_code != pa_type_code:
@@ -1486,29 +1570,29 @@ class KeyValue:
                         f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 22:
+            elif i_value_kind == _HASH_METADATA_PRE_GA:
                 if type(f_value) is not hash.HashMetadataPreGa:
                     raise WriteError(
                         f"expected a hash_metadata_pre_ga, found {type(f_value).__name__}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 23:
+            elif i_value_kind == _HASH_LISTPACK_EX_PRE_GA:
                 if type(f_value) is not hash.HashListpackExPreGa:
                     raise WriteError(
                         f"expected a hash_listpack_ex_pre_ga, found {type(f_value).__name__}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 24:
+            elif i_value_kind == _HASH_METADATA:
                 if type(f_value) is not hash.HashMetadata:
                     raise WriteError(f"expected a hash_metadata, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 25:
+            elif i_value_kind == _HASH_LISTPACK_EX:
                 if type(f_value) is not hash.HashListpackEx:
                     raise WriteError(
                         f"expected a hash_listpack_ex, found {type(f_value).__name__}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 26:
+            elif i_value_kind == _STREAM_LISTPACKS_4:
                 if type(f_value) is not stream.StreamValue:
                     raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
                 if f_value.type_code != pa_type_code:
@@ -1516,47 +1600,47 @@ class KeyValue:
                         f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 30:
+            elif i_value_kind == _DF_JSON:
                 if type(f_value) is not rdb_string.RdbString:
                     raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 31:
+            elif i_value_kind == _DF_HASH_WITH_EXPIRY:
                 if type(f_value) is not dragonfly.DfHashWithExpiry:
                     raise WriteError(
                         f"expected a df_hash_with_expiry, found {type(f_value).__name__}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 32:
+            elif i_value_kind == _DF_SET_WITH_EXPIRY:
                 if type(f_value) is not dragonfly.DfSetWithExpiry:
                     raise WriteError(
                         f"expected a df_set_with_expiry, found {type(f_value).__name__}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 33:
+            elif i_value_kind == _DF_SBF:
                 if type(f_value) is not dragonfly.DfSbf:
                     raise WriteError(f"expected a df_sbf, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 34:
+            elif i_value_kind == _DF_SBF2:
                 if type(f_value) is not dragonfly.DfSbf2:
                     raise WriteError(f"expected a df_sbf2, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 35:
+            elif i_value_kind == _DF_CMS:
                 if type(f_value) is not dragonfly.DfCms:
                     raise WriteError(f"expected a df_cms, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 36:
+            elif i_value_kind == _DF_TOPK:
                 if type(f_value) is not dragonfly.DfTopk:
                     raise WriteError(f"expected a df_topk, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 37:
+            elif i_value_kind == _DF_CUCKOO:
                 if type(f_value) is not dragonfly.DfCuckoo:
                     raise WriteError(f"expected a df_cuckoo, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 276:
+            elif i_value_kind == _DF_JSON_LEGACY:
                 if type(f_value) is not rdb_string.RdbString:
                     raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
-            elif i_value_kind == 278:
+            elif i_value_kind == _VALKEY_HASH_2:
                 if type(f_value) is not hash.ValkeyHash2:
                     raise WriteError(f"expected a valkey_hash_2, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
@@ -1584,86 +1668,86 @@ class KeyValue:
         root = self._root
         pos = self._lazy_value
         value_kind = (
-            278
+            _VALKEY_HASH_2
             if (self.is_valkey and (self.type_code == 22))
             else (
-                276
+                _DF_JSON_LEGACY
                 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
                 else self.type_code
             )
         )
         value_on = value_kind
-        if value_on == 0:
+        if value_on == _VALUE_TYPE_STRING:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        elif value_on == 1:
+        elif value_on == _LIST:
             value, pos = StringList._open(io, pos, self, root)
-        elif value_on == 2:
+        elif value_on == _SET:
             value, pos = StringList._open(io, pos, self, root)
-        elif value_on == 3:
+        elif value_on == _ZSET:
             value, pos = zset.ZsetLegacy._read(io, pos, self, root)
-        elif value_on == 4:
+        elif value_on == _HASH:
             value, pos = hash.HashTable._open(io, pos, self, root)
-        elif value_on == 5:
+        elif value_on == _ZSET_2:
             value, pos = zset.Zset2._open(io, pos, self, root)
-        elif value_on == 6:
+        elif value_on == _MODULE_PRE_GA:
             value, pos = module.ModulePreGa._read(io, pos, self, root)
-        elif value_on == 7:
+        elif value_on == _MODULE_2:
             value, pos = module.ModuleValue._read(io, pos, self, root)
-        elif value_on == 9:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 4)
-        elif value_on == 10:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
-        elif value_on == 11:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 3)
-        elif value_on == 12:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
-        elif value_on == 13:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
-        elif value_on == 14:
+        elif value_on == _HASH_ZIPMAP:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPMAP)
+        elif value_on == _LIST_ZIPLIST:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
+        elif value_on == _SET_INTSET:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _INTSET)
+        elif value_on == _ZSET_ZIPLIST:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
+        elif value_on == _HASH_ZIPLIST:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
+        elif value_on == _LIST_QUICKLIST:
             value, pos = quicklist.Quicklist._open(io, pos, self, root)
-        elif value_on == 15:
+        elif value_on == _STREAM_LISTPACKS:
             value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
-        elif value_on == 16:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        elif value_on == 17:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        elif value_on == 18:
+        elif value_on == _HASH_LISTPACK:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
+        elif value_on == _ZSET_LISTPACK:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
+        elif value_on == _LIST_QUICKLIST_2:
             value, pos = quicklist.Quicklist2._open(io, pos, self, root)
-        elif value_on == 19:
+        elif value_on == _STREAM_LISTPACKS_2:
             value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
-        elif value_on == 20:
-            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, 1)
-        elif value_on == 21:
+        elif value_on == _SET_LISTPACK:
+            value, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
+        elif value_on == _STREAM_LISTPACKS_3:
             value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
-        elif value_on == 22:
+        elif value_on == _HASH_METADATA_PRE_GA:
             value, pos = hash.HashMetadataPreGa._read(io, pos, self, root)
-        elif value_on == 23:
+        elif value_on == _HASH_LISTPACK_EX_PRE_GA:
             value, pos = hash.HashListpackExPreGa._read(io, pos, self, root)
-        elif value_on == 24:
+        elif value_on == _HASH_METADATA:
             value, pos = hash.HashMetadata._read(io, pos, self, root)
-        elif value_on == 25:
+        elif value_on == _HASH_LISTPACK_EX:
             value, pos = hash.HashListpackEx._read(io, pos, self, root)
-        elif value_on == 26:
+        elif value_on == _STREAM_LISTPACKS_4:
             value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
-        elif value_on == 30:
+        elif value_on == _DF_JSON:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        elif value_on == 31:
+        elif value_on == _DF_HASH_WITH_EXPIRY:
             value, pos = dragonfly.DfHashWithExpiry._read(io, pos, self, root)
-        elif value_on == 32:
+        elif value_on == _DF_SET_WITH_EXPIRY:
             value, pos = dragonfly.DfSetWithExpiry._read(io, pos, self, root)
-        elif value_on == 33:
+        elif value_on == _DF_SBF:
             value, pos = dragonfly.DfSbf._read(io, pos, self, root)
-        elif value_on == 34:
+        elif value_on == _DF_SBF2:
             value, pos = dragonfly.DfSbf2._read(io, pos, self, root)
-        elif value_on == 35:
+        elif value_on == _DF_CMS:
             value, pos = dragonfly.DfCms._read(io, pos, self, root)
-        elif value_on == 36:
+        elif value_on == _DF_TOPK:
             value, pos = dragonfly.DfTopk._read(io, pos, self, root)
-        elif value_on == 37:
+        elif value_on == _DF_CUCKOO:
             value, pos = dragonfly.DfCuckoo._read(io, pos, self, root)
-        elif value_on == 276:
+        elif value_on == _DF_JSON_LEGACY:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
-        elif value_on == 278:
+        elif value_on == _VALKEY_HASH_2:
             value, pos = hash.ValkeyHash2._read(io, pos, self, root)
         else:
             value = None
@@ -1681,10 +1765,10 @@ class KeyValue:
         shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
         rdbSaveObjectType)."""
         return (
-            278
+            _VALKEY_HASH_2
             if (self.is_valkey and (self.type_code == 22))
             else (
-                276
+                _DF_JSON_LEGACY
                 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
                 else self.type_code
             )

@@ -23,12 +23,25 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind, StringEncoding
 
 unpack_s1le = struct.Struct("<b").unpack_from
 unpack_s2le = struct.Struct("<h").unpack_from
 unpack_s4le = struct.Struct("<i").unpack_from
 unpack_u4be = struct.Struct(">I").unpack_from
 unpack_u8be = struct.Struct(">Q").unpack_from
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_LISTPACK = int(BlobKind.LISTPACK)
+_ZIPLIST = int(BlobKind.ZIPLIST)
+_INTSET = int(BlobKind.INTSET)
+_ZIPMAP = int(BlobKind.ZIPMAP)
+_STREAM_LISTPACK = int(BlobKind.STREAM_LISTPACK)
+_INT8 = int(StringEncoding.INT8)
+_INT16 = int(StringEncoding.INT16)
+_INT32 = int(StringEncoding.INT32)
+_LZF = int(StringEncoding.LZF)
 
 
 class RdbString:
@@ -73,12 +86,12 @@ class RdbString:
         self._io = io
         buf = io.buf
         end = io.end
-        # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+        # len: Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, self, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value <= 3)):
+        if not ((not len_is_encoded) or (len_value <= _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -88,8 +101,8 @@ class RdbString:
             )
         self.len = len_
         # raw, int_value, clen, ulen, lzf: at most one of them is present
-        is_int = len_is_encoded and (len_value < 3)
-        is_lzf = len_is_encoded and (len_value == 3)
+        is_int = len_is_encoded and (len_value < _LZF)
+        is_lzf = len_is_encoded and (len_value == _LZF)
         raw = int_value = clen = ulen = lzf = None
         if not len_is_encoded:
             # raw: The bytes of a plain (not encoded) string.
@@ -100,17 +113,17 @@ class RdbString:
         elif is_int:
             # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
             int_value_on = len_value
-            if int_value_on == 0:
+            if int_value_on == _INT8:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
                 int_value = unpack_s1le(buf, pos)[0]
                 pos += 1
-            elif int_value_on == 1:
+            elif int_value_on == _INT16:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
                 int_value = unpack_s2le(buf, pos)[0]
                 pos += 2
-            elif int_value_on == 2:
+            elif int_value_on == _INT32:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
                 int_value = unpack_s4le(buf, pos)[0]
@@ -145,12 +158,12 @@ class RdbString:
         """Steps over one rdb_string without building it; returns the position after it."""
         buf = io.buf
         end = io.end
-        # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+        # len: Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
         len__pos = pos
         len_, pos = RdbLen._read(io, pos, None, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value <= 3)):
+        if not ((not len_is_encoded) or (len_value <= _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -159,8 +172,8 @@ class RdbString:
                 + repr(len_value),
             )
         # raw, int_value, clen, ulen, lzf: at most one of them is present
-        is_int = len_is_encoded and (len_value < 3)
-        is_lzf = len_is_encoded and (len_value == 3)
+        is_int = len_is_encoded and (len_value < _LZF)
+        is_lzf = len_is_encoded and (len_value == _LZF)
         raw = int_value = clen = ulen = lzf = None
         if not len_is_encoded:
             # raw: The bytes of a plain (not encoded) string.
@@ -171,17 +184,17 @@ class RdbString:
         elif is_int:
             # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
             int_value_on = len_value
-            if int_value_on == 0:
+            if int_value_on == _INT8:
                 if pos + 1 > end:
                     raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
                 int_value = None
                 pos += 1
-            elif int_value_on == 1:
+            elif int_value_on == _INT16:
                 if pos + 2 > end:
                     raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
                 int_value = None
                 pos += 2
-            elif int_value_on == 2:
+            elif int_value_on == _INT32:
                 if pos + 4 > end:
                     raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
                 int_value = None
@@ -216,12 +229,12 @@ class RdbString:
                 if (f_raw is not None)
                 else (
                     (
-                        0
+                        _INT8
                         if ((f_int_value >= -128) and (f_int_value <= 127))
-                        else (1 if ((f_int_value >= -32768) and (f_int_value <= 32767)) else 2)
+                        else (_INT16 if ((f_int_value >= -32768) and (f_int_value <= 32767)) else _INT32)
                     )
                     if (f_int_value is not None)
-                    else 3
+                    else _LZF
                 )
             ),
         )
@@ -233,15 +246,15 @@ class RdbString:
             p_raw.write(f_raw)
         p_int_value = WriteIo()
         if f_int_value is not None:
-            if f_len.value == 0:
+            if f_len.value == _INT8:
                 p_int_value.pack("<b", f_int_value, "rdb_string:rdb_string.int_value")
-            elif f_len.value == 1:
+            elif f_len.value == _INT16:
                 p_int_value.pack("<h", f_int_value, "rdb_string:rdb_string.int_value")
-            elif f_len.value == 2:
+            elif f_len.value == _INT32:
                 p_int_value.pack("<i", f_int_value, "rdb_string:rdb_string.int_value")
             else:
                 raise WriteError(f"no case for {f_len.value!r}", "rdb_string:rdb_string.int_value")
-        i_is_lzf = f_len.is_encoded and (f_len.value == 3)
+        i_is_lzf = f_len.is_encoded and (f_len.value == _LZF)
         f_ulen = WriteInputs(is_encoded=False, value=len(f_lzf)) if i_is_lzf else None
         p_ulen = WriteIo()
         if f_ulen is not None:
@@ -270,9 +283,9 @@ class RdbString:
         _wio.end = _size
         pos = 0
         pos += len(p_len.data)
-        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value <= 3)):
+        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value <= _LZF)):
             raise WriteError(
-                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value <= 3'}}",
+                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value <= string_encoding::lzf.to_i'}}",
                 "rdb_string:rdb_string.len",
             )
         pos += len(p_raw.data)
@@ -281,7 +294,7 @@ class RdbString:
         if f_raw is not None and len(p_raw.data) != f_len.value:
             raise WriteError(f"{len(p_raw.data)} bytes where the spec reads {f_len.value}", "rdb_string:rdb_string.raw")
         pos += len(p_int_value.data)
-        i_is_int = f_len.is_encoded and (f_len.value < 3)
+        i_is_int = f_len.is_encoded and (f_len.value < _LZF)
         if (i_is_int) != (f_int_value is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "rdb_string:rdb_string.int_value"
@@ -555,7 +568,7 @@ class RdbBlob:
         len_, pos = RdbLen._read(io, pos, self, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value == 3)):
+        if not ((not len_is_encoded) or (len_value == _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -572,15 +585,15 @@ class RdbBlob:
             plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
             pos += len_value
             plain_on = kind
-            if plain_on == 1:
+            if plain_on == _LISTPACK:
                 plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 2:
+            elif plain_on == _ZIPLIST:
                 plain = ziplist.Ziplist._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 3:
+            elif plain_on == _INTSET:
                 plain = intset.Intset._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 4:
+            elif plain_on == _ZIPMAP:
                 plain = zipmap.Zipmap._read(plain_io, plain_io.start, self, root)[0]
-            elif plain_on == 5:
+            elif plain_on == _STREAM_LISTPACK:
                 plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
             else:
                 plain = plain_io.buf[plain_io.start : plain_io.end]
@@ -597,15 +610,15 @@ class RdbBlob:
             lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
             pos += lzf_size
             lzf_on = kind
-            if lzf_on == 1:
+            if lzf_on == _LISTPACK:
                 lzf = listpack.Listpack._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 2:
+            elif lzf_on == _ZIPLIST:
                 lzf = ziplist.Ziplist._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 3:
+            elif lzf_on == _INTSET:
                 lzf = intset.Intset._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 4:
+            elif lzf_on == _ZIPMAP:
                 lzf = zipmap.Zipmap._read(lzf_io, 0, self, root)[0]
-            elif lzf_on == 5:
+            elif lzf_on == _STREAM_LISTPACK:
                 lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
             else:
                 lzf = lzf_io.buf[lzf_io.start : lzf_io.end]
@@ -629,7 +642,7 @@ class RdbBlob:
         len_, pos = RdbLen._read(io, pos, None, root)
         len_is_encoded = len_.is_encoded
         len_value = len_.value
-        if not ((not len_is_encoded) or (len_value == 3)):
+        if not ((not len_is_encoded) or (len_value == _LZF)):
             raise invalid(
                 io,
                 len__pos,
@@ -667,25 +680,25 @@ class RdbBlob:
         f_lzf = self.lzf
         p_plain = WriteIo()
         if f_plain is not None:
-            if pa_kind == 1:
+            if pa_kind == _LISTPACK:
                 if type(f_plain) is not listpack.Listpack:
                     raise WriteError(
                         f"expected a listpack, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain"
                     )
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 2:
+            elif pa_kind == _ZIPLIST:
                 if type(f_plain) is not ziplist.Ziplist:
                     raise WriteError(f"expected a ziplist, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 3:
+            elif pa_kind == _INTSET:
                 if type(f_plain) is not intset.Intset:
                     raise WriteError(f"expected a intset, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 4:
+            elif pa_kind == _ZIPMAP:
                 if type(f_plain) is not zipmap.Zipmap:
                     raise WriteError(f"expected a zipmap, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain")
                 f_plain._write(p_plain, self_, root)
-            elif pa_kind == 5:
+            elif pa_kind == _STREAM_LISTPACK:
                 if type(f_plain) is not stream.StreamListpack:
                     raise WriteError(
                         f"expected a stream_listpack, found {type(f_plain).__name__}", "rdb_string:rdb_blob.plain"
@@ -693,30 +706,30 @@ class RdbBlob:
                 f_plain._write(p_plain, self_, root)
             else:
                 raise WriteError(f"no case for {pa_kind!r}", "rdb_string:rdb_blob.plain")
-        f_len = WriteInputs(is_encoded=(f_lzf is not None), value=(3 if (f_lzf is not None) else len(p_plain.data)))
+        f_len = WriteInputs(is_encoded=(f_lzf is not None), value=(_LZF if (f_lzf is not None) else len(p_plain.data)))
         p_len = WriteIo()
         if f_len is not None:
             write_rdb_len(p_len, f_len.value, f_len.is_encoded, self_, root)
         p_lzf = WriteIo()
         if f_lzf is not None:
             u_lzf = WriteIo()
-            if pa_kind == 1:
+            if pa_kind == _LISTPACK:
                 if type(f_lzf) is not listpack.Listpack:
                     raise WriteError(f"expected a listpack, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 2:
+            elif pa_kind == _ZIPLIST:
                 if type(f_lzf) is not ziplist.Ziplist:
                     raise WriteError(f"expected a ziplist, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 3:
+            elif pa_kind == _INTSET:
                 if type(f_lzf) is not intset.Intset:
                     raise WriteError(f"expected a intset, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 4:
+            elif pa_kind == _ZIPMAP:
                 if type(f_lzf) is not zipmap.Zipmap:
                     raise WriteError(f"expected a zipmap, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf")
                 f_lzf._write(u_lzf, self_, root)
-            elif pa_kind == 5:
+            elif pa_kind == _STREAM_LISTPACK:
                 if type(f_lzf) is not stream.StreamListpack:
                     raise WriteError(
                         f"expected a stream_listpack, found {type(f_lzf).__name__}", "rdb_string:rdb_blob.lzf"
@@ -741,9 +754,10 @@ class RdbBlob:
         _wio.end = _size
         pos = 0
         pos += len(p_len.data)
-        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value == 3)):
+        if f_len is not None and not _holds(lambda: (not f_len.is_encoded) or (f_len.value == _LZF)):
             raise WriteError(
-                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value == 3'}}", "rdb_string:rdb_blob.len"
+                f"{f_len!r} fails its check: {{'expr': 'not _.is_encoded or _.value == string_encoding::lzf.to_i'}}",
+                "rdb_string:rdb_blob.len",
             )
         pos += len(p_plain.data)
         if (not f_len.is_encoded) != (f_plain is not None):

@@ -23,11 +23,18 @@ from ._runtime import (  # noqa: F401
     truncated,
     warn,
 )
+from .enums import BlobKind, EntryFlag
 
 unpack_s8le = struct.Struct("<q").unpack_from
 unpack_u2le = struct.Struct("<H").unpack_from
 unpack_u4le = struct.Struct("<I").unpack_from
 unpack_u8be = struct.Struct(">Q").unpack_from
+
+# the members of the spec's enums that this module names, bound once as plain ints (an int
+# compares with an int faster than with an IntEnum member)
+_STREAM_LISTPACK = int(BlobKind.STREAM_LISTPACK)
+_DELETED = int(EntryFlag.DELETED)
+_SAMEFIELDS = int(EntryFlag.SAMEFIELDS)
 
 
 class Stream:
@@ -496,7 +503,7 @@ class StreamNode:
         # listpack: decoded on first access (see the property); stepped over here
         self._lazy_listpack = pos
         # listpack: The node listpack.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
+        pos = rdb_string.RdbBlob._skip(io, pos, None, root, _STREAM_LISTPACK)
         listpack = None
         return self, pos
 
@@ -525,7 +532,7 @@ class StreamNode:
         pos += node_key_size
         node_key = None
         # listpack: The node listpack.
-        pos = rdb_string.RdbBlob._skip(io, pos, None, root, 5)
+        pos = rdb_string.RdbBlob._skip(io, pos, None, root, _STREAM_LISTPACK)
         listpack = None
         return pos
 
@@ -553,8 +560,11 @@ class StreamNode:
                 raise WriteError(
                     f"expected a rdb_blob, found {type(f_listpack).__name__}", "stream:stream_node.listpack"
                 )
-            if f_listpack.kind != 5:
-                raise WriteError(f"kind {f_listpack.kind!r} where the spec passes {5!r}", "stream:stream_node.listpack")
+            if f_listpack.kind != _STREAM_LISTPACK:
+                raise WriteError(
+                    f"kind {f_listpack.kind!r} where the spec passes {_STREAM_LISTPACK!r}",
+                    "stream:stream_node.listpack",
+                )
             f_listpack._write(p_listpack, self_, root)
         _wio = Io(b"", 0, 0)
         _size = len(p_node_key_len.data) + len(p_node_key.data) + len(p_listpack.data)
@@ -590,7 +600,7 @@ class StreamNode:
         end = io.end
         root = self._root
         pos = self._lazy_listpack
-        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, 5)
+        listpack, pos = rdb_string.RdbBlob._read(io, pos, self, root, _STREAM_LISTPACK)
         return listpack
 
     @listpack.setter
@@ -2338,7 +2348,7 @@ class StreamEntry:
             seq_diff_column.append(seq_diff)
             # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
             flags_int_value = flags if isinstance(flags, int) else None
-            if (flags_int_value & 2) == 0:
+            if (flags_int_value & _SAMEFIELDS) == 0:
                 num_fields_pos = pos
                 num_fields, pos = read_lp_entry(io, buf, end, pos, None, root)
                 num_fields_int_value = num_fields if isinstance(num_fields, int) else None
@@ -2356,7 +2366,7 @@ class StreamEntry:
             num_fields_int_value = num_fields if isinstance(num_fields, int) else None
             items_count = (
                 (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
-                if ((flags_int_value & 2) != 0)
+                if ((flags_int_value & _SAMEFIELDS) != 0)
                 else (2 * num_fields_int_value)
             )
             if items_count < 0 or items_count > end - pos:
@@ -2379,7 +2389,7 @@ class StreamEntry:
                     (lp_count if isinstance(lp_count, int) else None)
                     == (
                         ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-                        if ((flags_int_value & 2) != 0)
+                        if ((flags_int_value & _SAMEFIELDS) != 0)
                         else ((2 * num_fields_int_value) + 4)
                     )
                 )
@@ -2432,7 +2442,9 @@ class StreamEntry:
                 self_,
                 root,
             )
-        f_num_fields = (len(f_items) // 2) if (((f_flags if isinstance(f_flags, int) else None) & 2) == 0) else None
+        f_num_fields = (
+            (len(f_items) // 2) if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) == 0) else None
+        )
         p_num_fields = WriteIo()
         if f_num_fields is not None:
             listpack.write_lp_entry(
@@ -2458,7 +2470,7 @@ class StreamEntry:
             p_items.last_size = items_prev
         f_lp_count = (
             ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-            if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+            if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0)
             else ((2 * (f_num_fields if isinstance(f_num_fields, int) else None)) + 4)
         )
         p_lp_count = WriteIo()
@@ -2491,7 +2503,7 @@ class StreamEntry:
         if f_seq_diff is not None and not _holds(lambda: isinstance(f_seq_diff, int)):
             raise WriteError(f"{f_seq_diff!r} fails its check: {{'expr': '_.is_int'}}", "stream:stream_entry.seq_diff")
         pos += len(p_num_fields.data)
-        if (((f_flags if isinstance(f_flags, int) else None) & 2) == 0) != (f_num_fields is not None):
+        if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) == 0) != (f_num_fields is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "stream:stream_entry.num_fields"
             )
@@ -2505,11 +2517,11 @@ class StreamEntry:
         pos += len(p_items.data)
         if f_items is not None and len(f_items) != (
             (parent.master.num_fields if isinstance(parent.master.num_fields, int) else None)
-            if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+            if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0)
             else (2 * (f_num_fields if isinstance(f_num_fields, int) else None))
         ):
             raise WriteError(
-                f"{len(f_items)} elements where the spec counts {((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0) else (2 * (f_num_fields if isinstance(f_num_fields, int) else None)))}",
+                f"{len(f_items)} elements where the spec counts {((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0) else (2 * (f_num_fields if isinstance(f_num_fields, int) else None)))}",
                 "stream:stream_entry.items",
             )
         pos += len(p_lp_count.data)
@@ -2520,7 +2532,7 @@ class StreamEntry:
                     (f_lp_count if isinstance(f_lp_count, int) else None)
                     == (
                         ((parent.master.num_fields if isinstance(parent.master.num_fields, int) else None) + 3)
-                        if (((f_flags if isinstance(f_flags, int) else None) & 2) != 0)
+                        if (((f_flags if isinstance(f_flags, int) else None) & _SAMEFIELDS) != 0)
                         else ((2 * (f_num_fields if isinstance(f_num_fields, int) else None)) + 4)
                     )
                 )
@@ -2528,7 +2540,7 @@ class StreamEntry:
         ):
             raise WriteError(
                 f"{f_lp_count!r} fails its check: "
-                "{'expr': '_.is_int and _.int_value == ((flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)'}",
+                "{'expr': '_.is_int and _.int_value == ((flags.int_value & entry_flag::samefields.to_i) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)'}",
                 "stream:stream_entry.lp_count",
             )
         out.add(p_flags)
@@ -2545,12 +2557,12 @@ class StreamEntry:
     @property
     def is_deleted(self):
         """True when the entry is deleted (a tombstone)."""
-        return ((self.flags if isinstance(self.flags, int) else None) & 1) != 0
+        return ((self.flags if isinstance(self.flags, int) else None) & _DELETED) != 0
 
     @property
     def is_samefields(self):
         """True when the entry uses the master fields."""
-        return ((self.flags if isinstance(self.flags, int) else None) & 2) != 0
+        return ((self.flags if isinstance(self.flags, int) else None) & _SAMEFIELDS) != 0
 
 
 class StreamEntryColumns:

@@ -38,6 +38,8 @@ class Name:
 
 @dataclass(frozen=True)
 class EnumRef:
+    """`enum::member`, or its `.to_i`: the generated code holds enum values as their numbers."""
+
     enum_path: tuple[str, ...]
     member: str
 
@@ -231,7 +233,7 @@ class _Parser:
                             self.take()
                     self.take(")")
                     node = Call(node, name, tuple(args))
-                else:
+                elif not (name == "to_i" and isinstance(node, EnumRef)):  # a member is its number here
                     node = Attr(node, name)
             elif value == "[":
                 self.take()

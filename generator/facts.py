@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -61,15 +61,15 @@ def _merge(a: Kind, b: Kind) -> Kind:
                 length=a.length if a.length == b.length else None)
 
 
-def _narrow(node: ex.Node, kind: Kind, facts: frozenset) -> Kind:
+def _narrow(node: ex.Node, kind: Kind, facts: frozenset, constant: Callable[[ex.Node], object]) -> Kind:
     """The values of `node` left by the facts that compare it with a constant."""
     values = set(kind.values)
     for fact in facts:
         negated = isinstance(fact, ex.Unary) and fact.op == "not"
         test = fact.operand if negated else fact
         if isinstance(test, ex.Binary) and test.op in _COMPARE and test.left == node \
-                and isinstance(test.right, ex.Num):
-            values = {v for v in values if _COMPARE[test.op](v, test.right.value) != negated}
+                and constant(test.right) is not None:
+            values = {v for v in values if _COMPARE[test.op](v, constant(test.right)) != negated}
     return replace(kind, values=frozenset(values))
 
 
@@ -149,6 +149,14 @@ class Facts:
     def enum_value(self, path: tuple[str, ...], member: str) -> int:
         return self.builder.enum(self.t, path[:-1], path[-1], self.t.yaml_path, member=member)
 
+    def constant(self, node: ex.Node):
+        """The number `node` is when it is one: a literal, or an enum member (its number)."""
+        if isinstance(node, ex.Num):
+            return node.value
+        if isinstance(node, ex.EnumRef):
+            return self.enum_value(node.enum_path, node.member)
+        return None
+
     def of(self, t: TypeSpec) -> Facts:
         """The facts of another type, sharing what is known of instances."""
         return self if t is self.t else Facts(self.builder, t, self.kinds)
@@ -158,19 +166,18 @@ class Facts:
     def kind(self, node: ex.Node, facts: frozenset = frozenset(), it: Optional[Kind] = None) -> Optional[Kind]:
         """What `node` evaluates to, None if it might raise; `it` is the kind of `_`."""
         kind = self.unnarrowed(node, facts, it)
-        return _narrow(node, kind, facts) if kind is not None and kind.values is not None else kind
+        return _narrow(node, kind, facts, self.constant) if kind is not None and kind.values is not None else kind
 
     def unnarrowed(self, node: ex.Node, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
-        if isinstance(node, ex.Num):
-            if isinstance(node.value, float):
+        if isinstance(node, (ex.Num, ex.EnumRef)):
+            value = self.constant(node)
+            if isinstance(value, float):
                 return Kind("float")
-            return Kind("int", nonneg=node.value >= 0, values=frozenset({node.value}))
+            return Kind("int", nonneg=value >= 0, values=frozenset({value}))
         if isinstance(node, ex.Bool):
             return BOOL
         if isinstance(node, ex.Str):
             return Kind("text")
-        if isinstance(node, ex.EnumRef):
-            return Kind("int", nonneg=self.enum_value(node.enum_path, node.member) >= 0)
         if isinstance(node, ex.Name):
             return self.name_kind(node.name, facts, it)
         if isinstance(node, ex.Attr):
@@ -296,7 +303,7 @@ class Facts:
             return Kind(left.base)
         if left.base != "int" or right.base != "int":
             return None
-        literal = node.right.value if isinstance(node.right, ex.Num) else None
+        literal = self.constant(node.right)
         if node.op in ("<<", ">>") and not (isinstance(literal, int) and literal >= 0):
             return None  # a shift by a count that may be negative
         if node.op in ("/", "%") and not literal:

@@ -105,6 +105,29 @@ class Attribute:
 class Param:
     id: str
     doc: str
+    enum: Optional[str] = None  # the enum its values are members of (`enum:`), as written
+
+
+@dataclass(frozen=True)
+class EnumMember:
+    """A member of a spec enum as generated code names it: its class and name in
+    `generated/enums.py` (`RecordKind.SELECT_DB`), its number, and the module-level constant a
+    generated module compares with (`_SELECT_DB`; `_RECORD_KIND_EOF` where another enum has a
+    member of that name too)."""
+
+    enum: str
+    name: str
+    value: int
+    constant: str
+
+
+def enum_class_name(enum_id: str) -> str:
+    """The class of `generated/enums.py` that declares the spec enum `enum_id`."""
+    return "".join(part.capitalize() for part in enum_id.split("_"))
+
+
+# module-level names of the generated modules that an enum member's constant must not take
+_TAKEN_CONSTANTS = frozenset({"_SPAN", "_UNSET"})
 
 
 @dataclass
@@ -197,6 +220,7 @@ class Builder:
     def __init__(self, files: dict[str, SpecFile]):
         self.files = files
         self.roots: dict[str, TypeSpec] = {}
+        self._shared_members: Optional[set[str]] = None  # member names of more than one enum
 
     def build(self) -> dict[str, TypeSpec]:
         for spec in self.files.values():
@@ -220,7 +244,7 @@ class Builder:
             raise _error(spec, path or "/", f"unsupported keys {sorted(unknown)}")
         endian = raw.get("meta", {}).get("endian", endian)
         t = TypeSpec(type_id, spec, parent, path or "/", raw, _doc(raw), _doc_ref(raw), endian)
-        t.params = [Param(p["id"], _doc(p)) for p in raw.get("params", [])]
+        t.params = [Param(p["id"], _doc(p), p.get("enum")) for p in raw.get("params", [])]
         t.seq = [self._attribute(spec, f"{path}/seq/{i}", a, False) for i, a in enumerate(raw.get("seq", []))]
         t.instances = [
             self._attribute(spec, f"{path}/instances/{name}", dict(a, id=name), True)
@@ -314,6 +338,10 @@ class Builder:
                              "-rdbspec-splits needs an unconditional lazy repeat-expr of a user type")
             if a.enum:
                 self.enum(t, tuple(a.enum.split("::")[:-1]), a.enum.split("::")[-1], a.yaml_path, whole=True)
+        for index, p in enumerate(t.params):
+            if p.enum:
+                self.enum(t, tuple(p.enum.split("::")[:-1]), p.enum.split("::")[-1], f"{t.yaml_path}/params/{index}",
+                          whole=True)
 
     def _type_ref(self, t: TypeSpec, a: Attribute) -> TypeRef:
         raw_type = a.raw.get("type")
@@ -380,6 +408,37 @@ class Builder:
     def enum(self, scope: TypeSpec, type_path: tuple[str, ...], name: str, where: str,
              whole: bool = False, member: str = "") -> int:
         """Resolves `[type::...]enum` (and a member when given) from `scope` outward."""
+        owner = self._enum_owner(scope, type_path, name, where)
+        if whole:
+            return 0
+        if member not in owner.enums[name]:
+            raise _error(scope.spec, where, f"enum {name} has no member {member}")
+        return owner.enums[name][member]
+
+    def enum_member(self, scope: TypeSpec, type_path: tuple[str, ...], name: str, member: str,
+                    where: str) -> EnumMember:
+        """The member `[type::...]enum::member`, resolved from `scope`, as generated code names it."""
+        value = self.enum(scope, type_path, name, where, member=member)
+        upper = member.upper()
+        constant = f"_{upper}"
+        if upper in self.shared_members() or constant in _TAKEN_CONSTANTS:
+            constant = f"_{name.upper()}_{upper}"
+        return EnumMember(enum_class_name(name), upper, value, constant)
+
+    def shared_members(self) -> set[str]:
+        """The member names (upper-cased) that more than one enum of the specs has."""
+        if self._shared_members is None:
+            seen: dict[str, int] = {}
+            for root in self.roots.values():
+                for t in root.walk():
+                    for members in t.enums.values():
+                        for member in members:
+                            seen[member.upper()] = seen.get(member.upper(), 0) + 1
+            self._shared_members = {member for member, count in seen.items() if count > 1}
+        return self._shared_members
+
+    def _enum_owner(self, scope: TypeSpec, type_path: tuple[str, ...], name: str, where: str) -> TypeSpec:
+        """The type that declares the enum `[type::...]name` seen from `scope`."""
         owners: list[TypeSpec] = []
         if type_path:
             found = self.find_type(scope, list(type_path))
@@ -391,11 +450,7 @@ class Builder:
                 node = node.parent
         for owner in owners:
             if name in owner.enums:
-                if whole:
-                    return 0
-                if member not in owner.enums[name]:
-                    raise _error(scope.spec, where, f"enum {name} has no member {member}")
-                return owner.enums[name][member]
+                return owner
         raise _error(scope.spec, where, f"unknown enum {'::'.join(type_path + (name,))}")
 
     def _check_names(self) -> None:

@@ -262,9 +262,10 @@ def value_fields(builder: Builder, t: TypeSpec) -> Optional[dict[str, str]]:
         if inst.value is None or inst.cond is not None:
             return None
         for n in ex.nodes_in(inst.value):
+            number = plan.facts.constant(n)
             if isinstance(n, (ex.Unary, ex.Binary)) and n.op not in _NON_NEGATIVE_OPS \
-                    or isinstance(n, ex.Num) and not (isinstance(n.value, int) and n.value >= 0) \
-                    or not isinstance(n, (ex.Name, ex.Num, ex.Bool, ex.Unary, ex.Binary, ex.Ternary)):
+                    or number is not None and not (isinstance(number, int) and number >= 0) \
+                    or not isinstance(n, (ex.Name, ex.Num, ex.EnumRef, ex.Bool, ex.Unary, ex.Binary, ex.Ternary)):
                 return None
         kind = plan.facts.instance_kind(t, inst)
         if kind is None or kind.nullable or kind.base not in ("int", "bool"):
@@ -486,7 +487,8 @@ class TypePlan:
         or `&` with a non-negative number."""
         bounded = {id(child) for n in ex.nodes_in(node) if isinstance(n, ex.Binary) and (
             n.op in ("==", "!=", "<", "<=", ">", ">=")
-            or n.op == "&" and any(isinstance(side, ex.Num) and side.value >= 0 for side in (n.left, n.right)))
+            or n.op == "&" and any(isinstance(self.facts.constant(side), int) and self.facts.constant(side) >= 0
+                                   for side in (n.left, n.right)))
             for child in (n.left, n.right)}
         found = {}
         for n, facts in facts_along(node):

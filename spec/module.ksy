@@ -23,7 +23,7 @@ types:
       - id: ops
         type: module_op
         repeat: until
-        repeat-until: _.opcode.value == 0
+        repeat-until: _.opcode.value == module_opcode::eof.to_i
         doc: The opcode stream; the last element is the EOF opcode.
   module_pre_ga:
     doc: |
@@ -48,9 +48,9 @@ types:
         doc: The module type id.
       - id: when_opcode
         type: rdb_string::rdb_len
-        -rdbspec-write: {is_encoded: false, value: 2}
+        -rdbspec-write: {is_encoded: false, value: module_opcode::uint.to_i}
         valid:
-          expr: _.value == 2
+          expr: _.value == module_opcode::uint.to_i
         -rdbspec-message: 'expected 2 (RDB_MODULE_OPCODE_UINT), found {_.value}'
         doc: Always 2 (RDB_MODULE_OPCODE_UINT), introducing `when`.
       - id: when
@@ -59,7 +59,7 @@ types:
       - id: ops
         type: module_op
         repeat: until
-        repeat-until: _.opcode.value == 0
+        repeat-until: _.opcode.value == module_opcode::eof.to_i
         doc: The opcode stream; the last element is the EOF opcode.
   module_op:
     doc: |
@@ -75,19 +75,19 @@ types:
         doc: RDB_MODULE_OPCODE_EOF 0, SINT 1, UINT 2, FLOAT 3, DOUBLE 4, STRING 5.
       - id: uint_value
         type: rdb_string::rdb_len
-        if: opcode.value == 1 or opcode.value == 2
+        if: opcode.value == module_opcode::sint.to_i or opcode.value == module_opcode::uint.to_i
         doc: SINT/UINT value (a signed value is its uint64 bit pattern).
       - id: float_value
         type: f4
-        if: opcode.value == 3
+        if: opcode.value == module_opcode::float.to_i
         doc: FLOAT value, binary32 LE.
       - id: double_value
         type: f8
-        if: opcode.value == 4
+        if: opcode.value == module_opcode::double.to_i
         doc: DOUBLE value, binary64 LE.
       - id: string_value
         type: rdb_string
-        if: opcode.value == 5
+        if: opcode.value == module_opcode::string.to_i
         doc: STRING value.
   key_meta:
     doc: |
@@ -114,7 +114,7 @@ types:
       - id: ops
         type: module_op
         repeat: until
-        repeat-until: _.opcode.value == 0
+        repeat-until: _.opcode.value == module_opcode::eof.to_i
         doc: The module-opcode stream written by the class's rdb_save callback.
     instances:
       flags:

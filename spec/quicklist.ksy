@@ -53,14 +53,14 @@ types:
       - id: container
         type: rdb_string::rdb_len
         valid:
-          expr: _.value == 1 or _.value == 2
+          expr: _.value == container_kind::plain.to_i or _.value == container_kind::packed.to_i
         -rdbspec-message: 'expected container 1 (PLAIN) or 2 (PACKED), found {_.value}'
         doc: QUICKLIST_NODE_CONTAINER_PLAIN (1) or QUICKLIST_NODE_CONTAINER_PACKED (2).
       - id: plain
         type: rdb_string
-        if: container.value == 1
+        if: container.value == container_kind::plain.to_i
         doc: A PLAIN node's single element.
       - id: packed
         type: rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
-        if: container.value == 2
+        if: container.value == container_kind::packed.to_i
         doc: A PACKED node's listpack (possibly LZF-compressed).

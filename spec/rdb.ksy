@@ -42,7 +42,7 @@ seq:
   - id: records
     type: record
     repeat: until
-    repeat-until: _.opcode == 255
+    repeat-until: _.opcode == record_kind::eof.to_i
     -rdbspec-stream: true
     doc: The records, up to and including the EOF opcode.
   - id: checksum
@@ -78,10 +78,12 @@ types:
       - id: body
         type:
           switch-on: kind
+          # the most frequent records first (a key, a key's expiry): the cases are tested in order
           cases:
+            'record_kind::key_value': key_value(opcode, _root.is_valkey, _root.version)
+            'record_kind::expire_time_ms': expire_time_ms
             'record_kind::select_db': select_db
             'record_kind::expire_time': expire_time
-            'record_kind::expire_time_ms': expire_time_ms
             'record_kind::resize_db': resize_db
             'record_kind::aux': aux
             'record_kind::freq': freq
@@ -101,14 +103,13 @@ types:
             'record_kind::compressed_lz4_blob': dragonfly::compressed_blob
             'record_kind::compressed_zstd_blob': dragonfly::compressed_blob
             'record_kind::fullsync_end': dragonfly::fullsync_end
-            'record_kind::key_value': key_value(opcode, _root.is_valkey, _root.version)
         if: kind != record_kind::eof
         doc: The payload; absent for EOF.
     instances:
       kind:
         value: >-
-          opcode == 243 and _root.is_valkey ? 499 :
-          opcode >= 200 ? opcode : 256
+          opcode == 243 and _root.is_valkey ? record_kind::slot_import.to_i :
+          opcode >= 200 ? opcode : record_kind::key_value.to_i
         enum: record_kind
         doc: What the record is (Valkey's 243 is SLOT_IMPORT, every value type byte is `key_value`).
   select_db:
@@ -272,8 +273,8 @@ types:
     instances:
       value_kind:
         value: >-
-          is_valkey and type_code == 22 ? 278 :
-          (not is_valkey) and type_code == 20 and rdb_version < 10 ? 276 :
+          is_valkey and type_code == 22 ? value_type::valkey_hash_2.to_i :
+          (not is_valkey) and type_code == 20 and rdb_version < 10 ? value_type::df_json_legacy.to_i :
           type_code
         enum: value_type
         doc: |

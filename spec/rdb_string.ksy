@@ -23,13 +23,14 @@ seq:
       is_encoded: raw == null
       value: >-
         raw != null ? raw.size :
-        int_value != null ? (int_value >= -128 and int_value <= 127 ? 0 :
-                             int_value >= -32768 and int_value <= 32767 ? 1 : 2) : 3
+        int_value != null ? (int_value >= -128 and int_value <= 127 ? string_encoding::int8.to_i :
+                             int_value >= -32768 and int_value <= 32767 ? string_encoding::int16.to_i :
+                             string_encoding::int32.to_i) : string_encoding::lzf.to_i
     valid:
-      expr: not _.is_encoded or _.value <= 3
+      expr: not _.is_encoded or _.value <= string_encoding::lzf.to_i
     -rdbspec-message: 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding {_.value}'
     doc: |
-      Length of a plain string, or (when `len.is_encoded`) the encoding:
+      Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
       0 INT8, 1 INT16, 2 INT32, 3 LZF. Encodings 4..63 are invalid
       ("Unknown RDB string encoding type").
   - id: raw
@@ -40,9 +41,9 @@ seq:
     type:
       switch-on: len.value
       cases:
-        0: s1
-        1: s2
-        2: s4
+        string_encoding::int8.to_i: s1
+        string_encoding::int16.to_i: s2
+        string_encoding::int32.to_i: s4
     if: is_int
     doc: |
       An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
@@ -64,10 +65,10 @@ seq:
     doc: The decompressed bytes of an LZF string.
 instances:
   is_int:
-    value: len.is_encoded and len.value < 3
+    value: len.is_encoded and len.value < string_encoding::lzf.to_i
     doc: True when the string is stored as an INT8/INT16/INT32 integer.
   is_lzf:
-    value: len.is_encoded and len.value == 3
+    value: len.is_encoded and len.value == string_encoding::lzf.to_i
     doc: True when the string is LZF-compressed.
 types:
   rdb_len:
@@ -130,8 +131,8 @@ types:
       - id: len
         type: rdb_len
         valid:
-          expr: not _.is_encoded or _.value == 3
-        -rdbspec-write: {is_encoded: lzf != null, value: 'lzf != null ? 3 : plain._sizeof'}
+          expr: not _.is_encoded or _.value == string_encoding::lzf.to_i
+        -rdbspec-write: {is_encoded: lzf != null, value: 'lzf != null ? string_encoding::lzf.to_i : plain._sizeof'}
         -rdbspec-message: 'expected a blob length or encoding 3 (LZF), found encoding {_.value}'
         doc: Plain blob length, or the encoded marker 3 (LZF). INT encodings are rejected.
       - id: plain
@@ -202,6 +203,19 @@ types:
         value: len == 255
         doc: True for -inf.
 enums:
+  string_encoding:
+    0:
+      id: int8
+      doc: RDB_ENC_INT8, an integer in one byte.
+    1:
+      id: int16
+      doc: RDB_ENC_INT16, an integer in two bytes, little-endian.
+    2:
+      id: int32
+      doc: RDB_ENC_INT32, an integer in four bytes, little-endian.
+    3:
+      id: lzf
+      doc: RDB_ENC_LZF, an LZF-compressed string (clen, ulen, then the compressed bytes).
   blob_kind:
     1: listpack
     2: ziplist

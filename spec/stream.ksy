@@ -348,29 +348,29 @@ types:
         valid:
           expr: _.is_int and _.int_value >= 0
         -rdbspec-message: 'expected the number of fields of the entry (an integer >= 0), found {_}'
-        if: (flags.int_value & 2) == 0
+        if: (flags.int_value & entry_flag::samefields.to_i) == 0
         doc: Number of field/value pairs (only when SAMEFIELDS is clear).
       - id: items
         type: listpack::lp_entry
         repeat: expr
         repeat-expr: >-
-          (flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value : 2 * num_fields.int_value
+          (flags.int_value & entry_flag::samefields.to_i) != 0 ? _parent.master.num_fields.int_value : 2 * num_fields.int_value
         doc: "With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ..."
       - id: lp_count
         type: listpack::lp_entry
         -rdbspec-write: >-
-          (flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4
+          (flags.int_value & entry_flag::samefields.to_i) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4
         valid:
           expr: >-
             _.is_int and
-            _.int_value == ((flags.int_value & 2) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)
+            _.int_value == ((flags.int_value & entry_flag::samefields.to_i) != 0 ? _parent.master.num_fields.int_value + 3 : 2 * num_fields.int_value + 4)
         -rdbspec-message: 'expected the element count of the entry (its fields + 3 with SAMEFIELDS, else 2 * fields + 4), found {_}'
         -rdbspec-warn: redis src/t_stream.c streamValidateListpackIntegrity (checked only with sanitize-dump-payload yes)
         doc: Number of elements of this entry before lp_count (SAMEFIELDS fields+3, otherwise 2*fields+4).
     instances:
       is_deleted:
-        value: (flags.int_value & 1) != 0
+        value: (flags.int_value & entry_flag::deleted.to_i) != 0
         doc: True when the entry is deleted (a tombstone).
       is_samefields:
-        value: (flags.int_value & 2) != 0
+        value: (flags.int_value & entry_flag::samefields.to_i) != 0
         doc: True when the entry uses the master fields.

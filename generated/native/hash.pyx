@@ -28,6 +28,10 @@ from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _LISTPACK = 1  # BlobKind.LISTPACK
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -678,7 +682,7 @@ cdef HashListpackExPreGa c_read_hash_listpack_ex_pre_ga(object io, object buf, c
     self._io = io
     cdef rdb_string__RdbBlob listpack = None
     # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-    listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+    listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
     self.listpack = listpack
     _at[0] = pos
     return self
@@ -688,7 +692,7 @@ cdef Py_ssize_t c_skip_hash_listpack_ex_pre_ga(object io, object buf, const unsi
     """Steps over one hash_listpack_ex_pre_ga at `pos` in `io` (held from `_p` up to `end` by the caller, as
     for c_read_hash_listpack_ex_pre_ga); returns the position after it."""
     # listpack: Listpack of field, value, ttl triples (ttl 0 = none).
-    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
     listpack = None
     return pos
 
@@ -1030,7 +1034,7 @@ cdef HashListpackEx c_read_hash_listpack_ex(object io, object buf, const unsigne
     pos += 8
     self.min_expire = min_expire
     # listpack: Listpack of field, value, ttl triples.
-    listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+    listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
     self.listpack = listpack
     _at[0] = pos
     return self
@@ -1045,7 +1049,7 @@ cdef Py_ssize_t c_skip_hash_listpack_ex(object io, object buf, const unsigned ch
     min_expire = None
     pos += 8
     # listpack: Listpack of field, value, ttl triples.
-    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
     listpack = None
     return pos
 

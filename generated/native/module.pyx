@@ -24,6 +24,15 @@ from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _MODULE_OPCODE_EOF = 0  # ModuleOpcode.EOF
+DEF _SINT = 1  # ModuleOpcode.SINT
+DEF _UINT = 2  # ModuleOpcode.UINT
+DEF _FLOAT = 3  # ModuleOpcode.FLOAT
+DEF _DOUBLE = 4  # ModuleOpcode.DOUBLE
+DEF _MODULE_OPCODE_STRING = 5  # ModuleOpcode.STRING
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -154,7 +163,7 @@ cdef ModuleValue c_read_module_value(object io, object buf, const unsigned char*
     while True:
         ops_item = c_read_module_op(io, buf, _p, end, &pos, self, root)
         ops.append(ops_item)
-        if (ops_item.opcode.value == 0):
+        if (ops_item.opcode.value == _MODULE_OPCODE_EOF):
             break
         ops_index += 1
     self.ops = ops
@@ -174,7 +183,7 @@ cdef Py_ssize_t c_skip_module_value(object io, object buf, const unsigned char* 
     while True:
         ops_item = c_read_module_op(io, buf, _p, end, &pos, None, root)
         ops.append(ops_item)
-        if (ops_item.opcode.value == 0):
+        if (ops_item.opcode.value == _MODULE_OPCODE_EOF):
             break
         ops_index += 1
     return pos
@@ -350,7 +359,7 @@ cdef class ModuleAux:
             pos = self._lazy_when_opcode
             when_opcode_pos = pos
             when_opcode = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-            if not (when_opcode.value == 2):
+            if not (when_opcode.value == _UINT):
                 raise invalid(io, when_opcode_pos, "module:module_aux.when_opcode", 'expected 2 (RDB_MODULE_OPCODE_UINT), found ' + repr(when_opcode.value))
             return when_opcode
         finally:
@@ -398,7 +407,7 @@ cdef ModuleAux c_read_module_aux(object io, object buf, const unsigned char* _p,
     when_opcode_pos = pos
     self._lazy_when_opcode = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &when_opcode)
-    if not (when_opcode.value == 2):
+    if not (when_opcode.value == _UINT):
         raise invalid(io, when_opcode_pos, "module:module_aux.when_opcode", 'expected 2 (RDB_MODULE_OPCODE_UINT), found ' + repr(when_opcode.value))
     # when: 1 = REDISMODULE_AUX_BEFORE_RDB, 2 = REDISMODULE_AUX_AFTER_RDB.
     self._lazy_when = pos
@@ -409,7 +418,7 @@ cdef ModuleAux c_read_module_aux(object io, object buf, const unsigned char* _p,
     while True:
         ops_item = c_read_module_op(io, buf, _p, end, &pos, self, root)
         ops.append(ops_item)
-        if (ops_item.opcode.value == 0):
+        if (ops_item.opcode.value == _MODULE_OPCODE_EOF):
             break
         ops_index += 1
     self.ops = ops
@@ -507,22 +516,22 @@ cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, P
         raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
     # uint_value, float_value, double_value, string_value: at most one of them is present
     uint_value = float_value = double_value = string_value = None
-    if ((opcode_value == 1) or (opcode_value == 2)):
+    if ((opcode_value == _SINT) or (opcode_value == _UINT)):
         # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
         uint_value = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    elif (opcode_value == 3):
+    elif (opcode_value == _FLOAT):
         # float_value: FLOAT value, binary32 LE.
         if pos + 4 > end:
             raise truncated(io, pos, 4, "module:module_op.float_value")
         float_value = rd_f4le(_p, pos)
         pos += 4
-    elif (opcode_value == 4):
+    elif (opcode_value == _DOUBLE):
         # double_value: DOUBLE value, binary64 LE.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "module:module_op.double_value")
         double_value = rd_f8le(_p, pos)
         pos += 8
-    elif (opcode_value == 5):
+    elif (opcode_value == _MODULE_OPCODE_STRING):
         # string_value: STRING value.
         string_value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
     self.uint_value = uint_value
@@ -547,23 +556,23 @@ cdef Py_ssize_t c_skip_module_op(object io, object buf, const unsigned char* _p,
         raise invalid(io, opcode_pos, "module:module_op.opcode", 'expected a module opcode 0..5 (EOF, SINT, UINT, FLOAT, DOUBLE, STRING), found ' + format(('encoding ' if opcode.is_encoded else ''), 's') + repr(opcode_value))
     # uint_value, float_value, double_value, string_value: at most one of them is present
     uint_value = float_value = double_value = string_value = None
-    if ((opcode_value == 1) or (opcode_value == 2)):
+    if ((opcode_value == _SINT) or (opcode_value == _UINT)):
         # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
         pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
         uint_value = None
-    elif (opcode_value == 3):
+    elif (opcode_value == _FLOAT):
         # float_value: FLOAT value, binary32 LE.
         if pos + 4 > end:
             raise truncated(io, pos, 4, "module:module_op.float_value")
         float_value = None
         pos += 4
-    elif (opcode_value == 4):
+    elif (opcode_value == _DOUBLE):
         # double_value: DOUBLE value, binary64 LE.
         if pos + 8 > end:
             raise truncated(io, pos, 8, "module:module_op.double_value")
         double_value = None
         pos += 8
-    elif (opcode_value == 5):
+    elif (opcode_value == _MODULE_OPCODE_STRING):
         # string_value: STRING value.
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         string_value = None
@@ -708,7 +717,7 @@ cdef KeyMetaClass c_read_key_meta_class(object io, object buf, const unsigned ch
     while True:
         ops_item = c_read_module_op(io, buf, _p, end, &pos, self, root)
         ops.append(ops_item)
-        if (ops_item.opcode.value == 0):
+        if (ops_item.opcode.value == _MODULE_OPCODE_EOF):
             break
         ops_index += 1
     self.ops = ops

@@ -27,6 +27,13 @@ from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _LISTPACK = 1  # BlobKind.LISTPACK
+DEF _ZIPLIST = 2  # BlobKind.ZIPLIST
+DEF _PLAIN = 1  # ContainerKind.PLAIN
+DEF _PACKED = 2  # ContainerKind.PACKED
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -128,7 +135,7 @@ cdef class Quicklist:
         if nodes_count < 0 or nodes_count > end - pos:
             raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
         for nodes_index in range(<Py_ssize_t>nodes_count):
-            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, 2)
+            nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
             yield nodes_item
 
     def cuts_nodes(self, Py_ssize_t step):
@@ -153,7 +160,7 @@ cdef class Quicklist:
                 if pos - cut_at >= step:
                     cuts.append((pos, nodes_index))
                     cut_at = pos
-                pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+                pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
                 nodes_item = None
             cuts.append((pos, nodes_count))
             return cuts
@@ -181,7 +188,7 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
         nodes_item = None
     _at[0] = pos
     return self
@@ -218,7 +225,7 @@ cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p,
         raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
         nodes_item = None
     return pos
 
@@ -473,7 +480,7 @@ cdef class Quicklist2Node:
             container_pos = pos
             container = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
             container_value = container.value
-            if not ((container_value == 1) or (container_value == 2)):
+            if not ((container_value == _PLAIN) or (container_value == _PACKED)):
                 raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
             return container
         finally:
@@ -498,16 +505,16 @@ cdef Quicklist2Node c_read_quicklist_2_node(object io, object buf, const unsigne
     self._lazy_container = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &container)
     container_value = container.value
-    if not ((container_value == 1) or (container_value == 2)):
+    if not ((container_value == _PLAIN) or (container_value == _PACKED)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
     # plain, packed: at most one of them is present
     plain = packed = None
-    if (container_value == 1):
+    if (container_value == _PLAIN):
         # plain: A PLAIN node's single element.
         plain = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
-    elif (container_value == 2):
+    elif (container_value == _PACKED):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        packed = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
+        packed = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
     self.plain = plain
     self.packed = packed
     _at[0] = pos
@@ -524,16 +531,16 @@ cdef Py_ssize_t c_skip_quicklist_2_node(object io, object buf, const unsigned ch
     container_pos = pos
     rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &container)
     container_value = container.value
-    if not ((container_value == 1) or (container_value == 2)):
+    if not ((container_value == _PLAIN) or (container_value == _PACKED)):
         raise invalid(io, container_pos, "quicklist:quicklist_2_node.container", 'expected container 1 (PLAIN) or 2 (PACKED), found ' + repr(container_value))
     # plain, packed: at most one of them is present
     plain = packed = None
-    if (container_value == 1):
+    if (container_value == _PLAIN):
         # plain: A PLAIN node's single element.
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         plain = None
-    elif (container_value == 2):
+    elif (container_value == _PACKED):
         # packed: A PACKED node's listpack (possibly LZF-compressed).
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
         packed = None
     return pos

@@ -80,6 +80,73 @@ from .zset cimport c_skip_zset_2 as zset__c_skip_zset_2
 from .zset cimport c_skip_zset_legacy as zset__c_skip_zset_legacy
 
 unpack_u8le = struct.Struct('<Q').unpack_from
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _LISTPACK = 1  # BlobKind.LISTPACK
+DEF _ZIPLIST = 2  # BlobKind.ZIPLIST
+DEF _INTSET = 3  # BlobKind.INTSET
+DEF _ZIPMAP = 4  # BlobKind.ZIPMAP
+DEF _FULLSYNC_END = 200  # RecordKind.FULLSYNC_END
+DEF _COMPRESSED_ZSTD_BLOB = 201  # RecordKind.COMPRESSED_ZSTD_BLOB
+DEF _COMPRESSED_LZ4_BLOB = 202  # RecordKind.COMPRESSED_LZ4_BLOB
+DEF _JOURNAL_BLOB = 210  # RecordKind.JOURNAL_BLOB
+DEF _JOURNAL_OFFSET = 211  # RecordKind.JOURNAL_OFFSET
+DEF _DF_MASK = 220  # RecordKind.DF_MASK
+DEF _VECTOR_INDEX = 222  # RecordKind.VECTOR_INDEX
+DEF _SHARD_DOC_INDEX = 223  # RecordKind.SHARD_DOC_INDEX
+DEF _TAGGED_CHUNK = 224  # RecordKind.TAGGED_CHUNK
+DEF _KEY_META = 243  # RecordKind.KEY_META
+DEF _SLOT_INFO = 244  # RecordKind.SLOT_INFO
+DEF _FUNCTION2 = 245  # RecordKind.FUNCTION2
+DEF _FUNCTION_PRE_GA = 246  # RecordKind.FUNCTION_PRE_GA
+DEF _MODULE_AUX = 247  # RecordKind.MODULE_AUX
+DEF _IDLE = 248  # RecordKind.IDLE
+DEF _FREQ = 249  # RecordKind.FREQ
+DEF _AUX = 250  # RecordKind.AUX
+DEF _RESIZE_DB = 251  # RecordKind.RESIZE_DB
+DEF _EXPIRE_TIME_MS = 252  # RecordKind.EXPIRE_TIME_MS
+DEF _EXPIRE_TIME = 253  # RecordKind.EXPIRE_TIME
+DEF _SELECT_DB = 254  # RecordKind.SELECT_DB
+DEF _RECORD_KIND_EOF = 255  # RecordKind.EOF
+DEF _KEY_VALUE = 256  # RecordKind.KEY_VALUE
+DEF _SLOT_IMPORT = 499  # RecordKind.SLOT_IMPORT
+DEF _VALUE_TYPE_STRING = 0  # ValueType.STRING
+DEF _LIST = 1  # ValueType.LIST
+DEF _SET = 2  # ValueType.SET
+DEF _ZSET = 3  # ValueType.ZSET
+DEF _HASH = 4  # ValueType.HASH
+DEF _ZSET_2 = 5  # ValueType.ZSET_2
+DEF _MODULE_PRE_GA = 6  # ValueType.MODULE_PRE_GA
+DEF _MODULE_2 = 7  # ValueType.MODULE_2
+DEF _HASH_ZIPMAP = 9  # ValueType.HASH_ZIPMAP
+DEF _LIST_ZIPLIST = 10  # ValueType.LIST_ZIPLIST
+DEF _SET_INTSET = 11  # ValueType.SET_INTSET
+DEF _ZSET_ZIPLIST = 12  # ValueType.ZSET_ZIPLIST
+DEF _HASH_ZIPLIST = 13  # ValueType.HASH_ZIPLIST
+DEF _LIST_QUICKLIST = 14  # ValueType.LIST_QUICKLIST
+DEF _STREAM_LISTPACKS = 15  # ValueType.STREAM_LISTPACKS
+DEF _HASH_LISTPACK = 16  # ValueType.HASH_LISTPACK
+DEF _ZSET_LISTPACK = 17  # ValueType.ZSET_LISTPACK
+DEF _LIST_QUICKLIST_2 = 18  # ValueType.LIST_QUICKLIST_2
+DEF _STREAM_LISTPACKS_2 = 19  # ValueType.STREAM_LISTPACKS_2
+DEF _SET_LISTPACK = 20  # ValueType.SET_LISTPACK
+DEF _STREAM_LISTPACKS_3 = 21  # ValueType.STREAM_LISTPACKS_3
+DEF _HASH_METADATA_PRE_GA = 22  # ValueType.HASH_METADATA_PRE_GA
+DEF _HASH_LISTPACK_EX_PRE_GA = 23  # ValueType.HASH_LISTPACK_EX_PRE_GA
+DEF _HASH_METADATA = 24  # ValueType.HASH_METADATA
+DEF _HASH_LISTPACK_EX = 25  # ValueType.HASH_LISTPACK_EX
+DEF _STREAM_LISTPACKS_4 = 26  # ValueType.STREAM_LISTPACKS_4
+DEF _DF_JSON = 30  # ValueType.DF_JSON
+DEF _DF_HASH_WITH_EXPIRY = 31  # ValueType.DF_HASH_WITH_EXPIRY
+DEF _DF_SET_WITH_EXPIRY = 32  # ValueType.DF_SET_WITH_EXPIRY
+DEF _DF_SBF = 33  # ValueType.DF_SBF
+DEF _DF_SBF2 = 34  # ValueType.DF_SBF2
+DEF _DF_CMS = 35  # ValueType.DF_CMS
+DEF _DF_TOPK = 36  # ValueType.DF_TOPK
+DEF _DF_CUCKOO = 37  # ValueType.DF_CUCKOO
+DEF _DF_JSON_LEGACY = 276  # ValueType.DF_JSON_LEGACY
+DEF _VALKEY_HASH_2 = 278  # ValueType.VALKEY_HASH_2
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -143,7 +210,7 @@ cdef class Rdb:
                 PyBuffer_Release(&_view)
             self._stream_pos = pos
             yield records_item
-            if (records_item.opcode == 255):
+            if (records_item.opcode == _RECORD_KIND_EOF):
                 break
             records_index += 1
         # checksum: CRC-64/Jones (reflected, init 0) of every byte from the magic through the EOF opcode, little-endian; 0 means disabled.
@@ -252,7 +319,7 @@ cdef class Record:
 
         if self._m_kind is not _UNSET:
             return self._m_kind
-        kind = (499 if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else 256))
+        kind = (_SLOT_IMPORT if ((self.opcode == 243) and self._root.is_valkey) else (self.opcode if (self.opcode >= 200) else _KEY_VALUE))
         self._m_kind = kind
         return kind
 
@@ -279,56 +346,56 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
         raise invalid(io, pos - 1, "rdb:record.opcode", "expected a value type or opcode that this magic's numbering defines, found " + repr(opcode))
     self.opcode = opcode
     # body: The payload; absent for EOF.
-    kind = (499 if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else 256))
+    kind = (_SLOT_IMPORT if ((opcode == 243) and root.is_valkey) else (opcode if (opcode >= 200) else _KEY_VALUE))
     self._m_kind = kind
-    if (kind != 255):
+    if (kind != _RECORD_KIND_EOF):
         body_on = kind
-        if body_on == 254:
-            body = c_read_select_db(io, buf, _p, end, &pos, self, root)
-        elif body_on == 253:
-            body = c_read_expire_time(io, buf, _p, end, &pos, self, root)
-        elif body_on == 252:
-            body = c_read_expire_time_ms(io, buf, _p, end, &pos, self, root)
-        elif body_on == 251:
-            body = c_read_resize_db(io, buf, _p, end, &pos, self, root)
-        elif body_on == 250:
-            body = c_read_aux(io, buf, _p, end, &pos, self, root)
-        elif body_on == 249:
-            body = c_read_freq(io, buf, _p, end, &pos, self, root)
-        elif body_on == 248:
-            body = c_read_idle(io, buf, _p, end, &pos, self, root)
-        elif body_on == 247:
-            body = module__c_read_module_aux(io, buf, _p, end, &pos, self, root)
-        elif body_on == 246:
-            body = function__c_read_function_pre_ga(io, buf, _p, end, &pos, self, root)
-        elif body_on == 245:
-            body = function__c_read_function2(io, buf, _p, end, &pos, self, root)
-        elif body_on == 244:
-            body = c_read_slot_info(io, buf, _p, end, &pos, self, root)
-        elif body_on == 243:
-            body = module__c_read_key_meta(io, buf, _p, end, &pos, self, root)
-        elif body_on == 499:
-            body = c_read_slot_import(io, buf, _p, end, &pos, self, root)
-        elif body_on == 224:
-            body = dragonfly__c_read_tagged_chunk(io, buf, _p, end, &pos, self, root)
-        elif body_on == 223:
-            body = dragonfly__c_read_shard_doc_index(io, buf, _p, end, &pos, self, root)
-        elif body_on == 222:
-            body = dragonfly__c_read_vector_index(io, buf, _p, end, &pos, self, root)
-        elif body_on == 220:
-            body = dragonfly__c_read_df_mask(io, buf, _p, end, &pos, self, root)
-        elif body_on == 211:
-            body = dragonfly__c_read_journal_offset(io, buf, _p, end, &pos, self, root)
-        elif body_on == 210:
-            body = dragonfly__c_read_journal_blob(io, buf, _p, end, &pos, self, root)
-        elif body_on == 202:
-            body = dragonfly__c_read_compressed_blob(io, buf, _p, end, &pos, self, root)
-        elif body_on == 201:
-            body = dragonfly__c_read_compressed_blob(io, buf, _p, end, &pos, self, root)
-        elif body_on == 200:
-            body = dragonfly__c_read_fullsync_end(io, buf, _p, end, &pos, self, root)
-        elif body_on == 256:
+        if body_on == _KEY_VALUE:
             body = c_read_key_value(io, buf, _p, end, &pos, self, root, opcode, root.is_valkey, root.version)
+        elif body_on == _EXPIRE_TIME_MS:
+            body = c_read_expire_time_ms(io, buf, _p, end, &pos, self, root)
+        elif body_on == _SELECT_DB:
+            body = c_read_select_db(io, buf, _p, end, &pos, self, root)
+        elif body_on == _EXPIRE_TIME:
+            body = c_read_expire_time(io, buf, _p, end, &pos, self, root)
+        elif body_on == _RESIZE_DB:
+            body = c_read_resize_db(io, buf, _p, end, &pos, self, root)
+        elif body_on == _AUX:
+            body = c_read_aux(io, buf, _p, end, &pos, self, root)
+        elif body_on == _FREQ:
+            body = c_read_freq(io, buf, _p, end, &pos, self, root)
+        elif body_on == _IDLE:
+            body = c_read_idle(io, buf, _p, end, &pos, self, root)
+        elif body_on == _MODULE_AUX:
+            body = module__c_read_module_aux(io, buf, _p, end, &pos, self, root)
+        elif body_on == _FUNCTION_PRE_GA:
+            body = function__c_read_function_pre_ga(io, buf, _p, end, &pos, self, root)
+        elif body_on == _FUNCTION2:
+            body = function__c_read_function2(io, buf, _p, end, &pos, self, root)
+        elif body_on == _SLOT_INFO:
+            body = c_read_slot_info(io, buf, _p, end, &pos, self, root)
+        elif body_on == _KEY_META:
+            body = module__c_read_key_meta(io, buf, _p, end, &pos, self, root)
+        elif body_on == _SLOT_IMPORT:
+            body = c_read_slot_import(io, buf, _p, end, &pos, self, root)
+        elif body_on == _TAGGED_CHUNK:
+            body = dragonfly__c_read_tagged_chunk(io, buf, _p, end, &pos, self, root)
+        elif body_on == _SHARD_DOC_INDEX:
+            body = dragonfly__c_read_shard_doc_index(io, buf, _p, end, &pos, self, root)
+        elif body_on == _VECTOR_INDEX:
+            body = dragonfly__c_read_vector_index(io, buf, _p, end, &pos, self, root)
+        elif body_on == _DF_MASK:
+            body = dragonfly__c_read_df_mask(io, buf, _p, end, &pos, self, root)
+        elif body_on == _JOURNAL_OFFSET:
+            body = dragonfly__c_read_journal_offset(io, buf, _p, end, &pos, self, root)
+        elif body_on == _JOURNAL_BLOB:
+            body = dragonfly__c_read_journal_blob(io, buf, _p, end, &pos, self, root)
+        elif body_on == _COMPRESSED_LZ4_BLOB:
+            body = dragonfly__c_read_compressed_blob(io, buf, _p, end, &pos, self, root)
+        elif body_on == _COMPRESSED_ZSTD_BLOB:
+            body = dragonfly__c_read_compressed_blob(io, buf, _p, end, &pos, self, root)
+        elif body_on == _FULLSYNC_END:
+            body = dragonfly__c_read_fullsync_end(io, buf, _p, end, &pos, self, root)
         else:
             body = None
     else:
@@ -1086,79 +1153,79 @@ cdef class KeyValue:
         try:
             root = self._root
             pos = self._lazy_value
-            value_kind = (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
+            value_kind = (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
             value_on = value_kind
-            if value_on == 0:
+            if value_on == _VALUE_TYPE_STRING:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
-            elif value_on == 1:
+            elif value_on == _LIST:
                 value = c_open_string_list(io, buf, _p, end, &pos, self, root)
-            elif value_on == 2:
+            elif value_on == _SET:
                 value = c_open_string_list(io, buf, _p, end, &pos, self, root)
-            elif value_on == 3:
+            elif value_on == _ZSET:
                 value = zset__c_read_zset_legacy(io, buf, _p, end, &pos, self, root)
-            elif value_on == 4:
+            elif value_on == _HASH:
                 value = hash__c_open_hash_table(io, buf, _p, end, &pos, self, root)
-            elif value_on == 5:
+            elif value_on == _ZSET_2:
                 value = zset__c_open_zset_2(io, buf, _p, end, &pos, self, root)
-            elif value_on == 6:
+            elif value_on == _MODULE_PRE_GA:
                 value = module__c_read_module_pre_ga(io, buf, _p, end, &pos, self, root)
-            elif value_on == 7:
+            elif value_on == _MODULE_2:
                 value = module__c_read_module_value(io, buf, _p, end, &pos, self, root)
-            elif value_on == 9:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 4)
-            elif value_on == 10:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
-            elif value_on == 11:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 3)
-            elif value_on == 12:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
-            elif value_on == 13:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 2)
-            elif value_on == 14:
+            elif value_on == _HASH_ZIPMAP:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _ZIPMAP)
+            elif value_on == _LIST_ZIPLIST:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _ZIPLIST)
+            elif value_on == _SET_INTSET:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _INTSET)
+            elif value_on == _ZSET_ZIPLIST:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _ZIPLIST)
+            elif value_on == _HASH_ZIPLIST:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _ZIPLIST)
+            elif value_on == _LIST_QUICKLIST:
                 value = quicklist__c_open_quicklist(io, buf, _p, end, &pos, self, root)
-            elif value_on == 15:
+            elif value_on == _STREAM_LISTPACKS:
                 value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
-            elif value_on == 16:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
-            elif value_on == 17:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
-            elif value_on == 18:
+            elif value_on == _HASH_LISTPACK:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
+            elif value_on == _ZSET_LISTPACK:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
+            elif value_on == _LIST_QUICKLIST_2:
                 value = quicklist__c_open_quicklist_2(io, buf, _p, end, &pos, self, root)
-            elif value_on == 19:
+            elif value_on == _STREAM_LISTPACKS_2:
                 value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
-            elif value_on == 20:
-                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 1)
-            elif value_on == 21:
+            elif value_on == _SET_LISTPACK:
+                value = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
+            elif value_on == _STREAM_LISTPACKS_3:
                 value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
-            elif value_on == 22:
+            elif value_on == _HASH_METADATA_PRE_GA:
                 value = hash__c_read_hash_metadata_pre_ga(io, buf, _p, end, &pos, self, root)
-            elif value_on == 23:
+            elif value_on == _HASH_LISTPACK_EX_PRE_GA:
                 value = hash__c_read_hash_listpack_ex_pre_ga(io, buf, _p, end, &pos, self, root)
-            elif value_on == 24:
+            elif value_on == _HASH_METADATA:
                 value = hash__c_read_hash_metadata(io, buf, _p, end, &pos, self, root)
-            elif value_on == 25:
+            elif value_on == _HASH_LISTPACK_EX:
                 value = hash__c_read_hash_listpack_ex(io, buf, _p, end, &pos, self, root)
-            elif value_on == 26:
+            elif value_on == _STREAM_LISTPACKS_4:
                 value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
-            elif value_on == 30:
+            elif value_on == _DF_JSON:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
-            elif value_on == 31:
+            elif value_on == _DF_HASH_WITH_EXPIRY:
                 value = dragonfly__c_read_df_hash_with_expiry(io, buf, _p, end, &pos, self, root)
-            elif value_on == 32:
+            elif value_on == _DF_SET_WITH_EXPIRY:
                 value = dragonfly__c_read_df_set_with_expiry(io, buf, _p, end, &pos, self, root)
-            elif value_on == 33:
+            elif value_on == _DF_SBF:
                 value = dragonfly__c_read_df_sbf(io, buf, _p, end, &pos, self, root)
-            elif value_on == 34:
+            elif value_on == _DF_SBF2:
                 value = dragonfly__c_read_df_sbf2(io, buf, _p, end, &pos, self, root)
-            elif value_on == 35:
+            elif value_on == _DF_CMS:
                 value = dragonfly__c_read_df_cms(io, buf, _p, end, &pos, self, root)
-            elif value_on == 36:
+            elif value_on == _DF_TOPK:
                 value = dragonfly__c_read_df_topk(io, buf, _p, end, &pos, self, root)
-            elif value_on == 37:
+            elif value_on == _DF_CUCKOO:
                 value = dragonfly__c_read_df_cuckoo(io, buf, _p, end, &pos, self, root)
-            elif value_on == 276:
+            elif value_on == _DF_JSON_LEGACY:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
-            elif value_on == 278:
+            elif value_on == _VALKEY_HASH_2:
                 value = hash__c_read_valkey_hash_2(io, buf, _p, end, &pos, self, root)
             else:
                 value = None
@@ -1173,7 +1240,7 @@ cdef class KeyValue:
         shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
         rdbSaveObjectType)."""
 
-        return (278 if (self.is_valkey and (self.type_code == 22)) else (276 if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
+        return (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
 
 
 cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version):
@@ -1194,114 +1261,114 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
     # value: decoded on first access (see the property); stepped over here
     self._lazy_value = pos
     # value: The value, laid out according to `value_kind`.
-    value_kind = (278 if (is_valkey and (type_code == 22)) else (276 if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
+    value_kind = (_VALKEY_HASH_2 if (is_valkey and (type_code == 22)) else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
     value_on = value_kind
-    if value_on == 0:
+    if value_on == _VALUE_TYPE_STRING:
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 1:
+    elif value_on == _LIST:
         pos = c_skip_string_list(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 2:
+    elif value_on == _SET:
         pos = c_skip_string_list(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 3:
+    elif value_on == _ZSET:
         pos = zset__c_skip_zset_legacy(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 4:
+    elif value_on == _HASH:
         pos = hash__c_skip_hash_table(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 5:
+    elif value_on == _ZSET_2:
         pos = zset__c_skip_zset_2(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 6:
+    elif value_on == _MODULE_PRE_GA:
         pos = module__c_skip_module_pre_ga(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 7:
+    elif value_on == _MODULE_2:
         pos = module__c_skip_module_value(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 9:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 4)
+    elif value_on == _HASH_ZIPMAP:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPMAP)
         value = None
-    elif value_on == 10:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+    elif value_on == _LIST_ZIPLIST:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
         value = None
-    elif value_on == 11:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 3)
+    elif value_on == _SET_INTSET:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _INTSET)
         value = None
-    elif value_on == 12:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+    elif value_on == _ZSET_ZIPLIST:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
         value = None
-    elif value_on == 13:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 2)
+    elif value_on == _HASH_ZIPLIST:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
         value = None
-    elif value_on == 14:
+    elif value_on == _LIST_QUICKLIST:
         pos = quicklist__c_skip_quicklist(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 15:
+    elif value_on == _STREAM_LISTPACKS:
         pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
-    elif value_on == 16:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
+    elif value_on == _HASH_LISTPACK:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
         value = None
-    elif value_on == 17:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
+    elif value_on == _ZSET_LISTPACK:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
         value = None
-    elif value_on == 18:
+    elif value_on == _LIST_QUICKLIST_2:
         pos = quicklist__c_skip_quicklist_2(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 19:
+    elif value_on == _STREAM_LISTPACKS_2:
         pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
-    elif value_on == 20:
-        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 1)
+    elif value_on == _SET_LISTPACK:
+        pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _LISTPACK)
         value = None
-    elif value_on == 21:
+    elif value_on == _STREAM_LISTPACKS_3:
         pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
-    elif value_on == 22:
+    elif value_on == _HASH_METADATA_PRE_GA:
         pos = hash__c_skip_hash_metadata_pre_ga(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 23:
+    elif value_on == _HASH_LISTPACK_EX_PRE_GA:
         pos = hash__c_skip_hash_listpack_ex_pre_ga(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 24:
+    elif value_on == _HASH_METADATA:
         pos = hash__c_skip_hash_metadata(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 25:
+    elif value_on == _HASH_LISTPACK_EX:
         pos = hash__c_skip_hash_listpack_ex(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 26:
+    elif value_on == _STREAM_LISTPACKS_4:
         pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
         value = None
-    elif value_on == 30:
+    elif value_on == _DF_JSON:
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 31:
+    elif value_on == _DF_HASH_WITH_EXPIRY:
         pos = dragonfly__c_skip_df_hash_with_expiry(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 32:
+    elif value_on == _DF_SET_WITH_EXPIRY:
         pos = dragonfly__c_skip_df_set_with_expiry(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 33:
+    elif value_on == _DF_SBF:
         pos = dragonfly__c_skip_df_sbf(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 34:
+    elif value_on == _DF_SBF2:
         pos = dragonfly__c_skip_df_sbf2(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 35:
+    elif value_on == _DF_CMS:
         pos = dragonfly__c_skip_df_cms(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 36:
+    elif value_on == _DF_TOPK:
         pos = dragonfly__c_skip_df_topk(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 37:
+    elif value_on == _DF_CUCKOO:
         pos = dragonfly__c_skip_df_cuckoo(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 276:
+    elif value_on == _DF_JSON_LEGACY:
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
         value = None
-    elif value_on == 278:
+    elif value_on == _VALKEY_HASH_2:
         pos = hash__c_skip_valkey_hash_2(io, buf, _p, end, pos, None, root)
         value = None
     else:

@@ -17,6 +17,18 @@ from .._runtime import Io, invalid, lzf_decompress, truncated, warn
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _LISTPACK = 1  # BlobKind.LISTPACK
+DEF _ZIPLIST = 2  # BlobKind.ZIPLIST
+DEF _INTSET = 3  # BlobKind.INTSET
+DEF _ZIPMAP = 4  # BlobKind.ZIPMAP
+DEF _STREAM_LISTPACK = 5  # BlobKind.STREAM_LISTPACK
+DEF _INT8 = 0  # StringEncoding.INT8
+DEF _INT16 = 1  # StringEncoding.INT16
+DEF _INT32 = 2  # StringEncoding.INT32
+DEF _LZF = 3  # StringEncoding.LZF
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -36,16 +48,16 @@ cdef int c_push_rdb_string(object io, object buf, const unsigned char* _p, Py_ss
     cdef Py_ssize_t lzf_nbytes = 0
     cdef Py_ssize_t raw_length = 0
     cdef Py_ssize_t raw_start = 0
-    # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+    # len: Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
     len__pos = pos
     c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
-    if not ((not len_is_encoded) or (len_value <= 3)):
+    if not ((not len_is_encoded) or (len_value <= _LZF)):
         raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
     # raw, int_value, clen, ulen, lzf: at most one of them is present
-    is_int = (len_is_encoded and (len_value < 3))
-    is_lzf = (len_is_encoded and (len_value == 3))
+    is_int = (len_is_encoded and (len_value < _LZF))
+    is_lzf = (len_is_encoded and (len_value == _LZF))
     raw = int_value = clen = ulen = lzf = None
     if (not len_is_encoded):
         # raw: The bytes of a plain (not encoded) string.
@@ -58,17 +70,17 @@ cdef int c_push_rdb_string(object io, object buf, const unsigned char* _p, Py_ss
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
         int_value_on = len_value
-        if int_value_on == 0:
+        if int_value_on == _INT8:
             if pos + 1 > end:
                 raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
             int_value = rd_s1le(_p, pos)
             pos += 1
-        elif int_value_on == 1:
+        elif int_value_on == _INT16:
             if pos + 2 > end:
                 raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
             int_value = rd_s2le(_p, pos)
             pos += 2
-        elif int_value_on == 2:
+        elif int_value_on == _INT32:
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
             int_value = rd_s4le(_p, pos)
@@ -145,7 +157,7 @@ cdef class RdbString:
 
     @property
     def len(self):
-        """Length of a plain string, or (when `len.is_encoded`) the encoding:
+        """Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
         0 INT8, 1 INT16, 2 INT32, 3 LZF. Encodings 4..63 are invalid
         ("Unknown RDB string encoding type").
 
@@ -167,7 +179,7 @@ cdef class RdbString:
             len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
             len_is_encoded = len_.is_encoded
             len_value = len_.value
-            if not ((not len_is_encoded) or (len_value <= 3)):
+            if not ((not len_is_encoded) or (len_value <= _LZF)):
                 raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
             return len_
         finally:
@@ -190,17 +202,17 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
     cdef unsigned long long len_value = 0
     cdef Py_ssize_t lzf_nbytes = 0
     cdef RdbLen ulen = None
-    # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+    # len: Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
     len__pos = pos
     self._lazy_len = pos
     c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
-    if not ((not len_is_encoded) or (len_value <= 3)):
+    if not ((not len_is_encoded) or (len_value <= _LZF)):
         raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
     # raw, int_value, clen, ulen, lzf: at most one of them is present
-    is_int = (len_is_encoded and (len_value < 3))
-    is_lzf = (len_is_encoded and (len_value == 3))
+    is_int = (len_is_encoded and (len_value < _LZF))
+    is_lzf = (len_is_encoded and (len_value == _LZF))
     raw = int_value = clen = ulen = lzf = None
     if (not len_is_encoded):
         # raw: The bytes of a plain (not encoded) string.
@@ -211,17 +223,17 @@ cdef RdbString c_read_rdb_string(object io, object buf, const unsigned char* _p,
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
         int_value_on = len_value
-        if int_value_on == 0:
+        if int_value_on == _INT8:
             if pos + 1 > end:
                 raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
             int_value = rd_s1le(_p, pos)
             pos += 1
-        elif int_value_on == 1:
+        elif int_value_on == _INT16:
             if pos + 2 > end:
                 raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
             int_value = rd_s2le(_p, pos)
             pos += 2
-        elif int_value_on == 2:
+        elif int_value_on == _INT32:
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
             int_value = rd_s4le(_p, pos)
@@ -267,16 +279,16 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     cdef unsigned long long len_value = 0
     cdef Py_ssize_t lzf_nbytes = 0
     cdef RdbLen ulen = None
-    # len: Length of a plain string, or (when `len.is_encoded`) the encoding:
+    # len: Length of a plain string, or (when `len.is_encoded`) the encoding (`string_encoding`):
     len__pos = pos
     c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
-    if not ((not len_is_encoded) or (len_value <= 3)):
+    if not ((not len_is_encoded) or (len_value <= _LZF)):
         raise invalid(io, len__pos, "rdb_string:rdb_string.len", 'expected a string length or encoding 0..3 (INT8, INT16, INT32, LZF), found encoding ' + repr(len_value))
     # raw, int_value, clen, ulen, lzf: at most one of them is present
-    is_int = (len_is_encoded and (len_value < 3))
-    is_lzf = (len_is_encoded and (len_value == 3))
+    is_int = (len_is_encoded and (len_value < _LZF))
+    is_lzf = (len_is_encoded and (len_value == _LZF))
     raw = int_value = clen = ulen = lzf = None
     if (not len_is_encoded):
         # raw: The bytes of a plain (not encoded) string.
@@ -287,17 +299,17 @@ cdef Py_ssize_t c_skip_rdb_string(object io, object buf, const unsigned char* _p
     elif is_int:
         # int_value: An integer-encoded string (INT8, INT16 LE or INT32 LE, two's complement). The server
         int_value_on = len_value
-        if int_value_on == 0:
+        if int_value_on == _INT8:
             if pos + 1 > end:
                 raise truncated(io, pos, 1, "rdb_string:rdb_string.int_value")
             int_value = None
             pos += 1
-        elif int_value_on == 1:
+        elif int_value_on == _INT16:
             if pos + 2 > end:
                 raise truncated(io, pos, 2, "rdb_string:rdb_string.int_value")
             int_value = None
             pos += 2
-        elif int_value_on == 2:
+        elif int_value_on == _INT32:
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "rdb_string:rdb_string.int_value")
             int_value = None
@@ -556,7 +568,7 @@ cdef class RdbBlob:
             len_ = c_read_rdb_len(io, buf, _p, end, &pos, self, root)
             len_is_encoded = len_.is_encoded
             len_value = len_.value
-            if not ((not len_is_encoded) or (len_value == 3)):
+            if not ((not len_is_encoded) or (len_value == _LZF)):
                 raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
             return len_
         finally:
@@ -585,7 +597,7 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
     c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
-    if not ((not len_is_encoded) or (len_value == 3)):
+    if not ((not len_is_encoded) or (len_value == _LZF)):
         raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
     # plain, clen, ulen, lzf: at most one of them is present
     plain = clen = ulen = lzf = None
@@ -596,15 +608,15 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
         plain_io = Io(buf, pos, pos + len_value, io.base, io.origin)
         pos += len_value
         plain_on = kind
-        if plain_on == 1:
+        if plain_on == _LISTPACK:
             plain = listpack.Listpack._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 2:
+        elif plain_on == _ZIPLIST:
             plain = ziplist.Ziplist._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 3:
+        elif plain_on == _INTSET:
             plain = intset.Intset._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 4:
+        elif plain_on == _ZIPMAP:
             plain = zipmap.Zipmap._read(plain_io, plain_io.start, self, root)[0]
-        elif plain_on == 5:
+        elif plain_on == _STREAM_LISTPACK:
             plain = stream.StreamListpack._read(plain_io, plain_io.start, self, root)[0]
         else:
             plain = plain_io.buf[plain_io.start:plain_io.end]
@@ -622,15 +634,15 @@ cdef RdbBlob c_read_rdb_blob(object io, object buf, const unsigned char* _p, Py_
         lzf_io = Io(lzf_data, 0, len(lzf_data), origin=io.offset(pos))
         pos += lzf_nbytes
         lzf_on = kind
-        if lzf_on == 1:
+        if lzf_on == _LISTPACK:
             lzf = listpack.Listpack._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 2:
+        elif lzf_on == _ZIPLIST:
             lzf = ziplist.Ziplist._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 3:
+        elif lzf_on == _INTSET:
             lzf = intset.Intset._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 4:
+        elif lzf_on == _ZIPMAP:
             lzf = zipmap.Zipmap._read(lzf_io, 0, self, root)[0]
-        elif lzf_on == 5:
+        elif lzf_on == _STREAM_LISTPACK:
             lzf = stream.StreamListpack._read(lzf_io, 0, self, root)[0]
         else:
             lzf = lzf_io.buf[lzf_io.start:lzf_io.end]
@@ -661,7 +673,7 @@ cdef Py_ssize_t c_skip_rdb_blob(object io, object buf, const unsigned char* _p, 
     c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &len_)
     len_is_encoded = len_.is_encoded
     len_value = len_.value
-    if not ((not len_is_encoded) or (len_value == 3)):
+    if not ((not len_is_encoded) or (len_value == _LZF)):
         raise invalid(io, len__pos, "rdb_string:rdb_blob.len", 'expected a blob length or encoding 3 (LZF), found encoding ' + repr(len_value))
     # plain, clen, ulen, lzf: at most one of them is present
     plain = clen = ulen = lzf = None

@@ -29,6 +29,12 @@ from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_len as rdb_string__c_skip_rdb_len
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 
+# the members of the spec's enums that this module names (generated/enums.py declares them), as
+# compile-time constants: a comparison with one compiles as the comparison with its number does
+DEF _STREAM_LISTPACK = 5  # BlobKind.STREAM_LISTPACK
+DEF _DELETED = 1  # EntryFlag.DELETED
+DEF _SAMEFIELDS = 2  # EntryFlag.SAMEFIELDS
+
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
 # a cached instance not computed yet
@@ -419,7 +425,7 @@ cdef class StreamNode:
         try:
             root = self._root
             pos = self._lazy_listpack
-            listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, 5)
+            listpack = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _STREAM_LISTPACK)
             return listpack
         finally:
             PyBuffer_Release(&_view)
@@ -480,7 +486,7 @@ cdef StreamNode c_read_stream_node(object io, object buf, const unsigned char* _
     # listpack: decoded on first access (see the property); stepped over here
     self._lazy_listpack = pos
     # listpack: The node listpack.
-    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 5)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _STREAM_LISTPACK)
     listpack = None
     _at[0] = pos
     return self
@@ -505,7 +511,7 @@ cdef Py_ssize_t c_skip_stream_node(object io, object buf, const unsigned char* _
     pos += node_key_nbytes
     node_key = None
     # listpack: The node listpack.
-    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, 5)
+    pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _STREAM_LISTPACK)
     listpack = None
     return pos
 
@@ -2002,7 +2008,7 @@ cdef class StreamEntry:
                 if not (seq_diff_kind == 0):
                     raise invalid(io, seq_diff_pos, "stream:stream_entry.seq_diff", 'expected the seq part of the entry ID, relative to the master ID (an integer), found ' + repr(seq_diff_column.last()))
                 # num_fields: Number of field/value pairs (only when SAMEFIELDS is clear).
-                if ((flags_int & 2) == 0):
+                if ((flags_int & _SAMEFIELDS) == 0):
                     num_fields_pos = pos
                     listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, num_fields_column)
                     num_fields_kind = num_fields_column.k[num_fields_column.n - 1]
@@ -2013,7 +2019,7 @@ cdef class StreamEntry:
                     num_fields_kind, num_fields_int = 2, 0
                     num_fields_column.push_none()
                 # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
-                items_count = (_parent_master_num_fields_int_value if ((flags_int & 2) != 0) else (2 * (<object>num_fields_int)))
+                items_count = (_parent_master_num_fields_int_value if ((flags_int & _SAMEFIELDS) != 0) else (2 * (<object>num_fields_int)))
                 if items_count < 0 or items_count > end - pos:
                     raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
                 items_values = items_column.values
@@ -2026,7 +2032,7 @@ cdef class StreamEntry:
                 lp_count_kind = lp_count_column.k[lp_count_column.n - 1]
                 lp_count_int = lp_count_column.i[lp_count_column.n - 1]
                 try:
-                    lp_count_ok = ((lp_count_kind == 0) and (lp_count_int == ((_parent_master_num_fields_int_value + 3) if ((flags_int & 2) != 0) else ((2 * (<object>num_fields_int)) + 4))))
+                    lp_count_ok = ((lp_count_kind == 0) and (lp_count_int == ((_parent_master_num_fields_int_value + 3) if ((flags_int & _SAMEFIELDS) != 0) else ((2 * (<object>num_fields_int)) + 4))))
                 except (TypeError, ValueError, IndexError):
                     lp_count_ok = False
                 if not lp_count_ok:
@@ -2039,13 +2045,13 @@ cdef class StreamEntry:
     def is_deleted(self):
         """True when the entry is deleted (a tombstone)."""
 
-        return (((self.flags if isinstance(self.flags, int) else None) & 1) != 0)
+        return (((self.flags if isinstance(self.flags, int) else None) & _DELETED) != 0)
 
     @property
     def is_samefields(self):
         """True when the entry uses the master fields."""
 
-        return (((self.flags if isinstance(self.flags, int) else None) & 2) != 0)
+        return (((self.flags if isinstance(self.flags, int) else None) & _SAMEFIELDS) != 0)
 
 
 class StreamEntryColumns:

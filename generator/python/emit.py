@@ -17,7 +17,7 @@ from typing import Optional
 
 from .. import expressions as ex
 from ..load import SpecError
-from ..model import Attribute, Builder, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
+from ..model import Attribute, Builder, EnumMember, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
 from ..plan import (
     ELEMENT,
     LENGTH,
@@ -67,6 +67,7 @@ class TypeEmitter:
         self.loop_index: Optional[str] = None
         self.unpackers: set[str] = set()
         self.modules: set[str] = set()
+        self.enum_members: set[EnumMember] = set()  # the members its expressions name
         self.bound: dict[str, str] = {}
         self.in_place: dict[str, bool] = {}  # instances computed where used (name: computed yet)
         self.ranged: Optional[Attribute] = None  # the `-rdbspec-splits` field read from `start, count`
@@ -142,9 +143,9 @@ class TypeEmitter:
     def ctx(self, pos: Optional[str] = "pos") -> Context:
         """Inside a lazy property (pos None) the tree is reached through `self`."""
         if pos is None:
-            return Context(self.resolve, self.enum_value, None, None, self.attribute,
-                              root="self._root", parent="self._parent")
-        return Context(self.resolve, self.enum_value, pos, "io", self.attribute, self.subscript)
+            return Context(self.resolve, self.enum_member, None, None, self.attribute,
+                           root="self._root", parent="self._parent")
+        return Context(self.resolve, self.enum_member, pos, "io", self.attribute, self.subscript)
 
     def attribute(self, node: ex.Node, name: str, source: str) -> Optional[str]:
         """`x.name` where the spec makes the type of `x` certain: on a scalar-compiled value, a
@@ -191,8 +192,11 @@ class TypeEmitter:
         readable = target.scalar + list(target.scalar_tests)
         raise ex.ExpressionError(f"{target.id} is compiled to a scalar: only {readable} can be read from it")
 
-    def enum_value(self, path: tuple[str, ...], member: str) -> int:
-        return self.builder.enum(self.t, path[:-1], path[-1], self.t.yaml_path, member=member)
+    def enum_member(self, path: tuple[str, ...], member: str) -> str:
+        """An enum member: the module's constant for it (see `ModuleRenderer`)."""
+        found = self.builder.enum_member(self.t, path[:-1], path[-1], member, self.t.yaml_path)
+        self.enum_members.add(found)
+        return found.constant
 
     def expr(self, node: ex.Node) -> str:
         try:

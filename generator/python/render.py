@@ -11,7 +11,7 @@ import jinja2
 
 from .. import templating
 from ..load import SpecError
-from ..model import Attribute, Builder, TypeSpec
+from ..model import Attribute, Builder, EnumMember, TypeSpec, enum_class_name
 from ..plan import OBJECT, ROWS, SCALAR, SKIP, is_lazy, keeps_parent, opened_field, skipped_types
 from .emit import TypeEmitter
 from .write import writable, write_function
@@ -92,11 +92,13 @@ class ModuleRenderer:
         self.skipped = skipped
         self.imports: set[str] = set()
         self.unpackers: set[str] = set()
+        self.enum_members: set[EnumMember] = set()
 
     def collect(self, emitter: TypeEmitter, lines: list[str], prologue: bool = True) -> list[str]:
         """Keeps what a function needs at module level; puts its local bindings first."""
         self.imports |= emitter.modules
         self.unpackers |= emitter.unpackers
+        self.enum_members |= emitter.enum_members
         return (emitter.prologue() if prologue else []) + lines
 
     def reread_fields(self, t: TypeSpec) -> list[Attribute]:
@@ -115,8 +117,9 @@ class ModuleRenderer:
             param_names="".join(f", {self.emitter.local(p)}" for p in params),
         )
         if self.writes and writable(self.builder, t):
-            view.write_body, modules = write_function(self.builder, t)
+            view.write_body, modules, members = write_function(self.builder, t)
             self.imports |= modules
+            self.enum_members |= members
             view.write_inputs = list(t.write_from)
         if t.scalar:
             emitter = self.emitter(self.builder, t, SCALAR)
@@ -207,6 +210,7 @@ class ModuleRenderer:
             spec_name=self.root.spec.name,
             imports=sorted(self.imports),
             unpackers=sorted(self.unpackers),
+            enum_members=sorted(self.enum_members, key=lambda m: (m.enum, m.value)),
             types=types,
             **self.context(),
         )
@@ -244,7 +248,7 @@ def enum_views(roots: dict[str, TypeSpec]) -> list[EnumView]:
     for name, root in sorted(roots.items()):
         for t in root.walk():
             for enum_id, members in sorted(t.enums.items()):
-                class_name = "".join(part.capitalize() for part in enum_id.split("_"))
+                class_name = enum_class_name(enum_id)
                 view = EnumView(class_name, f"{name}::{enum_id}" if t is root else f"{name}::{t.id}::{enum_id}",
                                 sorted(((m.upper(), v) for m, v in members.items()), key=lambda item: item[1]))
                 if class_name in views:

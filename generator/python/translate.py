@@ -31,13 +31,14 @@ _IO_MEMBERS = {"pos": "({pos} - {io}.start)", "size": "({io}.end - {io}.start)",
 class Context:
     """What the surroundings of an expression mean in the generated function.
 
-    `resolve(name)` gives Python source for a bare name of the current type; `enum_value`
-    turns an enum reference into its integer; `pos`/`io` name the reading position and
-    stream variables (None where `_io` is not available, e.g. lazy instances).
+    `resolve(name)` gives Python source for a bare name of the current type; `enum_member`
+    gives it for an enum member (`record_kind::select_db`: the module's constant for it);
+    `pos`/`io` name the reading position and stream variables (None where `_io` is not
+    available, e.g. lazy instances).
     """
 
     resolve: Callable[[str], str]
-    enum_value: Callable[[tuple[str, ...], str], int]
+    enum_member: Callable[[tuple[str, ...], str], str]
     pos: str | None = "pos"
     io: str | None = "io"
     # reads `name` of the value of `target` (Python source) when the emitter knows better
@@ -57,7 +58,7 @@ def translate(node: Node, ctx: Context) -> str:
     if isinstance(node, Bool):
         return "True" if node.value else "False"
     if isinstance(node, EnumRef):
-        return str(ctx.enum_value(node.enum_path, node.member))
+        return ctx.enum_member(node.enum_path, node.member)
     if isinstance(node, Name):
         if node.name == "_io":
             raise ExpressionError("_io is only usable as _io.pos, _io.size or _io.eof")

@@ -15,7 +15,7 @@ from typing import Optional
 
 from .. import expressions as ex
 from ..load import SpecError
-from ..model import Attribute, Builder, Primitive, Switch, Text, TypeSpec, UserRef, type_refs
+from ..model import Attribute, Builder, EnumMember, Primitive, Switch, Text, TypeSpec, UserRef, type_refs
 from ..plan import TypePlan, is_lazy
 from ..write_plan import FieldWrite, NoWriterError, WritePlan
 from .emit import TypeEmitter
@@ -40,6 +40,7 @@ class WriteEmitter:
         self.current: Optional[Attribute] = None  # the field whose check `_` is an element of
         self.element: Optional[tuple[str, str, str]] = None  # (item, index, previous size) in a repeat
         self.modules: set[str] = set()
+        self.enum_members: set[EnumMember] = set()  # the members its expressions name
         self.produced: set[str] = set()
 
     # -- output --------------------------------------------------------------------------------
@@ -124,12 +125,14 @@ class WriteEmitter:
             return TypeEmitter.scalar_attribute(target, name, source)
         return None
 
-    def enum_value(self, path: tuple[str, ...], member: str) -> int:
-        return self.builder.enum(self.t, path[:-1], path[-1], self.t.yaml_path, member=member)
+    def enum_member(self, path: tuple[str, ...], member: str) -> str:
+        found = self.builder.enum_member(self.t, path[:-1], path[-1], member, self.t.yaml_path)
+        self.enum_members.add(found)
+        return found.constant
 
     def expr(self, node: ex.Node, pos: str | None = None) -> str:
         node = _null_tests(node)
-        ctx = Context(resolve=self.resolve, enum_value=self.enum_value, pos=pos, io="_wio" if pos else None,
+        ctx = Context(resolve=self.resolve, enum_member=self.enum_member, pos=pos, io="_wio" if pos else None,
                          attribute=self.attribute, root="root", parent="parent")
         try:
             return translate(node, ctx)
@@ -389,12 +392,12 @@ def writable(builder: Builder, t: TypeSpec, seen: frozenset[int] = frozenset()) 
     return all(writable(builder, r.target, seen | {id(t)}) for r in refs)
 
 
-def write_function(builder: Builder, t: TypeSpec) -> tuple[list[str], set[str]]:
-    """(the body of `write_<id>` or `_write`, the modules it calls into)."""
+def write_function(builder: Builder, t: TypeSpec) -> tuple[list[str], set[str], set[EnumMember]]:
+    """(the body of `write_<id>` or `_write`, the modules it calls into, the enum members it names)."""
     emitter = WriteEmitter(builder, t)
     lines = emitter.body()
     if not emitter.plan.from_inputs:
         lines = emitter.prologue_object() + lines
     else:
         lines = ["    self_ = None"] + lines
-    return lines, emitter.modules
+    return lines, emitter.modules, emitter.enum_members

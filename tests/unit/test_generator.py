@@ -3,6 +3,7 @@ small spec that uses every reading mode (object, scalar, columns, lazy, streamed
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from generator import expressions as ex
 from generator.load import SpecError, load_tree
-from generator.model import Attribute, Builder
+from generator.model import Attribute, Builder, Switch
 from generator.plan import (
     OBJECT,
     ROWS,
@@ -25,6 +26,7 @@ from generator.plan import (
     MessageValue,
     Read,
     TypePlan,
+    attribute_expressions,
     skipped_types,
     value_fields,
 )
@@ -35,7 +37,7 @@ from generator.python.translate import Context, translate
 
 def py(text: str, names: dict[str, str] | None = None) -> str:
     names = names or {}
-    ctx = Context(lambda n: names.get(n, n), lambda path, member: {"eof": 255}[member])
+    ctx = Context(lambda n: names.get(n, n), lambda path, member: {("opcode", "eof"): "_EOF"}[(*path, member)])
     return translate(ex.parse(text), ctx)
 
 
@@ -48,7 +50,8 @@ def py(text: str, names: dict[str, str] | None = None) -> str:
         ("x ? 1 : y ? 2 : 3", "(1 if x else (2 if y else 3))"),
         ("not a == b and c", "((not (a == b)) and c)"),
         ("b0 >> 6 == 1", "((b0 >> 6) == 1)"),
-        ("opcode == opcode::eof", "(opcode == 255)"),
+        ("opcode == opcode::eof", "(opcode == _EOF)"),
+        ("opcode == opcode::eof.to_i", "(opcode == _EOF)"),
         ("magic.substring(5, 9).to_i", "int(magic[5:9])"),
         ("items.size + name.length", "(len(items) + len(name))"),
         ("_io.pos + _io.size", "((pos - io.start) + (io.end - io.start))"),
@@ -418,9 +421,10 @@ def test_a_listpack_entry_is_pushed_without_a_python_object() -> None:
 
 def test_a_stream_entry_row_reads_its_checked_numbers_as_c_numbers() -> None:
     """The proofs behind the native rows reader of `stream_entry`: once `flags` passed its check
-    (`_.is_int`), `flags.int_value` gives a value wherever it is read, and `& 2` keeps it in 64
-    bits; `num_fields.int_value` gives one where the SAMEFIELDS bit is clear (num_fields is
-    there), but doubling it may leave 64 bits: the target computes that with Python ints."""
+    (`_.is_int`), `flags.int_value` gives a value wherever it is read, and `& entry_flag::samefields`
+    (a member, so a non-negative number) keeps it in 64 bits; `num_fields.int_value` gives one
+    where the SAMEFIELDS bit is clear (num_fields is there), but doubling it may leave 64 bits:
+    the target computes that with Python ints."""
     repo = Path(__file__).resolve().parents[2]
     builder = Builder(load_tree(repo / "spec"))
     entry = next(t for t in builder.build()["stream"].walk() if t.id == "stream_entry")
@@ -605,3 +609,127 @@ def test_a_type_of_unsigned_numbers_is_read_into_c_values(tmp_path: Path, instan
     builder = Builder(load_tree(tmp_path))
     root = builder.build()["lengths"]
     assert value_fields(builder, root.attribute("n").type.target) == kinds
+
+
+def _enum_valued(builder: Builder) -> dict[str, set[str]]:
+    """Per spec: the ids whose values are members of a spec enum (the fields, instances and
+    parameters with `enum:`), and the switches over them by the local that holds what they
+    switch on (`<field>_on`)."""
+    names: dict[str, set[str]] = {}
+    for name, root in builder.roots.items():
+        found = names.setdefault(name, set())
+        for t in root.walk():
+            typed = {a.id for a in t.seq + t.instances if a.enum} | {p.id for p in t.params if p.enum}
+            found |= typed
+            for a in t.seq + t.instances:
+                if isinstance(a.type, Switch) and (ex.names_in(a.type.on) & typed
+                                                   or any(isinstance(key, ex.EnumRef) for key, _ in a.type.cases)):
+                    found.add(f"{a.id}_on")
+    return names
+
+
+def _holds_member(node, names: set[str]) -> bool:
+    """`kind`, `self.kind`, `body_on`, a writer's `i_kind`/`pa_kind`...: one of `names`."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    return name is not None and re.sub(r"^(i|r|f|pa)_|_$", "", name) in names
+
+
+def _number(node) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and bool(node.elts) and all(map(_number, node.elts))
+
+
+def test_generated_code_names_the_enum_members_it_compares_with() -> None:
+    """Where a value of a spec enum (record kind, value type, blob kind...) is compared, the
+    generated code names the member (`body_on == _SELECT_DB`), in both targets: a module-level
+    int bound from generated/enums.py in Python, a compile-time constant of the same number in
+    Cython (`DEF _SELECT_DB = 254  # RecordKind.SELECT_DB`). The enum-valued names come from the
+    model."""
+    from rdbspec_generated import enums
+
+    repo = Path(__file__).resolve().parents[1]
+    builder = Builder(load_tree(repo / "spec"))
+    builder.build()
+    valued = _enum_valued(builder)
+    assert {"kind", "value_kind", "body_on", "value_on", "plain_on", "lzf_on"} <= valued["rdb"] | valued["rdb_string"]
+    found, named = [], 0
+    for spec, names in sorted(valued.items()):
+        path = repo / "generated" / f"{spec}.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(_holds_member(n, names) for n in operands):
+                    named += 1
+                    if any(map(_number, operands)):
+                        found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+        if not names:
+            continue
+        alternatives = "|".join(sorted(names))
+        held = rf"\b(?:(?:i|r|f|pa)_)?(?:{alternatives})_?\b"
+        compared = re.compile(rf"{held}\s*(?:==|!=|<=|>=|<|>)\s*-?\d|\d\s*(?:==|!=|<=|>=|<|>)\s*(?:\w+\.)*{held}")
+        path = repo / "generated" / "native" / f"{spec}.pyx"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if compared.search(line):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+            constant = re.fullmatch(r"DEF (_\w+) = (\d+)  # (\w+)\.(\w+)", line)
+            if constant:
+                assert int(getattr(enums, constant[3])[constant[4]]) == int(constant[2]), line
+    assert named >= 50 and found == []
+
+
+def test_an_enum_member_is_named_after_it_and_its_enum_where_another_has_that_name() -> None:
+    """The constant of `record_kind::select_db` is `_SELECT_DB`; EOF is a member of two enums
+    (record_kind, module_opcode), so each is qualified: `_RECORD_KIND_EOF`."""
+    repo = Path(__file__).resolve().parents[1]
+    builder = Builder(load_tree(repo / "spec"))
+    roots = builder.build()
+    record = next(t for t in roots["rdb"].walk() if t.id == "record")
+    member = builder.enum_member(record, (), "record_kind", "select_db", record.yaml_path)
+    assert (member.enum, member.name, member.value, member.constant) == ("RecordKind", "SELECT_DB", 254, "_SELECT_DB")
+    assert builder.enum_member(record, (), "record_kind", "eof", record.yaml_path).constant == "_RECORD_KIND_EOF"
+    blob = builder.enum_member(record, ("rdb_string",), "blob_kind", "ziplist", record.yaml_path)
+    assert (blob.enum, blob.constant, blob.value) == ("BlobKind", "_ZIPLIST", 2)
+    source = (repo / "generated" / "rdb.py").read_text(encoding="utf-8")
+    assert "from .enums import BlobKind, RecordKind, ValueType\n" in source
+    assert "\n_SELECT_DB = int(RecordKind.SELECT_DB)\n" in source and "if body_on == _SELECT_DB:" in source
+    native = (repo / "generated" / "native" / "rdb.pyx").read_text(encoding="utf-8")
+    assert "\nDEF _SELECT_DB = 254  # RecordKind.SELECT_DB\n" in native and "if body_on == _SELECT_DB:" in native
+
+
+def _results(node: ex.Node):
+    """What an expression may evaluate to: each branch of its conditionals."""
+    if isinstance(node, ex.Ternary):
+        yield from _results(node.then)
+        yield from _results(node.other)
+    else:
+        yield node
+
+
+def test_the_spec_names_the_members_of_its_enums() -> None:
+    """An enum-valued field, instance or parameter is compared with members, never numbers;
+    a switch over one has members as cases, and an instance of an enum gives members
+    (`record_kind::key_value.to_i`) where it gives a fixed one. What the generated code names
+    comes from there."""
+    repo = Path(__file__).resolve().parents[1]
+    builder = Builder(load_tree(repo / "spec"))
+    builder.build()
+    found = []
+    for root in builder.roots.values():
+        for t in root.walk():
+            typed = {a.id for a in t.seq + t.instances if a.enum} | {p.id for p in t.params if p.enum}
+            for a in t.seq + t.instances:
+                where = f"{t.spec_path}.{a.id}"
+                nodes = attribute_expressions(a)
+                if isinstance(a.type, Switch) and ex.names_in(a.type.on) & typed:
+                    found += [f"{where}: case {key}" for key, _ in a.type.cases if not isinstance(key, ex.EnumRef)]
+                if a.enum and a.value is not None:
+                    found += [f"{where}: gives {n.value}" for n in _results(a.value) if isinstance(n, ex.Num)]
+                for node in nodes:
+                    for n in ex.nodes_in(node):
+                        if isinstance(n, ex.Binary) and n.op in ("==", "!=", "<", "<=", ">", ">="):
+                            sides = (n.left, n.right)
+                            named = any(isinstance(side, ex.Name) and side.name in typed for side in sides)
+                            if named and any(isinstance(side, ex.Num) for side in sides):
+                                found.append(f"{where}: {n}")
+    assert found == []
