@@ -648,7 +648,7 @@ def test_generated_code_names_the_enum_members_it_compares_with() -> None:
     model."""
     from rdbspec_generated import enums
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     builder = Builder(load_tree(repo / "spec"))
     builder.build()
     valued = _enum_valued(builder)
@@ -681,7 +681,7 @@ def test_generated_code_names_the_enum_members_it_compares_with() -> None:
 def test_an_enum_member_is_named_after_it_and_its_enum_where_another_has_that_name() -> None:
     """The constant of `record_kind::select_db` is `_SELECT_DB`; EOF is a member of two enums
     (record_kind, module_opcode), so each is qualified: `_RECORD_KIND_EOF`."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     builder = Builder(load_tree(repo / "spec"))
     roots = builder.build()
     record = next(t for t in roots["rdb"].walk() if t.id == "record")
@@ -711,7 +711,7 @@ def test_the_spec_names_the_members_of_its_enums() -> None:
     a switch over one has members as cases, and an instance of an enum gives members
     (`record_kind::key_value.to_i`) where it gives a fixed one. What the generated code names
     comes from there."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     builder = Builder(load_tree(repo / "spec"))
     builder.build()
     found = []
