@@ -38,6 +38,7 @@ SPECS = (
     "rdb",
     "rdb_string",
     "stream",
+    "vcs",
     "ziplist",
     "zipmap",
     "zset",

@@ -100,6 +100,7 @@ class ValueType(IntEnum):
     DF_CUCKOO = 37
     DF_JSON_LEGACY = 276
     VALKEY_HASH_2 = 278
+    VALKEY_PATH_HASH = 279
 
 
 class BlobKind(IntEnum):
@@ -126,3 +127,16 @@ class EntryFlag(IntEnum):
 
     DELETED = 1
     SAMEFIELDS = 2
+
+
+class VcsCodec(IntEnum):
+    """The spec's `vcs::vcs_codec`."""
+
+    LZ4 = 1
+    ZSTD = 2
+
+
+class VcsStreamKind(IntEnum):
+    """The spec's `vcs::vcs_stream_kind`."""
+
+    RDB = 1

@@ -95,6 +95,7 @@ _DF_TOPK = int(ValueType.DF_TOPK)
 _DF_CUCKOO = int(ValueType.DF_CUCKOO)
 _DF_JSON_LEGACY = int(ValueType.DF_JSON_LEGACY)
 _VALKEY_HASH_2 = int(ValueType.VALKEY_HASH_2)
+_VALKEY_PATH_HASH = int(ValueType.VALKEY_PATH_HASH)
 
 
 class Rdb:
@@ -103,8 +104,9 @@ class Rdb:
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
     magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
     20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
-    (22 HASH_2, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above 79 (valkey
-    src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write REDIS0011.
+    (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
+    79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
+    REDIS0011.
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
@@ -320,14 +322,14 @@ class Record:
         self._io = io
         buf = io.buf
         end = io.end
-        # opcode: The opcode or value type byte. Unknown codes are invalid.
+        # opcode: The opcode or value type byte. Unknown codes are invalid. Under VALKEY magic the types
         if pos >= end:
             raise truncated(io, pos, 1, "rdb:record.opcode")
         opcode = buf[pos]
         pos += 1
         try:
             opcode_ok = (
-                ((opcode >= 243) or ((opcode <= 22) and (opcode != 8)))
+                ((opcode >= 243) or ((opcode <= 23) and (opcode != 8)))
                 if root.is_valkey
                 else (
                     (
@@ -556,7 +558,7 @@ class Record:
         pos += len(p_opcode.data)
         if f_opcode is not None and not _holds(
             lambda: (
-                ((f_opcode >= 243) or ((f_opcode <= 22) and (f_opcode != 8)))
+                ((f_opcode >= 243) or ((f_opcode <= 23) and (f_opcode != 8)))
                 if root.is_valkey
                 else (
                     (
@@ -590,7 +592,7 @@ class Record:
         ):
             raise WriteError(
                 f"{f_opcode!r} fails its check: "
-                "{'expr': '_root.is_valkey ? (_ >= 243 or (_ <= 22 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or\\n _ == 220 or _ == 222 or _ == 223 or _ == 224 or\\n (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))'}",
+                "{'expr': '_root.is_valkey ? (_ >= 243 or (_ <= 23 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or\\n _ == 220 or _ == 222 or _ == 223 or _ == 224 or\\n (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))'}",
                 "rdb:record.opcode",
             )
         pos += len(p_body.data)
@@ -1311,7 +1313,13 @@ class KeyValue:
         value_kind = (
             _VALKEY_HASH_2
             if (is_valkey and (type_code == 22))
-            else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code)
+            else (
+                _VALKEY_PATH_HASH
+                if (is_valkey and (type_code == 23))
+                else (
+                    _DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code
+                )
+            )
         )
         value_on = value_kind
         if value_on == _VALUE_TYPE_STRING:
@@ -1422,6 +1430,9 @@ class KeyValue:
         elif value_on == _VALKEY_HASH_2:
             pos = hash.ValkeyHash2._skip(io, pos, None, root)
             value = None
+        elif value_on == _VALKEY_PATH_HASH:
+            pos = hash.ValkeyPathHash._skip(io, pos, None, root)
+            value = None
         else:
             value = None
         return self, pos
@@ -1447,9 +1458,13 @@ class KeyValue:
                 _VALKEY_HASH_2
                 if (pa_is_valkey and (pa_type_code == 22))
                 else (
-                    _DF_JSON_LEGACY
-                    if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10))
-                    else pa_type_code
+                    _VALKEY_PATH_HASH
+                    if (pa_is_valkey and (pa_type_code == 23))
+                    else (
+                        _DF_JSON_LEGACY
+                        if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10))
+                        else pa_type_code
+                    )
                 )
             )
             if i_value_kind == _VALUE_TYPE_STRING:
@@ -1644,6 +1659,12 @@ class KeyValue:
                 if type(f_value) is not hash.ValkeyHash2:
                     raise WriteError(f"expected a valkey_hash_2, found {type(f_value).__name__}", "rdb:key_value.value")
                 f_value._write(p_value, self_, root)
+            elif i_value_kind == _VALKEY_PATH_HASH:
+                if type(f_value) is not hash.ValkeyPathHash:
+                    raise WriteError(
+                        f"expected a valkey_path_hash, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
             else:
                 raise WriteError(f"no case for {i_value_kind!r}", "rdb:key_value.value")
         _wio = Io(b"", 0, 0)
@@ -1671,9 +1692,13 @@ class KeyValue:
             _VALKEY_HASH_2
             if (self.is_valkey and (self.type_code == 22))
             else (
-                _DF_JSON_LEGACY
-                if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
-                else self.type_code
+                _VALKEY_PATH_HASH
+                if (self.is_valkey and (self.type_code == 23))
+                else (
+                    _DF_JSON_LEGACY
+                    if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
+                    else self.type_code
+                )
             )
         )
         value_on = value_kind
@@ -1749,6 +1774,8 @@ class KeyValue:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
         elif value_on == _VALKEY_HASH_2:
             value, pos = hash.ValkeyHash2._read(io, pos, self, root)
+        elif value_on == _VALKEY_PATH_HASH:
+            value, pos = hash.ValkeyPathHash._read(io, pos, self, root)
         else:
             value = None
         return value
@@ -1760,17 +1787,21 @@ class KeyValue:
 
     @property
     def value_kind(self):
-        """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
-        and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276). Valkey 9
-        shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
-        rdbSaveObjectType)."""
+        """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278) and
+        23 (PATH_HASH, 279), and type 20 in a REDIS file older than version 10 (old Dragonfly
+        JSON, 276). Valkey 9 shares Redis's types up to 21 and writes every stream as 21 (valkey
+        src/rdb.c rdbGetObjectType)."""
         return (
             _VALKEY_HASH_2
             if (self.is_valkey and (self.type_code == 22))
             else (
-                _DF_JSON_LEGACY
-                if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
-                else self.type_code
+                _VALKEY_PATH_HASH
+                if (self.is_valkey and (self.type_code == 23))
+                else (
+                    _DF_JSON_LEGACY
+                    if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
+                    else self.type_code
+                )
             )
         )
 

@@ -15,6 +15,7 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     │   ├── ParseError                  bytes that do not match the grammar (offset, spec path)   3
     │   │   └── TruncatedError            the bytes end inside a field                            3
     │   ├── ChecksumError               the CRC-64 trailer does not match                         4
+    │   │   └── FrameChecksumError        a compressed dump's LZ4 frame checksum does not match   4
     │   └── IntegrityError              a rule the server checks on load is broken                5
     ├── WriteError                    a generated writer refuses a value (spec path)              7
     ├── UnwritableError               what rdbspec does not write, named                          7
@@ -41,8 +42,8 @@ from dataclasses import dataclass
 
 from rdbspec_generated import ParseError, RdbError, RdbspecError, TruncatedError, WriteError
 
-__all__ = ["ChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError", "RdbspecError",
-           "RdbWarning", "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES", "as_internal",
+__all__ = ["ChecksumError", "FrameChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError",
+           "RdbspecError", "RdbWarning", "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES", "as_internal",
            "exit_code", "file_error_line", "internal_error_line", "print_warnings"]
 
 
@@ -52,8 +53,21 @@ class ChecksumError(RdbError):
     def __init__(self, stored: int, computed: int, offset: int):
         super().__init__(f"checksum mismatch: the file says {stored:#018x}, its bytes give "
                          f"{computed:#018x} (trailer at byte {offset})")
-        self.stored = stored
-        self.computed = computed
+        self.stored: int | None = stored  # None for a compressed dump's frame (FrameChecksumError)
+        self.computed: int | None = computed
+        self.offset = offset
+
+
+class FrameChecksumError(ChecksumError):
+    """A checksum of the frame a compressed Valkey dump is wrapped in (`rdbcompression lz4`: the
+    LZ4 frame's xxHash-32 of its header, of a block or of the content) does not match: the server
+    refuses the file ("Corrupt compressed RDB stream"). The frame's own checksums stand in for the
+    RDB's CRC-64 there, which the saver leaves 0. `offset` is where the compressed bytes that
+    failed were read from."""
+
+    def __init__(self, message: str, offset: int):
+        RdbError.__init__(self, message)
+        self.stored = self.computed = None
         self.offset = offset
 
 

@@ -1,6 +1,6 @@
 meta:
   id: hash
-  title: Redis and Valkey hashes stored as key/value lists (types 4, 22, 23, 24, 25; Valkey 22)
+  title: Redis and Valkey hashes stored as key/value lists (types 4, 22, 23, 24, 25; Valkey 22 and 23)
   endian: le
   imports:
     - rdb_string
@@ -164,3 +164,46 @@ types:
           Absolute expiry in unix ms, or -1 for none (valkey src/rdb.c rdbSaveObject writes
           entryGetExpiry, EXPIRY_NONE = -1 for a field without TTL); below -1 the server refuses
           the file (valkey src/rdb.c rdbLoadObject: itemexpiry < EXPIRY_NONE).
+  valkey_path_hash:
+    doc: |
+      Valkey RDB_TYPE_PATH_HASH (type 23 on VALKEY magic, Valkey 9.2+, RDB 81): a radix tree of
+      paths (binary-safe strings, the empty one too), each owning a small hash of fields and
+      values; no TTLs. `len n` paths, in the radix tree's byte order as the saver walks it, each
+      a path, `len m` (at least 1) and m field/value pairs in its hash's iteration order
+      (valkey src/rdb.c rdbSaveObject, OBJ_PATH_HASH branch). A path hash of no path is loaded as
+      an empty key (valkey tests/unit/type/path_hash.tcl "Empty Path Hash survives COPY,
+      DUMP/RESTORE, and RDB reload"), not skipped. A path twice or a field twice within a path is
+      refused by the loader (rdbLoadObject "Duplicate path-hash path or out of memory",
+      "Duplicate path-hash payload field"): rdbspec/read/values.py checks those.
+    doc-ref: valkey src/rdb.c rdbLoadObject
+    seq:
+      - id: num_paths
+        type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: paths.size}
+        doc: Number of paths.
+      - id: paths
+        type: valkey_path_hash_path
+        repeat: expr
+        repeat-expr: num_paths.value
+        doc: The paths with their fields.
+  valkey_path_hash_path:
+    doc: One path of a Valkey PATH_HASH and its fields.
+    doc-ref: valkey src/rdb.c rdbSaveObject
+    seq:
+      - id: path
+        type: rdb_string
+        doc: The path (any bytes, possibly empty).
+      - id: num_fields
+        type: rdb_string::rdb_len
+        -rdbspec-write: {is_encoded: false, value: entries.size}
+        valid:
+          expr: _.value >= 1
+        -rdbspec-message: 'expected at least one field for the path, found {_.value}'
+        doc: |
+          Number of fields of the path; at least 1 (valkey src/rdb.c rdbLoadObject refuses 0:
+          "Path hash path with empty payload").
+      - id: entries
+        type: hash_pair
+        repeat: expr
+        repeat-expr: num_fields.value
+        doc: The field/value pairs.

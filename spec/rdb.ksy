@@ -22,8 +22,9 @@ doc: |
   RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
   magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
   20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
-  (22 HASH_2, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above 79 (valkey
-  src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write REDIS0011.
+  (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
+  79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
+  REDIS0011.
 doc-ref: redis src/rdb.c rdbSaveRio
 seq:
   - id: magic
@@ -69,12 +70,16 @@ types:
         valid:
           expr: >-
             _root.is_valkey ?
-            (_ >= 243 or (_ <= 22 and _ != 8)) :
+            (_ >= 243 or (_ <= 23 and _ != 8)) :
             (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or
              _ == 220 or _ == 222 or _ == 223 or _ == 224 or
              (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))
         -rdbspec-message: 'expected a value type or opcode that this magic''s numbering defines, found {_}'
-        doc: The opcode or value type byte. Unknown codes are invalid.
+        doc: |
+          The opcode or value type byte. Unknown codes are invalid. Under VALKEY magic the types
+          are 0-7 and 9-23 (valkey src/rdb.h rdbIsObjectType); Valkey 9.2 loads its type 23
+          (PATH_HASH) from a file of either VALKEY version, as it gates no type by the file's
+          version (valkey src/rdb.c rdbLoadObject), though only 9.2 writes it (VALKEY081).
       - id: body
         type:
           switch-on: kind
@@ -269,19 +274,21 @@ types:
             'value_type::df_cuckoo': dragonfly::df_cuckoo
             'value_type::df_json_legacy': rdb_string
             'value_type::valkey_hash_2': hash::valkey_hash_2
+            'value_type::valkey_path_hash': hash::valkey_path_hash
         doc: The value, laid out according to `value_kind`.
     instances:
       value_kind:
         value: >-
           is_valkey and type_code == 22 ? value_type::valkey_hash_2.to_i :
+          is_valkey and type_code == 23 ? value_type::valkey_path_hash.to_i :
           (not is_valkey) and type_code == 20 and rdb_version < 10 ? value_type::df_json_legacy.to_i :
           type_code
         enum: value_type
         doc: |
-          The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
-          and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276). Valkey 9
-          shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
-          rdbSaveObjectType).
+          The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278) and
+          23 (PATH_HASH, 279), and type 20 in a REDIS file older than version 10 (old Dragonfly
+          JSON, 276). Valkey 9 shares Redis's types up to 21 and writes every stream as 21 (valkey
+          src/rdb.c rdbGetObjectType).
   string_list:
     doc: LIST (type 1) and SET (type 2) - `len n`, then n strings.
     doc-ref: redis src/rdb.c rdbSaveObject
@@ -369,3 +376,6 @@ enums:
     278:
       id: valkey_hash_2
       doc: Type 22 in a VALKEY file (0x100 + 22); Valkey HASH_2.
+    279:
+      id: valkey_path_hash
+      doc: Type 23 in a VALKEY file (0x100 + 23); Valkey 9.2's PATH_HASH.

@@ -16,6 +16,7 @@ SPECS = (
     "rdb",
     "rdb_string",
     "stream",
+    "vcs",
     "ziplist",
     "zipmap",
     "zset",

@@ -83,6 +83,21 @@ cdef class ValkeyHash2Entry:
     cdef public object value
     cdef public object expire_ms
 
+cdef class ValkeyPathHash:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object paths
+    cdef public object _lazy_num_paths
+
+cdef class ValkeyPathHashPath:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object path
+    cdef public object entries
+    cdef public object _lazy_num_fields
+
 cdef Hash c_read_hash(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef HashTable c_open_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
@@ -105,3 +120,7 @@ cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char
 cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef ValkeyHash2Entry c_read_valkey_hash_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_valkey_hash_2_entry(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef ValkeyPathHash c_read_valkey_path_hash(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_valkey_path_hash(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef ValkeyPathHashPath c_read_valkey_path_hash_path(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_valkey_path_hash_path(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

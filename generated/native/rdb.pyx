@@ -46,12 +46,14 @@ from .hash cimport c_read_hash_listpack_ex_pre_ga as hash__c_read_hash_listpack_
 from .hash cimport c_read_hash_metadata as hash__c_read_hash_metadata
 from .hash cimport c_read_hash_metadata_pre_ga as hash__c_read_hash_metadata_pre_ga
 from .hash cimport c_read_valkey_hash_2 as hash__c_read_valkey_hash_2
+from .hash cimport c_read_valkey_path_hash as hash__c_read_valkey_path_hash
 from .hash cimport c_skip_hash_listpack_ex as hash__c_skip_hash_listpack_ex
 from .hash cimport c_skip_hash_listpack_ex_pre_ga as hash__c_skip_hash_listpack_ex_pre_ga
 from .hash cimport c_skip_hash_metadata as hash__c_skip_hash_metadata
 from .hash cimport c_skip_hash_metadata_pre_ga as hash__c_skip_hash_metadata_pre_ga
 from .hash cimport c_skip_hash_table as hash__c_skip_hash_table
 from .hash cimport c_skip_valkey_hash_2 as hash__c_skip_valkey_hash_2
+from .hash cimport c_skip_valkey_path_hash as hash__c_skip_valkey_path_hash
 from .module cimport c_read_key_meta as module__c_read_key_meta
 from .module cimport c_read_module_aux as module__c_read_module_aux
 from .module cimport c_read_module_pre_ga as module__c_read_module_pre_ga
@@ -146,6 +148,7 @@ DEF _DF_TOPK = 36  # ValueType.DF_TOPK
 DEF _DF_CUCKOO = 37  # ValueType.DF_CUCKOO
 DEF _DF_JSON_LEGACY = 276  # ValueType.DF_JSON_LEGACY
 DEF _VALKEY_HASH_2 = 278  # ValueType.VALKEY_HASH_2
+DEF _VALKEY_PATH_HASH = 279  # ValueType.VALKEY_PATH_HASH
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
@@ -160,8 +163,9 @@ cdef class Rdb:
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
     magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
     20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
-    (22 HASH_2, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above 79 (valkey
-    src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write REDIS0011.
+    (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
+    79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
+    REDIS0011.
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
@@ -333,13 +337,13 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
     self._root = root = root if root is not None else self
     self._io = io
     cdef long long opcode = 0
-    # opcode: The opcode or value type byte. Unknown codes are invalid.
+    # opcode: The opcode or value type byte. Unknown codes are invalid. Under VALKEY magic the types
     if pos >= end:
         raise truncated(io, pos, 1, "rdb:record.opcode")
     opcode = _p[pos]
     pos += 1
     try:
-        opcode_ok = (((opcode >= 243) or ((opcode <= 22) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
+        opcode_ok = (((opcode >= 243) or ((opcode <= 23) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
     except (TypeError, ValueError, IndexError):
         opcode_ok = False
     if not opcode_ok:
@@ -1153,7 +1157,7 @@ cdef class KeyValue:
         try:
             root = self._root
             pos = self._lazy_value
-            value_kind = (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
+            value_kind = (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_VALKEY_PATH_HASH if (self.is_valkey and (self.type_code == 23)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code)))
             value_on = value_kind
             if value_on == _VALUE_TYPE_STRING:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -1227,6 +1231,8 @@ cdef class KeyValue:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
             elif value_on == _VALKEY_HASH_2:
                 value = hash__c_read_valkey_hash_2(io, buf, _p, end, &pos, self, root)
+            elif value_on == _VALKEY_PATH_HASH:
+                value = hash__c_read_valkey_path_hash(io, buf, _p, end, &pos, self, root)
             else:
                 value = None
             return value
@@ -1235,12 +1241,12 @@ cdef class KeyValue:
 
     @property
     def value_kind(self):
-        """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278)
-        and type 20 in a REDIS file older than version 10 (old Dragonfly JSON, 276). Valkey 9
-        shares Redis's types up to 21 and writes every stream as 21 (valkey src/rdb.c
-        rdbSaveObjectType)."""
+        """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278) and
+        23 (PATH_HASH, 279), and type 20 in a REDIS file older than version 10 (old Dragonfly
+        JSON, 276). Valkey 9 shares Redis's types up to 21 and writes every stream as 21 (valkey
+        src/rdb.c rdbGetObjectType)."""
 
-        return (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code))
+        return (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_VALKEY_PATH_HASH if (self.is_valkey and (self.type_code == 23)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code)))
 
 
 cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version):
@@ -1261,7 +1267,7 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
     # value: decoded on first access (see the property); stepped over here
     self._lazy_value = pos
     # value: The value, laid out according to `value_kind`.
-    value_kind = (_VALKEY_HASH_2 if (is_valkey and (type_code == 22)) else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code))
+    value_kind = (_VALKEY_HASH_2 if (is_valkey and (type_code == 22)) else (_VALKEY_PATH_HASH if (is_valkey and (type_code == 23)) else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code)))
     value_on = value_kind
     if value_on == _VALUE_TYPE_STRING:
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
@@ -1370,6 +1376,9 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
         value = None
     elif value_on == _VALKEY_HASH_2:
         pos = hash__c_skip_valkey_hash_2(io, buf, _p, end, pos, None, root)
+        value = None
+    elif value_on == _VALKEY_PATH_HASH:
+        pos = hash__c_skip_valkey_path_hash(io, buf, _p, end, pos, None, root)
         value = None
     else:
         value = None

@@ -156,6 +156,8 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
         first = value[0] if value else None
         if isinstance(first, tuple) and isinstance(first[1], float):
             return [[s(member), number(score)] for member, score in value]
+        if isinstance(first, tuple) and isinstance(first[1], list):  # a Valkey path hash
+            return [{"path": s(path), "fields": [[s(f), s(v)] for f, v in fields]} for path, fields in value]
         if isinstance(first, tuple):
             return [[s(x) for x in item] for item in value]
         return [s(item) for item in value]

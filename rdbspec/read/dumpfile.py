@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from rdbspec_generated import Io, RdbError, warning_sink
+from rdbspec_generated import Io, ParseError, RdbError, warning_sink
 from rdbspec_generated.enums import RecordKind
 
 from ..errors import ChecksumError, IntegrityError, InternalError, RdbWarning
@@ -22,7 +22,7 @@ from . import backend, dragonfly, values
 from .checksum import crc64
 from .dragonfly import ENVELOPES
 from .elements import text
-from .source import Source, open_source
+from .source import Source, bytes_source, open_source
 from .streams import Stream
 
 # the record kinds this module reads by name (the spec's `rdb::record_kind`)
@@ -40,6 +40,10 @@ EXPANDED_OPCODES = ENVELOPES | {EOF}
 HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT))
 # `Dump.checksum_status` of a dump saved with `rdbchecksum no`: 0 where the CRC-64 goes
 CHECKSUM_DISABLED = "disabled (0)"
+# ... of a compressed Valkey dump: the loader skips the RDB's CRC-64 (valkey src/rdb.c
+# rdbLoadRioWithLoadingCtx: "Logical RDB CRC64 skipped for streaming-compressed input"), the
+# frame's checksums having been verified as it was decoded (`source`)
+CHECKSUM_OF_FRAME = "not used (compressed: the {} frame's checksums)"
 # what the server writes right before a key's type byte, for that key (rdbSaveKeyValuePair: expiry,
 # LRU, LFU; Redis 8.6's key metadata, src/keymeta.c rdbSaveKeyMetadata): a loader keeps them until
 # the next key (rdbLoadRioWithLoadingCtx)
@@ -498,10 +502,14 @@ class Dump:
         self._finish()
 
     def _finish(self) -> None:
-        """Reads the checksum trailer after EOF and verifies it."""
+        """Reads the checksum trailer after EOF and verifies it; for a compressed dump, checks
+        that nothing was decoded after it instead."""
         self._guard(lambda: next(self._records, None), self._offset)
         stored = self._rdb.checksum
-        if stored is None:
+        if self.source.compressed is not None:
+            self._check_decoded_end()
+            self.checksum_status = CHECKSUM_OF_FRAME.format(self.source.compressed)
+        elif stored is None:
             self.checksum_status = "absent (RDB < 5)"
         elif stored == 0:
             self.checksum_status = CHECKSUM_DISABLED
@@ -515,11 +523,22 @@ class Dump:
                 raise ChecksumError(stored, computed, self.end_offset)
             self.checksum_status = "ok"
 
+    def _check_decoded_end(self) -> None:
+        """A compressed dump's frame must end with the RDB file: Valkey refuses decoded bytes after
+        its trailer (valkey src/compression_stream.c streamReaderFinish, "Corrupt compressed RDB
+        stream"), where a plain file's trailing bytes are never read."""
+        end, size = self._rdb._stream_pos, len(self.source.buffer)
+        if end < size:
+            raise ParseError(f"{size - end} more bytes decoded from the {self.source.compressed} frame after the "
+                             "RDB file's end (the server refuses them)", end, "rdb:rdb.checksum")
+
     def trailer_verified(self) -> bool:
         """True when the file ends with EOF and a checksum the server accepts, found without
         reading the records (redis src/rdb.c rdbLoadRioWithLoadingCtx: after RDB_OPCODE_EOF,
         the CRC-64 of every byte before it, 0 meaning "not computed"); False means: read on to
-        the end to know."""
+        the end to know. A compressed dump's frame checksums were verified as it was decoded."""
+        if self.source.compressed is not None:
+            return True
         buffer = self.source.buffer
         end = len(buffer) - 8
         if self.header.version < 5 or end < 1 or buffer[end - 1] != EOF:
@@ -612,4 +631,5 @@ def open(path: str | os.PathLike[str], verify_checksum: bool = True, whole_set: 
 
 
 def parse(data: bytes, verify_checksum: bool = True, parsers: str | None = None) -> Dump:
-    return Dump(Source(data, "<bytes>"), verify_checksum, parsers)
+    """A dump given as bytes (a compressed Valkey dump is unwrapped, as by `open`)."""
+    return Dump(bytes_source(data), verify_checksum, parsers)

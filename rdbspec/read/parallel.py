@@ -24,8 +24,9 @@ length after its last piece. The elements of another value read in parts have no
 a cut: each worker reads its own (`dumpfile.KeyRecord.packed`).
 
 One process reads (`split_size` says None) with one job, from stdin, a Dragonfly dump (a DFS set,
-or a file whose compressed blobs carry state from record to record), without fork, or a file
-under `MIN_FILE`, where forking gains nothing. `RDBSPEC_SPLIT_SIZE` (bytes) sets the size of the
+or a file whose compressed blobs carry state from record to record), a compressed Valkey dump
+(`rdbcompression lz4`: one frame, decoded from its start), without fork, or a file under
+`MIN_FILE`, where forking gains nothing. `RDBSPEC_SPLIT_SIZE` (bytes) sets the size of the
 ranges and reads any file over it in parallel (the tests cut small dumps with it).
 """
 
@@ -74,6 +75,8 @@ def split_size(path: str, dump: dumpfile.Dump, jobs: int) -> int | None:
     """The size of the ranges that `jobs` processes read `dump` (opened on `path`) in, or None
     when one process reads it."""
     if jobs < 2 or not hasattr(os, "fork") or isinstance(dump, dumpfile.DfsDump) or dump.header.dialect == "dragonfly":
+        return None
+    if dump.source.compressed is not None:  # decoded as it was read: a stream, one process reads it
         return None
     if path == "-" or not os.path.isfile(path):  # stdin (dumpfile.open's "-") or a pipe, read once
         return None

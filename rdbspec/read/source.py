@@ -1,8 +1,18 @@
-"""Where the bytes come from: a file (mapped, never read whole), bytes, or a pipe/stdin."""
+"""Where the bytes come from: a file (mapped, never read whole), bytes, or a pipe/stdin.
+
+A Valkey dump saved with `rdbcompression lz4` (spec/vcs.ksy: a VCS envelope, then the RDB file as
+one LZ4 frame) is unwrapped here as it is read: the frame is decoded a bounded piece at a time into
+a temporary file, which is mapped as a plain dump would be (`Source.compressed` names the codec),
+so a compressed dump of any size never sits in memory, from a file or from stdin alike. Valkey's
+loader does the same (valkey src/rdb.c rdbLoad, rdbInitStreamReader): input that does not start
+with the envelope's magic is a plain file, read as it is.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import io
+import itertools
 import mmap
 import os
 import shutil
@@ -12,8 +22,14 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
-from typing import BinaryIO, Protocol
+from collections.abc import Callable, Iterable
+from typing import IO, BinaryIO, Protocol
+
+from rdbspec_generated import Io, ParseError, TruncatedError
+from rdbspec_generated.enums import VcsCodec
+
+from ..errors import FrameChecksumError
+from . import backend
 
 Buffer = bytes | mmap.mmap  # what a source reads from: bytes given, or a file mapped
 
@@ -22,9 +38,13 @@ class Source:
     """A read-only buffer over the input. `close()` closes the file; a mapping stays valid until
     nothing refers to it, so values decoded lazily from it (stream nodes) outlive the dump."""
 
-    def __init__(self, buffer: Buffer, name: str, closers: list[BinaryIO] | None = None):
+    def __init__(self, buffer: Buffer, name: str, closers: list[IO[bytes]] | None = None,
+                 compressed: str | None = None):
         self.buffer = buffer
         self.name = name
+        # the codec of Valkey's whole-file compression the dump was unwrapped from ("lz4"), None
+        # for a plain one: then `buffer` holds the RDB file decoded, and its offsets are of that
+        self.compressed = compressed
         self._closers = closers or []
         # a mapped file's pages are released until close() or this object's end
         self._stop_releasing: Callable[[], object] | None = None
@@ -127,29 +147,134 @@ class _Mapping(mmap.mmap):
         self.close()
 
 
-def _map(handle: BinaryIO, name: str) -> Source:
+def _map(handle: IO[bytes], name: str, compressed: str | None = None) -> Source:
     size = os.fstat(handle.fileno()).st_size
     if size == 0:
         handle.close()
-        return Source(b"", name)
-    return Source(_Mapping(handle.fileno(), 0, access=mmap.ACCESS_READ), name, [handle])
+        return Source(b"", name, compressed=compressed)
+    return Source(_Mapping(handle.fileno(), 0, access=mmap.ACCESS_READ), name, [handle], compressed)
 
 
 def open_source(path: str | os.PathLike[str]) -> Source:
     """Maps a regular file; spools a pipe or stdin (`-`) to a temporary file as it is read,
-    so memory never holds the whole input."""
+    so memory never holds the whole input. A compressed Valkey dump is unwrapped on the way
+    (see the module doc)."""
     name = os.fspath(path)
     if name == "-":
         return _spool(sys.stdin.buffer, "<stdin>")
     handle = open(name, "rb")  # noqa: SIM115 - closed by Source.close
-    if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        return _map(handle, name)
+    try:
+        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        probe = _probe(handle) if regular else b""
+        if regular and not probe.startswith(VCS_MAGIC):
+            return _map(handle, name)
+    except BaseException:
+        handle.close()
+        raise
     with handle:
-        return _spool(handle, name)
+        return _unwrap(handle, probe, name) if regular else _spool(handle, name)
+
+
+def bytes_source(data: bytes, name: str = "<bytes>") -> Source:
+    """A dump given as bytes (`rdbspec.parse`); a compressed Valkey dump is unwrapped into a
+    temporary file, as `open_source` does."""
+    if not data.startswith(VCS_MAGIC):
+        return Source(data, name)
+    stream = io.BytesIO(data)
+    return _unwrap(stream, _probe(stream), name)
 
 
 def _spool(stream: BinaryIO, name: str) -> Source:
+    """`stream` read to its end into a temporary file, mapped (unwrapped first when compressed)."""
+    probe = _probe(stream)
+    if probe.startswith(VCS_MAGIC):
+        return _unwrap(stream, probe, name)
     spool = tempfile.TemporaryFile(prefix="rdbspec-")
-    shutil.copyfileobj(stream, spool, 1 << 20)
-    spool.flush()
+    try:
+        spool.write(probe)
+        shutil.copyfileobj(stream, spool, 1 << 20)
+        spool.flush()
+    except BaseException:
+        spool.close()
+        raise
     return _map(spool, name)
+
+
+# -- Valkey's whole-file compression (rdbcompression lz4): spec/vcs.ksy --------------------------
+
+VCS_MAGIC = b"VCS"  # what the envelope starts with (spec vcs.ksy `magic`; valkey src/compression_stream.h)
+CODEC_OFFSET = len(VCS_MAGIC) + 1  # the codec byte: after the magic and the version (spec vcs.ksy)
+PROBE_BYTES = 64  # read first to tell the envelope from a plain file: more than the envelope holds
+FRAME_READ = 1 << 20  # compressed bytes read at a time
+DECODED_PIECE = 4 << 20  # decoded bytes taken from the decoder at a time: memory stays bounded whatever the ratio
+# the LZ4 frame errors (lz4 src/lz4frame.h LZ4F_errorCodes) of a checksum that does not match
+_LZ4_CHECKSUM_ERRORS = ("ERROR_blockChecksum_invalid", "ERROR_contentChecksum_invalid", "ERROR_headerChecksum_invalid")
+_FRAME = "vcs:vcs.frame"  # the spec path errors in the frame name
+
+
+def _probe(stream: IO[bytes]) -> bytes:
+    """The first `PROBE_BYTES` of `stream` (fewer at its end), read from where it is."""
+    got = b""
+    while len(got) < PROBE_BYTES:
+        chunk = stream.read(PROBE_BYTES - len(got))
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def _unwrap(stream: IO[bytes], probe: bytes, name: str) -> Source:
+    """The RDB file inside a VCS envelope: `probe` (the input's first bytes, which hold the
+    envelope) then the rest of `stream`, its frame decoded into a temporary file as it is read.
+    The envelope is read by the parser generated from spec/vcs.ksy (its checks are the loader's:
+    valkey src/compression_stream.c readVcsEnvelope)."""
+    envelope = backend.parser("vcs").Vcs._read(Io(probe, 0, len(probe)), 0, None, None)[0]
+    start = len(probe) - len(envelope.frame)  # where the frame starts
+    if envelope.codec != VcsCodec.LZ4:  # Valkey built with Zstandard (rdbcompression zstd)
+        codec = VcsCodec(envelope.codec).name.lower()
+        raise ParseError(f"a {codec}-compressed dump (rdbcompression {codec}): rdbspec unwraps LZ4 frames only",
+                         CODEC_OFFSET, "vcs:vcs.codec_id")
+    frame = itertools.chain((probe[start:],), iter(lambda: stream.read(FRAME_READ), b""))
+    spool = tempfile.TemporaryFile(prefix="rdbspec-")
+    try:
+        _decode_lz4(frame, start, spool)
+        spool.flush()
+    except BaseException:
+        spool.close()
+        raise
+    return _map(spool, name, "lz4")
+
+
+def _decode_lz4(frame: Iterable[bytes], offset: int, out: IO[bytes]) -> None:
+    """Decodes the LZ4 frame that `frame` (its bytes in pieces, the first at file offset
+    `offset`) starts with into `out`, `DECODED_PIECE` bytes at most at a time, verifying the
+    checksums the frame declares. What follows the frame's end is not read: Valkey's loader
+    stops there (valkey src/compression_stream.c streamReaderFinish, tests/integration/
+    rdb-compression.tcl "RDB loader ignores trailing data after an LZ4 frame")."""
+    import lz4.frame
+
+    decoder = lz4.frame.LZ4FrameDecompressor()
+    for piece in frame:
+        size = len(piece)
+        while True:
+            try:
+                out.write(decoder.decompress(piece, max_length=DECODED_PIECE))
+            except RuntimeError as err:  # lz4 reports a bad frame so (LZ4F_decompress failed with code: ...)
+                raise _frame_error(str(err), offset) from None
+            piece = b""
+            if decoder.eof or decoder.needs_input:
+                break
+        if decoder.eof:
+            return
+        offset += size
+    raise TruncatedError("the LZ4 frame ends before its end mark: the file is cut short", offset, _FRAME)
+
+
+def _frame_error(message: str, offset: int) -> ParseError | FrameChecksumError:
+    """What an LZ4 frame that does not decode ends in: a checksum that does not match (the
+    frame's header, a block or the content), or a frame that is not one (exit 3)."""
+    code = message.rsplit(" ", 1)[-1]
+    if code in _LZ4_CHECKSUM_ERRORS:
+        return FrameChecksumError(f"the LZ4 frame's checksum does not match its bytes ({code}), in the bytes "
+                                  f"read from byte {offset} on", offset)
+    return ParseError(f"the LZ4 frame does not decode ({code})", offset, _FRAME)

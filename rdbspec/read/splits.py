@@ -9,7 +9,8 @@ into at most that many splits of `split_size` bytes of it or more, each decoded 
 every split in order gives exactly the keys (and elements) of reading the file whole.
 
 What cannot be split is one split: a file not over `split_size`, a Dragonfly shard (compressed
-blobs and tagged chunks carry state from record to record), or stdin.
+blobs and tagged chunks carry state from record to record), a compressed Valkey dump (one frame,
+decoded from its start), or stdin.
 
 A reader of the stream tables finds rows in stream keys only. For it (`streams_only=True`) a
 split of keys holding no stream is left out, except the last, which reads the end of the file
@@ -71,7 +72,7 @@ def _planned(path: str, identity: tuple[int, int, int, int], split_size: int, pa
              streams_only: bool) -> tuple[Split, ...]:
     """`plan` of the file `identity` names (device, inode, size, mtime_ns), kept per process."""
     with dumpfile.open(path, verify_checksum=False, whole_set=False) as dump:
-        if dump.header.dialect == "dragonfly":
+        if dump.header.dialect == "dragonfly" or dump.source.compressed is not None:
             return (Split(path),)
         return tuple(cut(dump, path, split_size, parts, streams_only))
 

@@ -2,7 +2,8 @@
 
 Strings are bytes; lists and sets lists of bytes (file order); sorted sets lists of
 (member, float); hashes lists of (field, value) with, for field-TTL hashes, the TTLs as
-absolute unix ms beside them; streams a `Stream`; modules a `ModuleValue`.
+absolute unix ms beside them; Valkey path hashes lists of (path, [(field, value)...]) in file
+order; streams a `Stream`; modules a `ModuleValue`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from ..errors import IntegrityError
 from .elements import CHUNK_ROWS, container, pairs, text, texts, values
 from .streams import Stream
 
-# value kinds read by name here and elsewhere (the spec's `rdb::value_type`; Valkey HASH_2 and old
-# Dragonfly JSON are mapped above 255 there, since they reuse Redis type bytes)
+# value kinds read by name here and elsewhere (the spec's `rdb::value_type`; Valkey HASH_2 and
+# PATH_HASH and old Dragonfly JSON are mapped above 255 there, since they reuse Redis type bytes)
 STRING, VALKEY_HASH_2, DF_JSON_LEGACY = ValueType.STRING, ValueType.VALKEY_HASH_2, ValueType.DF_JSON_LEGACY
+VALKEY_PATH_HASH = ValueType.VALKEY_PATH_HASH
 
 
 # What C's strtod reads: the longest prefix that is a decimal or hexadecimal float, inf or nan
@@ -143,6 +145,38 @@ def _listpack_triples(lp: Any) -> Decoded:
     flat = texts(lp.entries)
     ttls: list[Any] = values(lp.entries)  # integers: the server appends a TTL as one (lpAppendInteger)
     return _hash_with_ttls(list(zip(flat[0::3], flat[1::3], [t or None for t in ttls[2::3]])))
+
+
+# A Valkey path hash as `values.decode` gives it: each path and its (field, value) pairs
+PathHash = list[tuple[bytes, list[tuple[bytes, bytes]]]]
+
+
+def path_hash(v: Any) -> PathHash:
+    """The paths of a Valkey PATH_HASH (spec hash::valkey_path_hash) in file order, each with its
+    fields, checked as the loader checks them (valkey src/rdb.c rdbLoadObject, RDB_TYPE_PATH_HASH:
+    a path goes into the radix tree with raxTryInsert, a field into the path's hash with
+    hashTypeSet, and one already there refuses the file)."""
+    paths: PathHash = [(text(item.path), [(text(e.field), text(e.value)) for e in item.entries]) for item in v.paths]
+    path = _repeated(p for p, _ in paths)
+    if path is not None:
+        raise IntegrityError(f"the path {path!r} twice (valkey src/rdb.c rdbLoadObject: "
+                             '"Duplicate path-hash path or out of memory")')
+    for path, fields in paths:
+        field = _repeated(f for f, _ in fields)
+        if field is not None:
+            raise IntegrityError(f"the field {field!r} twice in the path {path!r} (valkey src/rdb.c "
+                                 'rdbLoadObject: "Duplicate path-hash payload field")')
+    return paths
+
+
+def _repeated(names: Iterable[bytes]) -> bytes | None:
+    """The first name met a second time, None when each is met once."""
+    seen: set[bytes] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def scored(entries: Any) -> list[tuple[bytes, float]]:
@@ -272,6 +306,7 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     ValueType.DF_JSON_LEGACY: lambda v, t: Decoded(text(v)),
     ValueType.VALKEY_HASH_2: lambda v, t: _hash_with_ttls(
         [(text(e.field), text(e.value), e.expire_ms if e.expire_ms != -1 else None) for e in v.entries]),
+    ValueType.VALKEY_PATH_HASH: lambda v, t: Decoded(path_hash(v)),
 }
 
 # each value type's name (TYPE) and encoding (OBJECT ENCODING) as the server reports them
@@ -312,6 +347,7 @@ _NAME_AND_ENCODING: dict[int, tuple[str, str]] = {
     ValueType.DF_CUCKOO: ("cuckoo", "cuckoo"),
     ValueType.DF_JSON_LEGACY: ("json", "json"),
     ValueType.VALKEY_HASH_2: ("hash", "hashtable"),
+    ValueType.VALKEY_PATH_HASH: ("path-hash", "path-hash"),  # valkey tests/unit/type/path_hash.tcl
 }
 TYPE_NAMES = {kind: name for kind, (name, _) in _NAME_AND_ENCODING.items()}
 

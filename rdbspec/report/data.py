@@ -127,7 +127,12 @@ class ReportBuilder:
         self._spilling = False
 
     def add_key(self, db: int, key: bytes, type_name: str, encoding: str, size_in_file: int, elements: int,
-                memory: int, expire_at_ms: int | None) -> None:
+                memory: int | None, expire_at_ms: int | None) -> None:
+        """One key's figures; its `memory` None when the model does not size its type (its row
+        says null, the sums count it as 0 bytes)."""
+        row = {"db": db, "key": text(key), "type": type_name, "encoding": encoding, "size_in_file": size_in_file,
+               "elements": elements, "memory": memory, "expire_at_ms": expire_at_ms}
+        memory = memory or 0
         expires = expire_at_ms is not None
         for sums in (self.totals, self._databases.setdefault(db, _Sums()), self._types.setdefault(type_name, _Sums()),
                      self._encodings.setdefault((type_name, encoding), _Sums())):
@@ -142,8 +147,6 @@ class ReportBuilder:
         bucket = self._expiry[self.expiry_bucket(expire_at_ms)]
         bucket["keys"] += 1
         bucket["memory"] += memory
-        row = {"db": db, "key": text(key), "type": type_name, "encoding": encoding, "size_in_file": size_in_file,
-               "elements": elements, "memory": memory, "expire_at_ms": expire_at_ms}
         self._keep(self._top_keys, memory, row)
 
     def expiry_bucket(self, expire_at_ms: int | None) -> str:

@@ -23,3 +23,6 @@ def parse_version(text: str) -> Version:
 TARGETS: dict[str, int] = {"redis-6.0": 9, "redis-6.2": 9, "redis-7.0": 10, "redis-7.2": 11, "redis-7.4": 12,
                            "redis-8.0": 12, "valkey-8.0": 11}
 OLDEST, NEWEST = 9, 12  # the versions written
+# the RDB version from which a Valkey dump holds path hashes (valkey src/rdb.c rdbGetObjectType:
+# none below 81, VALKEY081 being what Valkey 9.2 writes)
+PATH_HASH_RDB = 81

@@ -35,10 +35,11 @@ path as resolved) and ``db`` (the database number; null where it does not apply)
     key binary, key_str (UTF-8 text of the key, null when not valid UTF-8), type, rdb_type
     (the type byte), encoding, expire_at_ms (absolute unix ms), idle (seconds, LRU), freq
     (LFU), offset (byte offset of the record), size_in_file (bytes of the record), elements
-    (items of a list/set/zset/hash, entries of a stream; null for strings and modules), memory
-    (the bytes ``MEMORY USAGE key SAMPLES 0`` answers on the server that loads the dump:
-    ``rdbspec.memory``, for the version the dump's AUX names, or option ``memoryVersion``
-    (7.0, valkey-9.1...), and option ``allocator``: jemalloc, the default, or libc).
+    (items of a list/set/zset/hash, entries of a stream, paths of a Valkey path hash; null for
+    strings and modules), memory (the bytes ``MEMORY USAGE key SAMPLES 0`` answers on the
+    server that loads the dump: ``rdbspec.memory``, for the version the dump's AUX names, or
+    option ``memoryVersion`` (7.0, valkey-9.1...), and option ``allocator``: jemalloc, the
+    default, or libc; null for a type the model does not size, Valkey 9.2's path hash).
 ``streams``
     key, length, last_id, first_id, max_deleted_id (IDs as "ms-seq" text), entries_added,
     nodes (listpack nodes), groups (consumer groups).

@@ -21,6 +21,9 @@ objects the Python parsers read and written by the generated writers:
 * a Dragonfly snapshot (a DFS set or one file) loses its own AUX fields and types: JSON, Bloom,
   count-min, top-k and cuckoo keys are dropped, hashes and sets with member TTLs (31, 32) lose the
   TTLs;
+* Valkey 9.2's path hashes (type 23 of VALKEY081) are dropped: no target has the type, nor a
+  type that holds paths (valkey src/rdb.c rdbGetObjectType: a path hash has no RDB type below
+  81, so Valkey itself refuses to save one for an older replica);
 * function libraries (FUNCTION2) are dropped below RDB 10, and the single functions of Redis
   7.0-rc1/rc2 (FUNCTION_PRE_GA, which every release refuses: src/rdb.c rdbFunctionLoad) always.
 
@@ -74,6 +77,7 @@ VALKEY_HASH_2 = ValueType.VALKEY_HASH_2
 DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = ValueType.DF_HASH_WITH_EXPIRY, ValueType.DF_SET_WITH_EXPIRY
 DRAGONFLY_ONLY = frozenset((ValueType.DF_JSON, ValueType.DF_SBF, ValueType.DF_SBF2, ValueType.DF_CMS, ValueType.DF_TOPK,
                             ValueType.DF_CUCKOO, ValueType.DF_JSON_LEGACY))
+VALKEY_PATH_HASH = ValueType.VALKEY_PATH_HASH
 # the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
 DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
 
@@ -99,11 +103,14 @@ class Converter:
 
     def holds(self, record: KeyRecord, note: bool = False) -> bool:
         """Whether the key is written: not a Dragonfly type Redis has none of (JSON, Bloom,
-        count-min, top-k, cuckoo filters; with `note`, told to `drop` the first time it is met)."""
-        if record.value_kind not in DRAGONFLY_ONLY:
+        count-min, top-k, cuckoo filters), nor a Valkey path hash (with `note`, told to `drop`
+        the first time it is met)."""
+        kind = record.value_kind
+        if kind not in DRAGONFLY_ONLY and kind != VALKEY_PATH_HASH:
             return True
         if note:
-            self.drop(f"Dragonfly {record.type_name} keys (type {record.rdb_type})", record)
+            producer = "Dragonfly" if kind in DRAGONFLY_ONLY else "Valkey 9.2"
+            self.drop(f"{producer} {record.type_name} keys (type {record.rdb_type})", record)
         return False
 
     def head(self, record: Any) -> bool:

@@ -22,6 +22,9 @@ made by one command with all its elements, under the redis.conf limits of `Serve
   it turned into one) while small; a hashtable otherwise;
 * a hash, HSET (src/t_hash.c hashTypeTryConversion): a listpack (RDB 9: ziplist) of the pairs in
   order while they are few and short, a hashtable otherwise;
+* a Valkey 9.2 path hash, PHMSET (valkey src/rdb.c rdbSaveObject, OBJ_PATH_HASH): its paths in the
+  radix tree's byte order, each with its fields in the order given (a small payload hash keeps
+  insertion order), a later value of a field replacing the earlier as PHSET does;
 * a sorted set, ZADD (src/t_zset.c zsetAdd, zzlInsert): a listpack (RDB 9: ziplist) of member
   and score by ascending score then member, each score as d2string writes it (src/util.c: an
   integer as an integer; else "%.17g" before RDB 11, fpconv_dtoa's shortest digits from RDB 11),
@@ -63,6 +66,10 @@ LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB = BlobKind.LISTPACK, BlobKind.ZIPLIST, 
 STREAM_LISTPACK_BLOB = BlobKind.STREAM_LISTPACK
 # the value types new keys take (the spec's rdb::value_type: redis src/rdb.h RDB_TYPE_*)
 STRING, SET, ZSET_2, HASH = ValueType.STRING, ValueType.SET, ValueType.ZSET_2, ValueType.HASH
+VALKEY_PATH_HASH = ValueType.VALKEY_PATH_HASH
+# the type byte of Valkey's PATH_HASH (23 in a VALKEY file), which the spec reads as the value
+# type 0x100 + 23 (rdb::key_value.value_kind)
+PATH_HASH_TYPE = int(VALKEY_PATH_HASH) & 0xFF
 LIST_QUICKLIST, LIST_QUICKLIST_2 = ValueType.LIST_QUICKLIST, ValueType.LIST_QUICKLIST_2
 SET_INTSET, SET_LISTPACK = ValueType.SET_INTSET, ValueType.SET_LISTPACK
 ZSET_ZIPLIST, ZSET_LISTPACK = ValueType.ZSET_ZIPLIST, ValueType.ZSET_LISTPACK
@@ -81,11 +88,13 @@ EMPTY_LISTPACK, EMPTY_ZIPLIST = 7, 11  # lpNew, ziplistNew: the header and the e
 
 def new_key_record(db: int, key: bytes, rdb_type: int, value: Any, version: int, valkey: bool,
                    compress: bool = True, expire_at_ms: int | None = None, idle: int | None = None,
-                   freq: int | None = None) -> dumpfile.KeyRecord:
-    """A key that no dump holds, made to be written (`Writer.key`): its name, type and value."""
+                   freq: int | None = None, value_kind: int | None = None) -> dumpfile.KeyRecord:
+    """A key that no dump holds, made to be written (`Writer.key`): its name, type byte and value,
+    and its value kind when the spec maps the type byte to another (Valkey's PATH_HASH)."""
     body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=valkey, rdb_version=version,
                               key=rdb_string(key, compress), value=value)
-    return dumpfile.KeyRecord(db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body)
+    kind = rdb_type if value_kind is None else value_kind
+    return dumpfile.KeyRecord(db, key, rdb_type, kind, expire_at_ms, idle, freq, 0, 0, body)
 
 
 def key_hash_slot(key: bytes) -> int:
@@ -225,6 +234,21 @@ class Layouts:
             entries = [x for f, v in merged.items() for x in (stored(f), stored(v))]
             return (HASH_LISTPACK if self.version >= 10 else HASH_ZIPLIST), self._packed(entries)
         return HASH, hash_table(merged.items(), self.compress)
+
+    def path_hash(self, paths: Mapping[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]
+                  | Iterable[tuple[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]]) -> tuple[int, Any]:
+        """PHMSET of each path's fields (see the module doc): the type byte and the value. A path
+        holds one field at least (PHDEL removes a path whose last field goes)."""
+        given = paths.items() if isinstance(paths, Mapping) else paths
+        merged: dict[bytes, dict[bytes, bytes]] = {}
+        for path, pairs in given:
+            merged.setdefault(path, {}).update(pairs)
+        if any(not fields for fields in merged.values()):
+            raise ValueError("a path of a path hash holds at least one field")
+        return PATH_HASH_TYPE, _hash.ValkeyPathHash._new(paths=[
+            _hash.ValkeyPathHashPath._new(path=rdb_string(path, self.compress),
+                                          entries=hash_table(merged[path].items(), self.compress).entries)
+            for path in sorted(merged)])
 
     def zset(self, pairs: Mapping[bytes, float] | Iterable[tuple[bytes, float]]) -> tuple[int, Any]:
         """ZADD of the pairs: a later score of a member replaces the earlier. From 7.2 the pairs

@@ -53,7 +53,8 @@ from ..read.checksum import crc64_update
 from ..read.dumpfile import FunctionLibrary, KeyRecord
 from ..read.values import ModuleValue
 from ..server.streams import stream_type
-from .layouts import Layouts, ServerConfig, new_key_record, rdb_len, rdb_string
+from ..server.versions import PATH_HASH_RDB
+from .layouts import VALKEY_PATH_HASH, Layouts, ServerConfig, new_key_record, rdb_len, rdb_string
 from .stream import EditableStream
 
 # module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*) by the names rdbspec.read.values gives them
@@ -249,6 +250,18 @@ class Writer:
         """ZADD of every member and score."""
         self._new_key(key, *self.layouts.zset(pairs), **meta)
 
+    def path_hash(self, key: bytes,
+                  paths: Mapping[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]
+                  | Iterable[tuple[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]],
+                  **meta: int | None) -> None:
+        """PHMSET of each path's fields (`Layouts.path_hash`): Valkey 9.2's path hash, which only
+        a VALKEY dump of RDB 81 or later holds (`valkey=True`)."""
+        if not self.root.is_valkey or self.version < PATH_HASH_RDB:
+            magic = ("VALKEY%03d" if self.root.is_valkey else "REDIS%04d") % self.version
+            raise UnwritableError(f"a path hash (Valkey 9.2) is written in a VALKEY dump of RDB {PATH_HASH_RDB} or "
+                                  f"later, not in {magic}")
+        self._new_key(key, *self.layouts.path_hash(paths), value_kind=VALKEY_PATH_HASH, **meta)
+
     def stream(self, key: bytes, stream: EditableStream, **meta: int | None) -> None:
         """A stream as `EditableStream.append` (XADD with the config's node limits) and its
         groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11)."""
@@ -256,11 +269,11 @@ class Writer:
         self._new_key(key, code, stream.to_value(code, self.compress), **meta)
 
     def _new_key(self, key: bytes, rdb_type: int, value: Any, /, expire_at_ms: int | None = None,
-                 idle: int | None = None, freq: int | None = None) -> None:
+                 idle: int | None = None, freq: int | None = None, value_kind: int | None = None) -> None:
         if self.db is None:
             raise UnwritableError("a key is written after select_db: the server reads keys into a database")
         self.key(new_key_record(self.db, key, rdb_type, value, self.version, self.root.is_valkey, self.compress,
-                                expire_at_ms, idle, freq))
+                                expire_at_ms, idle, freq, value_kind))
 
     # -- the end ---------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from tests.support import (
     split_dump,  # noqa: E402
 )
 from tests.support.populate import populate  # noqa: E402
+from tests.support.valkey_dumps import vcs_lz4, write_valkey081  # noqa: E402
 
 redis_server_factory = servers.redis_server_factory  # the fixture the --dumps test uses
 
@@ -48,10 +49,13 @@ def spark():
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    """Every real-server dump, copied flat into one directory (plus a file to be ignored)."""
+    """Every real-server dump, copied flat into one directory (plus a file to be ignored), and
+    Valkey 9.2's: a VALKEY081 dump with path hashes, plain and compressed (`rdbcompression lz4`)."""
     d = tmp_path_factory.mktemp("corpus")
     for p in DUMPS:
         shutil.copy(p, d / f"{p.parent.name}__{p.name}")
+    plain = write_valkey081(d / "valkey-9.2__path_hash.rdb")
+    (d / "valkey-9.2__path_hash_lz4.rdb").write_bytes(vcs_lz4(plain.read_bytes()))
     (d / "README.txt").write_text("not a dump; the directory filter skips it")
     return d
 

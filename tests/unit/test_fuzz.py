@@ -30,6 +30,9 @@ DUMPS = [
     REAL / "redis-7.4.1" / "mixed_types.rdb",
     REAL / "valkey-8.0.1" / "stream_groups.rdb",
 ]
+# dumps made for the run (tests/support/valkey_dumps.py): Valkey 9.2's VALKEY081 with path hashes,
+# and the same compressed as `rdbcompression lz4` writes it (the envelope and the LZ4 frame mutated)
+MADE = ("valkey-9.2-path-hash.rdb", "valkey-9.2-lz4.rdb")
 SEED = 0x5EED
 PER_INPUT_S = 2.0
 BUDGET_PER_DUMP_S = 9.0
@@ -166,9 +169,20 @@ def _spawn(paths: list[Path]) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
-def test_mutated_dumps_raise_only_rdb_errors(each_backend: str) -> None:
+def _made(directory: Path) -> list[Path]:
+    """The `MADE` seed dumps, written into `directory`."""
+    from tests.support.valkey_dumps import vcs_lz4, write_valkey081
+
+    plain, compressed = (directory / name for name in MADE)
+    write_valkey081(plain)
+    compressed.write_bytes(vcs_lz4(plain.read_bytes()))
+    return [plain, compressed]
+
+
+def test_mutated_dumps_raise_only_rdb_errors(each_backend: str, tmp_path: Path) -> None:
     started = time.monotonic()
-    halves = [DUMPS[0::2], DUMPS[1::2]]  # two workers in parallel
+    dumps = DUMPS + _made(tmp_path)
+    halves = [dumps[0::2], dumps[1::2]]  # two workers in parallel
     procs = [_spawn(paths) for paths in halves]
     results: list[dict] = []
     finals: list[dict] = []
