@@ -9,8 +9,10 @@ when they are there."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any, TypeVar
+
+H = TypeVar("H", bound=Hashable)
 
 # Elements a chunk of a hashtable-encoded value or of a PEL holds (`chunks_<field>` of the
 # generated parsers): bounded, so that a value of any size is walked in the same memory
@@ -74,3 +76,13 @@ def text_lengths(items: Any, start: int, step: int, second: int = -1) -> Sequenc
         return firsts
     return [a << 32 | len(b) for a, b in zip(firsts, texts(items[second::step]))]
 
+
+def first_repeated(items: Iterable[H]) -> H | None:
+    """The first item met a second time, None when each is met once: what a loader that refuses a
+    name or an ID twice names in its error."""
+    seen: set[H] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return None

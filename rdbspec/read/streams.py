@@ -35,7 +35,7 @@ from rdbspec_generated.rdb_string import RdbLen
 from ..errors import IntegrityError, InternalError, RdbError
 from ..server.numbers import MASK64
 from ..server.streams import UNKNOWN_ENTRIES_READ, StreamId
-from .elements import CHUNK_ROWS, container, text, texts, values
+from .elements import CHUNK_ROWS, container, first_repeated, text, texts, values
 
 try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
     from rdbspec_generated.native._columns import ScalarColumns
@@ -456,12 +456,16 @@ class Stream:
     def first_live_id(self) -> StreamId | None:
         """The first entry not deleted (streamGetEdgeID), decoding its nodes one at a time and
         each on its own; None when every entry is deleted."""
-        for node in self.nodes:
-            cols = next(walk_nodes([node], self.origin, warn=self.warn))[1].columns
+        for index in range(len(self.nodes)):
+            cols = self.node_columns(index)
             for row in range(len(cols)):
                 if not cols.deleted[row]:
                     return cols.ms[row], cols.seq[row]
         return None
+
+    def node_columns(self, index: int) -> EntryColumns:
+        """The entries of node `index`, decoded and checked on their own."""
+        return next(walk_nodes([self.nodes[index]], self.origin, warn=self.warn))[1].columns
 
     def columns(self) -> EntryColumns:
         """Every entry in one set of columns, built on first use and kept (random access by ID)."""
@@ -650,8 +654,8 @@ def _pel(name: bytes, names: list[bytes], group_chunks: list[Any], owned_chunks:
     ids = list(zip(ms, seq))
     at = dict(zip(ids, range(len(ids))))
     if len(at) != len(ids):
-        seen: set[StreamId] = set()
-        twice = next(entry_id for entry_id in ids if entry_id in seen or seen.add(entry_id))  # type: ignore[func-returns-value]
+        twice = first_repeated(ids)
+        assert twice is not None  # fewer IDs in `at` than in `ids`: one is there twice
         raise IntegrityError(f"group {name!r}: entry {format_id(twice)} is pending twice")
     owners = [-1] * len(ids)
     owned = []

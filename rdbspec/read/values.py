@@ -18,7 +18,7 @@ from typing import Any
 from rdbspec_generated.enums import ContainerKind, ModuleOpcode, ValueType
 
 from ..errors import IntegrityError
-from .elements import CHUNK_ROWS, container, pairs, text, texts, values
+from .elements import CHUNK_ROWS, container, first_repeated, pairs, text, texts, values
 from .streams import Stream
 
 # value kinds read by name here and elsewhere (the spec's `rdb::value_type`; Valkey HASH_2 and
@@ -157,26 +157,16 @@ def path_hash(v: Any) -> PathHash:
     a path goes into the radix tree with raxTryInsert, a field into the path's hash with
     hashTypeSet, and one already there refuses the file)."""
     paths: PathHash = [(text(item.path), [(text(e.field), text(e.value)) for e in item.entries]) for item in v.paths]
-    path = _repeated(p for p, _ in paths)
+    path = first_repeated(p for p, _ in paths)
     if path is not None:
         raise IntegrityError(f"the path {path!r} twice (valkey src/rdb.c rdbLoadObject: "
                              '"Duplicate path-hash path or out of memory")')
     for path, fields in paths:
-        field = _repeated(f for f, _ in fields)
+        field = first_repeated(f for f, _ in fields)
         if field is not None:
             raise IntegrityError(f"the field {field!r} twice in the path {path!r} (valkey src/rdb.c "
                                  'rdbLoadObject: "Duplicate path-hash payload field")')
     return paths
-
-
-def _repeated(names: Iterable[bytes]) -> bytes | None:
-    """The first name met a second time, None when each is met once."""
-    seen: set[bytes] = set()
-    for name in names:
-        if name in seen:
-            return name
-        seen.add(name)
-    return None
 
 
 def scored(entries: Any) -> list[tuple[bytes, float]]:

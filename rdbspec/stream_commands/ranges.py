@@ -6,7 +6,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
-from ..read.streams import EntryColumns, Stream, StreamEntry, walk_nodes
+from ..read.streams import EntryColumns, Stream, StreamEntry
 from ..server.streams import MAX_ID, ZERO_ID, CommandError, StreamId, arg_bytes, decr_id, incr_id, parse_id, parse_range
 from ..server.versions import Version
 
@@ -24,15 +24,10 @@ def _masters(stream: Stream) -> list[int]:
     return masters
 
 
-def _node_columns(stream: Stream, index: int) -> EntryColumns:
-    """One node's entries, decoded and checked on their own."""
-    return next(walk_nodes([stream.nodes[index]], stream.origin, warn=stream.warn))[1].columns
-
-
 def _live(stream: Stream, nodes: range, rev: bool) -> Iterator[tuple[int, EntryColumns]]:
     """(row, columns) of the live entries of `nodes`, in that order (rows reversed with rev)."""
     for index in nodes:
-        cols = _node_columns(stream, index)
+        cols = stream.node_columns(index)
         for row in (range(len(cols) - 1, -1, -1) if rev else range(len(cols))):
             if not cols.deleted[row]:
                 yield row, cols

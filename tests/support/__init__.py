@@ -8,5 +8,5 @@ The tests are grouped by what they check against: `unit/` (the library on inputs
 test or kept in the repository), `golden/` (hand-written fixtures with their expected values),
 `corpus/` (dumps real servers wrote, with what the server reported), `servers/` (live Redis and
 Valkey servers started by the test), `spark/` (the real Spark), `peers/` (other projects' dumps,
-read from ../shared by `make test-peers` only) and `conformance/` (the official Kaitai compiler's
-Python and JavaScript output against ours)."""
+read from the shared corpus beside the repository by `make test-peers` only) and `conformance/`
+(the official Kaitai compiler's Python and JavaScript output against ours)."""
