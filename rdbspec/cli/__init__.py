@@ -204,7 +204,7 @@ def _key_rows(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[d
 def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
     """The --top rows with the most memory (--memory) or bytes in the file, in file order among equals."""
     by = (KEY_COLUMNS + ["memory"]).index("memory" if args.memory else "size_in_file")
-    return sorted(rows, key=lambda row: -row[by])[:args.top]
+    return sorted(rows, key=lambda row: -(row[by] or 0))[:args.top]  # memory None (not derived) as 0
 
 
 def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
@@ -228,7 +228,7 @@ def _prefix_tree(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterato
     model = memory.model_for(dump, args.as_version, args.allocator)
     tree = PrefixTree(args.separator, args.depth)
     for record in _selected(dump, args, records):
-        tree.add(record.key, element_count(record), model.usage(record))
+        tree.add(record.key, element_count(record), model.usage(record) or 0)  # None (not derived) adds nothing
     return tree
 
 

@@ -151,12 +151,17 @@ class RedisModel:
         self.generation = generation_of(self.version)
         self._nodes: dict[int, float] = {}
 
-    def usage(self, record: dumpfile.KeyRecord) -> int:
-        """The key's bytes: its value's, its name's sds and its dictEntry."""
-        return self.value_usage(record) + self.sds(len(record.key)) + DICT_ENTRY
+    def usage(self, record: dumpfile.KeyRecord) -> int | None:
+        """The key's bytes: its value's, its name's sds and its dictEntry; None for a value of
+        `UNSIZED_TYPES`."""
+        value = self.value_usage(record)
+        return None if value is None else value + self.sds(len(record.key)) + DICT_ENTRY
 
-    def value_usage(self, record: dumpfile.KeyRecord) -> int:
-        """objectComputeSize of the value as loaded (a module value: the object alone)."""
+    def value_usage(self, record: dumpfile.KeyRecord) -> int | None:
+        """objectComputeSize of the value as loaded (a module value: the object alone); None for
+        a value of `UNSIZED_TYPES`."""
+        if record.type_name in UNSIZED_TYPES:
+            return None
         measured = record.type_name in MEASURED_TYPES
         return round(self.robj(record) + (getattr(self, record.type_name)(record) if measured else 0))
 
@@ -341,6 +346,9 @@ def length_counts(packed: Packed, width: int, first: int, second: int = -1) -> C
 
 # the types with a measure, each the model's method of that name (module values: the object alone)
 MEASURED_TYPES = frozenset(("string", "list", "set", "hash", "zset", "stream"))
+# the types whose allocations are not modelled, so that MEMORY USAGE is not derived (None): Redis
+# 8.8's sparse arrays (their slices and immediate values are sized by src/sparsearray.c, not read here)
+UNSIZED_TYPES = frozenset(("array",))
 # zslRandomLevel's levels and their odds: each further level a quarter as likely, 32 at most
 _LEVELS = [(level, (1 - SKIPLIST_P) * SKIPLIST_P ** (level - 1)) for level in range(1, SKIPLIST_MAXLEVEL)]
 _LEVELS.append((SKIPLIST_MAXLEVEL, 1 - sum(p for _, p in _LEVELS)))

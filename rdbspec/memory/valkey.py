@@ -99,7 +99,7 @@ class ValkeyModel(RedisModel):
         super().__post_init__()
         self.generation = VALKEY
 
-    def usage(self, record: dumpfile.KeyRecord) -> int:
+    def usage(self, record: dumpfile.KeyRecord) -> int | None:
         return self.value_usage(record)
 
     def sds(self, length: int) -> int:

@@ -127,7 +127,10 @@ class ReportBuilder:
         self._spilling = False
 
     def add_key(self, db: int, key: bytes, type_name: str, encoding: str, size_in_file: int, elements: int,
-                memory: int, expire_at_ms: int | None) -> None:
+                memory_or_none: int | None, expire_at_ms: int | None) -> None:
+        """A key; `memory_or_none` None when its memory is not derived (`memory.redis.UNSIZED_TYPES`):
+        its row says null, the sums count it as 0."""
+        memory = memory_or_none or 0
         expires = expire_at_ms is not None
         for sums in (self.totals, self._databases.setdefault(db, _Sums()), self._types.setdefault(type_name, _Sums()),
                      self._encodings.setdefault((type_name, encoding), _Sums())):
@@ -143,7 +146,7 @@ class ReportBuilder:
         bucket["keys"] += 1
         bucket["memory"] += memory
         row = {"db": db, "key": text(key), "type": type_name, "encoding": encoding, "size_in_file": size_in_file,
-               "elements": elements, "memory": memory, "expire_at_ms": expire_at_ms}
+               "elements": elements, "memory": memory_or_none, "expire_at_ms": expire_at_ms}
         self._keep(self._top_keys, memory, row)
 
     def expiry_bucket(self, expire_at_ms: int | None) -> str:
