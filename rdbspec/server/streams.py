@@ -127,10 +127,16 @@ def stream_version(stream: Stored, as_version: Version | None = None) -> Version
 
 def stream_type(version: int) -> ValueType:
     """The stream type a server of RDB `version` writes (rdbSaveObjectType): the first before RDB
-    10, the second (consumer group metadata) for RDB 10, the third (entries_read) from RDB 11."""
+    10, the second (consumer group metadata) for RDB 10, the third (entries_read) for RDB 11 and
+    12 (and every Valkey), the fourth (IDMP) for RDB 13 (Redis 8.6), the fifth (NACK zones) from
+    RDB 14 (Redis 8.8)."""
     if version < 10:
         return ValueType.STREAM_LISTPACKS
-    return ValueType.STREAM_LISTPACKS_2 if version == 10 else ValueType.STREAM_LISTPACKS_3
+    if version == 10:
+        return ValueType.STREAM_LISTPACKS_2
+    if version <= 12:
+        return ValueType.STREAM_LISTPACKS_3
+    return ValueType.STREAM_LISTPACKS_4 if version == 13 else ValueType.STREAM_LISTPACKS_5
 
 
 # -- what a server of a given version holds after loading the stream ----------------------------
