@@ -37,6 +37,7 @@ SPECS = (
     "quicklist",
     "rdb",
     "rdb_string",
+    "sparse_array",
     "stream",
     "vcs",
     "ziplist",

@@ -90,6 +90,8 @@ class ValueType(IntEnum):
     HASH_METADATA = 24
     HASH_LISTPACK_EX = 25
     STREAM_LISTPACKS_4 = 26
+    STREAM_LISTPACKS_5 = 27
+    ARRAY = 28
     DF_JSON = 30
     DF_HASH_WITH_EXPIRY = 31
     DF_SET_WITH_EXPIRY = 32
@@ -120,6 +122,15 @@ class StringEncoding(IntEnum):
     INT16 = 1
     INT32 = 2
     LZF = 3
+
+
+class ElementTag(IntEnum):
+    """The spec's `sparse_array::element_tag`."""
+
+    SDS = 0
+    INT = 1
+    FLOAT = 2
+    SMALLSTR = 3
 
 
 class EntryFlag(IntEnum):

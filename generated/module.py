@@ -34,7 +34,7 @@ unpack_u4le = struct.Struct("<I").unpack_from
 _MODULE_OPCODE_EOF = int(ModuleOpcode.EOF)
 _SINT = int(ModuleOpcode.SINT)
 _UINT = int(ModuleOpcode.UINT)
-_FLOAT = int(ModuleOpcode.FLOAT)
+_MODULE_OPCODE_FLOAT = int(ModuleOpcode.FLOAT)
 _DOUBLE = int(ModuleOpcode.DOUBLE)
 _MODULE_OPCODE_STRING = int(ModuleOpcode.STRING)
 
@@ -447,7 +447,7 @@ class ModuleOp:
         if (opcode_value == _SINT) or (opcode_value == _UINT):
             # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             uint_value, pos = rdb_string.RdbLen._read(io, pos, self, root)
-        elif opcode_value == _FLOAT:
+        elif opcode_value == _MODULE_OPCODE_FLOAT:
             # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
@@ -492,7 +492,7 @@ class ModuleOp:
             # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
             pos = rdb_string.RdbLen._skip(io, pos, None, root)
             uint_value = None
-        elif opcode_value == _FLOAT:
+        elif opcode_value == _MODULE_OPCODE_FLOAT:
             # float_value: FLOAT value, binary32 LE.
             if pos + 4 > end:
                 raise truncated(io, pos, 4, "module:module_op.float_value")
@@ -559,7 +559,7 @@ class ModuleOp:
         if ((f_opcode.value == _SINT) or (f_opcode.value == _UINT)) != (f_uint_value is not None):
             raise WriteError("present where its condition does not hold, or the reverse", "module:module_op.uint_value")
         pos += len(p_float_value.data)
-        if (f_opcode.value == _FLOAT) != (f_float_value is not None):
+        if (f_opcode.value == _MODULE_OPCODE_FLOAT) != (f_float_value is not None):
             raise WriteError(
                 "present where its condition does not hold, or the reverse", "module:module_op.float_value"
             )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct  # noqa: F401
 
-from . import dragonfly, function, hash, module, quicklist, rdb_string, stream, zset
+from . import dragonfly, function, hash, module, quicklist, rdb_string, sparse_array, stream, zset
 from ._runtime import (  # noqa: F401
     Io,
     WriteError,
@@ -85,6 +85,8 @@ _HASH_LISTPACK_EX_PRE_GA = int(ValueType.HASH_LISTPACK_EX_PRE_GA)
 _HASH_METADATA = int(ValueType.HASH_METADATA)
 _HASH_LISTPACK_EX = int(ValueType.HASH_LISTPACK_EX)
 _STREAM_LISTPACKS_4 = int(ValueType.STREAM_LISTPACKS_4)
+_STREAM_LISTPACKS_5 = int(ValueType.STREAM_LISTPACKS_5)
+_ARRAY = int(ValueType.ARRAY)
 _DF_JSON = int(ValueType.DF_JSON)
 _DF_HASH_WITH_EXPIRY = int(ValueType.DF_HASH_WITH_EXPIRY)
 _DF_SET_WITH_EXPIRY = int(ValueType.DF_SET_WITH_EXPIRY)
@@ -102,7 +104,7 @@ class Rdb:
     """An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
     a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
-    magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
+    magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 27/28 of RDB 14, 243 KEY_META,
     20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
     (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
     79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
@@ -150,7 +152,7 @@ class Rdb:
         pos += magic_size
         magic = buf[pos - magic_size : pos].decode("ASCII", "replace")
         try:
-            magic_ok = (((magic[0:5] == "REDIS") and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 13)) or (
+            magic_ok = (((magic[0:5] == "REDIS") and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 14)) or (
                 ((magic[0:6] == "VALKEY") and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)
             )
         except (TypeError, ValueError, IndexError):
@@ -170,7 +172,7 @@ class Rdb:
                 )
                 + " (starts with "
                 + repr(magic)
-                + "): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081",
+                + "): expected REDIS0001..REDIS0014 or VALKEY080..VALKEY081",
             )
         self.magic = magic
         self._stream_pos = pos
@@ -239,13 +241,13 @@ class Rdb:
             raise WriteError(f"{len(p_magic.data)} bytes where the spec reads {9}", "rdb:rdb.magic")
         if f_magic is not None and not _holds(
             lambda: (
-                (((f_magic[0:5] == "REDIS") and (int(f_magic[5:9]) >= 1)) and (int(f_magic[5:9]) <= 13))
+                (((f_magic[0:5] == "REDIS") and (int(f_magic[5:9]) >= 1)) and (int(f_magic[5:9]) <= 14))
                 or (((f_magic[0:6] == "VALKEY") and (int(f_magic[6:9]) >= 80)) and (int(f_magic[6:9]) <= 81))
             )
         ):
             raise WriteError(
                 f"{f_magic!r} fails its check: "
-                "{'expr': '(_.substring(0, 5) == \"REDIS\" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 13) or (_.substring(0, 6) == \"VALKEY\" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)'}",
+                "{'expr': '(_.substring(0, 5) == \"REDIS\" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 14) or (_.substring(0, 6) == \"VALKEY\" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)'}",
                 "rdb:rdb.magic",
             )
         pos += len(p_records.data)
@@ -355,7 +357,7 @@ class Record:
                             )
                             or (opcode == 224)
                         )
-                        or ((opcode <= 26) and (opcode != 8))
+                        or ((opcode <= 28) and (opcode != 8))
                     )
                     or ((opcode >= 30) and (opcode <= 37))
                 )
@@ -584,7 +586,7 @@ class Record:
                             )
                             or (f_opcode == 224)
                         )
-                        or ((f_opcode <= 26) and (f_opcode != 8))
+                        or ((f_opcode <= 28) and (f_opcode != 8))
                     )
                     or ((f_opcode >= 30) and (f_opcode <= 37))
                 )
@@ -592,7 +594,7 @@ class Record:
         ):
             raise WriteError(
                 f"{f_opcode!r} fails its check: "
-                "{'expr': '_root.is_valkey ? (_ >= 243 or (_ <= 23 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or\\n _ == 220 or _ == 222 or _ == 223 or _ == 224 or\\n (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))'}",
+                "{'expr': '_root.is_valkey ? (_ >= 243 or (_ <= 23 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or\\n _ == 220 or _ == 222 or _ == 223 or _ == 224 or\\n (_ <= 28 and _ != 8) or (_ >= 30 and _ <= 37))'}",
                 "rdb:record.opcode",
             )
         pos += len(p_body.data)
@@ -1400,6 +1402,12 @@ class KeyValue:
         elif value_on == _STREAM_LISTPACKS_4:
             pos = stream.StreamValue._skip(io, pos, None, root, type_code)
             value = None
+        elif value_on == _STREAM_LISTPACKS_5:
+            pos = stream.StreamValue._skip(io, pos, None, root, type_code)
+            value = None
+        elif value_on == _ARRAY:
+            pos = sparse_array.ArrayValue._skip(io, pos, None, root)
+            value = None
         elif value_on == _DF_JSON:
             pos = rdb_string.RdbString._skip(io, pos, None, root)
             value = None
@@ -1615,6 +1623,18 @@ class KeyValue:
                         f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
+            elif i_value_kind == _STREAM_LISTPACKS_5:
+                if type(f_value) is not stream.StreamValue:
+                    raise WriteError(f"expected a stream_value, found {type(f_value).__name__}", "rdb:key_value.value")
+                if f_value.type_code != pa_type_code:
+                    raise WriteError(
+                        f"type_code {f_value.type_code!r} where the spec passes {pa_type_code!r}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == _ARRAY:
+                if type(f_value) is not sparse_array.ArrayValue:
+                    raise WriteError(f"expected a array_value, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
             elif i_value_kind == _DF_JSON:
                 if type(f_value) is not rdb_string.RdbString:
                     raise WriteError(f"expected a rdb_string, found {type(f_value).__name__}", "rdb:key_value.value")
@@ -1754,6 +1774,10 @@ class KeyValue:
             value, pos = hash.HashListpackEx._read(io, pos, self, root)
         elif value_on == _STREAM_LISTPACKS_4:
             value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
+        elif value_on == _STREAM_LISTPACKS_5:
+            value, pos = stream.StreamValue._read(io, pos, self, root, self.type_code)
+        elif value_on == _ARRAY:
+            value, pos = sparse_array.ArrayValue._read(io, pos, self, root)
         elif value_on == _DF_JSON:
             value, pos = rdb_string.RdbString._read(io, pos, self, root)
         elif value_on == _DF_HASH_WITH_EXPIRY:

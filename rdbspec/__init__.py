@@ -7,7 +7,7 @@
             print(key.db, key.key, key.type_name, key.value)
 
 The public face: what a user imports is here. Reading: `open`, `parse`, `Dump`, `Header`,
-`KeyRecord`, `Stream`, `RdbWarning`. Writing: `Writer` (a dump record by record), `ServerConfig`
+`KeyRecord`, `Stream`, `SparseArray`, `RdbWarning`. Writing: `Writer` (a dump record by record), `ServerConfig`
 (the redis.conf limits that choose new keys' encodings), `EditableStream` (a stream to build or
 change). The errors, all `RdbspecError` (`rdbspec.errors` draws the tree): `RdbError` and its
 `ParseError`, `TruncatedError`, `ChecksumError`, `IntegrityError` for bad input, `WriteError`
@@ -32,6 +32,7 @@ from .errors import (
 )
 from .read.dumpfile import Dump, Header, KeyRecord, open, parse
 from .read.streams import Stream
+from .read.values import SparseArray
 
 if TYPE_CHECKING:  # what `__getattr__` loads on first use, named for type checkers
     from .write.layouts import ServerConfig
@@ -39,7 +40,8 @@ if TYPE_CHECKING:  # what `__getattr__` loads on first use, named for type check
     from .write.writer import Writer
 
 __all__ = ["ChecksumError", "Dump", "EditableStream", "Header", "IntegrityError", "KeyRecord", "ParseError",
-           "RdbError", "RdbWarning", "RdbspecError", "ServerConfig", "Stream", "TruncatedError", "UnwritableError",
+           "RdbError", "RdbWarning", "RdbspecError", "ServerConfig", "SparseArray", "Stream", "TruncatedError",
+           "UnwritableError",
            "WriteError", "Writer", "open", "parse"]
 
 

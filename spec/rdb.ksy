@@ -16,11 +16,12 @@ meta:
     - module
     - function
     - dragonfly
+    - sparse_array
 doc: |
   An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
   a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
   RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
-  magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
+  magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 27/28 of RDB 14, 243 KEY_META,
   20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
   (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
   79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
@@ -33,12 +34,12 @@ seq:
     encoding: ASCII
     valid:
       expr: >-
-        (_.substring(0, 5) == "REDIS" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 13) or
+        (_.substring(0, 5) == "REDIS" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 14) or
         (_.substring(0, 6) == "VALKEY" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)
-    -rdbspec-message: '{_.substring(0, 5) == "REDIS" or _.substring(0, 6) == "VALKEY" ? "an RDB version this reader does not know" : "not an RDB file":s} (starts with {_}): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081'
+    -rdbspec-message: '{_.substring(0, 5) == "REDIS" or _.substring(0, 6) == "VALKEY" ? "an RDB version this reader does not know" : "not an RDB file":s} (starts with {_}): expected REDIS0001..REDIS0014 or VALKEY080..VALKEY081'
     doc: |
       "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
-      REDIS 1..13 (Redis 8.6 writes 13), VALKEY 80..81; a newer file is rejected as the servers do
+      REDIS 1..14 (Redis 8.6 writes 13, 8.8 writes 14), VALKEY 80..81; a newer file is rejected as the servers do
       (rdbLoadRioWithLoadingCtx: "Can't handle RDB format version").
   - id: records
     type: record
@@ -73,7 +74,7 @@ types:
             (_ >= 243 or (_ <= 23 and _ != 8)) :
             (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or
              _ == 220 or _ == 222 or _ == 223 or _ == 224 or
-             (_ <= 26 and _ != 8) or (_ >= 30 and _ <= 37))
+             (_ <= 28 and _ != 8) or (_ >= 30 and _ <= 37))
         -rdbspec-message: 'expected a value type or opcode that this magic''s numbering defines, found {_}'
         doc: |
           The opcode or value type byte. Unknown codes are invalid. Under VALKEY magic the types
@@ -264,6 +265,8 @@ types:
             'value_type::hash_metadata': hash::hash_metadata
             'value_type::hash_listpack_ex': hash::hash_listpack_ex
             'value_type::stream_listpacks_4': stream::stream_value(type_code)
+            'value_type::stream_listpacks_5': stream::stream_value(type_code)
+            'value_type::array': sparse_array::array_value
             'value_type::df_json': rdb_string
             'value_type::df_hash_with_expiry': dragonfly::df_hash_with_expiry
             'value_type::df_set_with_expiry': dragonfly::df_set_with_expiry
@@ -362,6 +365,12 @@ enums:
     24: hash_metadata
     25: hash_listpack_ex
     26: stream_listpacks_4
+    27:
+      id: stream_listpacks_5
+      doc: A stream with a NACK zone after each group's consumers (Redis 8.8, RDB 14).
+    28:
+      id: array
+      doc: A sparse array (Redis 8.8, RDB 14).
     30: df_json
     31: df_hash_with_expiry
     32: df_set_with_expiry

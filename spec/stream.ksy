@@ -1,6 +1,6 @@
 meta:
   id: stream
-  title: Redis streams (types 15, 19, 21, 26)
+  title: Redis streams (types 15, 19, 21, 26, 27)
   endian: le
   imports:
     - rdb_string
@@ -23,14 +23,15 @@ types:
     doc: |
       A stream value (notes §6.1): the node listpacks keyed by master ID, the stream metadata
       (length, last id; first id, max deleted id and entries_added since type 19), the consumer
-      groups, and the IDMP tail of type 26. Metadata IDs are pairs of RDB lengths; node keys and
-      PEL IDs are raw 16-byte big-endian. Valkey 7.2-9.x write type 21 (valkey src/rdb.c
+      groups (with the NACK zone of type 27 after each group's consumers), and the IDMP tail of
+      type 26. Metadata IDs are pairs of RDB lengths; node keys and PEL IDs are raw 16-byte
+      big-endian. Redis 8.8 writes every stream as type 27 (rdbSaveObjectType). Valkey 7.2-9.x write type 21 (valkey src/rdb.c
       rdbSaveObjectType), in the same layout (valkey src/rdb.c rdbSaveObject).
     doc-ref: redis src/rdb.c rdbSaveObject
     params:
       - id: type_code
         type: u1
-        doc: The RDB type byte (15, 19, 21 or 26); gates the versioned fields.
+        doc: The RDB type byte (15, 19, 21, 26 or 27); gates the versioned fields.
     seq:
       - id: num_nodes
         type: rdb_string::rdb_len
@@ -75,7 +76,7 @@ types:
       - id: idmp
         type: stream_idmp
         if: type_code >= 26
-        doc: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26).
+        doc: The IDMP (idempotent producer) tail of STREAM_LISTPACKS_4 (type >= 26; type 27 keeps it).
   stream_node:
     doc: |
       One radix-tree node: the 16-byte master ID key (an RDB string of exactly 16 bytes)
@@ -118,7 +119,7 @@ types:
         type: u8be
         doc: Sequence part.
   stream_group:
-    doc: A consumer group (notes §6.1).
+    doc: A consumer group (notes §6.1), and its NACK zone from type 27.
     doc-ref: redis src/rdb.c rdbSaveObject
     params:
       - id: type_code
@@ -155,6 +156,25 @@ types:
         repeat: expr
         repeat-expr: num_consumers.value
         doc: The consumers, in name order.
+      - id: num_nacked
+        type: rdb_string::rdb_len
+        if: type_code >= 27
+        -rdbspec-write: {is_encoded: false, value: nacked.size}
+        doc: |
+          Number of IDs in the group's NACK zone (type >= 27, Redis 8.8 XNACK): entries released
+          back to the group, pending for no consumer (pelListNackedCount; 0 is written as one byte).
+      - id: nacked
+        type: stream_id_raw
+        repeat: expr
+        repeat-expr: num_nacked.value
+        if: type_code >= 27
+        -rdbspec-lazy: true
+        -rdbspec-chunks: true
+        doc: |
+          The NACK zone: bare IDs (no delivery data), in the order of the group's time-ordered PEL
+          list, not ID order. Each must be in the group PEL and owned by no consumer
+          (rdbLoadObject "Stream NACK zone entry not found in group global PEL", "... has a
+          consumer assigned").
   stream_pel_entry:
     doc: One row of a group's global PEL (no per-record length).
     doc-ref: redis src/rdb.c rdbSaveStreamPEL

@@ -15,6 +15,7 @@ SPECS = (
     "quicklist",
     "rdb",
     "rdb_string",
+    "sparse_array",
     "stream",
     "vcs",
     "ziplist",

@@ -29,7 +29,7 @@ from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
 DEF _MODULE_OPCODE_EOF = 0  # ModuleOpcode.EOF
 DEF _SINT = 1  # ModuleOpcode.SINT
 DEF _UINT = 2  # ModuleOpcode.UINT
-DEF _FLOAT = 3  # ModuleOpcode.FLOAT
+DEF _MODULE_OPCODE_FLOAT = 3  # ModuleOpcode.FLOAT
 DEF _DOUBLE = 4  # ModuleOpcode.DOUBLE
 DEF _MODULE_OPCODE_STRING = 5  # ModuleOpcode.STRING
 
@@ -519,7 +519,7 @@ cdef ModuleOp c_read_module_op(object io, object buf, const unsigned char* _p, P
     if ((opcode_value == _SINT) or (opcode_value == _UINT)):
         # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
         uint_value = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
-    elif (opcode_value == _FLOAT):
+    elif (opcode_value == _MODULE_OPCODE_FLOAT):
         # float_value: FLOAT value, binary32 LE.
         if pos + 4 > end:
             raise truncated(io, pos, 4, "module:module_op.float_value")
@@ -560,7 +560,7 @@ cdef Py_ssize_t c_skip_module_op(object io, object buf, const unsigned char* _p,
         # uint_value: SINT/UINT value (a signed value is its uint64 bit pattern).
         pos = rdb_string__c_skip_rdb_len(io, buf, _p, end, pos, None, root)
         uint_value = None
-    elif (opcode_value == _FLOAT):
+    elif (opcode_value == _MODULE_OPCODE_FLOAT):
         # float_value: FLOAT value, binary32 LE.
         if pos + 4 > end:
             raise truncated(io, pos, 4, "module:module_op.float_value")

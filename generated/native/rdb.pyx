@@ -74,6 +74,8 @@ from .rdb_string cimport c_read_rdb_string as rdb_string__c_read_rdb_string
 from .rdb_string cimport c_scan_rdb_len as rdb_string__c_scan_rdb_len
 from .rdb_string cimport c_skip_rdb_blob as rdb_string__c_skip_rdb_blob
 from .rdb_string cimport c_skip_rdb_string as rdb_string__c_skip_rdb_string
+from .sparse_array cimport c_read_array_value as sparse_array__c_read_array_value
+from .sparse_array cimport c_skip_array_value as sparse_array__c_skip_array_value
 from .stream cimport c_read_stream_value as stream__c_read_stream_value
 from .stream cimport c_skip_stream_value as stream__c_skip_stream_value
 from .zset cimport c_open_zset_2 as zset__c_open_zset_2
@@ -138,6 +140,8 @@ DEF _HASH_LISTPACK_EX_PRE_GA = 23  # ValueType.HASH_LISTPACK_EX_PRE_GA
 DEF _HASH_METADATA = 24  # ValueType.HASH_METADATA
 DEF _HASH_LISTPACK_EX = 25  # ValueType.HASH_LISTPACK_EX
 DEF _STREAM_LISTPACKS_4 = 26  # ValueType.STREAM_LISTPACKS_4
+DEF _STREAM_LISTPACKS_5 = 27  # ValueType.STREAM_LISTPACKS_5
+DEF _ARRAY = 28  # ValueType.ARRAY
 DEF _DF_JSON = 30  # ValueType.DF_JSON
 DEF _DF_HASH_WITH_EXPIRY = 31  # ValueType.DF_HASH_WITH_EXPIRY
 DEF _DF_SET_WITH_EXPIRY = 32  # ValueType.DF_SET_WITH_EXPIRY
@@ -161,7 +165,7 @@ cdef class Rdb:
     """An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
     a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
-    magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 243 KEY_META,
+    magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 27/28 of RDB 14, 243 KEY_META,
     20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
     (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
     79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
@@ -274,11 +278,11 @@ cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t e
     pos += magic_nbytes
     magic = buf[pos - magic_nbytes:pos].decode('ASCII', 'replace')
     try:
-        magic_ok = ((((magic[0:5] == 'REDIS') and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 13)) or (((magic[0:6] == 'VALKEY') and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)))
+        magic_ok = ((((magic[0:5] == 'REDIS') and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 14)) or (((magic[0:6] == 'VALKEY') and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)))
     except (TypeError, ValueError, IndexError):
         magic_ok = False
     if not magic_ok:
-        raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0013 or VALKEY080..VALKEY081')
+        raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0014 or VALKEY080..VALKEY081')
     self.magic = magic
     self._stream_pos = pos
     _at[0] = pos
@@ -343,7 +347,7 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
     opcode = _p[pos]
     pos += 1
     try:
-        opcode_ok = (((opcode >= 243) or ((opcode <= 23) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 26) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
+        opcode_ok = (((opcode >= 243) or ((opcode <= 23) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 28) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
     except (TypeError, ValueError, IndexError):
         opcode_ok = False
     if not opcode_ok:
@@ -1211,6 +1215,10 @@ cdef class KeyValue:
                 value = hash__c_read_hash_listpack_ex(io, buf, _p, end, &pos, self, root)
             elif value_on == _STREAM_LISTPACKS_4:
                 value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
+            elif value_on == _STREAM_LISTPACKS_5:
+                value = stream__c_read_stream_value(io, buf, _p, end, &pos, self, root, self.type_code)
+            elif value_on == _ARRAY:
+                value = sparse_array__c_read_array_value(io, buf, _p, end, &pos, self, root)
             elif value_on == _DF_JSON:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
             elif value_on == _DF_HASH_WITH_EXPIRY:
@@ -1346,6 +1354,12 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
         value = None
     elif value_on == _STREAM_LISTPACKS_4:
         pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
+        value = None
+    elif value_on == _STREAM_LISTPACKS_5:
+        pos = stream__c_skip_stream_value(io, buf, _p, end, pos, None, root, type_code)
+        value = None
+    elif value_on == _ARRAY:
+        pos = sparse_array__c_skip_array_value(io, buf, _p, end, pos, None, root)
         value = None
     elif value_on == _DF_JSON:
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)

@@ -56,7 +56,9 @@ cdef class StreamGroup:
     cdef public object last_id
     cdef public object entries_read
     cdef public object consumers
+    cdef public object num_nacked
     cdef public object _lazy_pel
+    cdef public object _lazy_nacked
     cdef public object _lazy_pel_size
     cdef public object _lazy_num_consumers
 

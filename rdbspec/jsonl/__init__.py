@@ -1,5 +1,6 @@
 """The `rdbspec dump` JSON Lines contract: one object per key, byte strings as UTF-8 text
-or {"hex": ...}, stream IDs as "ms-seq" strings.
+or {"hex": ...}, stream IDs as "ms-seq" strings; a type-27 stream's groups add their NACK zone
+(`"nacked"`, IDs in the zone's order), a sparse array is {"insert_idx", "elements"}.
 
 The text is json.dumps(ensure_ascii=False, separators=(",", ":"))'s, byte for byte, written
 by orjson: floats are `Real`, which orjson hands to `_default` to be written as json.dumps
@@ -37,7 +38,7 @@ from ..read.streams import (
     StreamEntry,
     format_id,
 )
-from ..read.values import PACKERS, ModuleValue, Packed
+from ..read.values import PACKERS, ModuleValue, Packed, SparseArray
 
 try:  # compiled by setup.py from _encode.pyx; absent without a C compiler
     from . import _encode
@@ -117,7 +118,7 @@ def group_json(g: ConsumerGroup, serialized: bool = False) -> dict:
                    for entry_id, owner, time_ms, count in zip(pending.ids, pending.owners, pending.delivery_times_ms,
                                                               pending.delivery_counts)]
         owned_json = [list(map(format_id, ids)) for ids in owned]
-    return {
+    out = {
         "name": s(g.name),
         "last_delivered_id": format_id(g.last_delivered_id),
         "entries_read": g.entries_read,
@@ -125,6 +126,18 @@ def group_json(g: ConsumerGroup, serialized: bool = False) -> dict:
         "consumers": [{"name": s(c.name), "seen_time_ms": c.seen_time_ms, "active_time_ms": c.active_time_ms,
                        "pending": ids} for c, ids in zip(g.consumers, owned_json)],
     }
+    if g.nacked is not None:  # type 27: the pending entries released to the group, in the zone's order
+        out["nacked"] = list(map(format_id, g.nacked))
+    return out
+
+
+def array_json(array: SparseArray) -> dict:
+    """A sparse array's object: its last insert index (null: none) and its elements as [index,
+    value] pairs, a value as its tag stores it (an integer, a number as `number` writes a
+    double, a byte string as `s`)."""
+    return {"insert_idx": array.insert_idx,
+            "elements": [[index, s(v) if isinstance(v, bytes) else number(v) if isinstance(v, float) else v]
+                         for index, v in array.elements]}
 
 
 def plain_json(value: Any, key: str = "") -> Any:
@@ -148,6 +161,8 @@ def value_json(value: Any, include_deleted: bool, with_entries: bool = True) -> 
         return plain_json(value)
     if isinstance(value, Stream):
         return stream_json(value, include_deleted, with_entries)
+    if isinstance(value, SparseArray):
+        return array_json(value)
     if isinstance(value, ModuleValue):
         return {"module": value.name, "encoding_version": value.encoding_version,
                 "opcodes": [[name, s(v) if isinstance(v, bytes) else Real(v) if isinstance(v, float) else v]

@@ -347,8 +347,9 @@ def length_counts(packed: Packed, width: int, first: int, second: int = -1) -> C
 # the types with a measure, each the model's method of that name (module values: the object alone)
 MEASURED_TYPES = frozenset(("string", "list", "set", "hash", "zset", "stream"))
 # the types whose MEMORY USAGE is not derived (`usage` None): Valkey 9.2's path hash, a radix tree
-# of paths each holding its own hash object, whose sizes no server here was measured against
-UNSIZED_TYPES = frozenset(("path-hash",))
+# of paths each holding its own hash object, whose sizes no server here was measured against; Redis
+# 8.8's sparse arrays (their slices and immediate values are sized by src/sparsearray.c, not read here)
+UNSIZED_TYPES = frozenset(("path-hash", "array"))
 # zslRandomLevel's levels and their odds: each further level a quarter as likely, 32 at most
 _LEVELS = [(level, (1 - SKIPLIST_P) * SKIPLIST_P ** (level - 1)) for level in range(1, SKIPLIST_MAXLEVEL)]
 _LEVELS.append((SKIPLIST_MAXLEVEL, 1 - sum(p for _, p in _LEVELS)))

@@ -203,14 +203,15 @@ class KeyRecord:
     def count_elements(self) -> int | None:
         """The elements of a list, set, hash or sorted set (from its declared count or its
         containers' entries, without an object per element where `packed` can), the length of
-        a stream; None for a string, a module value or a sketch."""
+        a stream, the elements of a sparse array that hold a value; None for a string, a module
+        value or a sketch."""
         if self.value_kind in values.PACKERS:
             packed = self.packed(after_value=True)
             return len(packed) if packed is not None else 0
         value = self.value
         if isinstance(value, Stream):
             return value.length
-        return len(value) if isinstance(value, list) else None
+        return len(value) if isinstance(value, (list, values.SparseArray)) else None
 
     @property
     def skipped_by_server(self) -> bool:

@@ -11,12 +11,13 @@ the stream length) run as the nodes are decoded, so they report where the walk r
 
 What the server refuses on load is an `IntegrityError` (redis src/rdb.c rdbLoadObject: two
 nodes with one master ID, a length but no nodes, a duplicated group name, consumer or group PEL entry, a consumer PEL
-entry missing from its group PEL or already pending for a consumer). What it loads is a warning,
+entry missing from its group PEL or already pending for a consumer, an ID of a type-27 group's NACK
+zone missing from its group PEL or pending for a consumer). What it loads is a warning,
 told to the sink in force when the value was decoded (`rdbspec_generated.collecting`): a node
 whose flags disagree with its declared counts, IDs out of order, a stored length that differs
 from the live entries (the server keeps the stored one, so XLEN answers it), a group PEL entry
-no consumer owns (refused only with `sanitize-dump-payload yes`). Nodes are kept in master ID
-order, as the server's radix tree holds them.
+no consumer owns outside the NACK zone (refused only with `sanitize-dump-payload yes`), an ID twice
+in a NACK zone. Nodes are kept in master ID order, as the server's radix tree holds them.
 """
 
 from __future__ import annotations
@@ -413,6 +414,13 @@ class ConsumerGroup:
     entries_read: int | None  # None: not stored (type 15) or recorded as unknown
     pending: Sequence[PendingEntry]  # as read from a dump: PendingEntries
     consumers: list[Consumer]
+    # the NACK zone (type 27, Redis 8.8 XNACK): pending entries released back to the group, owned by
+    # no consumer, in the order of the group's time-ordered PEL list; None before type 27
+    nacked: Sequence[StreamId] | None = None
+
+    def nacked_ids(self) -> frozenset[StreamId]:
+        """The IDs of the NACK zone (empty before type 27)."""
+        return frozenset(self.nacked or ())
 
 
 @dataclass
@@ -624,8 +632,11 @@ def _group(g: Any, warn: WarningSink | None) -> ConsumerGroup:
     group_chunks = list(g.chunks_pel(CHUNK_ROWS))
     owned_chunks = [list(c.chunks_pel(CHUNK_ROWS)) for c in readers]
     resolved = None
+    # the compiled resolution takes columns only: every chunk, the consumers' too (with an empty
+    # group PEL, those of the Python parsers would be the only chunks, and lists)
+    chunks = [*group_chunks, *(chunk for own in owned_chunks for chunk in own)]
     if _stream_ids is not None and len(set(names)) == len(names) and all(
-            isinstance(chunk, ScalarColumns) for chunk in group_chunks):
+            isinstance(chunk, ScalarColumns) for chunk in chunks):
         resolved = _stream_ids.group_pel(group_chunks, owned_chunks)
     if resolved is None:
         resolved = _pel(name, names, group_chunks, owned_chunks)
@@ -633,16 +644,43 @@ def _group(g: Any, warn: WarningSink | None) -> ConsumerGroup:
     ids = IdColumns(ms, seq)
     consumers = [Consumer(cname, c.seen_time, c.active_time, IdColumns(*mine))
                  for cname, c, mine in zip(names, readers, owned)]
+    nacked = _nack_zone(name, g, ids, owners, names, warn) if g.num_nacked is not None else None
     if -1 in owners:
+        released = frozenset(nacked or ())
         for entry_id, owner in zip(ids, owners):
-            if owner == -1:
+            if owner == -1 and entry_id not in released:
                 _warn(warn, f"group {name!r}: entry {format_id(entry_id)} is pending for no consumer "
                             f"(refused only with sanitize-dump-payload yes)", None)
     pending = PendingEntries(ids, owners, names, delivery_times, delivery_counts)
     entries_read = g.entries_read.value if g.entries_read is not None else None
     if entries_read == UNKNOWN_ENTRIES_READ:
         entries_read = None
-    return ConsumerGroup(name, (g.last_id.ms.value, g.last_id.seq.value), entries_read, pending, consumers)
+    return ConsumerGroup(name, (g.last_id.ms.value, g.last_id.seq.value), entries_read, pending, consumers, nacked)
+
+
+def _nack_zone(name: bytes, g: Any, ids: IdColumns, owners: Sequence[int], names: list[bytes],
+               warn: WarningSink | None) -> IdColumns:
+    """A type-27 group's NACK zone as the server loads it (redis src/rdb.c rdbLoadObject): each ID
+    in the group PEL ("Stream NACK zone entry not found in group global PEL") and pending for no
+    consumer ("Stream NACK zone entry has a consumer assigned"), else an IntegrityError. The
+    server does not look for an ID twice in the zone: a warning."""
+    ms, seq = _columns(g.chunks_nacked(CHUNK_ROWS), 2)
+    nacked = IdColumns(array("Q", ms), array("Q", seq))
+    if not len(nacked):
+        return nacked
+    at = {entry_id: place for place, entry_id in enumerate(ids)}
+    seen: set[StreamId] = set()
+    for entry_id in nacked:
+        place = at.get(entry_id)
+        if place is None:
+            raise IntegrityError(f"group {name!r}: NACKed entry {format_id(entry_id)} is not in the group PEL")
+        if owners[place] != -1:
+            raise IntegrityError(f"group {name!r}: NACKed entry {format_id(entry_id)} is pending for consumer "
+                                 f"{names[owners[place]]!r}")
+        if entry_id in seen:
+            _warn(warn, f"group {name!r}: entry {format_id(entry_id)} is in the NACK zone twice", None)
+        seen.add(entry_id)
+    return nacked
 
 
 def _pel(name: bytes, names: list[bytes], group_chunks: list[Any], owned_chunks: list[list[Any]]) -> Pel:

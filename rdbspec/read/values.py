@@ -3,11 +3,12 @@
 Strings are bytes; lists and sets lists of bytes (file order); sorted sets lists of
 (member, float); hashes lists of (field, value) with, for field-TTL hashes, the TTLs as
 absolute unix ms beside them; Valkey path hashes lists of (path, [(field, value)...]) in file
-order; streams a `Stream`; modules a `ModuleValue`.
+order; streams a `Stream`; modules a `ModuleValue`; Redis 8.8's sparse arrays a `SparseArray`.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import re
@@ -15,7 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rdbspec_generated.enums import ContainerKind, ModuleOpcode, ValueType
+from rdbspec_generated import current_sink
+from rdbspec_generated.enums import ContainerKind, ElementTag, ModuleOpcode, ValueType
 
 from ..errors import IntegrityError
 from .elements import CHUNK_ROWS, container, first_repeated, pairs, text, texts, values
@@ -128,6 +130,56 @@ def module_name(module_id: int) -> tuple[str, int]:
 def module_value(v: Any) -> ModuleValue:
     name, version = module_name(v.module_id.value)
     return ModuleValue(name, version, v.module_id.value, module_ops(v.ops))
+
+
+ArrayItem = bytes | int | float  # an element's value as its tag stores it (`sparse_array::element_tag`)
+ARRAY_LOAD = "redis src/rdb.c rdbLoadObject (RDB_TYPE_ARRAY)"  # loads repeated and unordered indexes
+
+
+@dataclass
+class SparseArray:
+    """A sparse array (type 28, Redis 8.8) as the server holds it after loading: the last insert
+    index (None when the file says it has none) and the elements that hold a value, as (index,
+    value) in ascending index order, each index once. A value is bytes (SDS and SMALLSTR
+    elements), int (INT) or float (FLOAT), as its tag stores it."""
+
+    insert_idx: int | None
+    elements: list[tuple[int, ArrayItem]]
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+
+def _array_item(element: Any) -> ArrayItem:
+    tag = element.tag.value  # the spec checks it is an `element_tag`
+    if tag == ElementTag.INT:
+        value: int = element.int_value
+        return value
+    if tag == ElementTag.FLOAT:
+        number: float = element.float_value
+        return number
+    return text(element.string_value if tag == ElementTag.SDS else element.small_string)
+
+
+def sparse_array(v: Any) -> SparseArray:
+    """A `sparse_array::array_value` as the loader keeps it: rdbLoadObject sets each element in
+    turn, so a repeated index keeps the later value, and the array holds its indexes in order.
+    The server checks neither that the file's indexes ascend nor that each comes once: a warning
+    each, to the sink in force."""
+    insert_idx = v.insert_idx.value if v.insert_idx is not None else None
+    read = [(e.index.value, _array_item(e)) for e in v.elements]
+    if all(before < after for (before, _), (after, _) in zip(read, read[1:])):
+        return SparseArray(insert_idx, read)
+    kept = dict(read)
+    warn = current_sink()
+    if warn is not None:
+        counts = collections.Counter(index for index, _ in read)
+        for index in sorted(index for index, n in counts.items() if n > 1):
+            warn(f"array index {index} appears {counts[index]} times (the server keeps the last value)", None,
+                 ARRAY_LOAD)
+        if len(kept) == len(read):
+            warn("array indexes are not in ascending order (the server holds them in order)", None, ARRAY_LOAD)
+    return SparseArray(insert_idx, sorted(kept.items()))
 
 
 @dataclass
@@ -284,6 +336,8 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
         [(f, value, int(ttl) + v.min_expire - 1 if ttl != b"0" else None) for ttl, f, value in chunk_rows(v, 3)]),
     ValueType.HASH_LISTPACK_EX: lambda v, t: _listpack_triples(container(v.listpack)),
     ValueType.STREAM_LISTPACKS_4: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    ValueType.STREAM_LISTPACKS_5: lambda v, t: Decoded(Stream.from_spec(v, t)),
+    ValueType.ARRAY: lambda v, t: Decoded(sparse_array(v)),
     ValueType.DF_JSON: lambda v, t: Decoded(text(v)),
     ValueType.DF_HASH_WITH_EXPIRY: lambda v, t: _hash_with_ttls([(f, value, df_member_expiry_ms(ttl))
                                                                  for f, value, ttl in chunk_rows(v, 3)]),
@@ -327,6 +381,8 @@ _NAME_AND_ENCODING: dict[int, tuple[str, str]] = {
     ValueType.HASH_METADATA: ("hash", "hashtable"),
     ValueType.HASH_LISTPACK_EX: ("hash", "listpack"),
     ValueType.STREAM_LISTPACKS_4: ("stream", "listpacks"),
+    ValueType.STREAM_LISTPACKS_5: ("stream", "listpacks"),
+    ValueType.ARRAY: ("array", "array"),
     ValueType.DF_JSON: ("json", "json"),
     ValueType.DF_HASH_WITH_EXPIRY: ("hash", "hashtable"),
     ValueType.DF_SET_WITH_EXPIRY: ("set", "hashtable"),

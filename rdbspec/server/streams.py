@@ -24,7 +24,10 @@ UNKNOWN_ENTRIES_READ = SCG_INVALID_ENTRIES_READ & MASK64  # as rdbSaveLen saves 
 MAX_ID: StreamId = (MASK64, MASK64)
 ZERO_ID: StreamId = (0, 0)
 VERSION_OF_TYPE: dict[int, Version] = {ValueType.STREAM_LISTPACKS: (6, 2), ValueType.STREAM_LISTPACKS_2: (7, 0),
-                                       ValueType.STREAM_LISTPACKS_3: (7, 2), ValueType.STREAM_LISTPACKS_4: (8, 6)}
+                                       ValueType.STREAM_LISTPACKS_3: (7, 2), ValueType.STREAM_LISTPACKS_4: (8, 6),
+                                       ValueType.STREAM_LISTPACKS_5: (8, 8)}
+XNACK: Version = (8, 8)  # redis PR #14797: NACKed entries, XINFO STREAM FULL's nacked-count
+IDMP_DEFAULTS = (100, 100)  # stream-idmp-duration (s) / stream-idmp-maxsize defaults (8.6)
 NEWEST_LAG: Version = (7, 4)  # redis PRs #13338/#13473: the lag rules of 7.4 and later
 VALKEY_9: Version = (7, 4)  # the Redis generation whose reply fields and ID rules Valkey 9 shares
 
@@ -118,16 +121,22 @@ def parse_range(start: str | bytes, end: str | bytes) -> tuple[StreamId, StreamI
 
 def stream_version(stream: Stored, as_version: Version | None = None) -> Version:
     """The reply generation: as_version, else the one that writes the stream's type."""
-    return as_version or VERSION_OF_TYPE.get(stream.type_code, (8, 6))
+    return as_version or VERSION_OF_TYPE.get(stream.type_code, XNACK)
 
 
 
 def stream_type(version: int) -> ValueType:
     """The stream type a server of RDB `version` writes (rdbSaveObjectType): the first before RDB
-    10, the second (consumer group metadata) for RDB 10, the third (entries_read) from RDB 11."""
+    10, the second (consumer group metadata) for RDB 10, the third (entries_read) for RDB 11 and
+    12 (and every Valkey), the fourth (IDMP) for RDB 13 (Redis 8.6), the fifth (NACK zones) from
+    RDB 14 (Redis 8.8)."""
     if version < 10:
         return ValueType.STREAM_LISTPACKS
-    return ValueType.STREAM_LISTPACKS_2 if version == 10 else ValueType.STREAM_LISTPACKS_3
+    if version == 10:
+        return ValueType.STREAM_LISTPACKS_2
+    if version <= 12:
+        return ValueType.STREAM_LISTPACKS_3
+    return ValueType.STREAM_LISTPACKS_4 if version == 13 else ValueType.STREAM_LISTPACKS_5
 
 
 # -- what a server of a given version holds after loading the stream ----------------------------

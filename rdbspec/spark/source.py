@@ -53,7 +53,9 @@ path as resolved) and ``db`` (the database number; null where it does not apply)
     (``stream_commands.group_lag``): null where the server says nil, e.g. when entries were
     deleted after the group's position or entries_read is unknown.
 ``stream_pending``
-    key, group, id, consumer (null if no consumer claims it), delivery_time_ms, delivery_count.
+    key, group, id, consumer (null if no consumer claims it), delivery_time_ms, delivery_count,
+    nacked (the entry is in its group's NACK zone: released by XNACK, Redis 8.8 type 27; its
+    consumer is null).
 ``stream_consumers``
     key, group, consumer, seen_time_ms, active_time_ms (null before RDB 11), pel_count.
 ``aux``
@@ -178,6 +180,7 @@ SCHEMAS: dict[str, StructType] = {
         StructField("consumer", BinaryType(), True),
         StructField("delivery_time_ms", LongType(), False),
         StructField("delivery_count", LongType(), False),
+        StructField("nacked", BooleanType(), False),
     ),
     "stream_consumers": _schema(
         _KEY,
@@ -276,9 +279,11 @@ def _stream_rows(table: str, out: _Batcher, file: str, db: int, key: bytes, stre
                     pel_count=len(g.pending), consumers=len(g.consumers))
     elif table == "stream_pending":
         for g in stream.groups:
+            released = g.nacked_ids()
             for p in g.pending:
                 out.add(**base, group=g.name, id=_sid(p.id), consumer=p.consumer,
-                        delivery_time_ms=p.delivery_time_ms, delivery_count=p.delivery_count)
+                        delivery_time_ms=p.delivery_time_ms, delivery_count=p.delivery_count,
+                        nacked=p.id in released)
                 if out.full():
                     yield out.take()
     elif table == "stream_consumers":

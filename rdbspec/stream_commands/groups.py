@@ -1,5 +1,12 @@
 """Consumer groups: XPENDING's rows, and the read counter and lag that XINFO shows, as the
-server computes them after loading the stream (redis src/t_stream.c, src/rdb.c)."""
+server computes them after loading the stream (redis src/t_stream.c, src/rdb.c).
+
+The entries of a type-27 group's NACK zone (released by XNACK, Redis 8.8) are pending for no
+consumer: XPENDING's summary counts them in the total and under no consumer; its rows list them
+with no consumer (a null) and the idle time of their delivery time as stored (0 for a NACKed
+entry). The Redis 8.8 source of XPENDING was not available to say how it names the missing
+consumer or the idle time of such a row (fakeredis-py, which emulates 8.8, answers an empty name
+and -1; not confirmed against a server here)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """XINFO STREAM, GROUPS and CONSUMERS: the fields of the server generation that answers, in its
-order (redis src/t_stream.c xinfoReplyWithStreamInfo, xinfoCommand).
+order (redis src/t_stream.c xinfoReplyWithStreamInfo, xinfoCommand). Redis 8.8 adds a group's
+``nacked-count`` to XINFO STREAM FULL, after its consumers, as the Redis documentation of that
+release lists it (redis/docs PR #2992; the 8.8 source of the reply was not read). A NACKed entry
+is in a group's ``pending`` with a null consumer (it has none; what name 8.8 replies with there
+is not known here).
 
 One field is left out: XINFO STREAM's ``radix-tree-nodes`` counts the internal nodes of the
 server's in-memory radix tree, whose shape depends on how the 128-bit node keys share
@@ -14,11 +18,18 @@ from typing import Any
 
 from ..read.streams import Consumer, ConsumerGroup, Stream, format_id
 from ..server.numbers import signed64
-from ..server.streams import MAX_ID, ZERO_ID, group_entries_read, group_lag, loaded, stream_version
+from ..server.streams import (
+    IDMP_DEFAULTS,
+    MAX_ID,
+    XNACK,
+    ZERO_ID,
+    group_entries_read,
+    group_lag,
+    loaded,
+    stream_version,
+)
 from ..server.versions import Version
 from .ranges import iter_range, take
-
-IDMP_DEFAULTS = (100, 100)  # stream-idmp-duration / stream-idmp-maxsize defaults (8.6)
 
 
 def _groups(stream: Stream) -> list[ConsumerGroup]:
@@ -96,6 +107,8 @@ def _full_group(stream: Stream, group: ConsumerGroup, count: int, version: Versi
     out["pending"] = [[format_id(p.id), p.consumer, signed64(p.delivery_time_ms), p.delivery_count]
                       for p in _limit(pending, count)]
     out["consumers"] = [_full_consumer(group, c, count, version) for c in _consumers(group)]
+    if version >= XNACK:  # redis PR #14797 (Redis 8.8): the entries of the group's NACK zone
+        out["nacked-count"] = len(group.nacked or ())
     return out
 
 

@@ -14,9 +14,13 @@ objects the Python parsers read and written by the generated writers:
 * streams: the stream type of the target (15 for RDB 9, 19 for RDB 10, 21 from RDB 11): going
   down, the metadata the older type has no room for is dropped (first and max-deleted IDs and
   entries_added below 19, the groups' entries_read below 19, the consumers' active time below
-  21); going up, it is what the newer server's loader sets (redis src/rdb.c rdbLoadObject:
-  entries_added = length, no tombstone, first_id the first entry, entries_read estimated by
-  streamEstimateDistanceFromFirstEverEntry, active time = seen time);
+  21, the IDMP settings and producers of types 26 and 27, the NACK zones of type 27: its entries
+  stay pending for no consumer, as a loader of the older type keeps them, and a target server with
+  sanitize-dump-payload yes refuses such an entry); going up, it is what the newer server's loader
+  sets (redis src/rdb.c rdbLoadObject: entries_added = length, no tombstone, first_id the first
+  entry, entries_read estimated by streamEstimateDistanceFromFirstEverEntry, active time = seen
+  time);
+* sparse arrays (28, Redis 8.8) have no older form: refused, or dropped;
 * hashes with field TTLs (24, 25: RDB 12; Valkey's 22) lose their TTLs below RDB 12;
 * a Dragonfly snapshot (a DFS set or one file) loses its own AUX fields and types: JSON, Bloom,
   count-min, top-k and cuckoo keys are dropped, hashes and sets with member TTLs (31, 32) lose the
@@ -29,7 +33,8 @@ objects the Python parsers read and written by the generated writers:
 
 A drop loses data only where the target's server could not compute it back on loading the
 older type (a dropped entries_added equal to the length, an active time equal to the seen time
-lose nothing). What would lose data is refused by name (`UnwritableError`) unless `allow_lossy`,
+lose nothing; IDMP data that is Redis's default for a stream without producers, an empty NACK
+zone lose nothing). What would lose data is refused by name (`UnwritableError`) unless `allow_lossy`,
 and then counted in `dropped`. Older layouts the target loads (a ziplist hash for RDB 10, a
 type-15 stream for RDB 11...) are kept: the target converts them when it loads them.
 """
@@ -48,7 +53,7 @@ from rdbspec_generated.enums import ValueType
 from ..errors import UnwritableError
 from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
 from ..read.elements import container, text, texts
-from ..server.streams import UNKNOWN_ENTRIES_READ, group_entries_read, loaded, stream_type
+from ..server.streams import IDMP_DEFAULTS, UNKNOWN_ENTRIES_READ, group_entries_read, loaded, stream_type
 from ..server.versions import NEWEST, OLDEST, TARGETS
 from .layouts import (
     HASH,
@@ -71,7 +76,9 @@ from .layouts import (
 from .stream import id_value
 
 # value types (the spec's rdb::value_type) besides those of `layouts`
-STREAM_TYPES = (ValueType.STREAM_LISTPACKS, ValueType.STREAM_LISTPACKS_2, ValueType.STREAM_LISTPACKS_3)
+STREAM_TYPES = (ValueType.STREAM_LISTPACKS, ValueType.STREAM_LISTPACKS_2, ValueType.STREAM_LISTPACKS_3,
+                ValueType.STREAM_LISTPACKS_4, ValueType.STREAM_LISTPACKS_5)
+ARRAY = ValueType.ARRAY
 HASH_METADATA, HASH_LISTPACK_EX = ValueType.HASH_METADATA, ValueType.HASH_LISTPACK_EX
 VALKEY_HASH_2 = ValueType.VALKEY_HASH_2
 DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = ValueType.DF_HASH_WITH_EXPIRY, ValueType.DF_SET_WITH_EXPIRY
@@ -103,13 +110,13 @@ class Converter:
 
     def holds(self, record: KeyRecord, note: bool = False) -> bool:
         """Whether the key is written: not a Dragonfly type Redis has none of (JSON, Bloom,
-        count-min, top-k, cuckoo filters), nor a Valkey path hash (with `note`, told to `drop`
-        the first time it is met)."""
+        count-min, top-k, cuckoo filters), nor a Valkey path hash, nor a Redis 8.8 sparse array (no
+        target knows type 28); with `note`, told to `drop` the first time it is met."""
         kind = record.value_kind
-        if kind not in DRAGONFLY_ONLY and kind != VALKEY_PATH_HASH:
+        if kind not in DRAGONFLY_ONLY and kind not in (VALKEY_PATH_HASH, ARRAY):
             return True
         if note:
-            producer = "Dragonfly" if kind in DRAGONFLY_ONLY else "Valkey 9.2"
+            producer = "Dragonfly" if kind in DRAGONFLY_ONLY else "Valkey 9.2" if kind == VALKEY_PATH_HASH else "Redis 8.8"
             self.drop(f"{producer} {record.type_name} keys (type {record.rdb_type})", record)
         return False
 
@@ -196,13 +203,17 @@ class Converter:
             out.entries_added = rdb_len(meta.entries_added)
         elif source >= 19 and loaded(stream) != loaded(as_15):
             self.drop("stream metadata (entries_added, first and max-deleted IDs: type 19+)", record)
-        if source >= 26 and value.idmp is not None:
-            self.drop("stream IDMP data (type 26)", record)
+        if value.idmp is not None and not _default_idmp(value.idmp):
+            self.drop("stream IDMP settings and producers (types 26 and 27)", record)
+        if any(model.nacked for model in stream.groups):
+            self.drop("stream NACK zones (type 27: pending entries XNACK released)", record)
         out.groups = [self._group(record, stream, as_15, g, model, target)
                       for g, model in zip(value.groups, stream.groups)]
         return out
 
     def _group(self, record: KeyRecord, stream: Any, as_15: Any, g: Any, model: Any, target: int) -> Any:
+        """The group with the fields of the target's stream type (a NACK zone's entries stay in
+        the PEL, pending for no consumer)."""
         out = _stream.StreamGroup._new(type_code=target, name=g.name, last_id=g.last_id, pel=g.pel)
         if target >= 19:
             read = group_entries_read(stream, model)  # stored, or estimated as a loader of type 15 does
@@ -221,3 +232,8 @@ class Converter:
         return out
 
 
+def _default_idmp(idmp: Any) -> bool:
+    """An IDMP block that a stream never given IDMP settings or producers has (what a target
+    without IDMP loses nothing of dropping)."""
+    return ((idmp.duration.value, idmp.max_entries.value) == IDMP_DEFAULTS and not idmp.producers
+            and idmp.iids_added.value == 0 and idmp.iids_duplicates.value == 0)

@@ -50,10 +50,11 @@ from rdbspec_generated import listpack as _listpack
 from rdbspec_generated import quicklist as _quicklist
 from rdbspec_generated import rdb as _rdb
 from rdbspec_generated import rdb_string as _rdb_string
+from rdbspec_generated import sparse_array as _sparse_array
 from rdbspec_generated import ziplist as _ziplist
 from rdbspec_generated import zset as _zset
 from rdbspec_generated._runtime import WriteInputs
-from rdbspec_generated.enums import BlobKind, ContainerKind, ValueType
+from rdbspec_generated.enums import BlobKind, ContainerKind, ElementTag, ValueType
 
 from ..read import dumpfile
 from ..server.numbers import d2string, string2ll
@@ -176,6 +177,32 @@ def string_list(items: Iterable[bytes], compress: bool = True) -> Any:
 def hash_table(pairs: Iterable[tuple[bytes, bytes]], compress: bool = True) -> Any:
     return _hash.HashTable._new(entries=[_hash.HashPair._new(field=rdb_string(f, compress),
                                                              value=rdb_string(v, compress)) for f, v in pairs])
+
+
+AR_SMALLSTR_MAXLEN = 7  # redis src/sparsearray.h: the longest string a 64-bit server keeps inline
+
+
+def sparse_array(elements: Iterable[tuple[int, bytes | int | float]], insert_idx: int | None,
+                 compress: bool = True) -> Any:
+    """A sparse array (type 28) of (index, value) elements, written in ascending index order as
+    rdbSaveArraySlice walks them, each with the tag its value has (rdbSaveArrayElement): an int
+    INT, a float FLOAT, bytes SMALLSTR up to `AR_SMALLSTR_MAXLEN` bytes and SDS beyond, the
+    strings as rdbSaveRawString stores them."""
+    out = []
+    for index, value in sorted(elements, key=lambda element: element[0]):
+        element = _sparse_array.ArrayElement._new(index=rdb_len(index))
+        if isinstance(value, bool) or not isinstance(value, (bytes, int, float)):
+            raise TypeError(f"an array element is bytes, an int or a float, not {type(value).__name__}")
+        if isinstance(value, int):
+            element.tag, element.int_value = rdb_len(int(ElementTag.INT)), value
+        elif isinstance(value, float):
+            element.tag, element.float_value = rdb_len(int(ElementTag.FLOAT)), value
+        elif len(value) <= AR_SMALLSTR_MAXLEN:
+            element.tag, element.small_string = rdb_len(int(ElementTag.SMALLSTR)), rdb_string(value, compress)
+        else:
+            element.tag, element.string_value = rdb_len(int(ElementTag.SDS)), rdb_string(value, compress)
+        out.append(element)
+    return _sparse_array.ArrayValue._new(insert_idx=None if insert_idx is None else rdb_len(insert_idx), elements=out)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,13 @@ flagged, not removed. The server's rules, each after its function in redis src/t
   entries of the next node flagged one by one.
 
 Groups keep the PEL (delivery time and count of each ID, its consumer) and their consumers (seen
-and active times, their IDs), as streamCG, streamNACK and streamConsumer do. `to_value` gives the
-generated objects of the stream, for the writers: groups ordered by name, consumers by name, PELs
-by ID, as the server's radix trees save them (rdbSaveObject).
+and active times, their IDs), as streamCG, streamNACK and streamConsumer do, and the NACK zone of
+a type-27 stream (the entries XNACK released, in its order). `to_value` gives the generated objects
+of the stream, for the writers: groups ordered by name, consumers by name, PELs by ID, as the
+server's radix trees save them (rdbSaveObject); the NACK zone keeps its order, without the entries
+that left the PEL or were claimed since (acknowledged, claimed by a consumer). A stream of type 26
+or 27 without IDMP data of its own gets the IDMP block Redis writes for one (the default duration
+and size, no producer).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from rdbspec_generated.enums import ValueType
 from ..read.elements import text
 from ..read.streams import FLAG_DELETED, FLAG_SAMEFIELDS
 from ..server.numbers import MASK64
-from ..server.streams import UNKNOWN_ENTRIES_READ, ZERO_ID, Loaded, StreamId
+from ..server.streams import IDMP_DEFAULTS, UNKNOWN_ENTRIES_READ, ZERO_ID, Loaded, StreamId
 from .layouts import STREAM_LISTPACK_BLOB, blob, rdb_len, rdb_string, stored
 
 LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
@@ -100,6 +104,12 @@ class EditableGroup:
     entries_read: int | None  # None: SCG_INVALID_ENTRIES_READ
     pel: dict[StreamId, Pending] = field(default_factory=dict)
     consumers: dict[bytes, EditableConsumer] = field(default_factory=dict)
+    nacked: list[StreamId] = field(default_factory=list)  # the NACK zone as read (type 27), in its order
+
+    def nack_zone(self) -> list[StreamId]:
+        """The NACK zone to write: the entries read in it that are still pending for no consumer."""
+        pel = self.pel
+        return [i for i in self.nacked if i in pel and pel[i].consumer is None]
 
     def disown(self, entry_id: StreamId, pending: Pending) -> None:
         """The entry leaves its consumer's PEL (the group's entry, `pending`, stays as it is)."""
@@ -277,7 +287,7 @@ class EditableStream:
     # -- to the writers ----------------------------------------------------------------------------
 
     def to_value(self, type_code: int, compress: bool = True) -> Any:
-        """The generated `stream_value` of type `type_code` (15, 19, 21, 26)."""
+        """The generated `stream_value` of type `type_code` (15, 19, 21, 26, 27)."""
         nodes = [_stream.StreamNode._new(node_key=_stream.StreamIdRaw._new(ms=n.master_id[0], seq=n.master_id[1]),
                                          listpack=blob(STREAM_LISTPACK_BLOB, n.listpack(), compress))
                  for n in self.nodes]
@@ -287,7 +297,7 @@ class EditableStream:
             out.first_id, out.max_deleted_entry_id = id_value(self.first_id), id_value(self.max_deleted)
             out.entries_added = rdb_len(self.entries_added)
         if type_code >= ValueType.STREAM_LISTPACKS_4:
-            out.idmp = self.idmp
+            out.idmp = self.idmp if self.idmp is not None else default_idmp()
         out.groups = [self._group(name, g, type_code, compress) for name, g in sorted(self.groups.items())]
         return out
 
@@ -306,6 +316,8 @@ class EditableStream:
             if type_code >= ValueType.STREAM_LISTPACKS_3:
                 consumer.active_time = c.active_time
             out.consumers.append(consumer)
+        if type_code >= ValueType.STREAM_LISTPACKS_5:
+            out.nacked = [_raw(i) for i in g.nack_zone()]
         return out
 
 
@@ -324,8 +336,17 @@ def groups_from_value(value: Any, model_groups: list[Any]) -> dict[bytes, Editab
         for p in g.pel:
             pid = _raw_id(p.id)
             group.pel[pid] = Pending(owner.get(pid), p.delivery_time, p.delivery_count.value)
+        group.nacked = [_raw_id(raw) for raw in g.nacked or ()]
         out[text(g.name)] = group
     return out
+
+
+def default_idmp() -> Any:
+    """The IDMP block of a stream that never had IDMP settings or producers (the defaults of
+    stream-idmp-duration and stream-idmp-maxsize, redis src/rdb.c rdbSaveStreamIdmpEntries)."""
+    duration, max_entries = IDMP_DEFAULTS
+    return _stream.StreamIdmp._new(duration=rdb_len(duration), max_entries=rdb_len(max_entries), producers=[],
+                                   iids_added=rdb_len(0), iids_duplicates=rdb_len(0))
 
 
 def id_value(stream_id: StreamId) -> Any:

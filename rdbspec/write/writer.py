@@ -46,7 +46,7 @@ from rdbspec_generated import function as _function
 from rdbspec_generated import module as _module
 from rdbspec_generated import rdb as _rdb
 from rdbspec_generated._runtime import WriteInputs
-from rdbspec_generated.enums import ModuleOpcode, RecordKind
+from rdbspec_generated.enums import ModuleOpcode, RecordKind, ValueType
 
 from ..errors import UnwritableError
 from ..read.checksum import crc64_update
@@ -54,12 +54,13 @@ from ..read.dumpfile import FunctionLibrary, KeyRecord
 from ..read.values import ModuleValue
 from ..server.streams import stream_type
 from ..server.versions import PATH_HASH_RDB
-from .layouts import VALKEY_PATH_HASH, Layouts, ServerConfig, new_key_record, rdb_len, rdb_string
+from .layouts import VALKEY_PATH_HASH, Layouts, ServerConfig, new_key_record, rdb_len, rdb_string, sparse_array
 from .stream import EditableStream
 
 # module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*) by the names rdbspec.read.values gives them
 MODULE_OPCODES = {opcode.name.lower(): opcode for opcode in ModuleOpcode if opcode != ModuleOpcode.EOF}
 MASK64 = (1 << 64) - 1
+ARRAY_SINCE = 14  # the RDB version of Redis 8.8, the first with sparse arrays
 COPY_CHUNK = 16 << 20  # bytes written (and checksummed) a call when copying: a mapped span is never copied whole
 DumpBuffer = bytes | mmap  # what a dump is read from (`rdbspec.read.source.Source.buffer`)
 
@@ -264,9 +265,21 @@ class Writer:
 
     def stream(self, key: bytes, stream: EditableStream, **meta: int | None) -> None:
         """A stream as `EditableStream.append` (XADD with the config's node limits) and its
-        groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11)."""
+        groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11, 26
+        for RDB 13, 27 from RDB 14)."""
         code = stream_type(self.version)
         self._new_key(key, code, stream.to_value(code, self.compress), **meta)
+
+    def array(self, key: bytes, elements: Mapping[int, bytes | int | float] | Iterable[tuple[int, bytes | int | float]],
+              insert_idx: int | None = None, **meta: int | None) -> None:
+        """A sparse array (Redis 8.8, RDB 14+): its elements that hold a value, by index (at least
+        one), and its last insert index (None: none), as `layouts.sparse_array` writes them."""
+        if self.version < ARRAY_SINCE or self.root.is_valkey:
+            raise UnwritableError(f"RDB {self.version} has no sparse arrays (type 28: Redis 8.8, RDB 14)")
+        pairs = list(elements.items() if isinstance(elements, Mapping) else elements)
+        if not pairs:
+            raise UnwritableError("an empty sparse array is not written: the server refuses one (count 0)")
+        self._new_key(key, ValueType.ARRAY, sparse_array(pairs, insert_idx, self.compress), **meta)
 
     def _new_key(self, key: bytes, rdb_type: int, value: Any, /, expire_at_ms: int | None = None,
                  idle: int | None = None, freq: int | None = None, value_kind: int | None = None) -> None:

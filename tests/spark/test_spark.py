@@ -71,6 +71,11 @@ def _load(spark, table: str, path, **options):
     return r.load(str(path))
 
 
+def b(v):
+    """A binary column's value as bytes (null stays None)."""
+    return bytes(v) if v is not None else None
+
+
 def _elements(value) -> int | None:
     if isinstance(value, rdbspec.Stream):
         return value.length
@@ -149,23 +154,40 @@ def test_stream_group_tables_match_library(spark, corpus):
                         g.entries_read, lag, len(g.pending), len(g.consumers)))
             for p in g.pending:
                 pending.add((f, k.key, g.name, f"{p.id[0]}-{p.id[1]}", p.consumer, p.delivery_time_ms,
-                             p.delivery_count))
+                             p.delivery_count, p.id in g.nacked_ids()))
             for c in g.consumers:
                 consumers.add((f, k.key, g.name, c.name, c.seen_time_ms, c.active_time_ms, len(c.pending)))
     assert groups and pending and consumers
-
-    def b(v):
-        return bytes(v) if v is not None else None
 
     got = {(r["file"], bytes(r["key"]), bytes(r["group"]), r["last_delivered_id"], r["entries_read"], r["lag"],
             r["pel_count"], r["consumers"]) for r in _load(spark, "stream_groups", corpus).collect()}
     assert got == groups
     got = {(r["file"], bytes(r["key"]), bytes(r["group"]), r["id"], b(r["consumer"]), r["delivery_time_ms"],
-            r["delivery_count"]) for r in _load(spark, "stream_pending", corpus).collect()}
+            r["delivery_count"], r["nacked"]) for r in _load(spark, "stream_pending", corpus).collect()}
     assert got == pending
     got = {(r["file"], bytes(r["key"]), bytes(r["group"]), bytes(r["consumer"]), r["seen_time_ms"],
             r["active_time_ms"], r["pel_count"]) for r in _load(spark, "stream_consumers", corpus).collect()}
     assert got == consumers
+
+
+def test_rdb14_tables(spark, tmp_path):
+    """Redis 8.8's types: a NACKed entry is a stream_pending row with a null consumer and `nacked`
+    true (the golden file of librdb's stream_v14_xnack content); a sparse array a keys row of type
+    array with its element count and a null memory (not derived)."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "conformance"))
+    from golden import load_fixture
+
+    for name in ("stream_rdb_t27_xnack", "rdb_redis14_array_basic"):
+        (tmp_path / f"{name}.rdb").write_bytes(load_fixture(name).data)
+    pending = sorted((r["id"], b(r["consumer"]), r["delivery_time_ms"], r["nacked"])
+                     for r in _load(spark, "stream_pending", tmp_path).collect())
+    first, sent = 1779170191996, 1779170192004
+    assert pending == [(f"{first}-0", b"consumer1", sent, False), (f"{first + 2}-0", None, 0, True),
+                       (f"{first + 4}-0", None, 0, True), (f"{first + 5}-0", b"consumer1", sent, False)]
+    keys = {bytes(r["key"]): (r["type"], r["rdb_type"], r["elements"], r["memory"])
+            for r in _load(spark, "keys", tmp_path).collect()}
+    assert keys[b"arr"] == ("array", 28, 100, None)
+    assert keys[b"mystream"][:3] == ("stream", 27, 4)
 
 
 def test_every_table_schema(spark, corpus):

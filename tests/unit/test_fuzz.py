@@ -45,6 +45,20 @@ HUGE = (1 << 31, 1 << 32, (1 << 62) + 7, (1 << 63) - 1, (1 << 64) - 1)
 # -- mutations ---------------------------------------------------------------------------------
 
 
+def rdb14_seed(path: Path) -> Path:
+    """A REDIS0014 dump (Redis 8.8) of the golden fixtures' new types: the type-27 stream with a
+    NACK zone (stream_rdb_t27_xnack), then sparse arrays with every element tag and with an insert
+    index (array_v14_mixed_types, array_v14_with_insert_idx, array_smallstr_int_encoded)."""
+    from tests.support.rdb14 import golden_value
+
+    body = golden_value("stream_rdb_t27_xnack")[:-9]  # without EOF and the checksum
+    for name in ("array_v14_mixed_types", "array_v14_with_insert_idx", "array_smallstr_int_encoded"):
+        key = name.encode()
+        body += bytes([28, len(key)]) + key + golden_value(name)
+    path.write_bytes(bytes(_with_checksum(bytearray(body + b"\xff" + bytes(8)))))
+    return path
+
+
 def _with_checksum(data: bytearray) -> bytearray:
     from rdbspec.read.checksum import crc64
 
@@ -170,13 +184,13 @@ def _spawn(paths: list[Path]) -> subprocess.Popen[str]:
 
 
 def _made(directory: Path) -> list[Path]:
-    """The `MADE` seed dumps, written into `directory`."""
+    """The `MADE` seed dumps and the RDB 14 seed, written into `directory`."""
     from tests.support.valkey_dumps import vcs_lz4, write_valkey081
 
     plain, compressed = (directory / name for name in MADE)
     write_valkey081(plain)
     compressed.write_bytes(vcs_lz4(plain.read_bytes()))
-    return [plain, compressed]
+    return [plain, compressed, rdb14_seed(directory / "rdb14.rdb")]
 
 
 def test_mutated_dumps_raise_only_rdb_errors(each_backend: str, tmp_path: Path) -> None:
@@ -222,6 +236,13 @@ def test_mutated_dumps_raise_only_rdb_errors(each_backend: str, tmp_path: Path) 
     assert len(results) >= 100
     assert all(f["maxrss_kb"] < MEMORY_LIMIT // 1024 for f in finals)
     assert [f["backend"] for f in finals] == [each_backend] * len(finals)
+
+
+def test_rdb14_seed_reads(tmp_path: Path) -> None:
+    import rdbspec
+
+    with rdbspec.parse(rdb14_seed(tmp_path / "rdb14.rdb").read_bytes()) as dump:
+        assert [(k.rdb_type, k.count_elements()) for k in dump.keys()] == [(27, 4), (28, 4), (28, 3), (28, 4)]
 
 
 def test_mutation_is_deterministic() -> None:
