@@ -88,7 +88,20 @@ class ArrayLit:
     items: tuple[Node, ...]
 
 
-Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit]
+@dataclass(frozen=True)
+class Lookup:
+    """A `-rdbspec-lookup` instance: what the index `index` of the root (`-rdbspec-index`) holds
+    under `key`; with `value`, that expression of it (`_` is what the index holds), or `default`
+    when it holds nothing under `key`. Never written in a spec's expressions: the model makes it
+    of the key's mapping."""
+
+    index: str
+    key: Node
+    value: Union[Node, None] = None
+    default: Union[Node, None] = None
+
+
+Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit, Lookup]
 
 # --- tokenizer -------------------------------------------------------------------------------
 
@@ -224,7 +237,9 @@ class _Parser:
             if value == ".":
                 self.take()
                 name = self.take()[1]
-                if self.peek()[1] == "(":
+                if name == "as" and self.peek()[1] == "<":
+                    self.cast()  # the generated code is dynamically typed: a cast changes nothing
+                elif self.peek()[1] == "(":
                     self.take()
                     args: list[Node] = []
                     while self.peek()[1] != ")":
@@ -242,6 +257,17 @@ class _Parser:
                 node = Index(node, index)
             else:
                 return node
+
+    def cast(self) -> None:
+        """Steps over the `<type>` of `.as<type>` (a type name, `::`-separated)."""
+        self.take("<")
+        kind, value = self.take()
+        while kind == "name" and self.peek()[1] == "::":
+            self.take()
+            kind, value = self.take()
+        if kind != "name":
+            raise ExpressionError(f"expected a type name in .as<...>, found {value!r} in {self.text!r}")
+        self.take(">")
 
 
 def parse(text: object) -> Node:
@@ -269,6 +295,8 @@ def children(node: Node) -> list[Node]:
         return [node.cond, node.then, node.other]
     if isinstance(node, ArrayLit):
         return list(node.items)
+    if isinstance(node, Lookup):  # its `value` reads what is found (`_`), nothing of the type
+        return [node.key] + ([node.default] if node.default is not None else [])
     return []
 
 
