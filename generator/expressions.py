@@ -89,6 +89,15 @@ class ArrayLit:
 
 
 @dataclass(frozen=True)
+class Cast:
+    """`target.as<type>`: the same value, of the named type (`::`-separated path) as far as the
+    generator knows; the generated code is dynamically typed, so a cast changes nothing there."""
+
+    target: Node
+    type_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Lookup:
     """A `-rdbspec-lookup` instance: what the index `index` of the root (`-rdbspec-index`) holds
     under `key`; with `value`, that expression of it (`_` is what the index holds), or `default`
@@ -101,7 +110,7 @@ class Lookup:
     default: Union[Node, None] = None
 
 
-Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit, Lookup]
+Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit, Cast, Lookup]
 
 # --- tokenizer -------------------------------------------------------------------------------
 
@@ -238,7 +247,7 @@ class _Parser:
                 self.take()
                 name = self.take()[1]
                 if name == "as" and self.peek()[1] == "<":
-                    self.cast()  # the generated code is dynamically typed: a cast changes nothing
+                    node = Cast(node, self.cast())
                 elif self.peek()[1] == "(":
                     self.take()
                     args: list[Node] = []
@@ -258,16 +267,20 @@ class _Parser:
             else:
                 return node
 
-    def cast(self) -> None:
-        """Steps over the `<type>` of `.as<type>` (a type name, `::`-separated)."""
+    def cast(self) -> tuple[str, ...]:
+        """The `<type>` of `.as<type>`: a type name's path (`::`-separated)."""
         self.take("<")
-        kind, value = self.take()
-        while kind == "name" and self.peek()[1] == "::":
-            self.take()
+        path: list[str] = []
+        while True:
             kind, value = self.take()
-        if kind != "name":
-            raise ExpressionError(f"expected a type name in .as<...>, found {value!r} in {self.text!r}")
+            if kind != "name":
+                raise ExpressionError(f"expected a type name in .as<...>, found {value!r} in {self.text!r}")
+            path.append(value)
+            if self.peek()[1] != "::":
+                break
+            self.take()
         self.take(">")
+        return tuple(path)
 
 
 def parse(text: object) -> Node:
@@ -281,7 +294,7 @@ def parse(text: object) -> Node:
 
 def children(node: Node) -> list[Node]:
     """The expressions directly inside `node`, in the order Python evaluates them."""
-    if isinstance(node, Attr):
+    if isinstance(node, (Attr, Cast)):
         return [node.target]
     if isinstance(node, Call):
         return [node.target, *node.args]

@@ -202,7 +202,17 @@ class Facts:
             return self.substring_kind(node, facts, it)
         if isinstance(node, ex.Call) and node.name == "to_s":
             return self.to_s_kind(node, facts, it)
+        if isinstance(node, ex.Cast):
+            return self.cast_kind(node, facts, it)
         return None  # other calls, array literals, lookups (an index the root may not have): not reasoned about
+
+    def cast_kind(self, node: ex.Cast, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
+        """`x.as<type>`: an object of that type, when `x` is there (what else it is, unknown)."""
+        target = self.kind(node.target, facts, it)
+        cast = self.builder.find_type(self.t, list(node.type_path))
+        if target is None or cast is None:
+            return None
+        return Kind("scalar" if cast.scalar else "obj", nullable=target.nullable, target=cast)
 
     def to_s_kind(self, node: ex.Call, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
         """Bytes decoded in a single-byte encoding (each byte a character) never raise."""

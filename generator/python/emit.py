@@ -151,6 +151,8 @@ class TypeEmitter:
         """`x.name` where the spec makes the type of `x` certain: on a scalar-compiled value, a
         type test; an instance that cannot raise, read from a local, is read once into a local
         `x_name` (the first use computes it, later ones in its scope reuse it)."""
+        if name in ("size", "length", "first", "last"):
+            return None  # of a list (the static type of a repeat is its element's): the translator's own
         target = self.plan.static_type(node, self.current_attr)
         if target is None:
             return None

@@ -12,6 +12,7 @@ from ..expressions import (
     Binary,
     Bool,
     Call,
+    Cast,
     EnumRef,
     ExpressionError,
     Index,
@@ -118,6 +119,8 @@ def translate(node: Node, ctx: Context) -> str:
         return "[" + ", ".join(translate(i, ctx) for i in node.items) + "]"
     if isinstance(node, Lookup):
         return lookup(node, ctx)
+    if isinstance(node, Cast):  # dynamically typed: the value as it is
+        return translate(node.target, ctx)
     raise ExpressionError(f"cannot translate {node!r}")
 
 

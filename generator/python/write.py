@@ -349,6 +349,10 @@ class WriteEmitter:
                 if fw.role != "given" and not is_lazy(fw.attr):
                     self.add(f"if self.{fw.attr.id} is None:")
                     self.add(f"    self.{fw.attr.id} = {self.local(fw.attr.id)}")
+            # and the instances a reader computes with the fields and keeps like them (`rdb_blob.payload`)
+            for inst in self.t.instances:
+                if self.read_plan.storage(inst) == "field":
+                    self.add(f"self.{inst.id} = {self.resolve(inst.id)}")
         return self.lines
 
     def check_inputs(self) -> None:
