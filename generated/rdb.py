@@ -2176,7 +2176,13 @@ class HashTmplLpRef:
                 io,
                 values_pos,
                 "rdb:hash_tmpl_lp_ref.values",
-                'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields (rdbLoadTmplLpBlob: "template-listpack is empty", "first entry is not an integer"; rdbLoadObject: "Hash template ID is negative", "Invalid hash template ID"; rdbCheckTmplLpCount: "entry count does not match")',
+                "expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id "
+                + repr(template_id)
+                + " (None: not an integer) and "
+                + repr(num_entries)
+                + " entries for "
+                + repr(template_num_fields)
+                + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)',
             )
         self.values = values
         return self, pos
@@ -2211,7 +2217,13 @@ class HashTmplLpRef:
                 io,
                 values_pos,
                 "rdb:hash_tmpl_lp_ref.values",
-                'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields (rdbLoadTmplLpBlob: "template-listpack is empty", "first entry is not an integer"; rdbLoadObject: "Hash template ID is negative", "Invalid hash template ID"; rdbCheckTmplLpCount: "entry count does not match")',
+                "expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id "
+                + repr(template_id)
+                + " (None: not an integer) and "
+                + repr(num_entries)
+                + " entries for "
+                + repr(template_num_fields)
+                + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)',
             )
         return pos
 

@@ -384,7 +384,7 @@ types:
           expr: >-
             num_entries > 0 and values.payload.as<listpack>.entries[0].is_int and template_id >= 0 and
             template_num_fields != 0 and num_entries == template_num_fields + 1
-        -rdbspec-message: 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields (rdbLoadTmplLpBlob: "template-listpack is empty", "first entry is not an integer"; rdbLoadObject: "Hash template ID is negative", "Invalid hash template ID"; rdbCheckTmplLpCount: "entry count does not match")'
+        -rdbspec-message: 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id {template_id} (None: not an integer) and {num_entries} entries for {template_num_fields} fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)'
         doc: The template's id, then the values.
     instances:
       num_entries:
@@ -474,9 +474,10 @@ enums:
     242:
       id: hash_template
       doc: |
-        RDB_OPCODE_HASH_TEMPLATE (REDIS magic; Redis 8.10, RDB 15): one hash template (redis
-        src/rdb.c rdbLoadHashTemplate). Valkey's 242 (RDB_OPCODE_UPDATE, forkless replication
-        only) is not a dump record: a VALKEY file with it is refused.
+        RDB_OPCODE_HASH_TEMPLATE (REDIS magic; Redis 8.10, RDB 15): one hash template. Valkey's
+        242 (RDB_OPCODE_UPDATE, forkless replication only) is not a dump record: a VALKEY file
+        with it is refused.
+      doc-ref: redis src/rdb.c rdbLoadHashTemplate, rdbLoadRioWithLoadingCtx
     243: key_meta
     244: slot_info
     245: function2
@@ -541,21 +542,24 @@ enums:
       id: hash_tmpl_lp
       doc: |
         Type 29 in a REDIS file of version 15+ (0x100 + 29); Redis 8.10 RDB_TYPE_HASH_TMPL_LP, a
-        self-contained template hash with listpack values (what DUMP writes; redis src/rdb.c
-        rdbLoadObject).
+        self-contained template hash with listpack values (what DUMP writes).
+      doc-ref: redis src/rdb.c rdbLoadObject
     286:
       id: hash_tmpl_lp_ref
       doc: |
         Type 30 in a REDIS file of version 15+ (0x100 + 30; Dragonfly's JSON below); Redis 8.10
         RDB_TYPE_HASH_TMPL_LP_REF, a listpack of values naming a HASH_TEMPLATE record.
+      doc-ref: redis src/rdb.c rdbLoadObject
     287:
       id: hash_tmpl_array
       doc: |
         Type 31 in a REDIS file of version 15+ (0x100 + 31; Dragonfly's hash with expiry below);
         Redis 8.10 RDB_TYPE_HASH_TMPL_ARRAY, a self-contained template hash with its values as
         strings (what DUMP writes).
+      doc-ref: redis src/rdb.c rdbLoadObject
     288:
       id: hash_tmpl_array_ref
       doc: |
         Type 32 in a REDIS file of version 15+ (0x100 + 32; Dragonfly's set with expiry below);
         Redis 8.10 RDB_TYPE_HASH_TMPL_ARRAY_REF, a template id and a string value per field.
+      doc-ref: redis src/rdb.c rdbLoadObject

@@ -1735,7 +1735,7 @@ cdef HashTmplLpRef c_read_hash_tmpl_lp_ref(object io, object buf, const unsigned
     except (TypeError, ValueError, IndexError):
         values_ok = False
     if not values_ok:
-        raise invalid(io, values_pos, "rdb:hash_tmpl_lp_ref.values", 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields (rdbLoadTmplLpBlob: "template-listpack is empty", "first entry is not an integer"; rdbLoadObject: "Hash template ID is negative", "Invalid hash template ID"; rdbCheckTmplLpCount: "entry count does not match")')
+        raise invalid(io, values_pos, "rdb:hash_tmpl_lp_ref.values", 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id ' + repr(template_id) + ' (None: not an integer) and ' + repr(num_entries) + ' entries for ' + repr(template_num_fields) + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)')
     self.values = values
     _at[0] = pos
     return self
@@ -1759,7 +1759,7 @@ cdef Py_ssize_t c_skip_hash_tmpl_lp_ref(object io, object buf, const unsigned ch
     except (TypeError, ValueError, IndexError):
         values_ok = False
     if not values_ok:
-        raise invalid(io, values_pos, "rdb:hash_tmpl_lp_ref.values", 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields (rdbLoadTmplLpBlob: "template-listpack is empty", "first entry is not an integer"; rdbLoadObject: "Hash template ID is negative", "Invalid hash template ID"; rdbCheckTmplLpCount: "entry count does not match")')
+        raise invalid(io, values_pos, "rdb:hash_tmpl_lp_ref.values", 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id ' + repr(template_id) + ' (None: not an integer) and ' + repr(num_entries) + ' entries for ' + repr(template_num_fields) + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)')
     return pos
 
 

@@ -204,7 +204,7 @@ def _key_rows(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[d
 def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
     """The --top rows with the most memory (--memory) or bytes in the file, in file order among equals."""
     by = (KEY_COLUMNS + ["memory"]).index("memory" if args.memory else "size_in_file")
-    return sorted(rows, key=lambda row: -row[by])[:args.top]
+    return sorted(rows, key=lambda row: -(row[by] or 0))[:args.top]  # memory not counted (None): as 0
 
 
 def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
@@ -228,7 +228,7 @@ def _prefix_tree(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterato
     model = memory.model_for(dump, args.as_version, args.allocator)
     tree = PrefixTree(args.separator, args.depth)
     for record in _selected(dump, args, records):
-        tree.add(record.key, element_count(record), model.usage(record))
+        tree.add(record.key, element_count(record), model.usage(record) or 0)  # not counted (None): 0
     return tree
 
 
@@ -290,6 +290,7 @@ def cmd_info(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None
         "module_aux": [{"module": m.name, "encoding_version": m.encoding_version, "when": m.when}
                        for m in dump.module_aux],
         "slot_info": dump.slot_info,
+        "hash_templates": len(dump.hash_templates),
         "checksum": dump.checksum_status,
         "warnings": len(dump.warnings),
         "backend": dump.backend,
@@ -308,6 +309,8 @@ def cmd_info(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None
         out.write(f"  {name}: {count}\n")
     if info["functions"]:
         out.write(f"  functions: {len(info['functions'])} libraries\n")
+    if info["hash_templates"]:
+        out.write(f"  hash templates: {info['hash_templates']}\n")
     out.write(f"  warnings: {info['warnings']}\n")
     for key, value in getattr(dump, "extra_info", {}).items():
         out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")

@@ -99,8 +99,8 @@ class ValkeyModel(RedisModel):
         super().__post_init__()
         self.generation = VALKEY
 
-    def usage(self, record: dumpfile.KeyRecord) -> int:
-        return self.value_usage(record)
+    def usage(self, record: dumpfile.KeyRecord) -> int | None:
+        return self.value_usage(record) if self.counted(record) else None
 
     def sds(self, length: int) -> int:
         return self.size(sds_bytes(length))

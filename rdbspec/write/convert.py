@@ -18,6 +18,10 @@ objects the Python parsers read and written by the generated writers:
   entries_added = length, no tombstone, first_id the first entry, entries_read estimated by
   streamEstimateDistanceFromFirstEverEntry, active time = seen time);
 * hashes with field TTLs (24, 25: RDB 12; Valkey's 22) lose their TTLs below RDB 12;
+* Redis 8.10's template hashes (RDB 15: types 29-32, which name HASH_TEMPLATE records or carry their
+  field names) become, below RDB 15, hashtable hashes (4) of the same fields and values, and the
+  HASH_TEMPLATE records are not written: nothing is lost (the target's loader makes a small one a
+  listpack);
 * a Dragonfly snapshot (a DFS set or one file) loses its own AUX fields and types: JSON, Bloom,
   count-min, top-k and cuckoo keys are dropped, hashes and sets with member TTLs (31, 32) lose the
   TTLs;
@@ -43,9 +47,11 @@ from rdbspec_generated import stream as _stream
 from rdbspec_generated.enums import ValueType
 
 from ..errors import UnwritableError
-from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
+from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, HASH_TEMPLATE, SLOT_IMPORT, KeyRecord
 from ..read.elements import container, text, texts
+from ..read.values import TEMPLATE_KINDS
 from ..server.streams import UNKNOWN_ENTRIES_READ, group_entries_read, loaded, stream_type
+from ..server.templates import TEMPLATES_RDB
 from ..server.versions import NEWEST, OLDEST, TARGETS
 from .layouts import (
     HASH,
@@ -76,6 +82,7 @@ DRAGONFLY_ONLY = frozenset((ValueType.DF_JSON, ValueType.DF_SBF, ValueType.DF_SB
                             ValueType.DF_CUCKOO, ValueType.DF_JSON_LEGACY))
 # the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
 DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
+
 
 
 class Converter:
@@ -121,7 +128,8 @@ class Converter:
         if record.kind == SLOT_IMPORT:  # Valkey 9's; no target knows the opcode
             self.drop("slot import jobs (SLOT_IMPORT: Valkey 9 atomic slot migration)")
             return False
-        return True
+        # the template hashes become plain hashes of the same fields (`key`): nothing names a template
+        return record.kind != HASH_TEMPLATE or self.version >= TEMPLATES_RDB
 
     def key(self, record: KeyRecord) -> KeyRecord:
         """The key with the value layout of the target."""
@@ -140,6 +148,8 @@ class Converter:
         elif kind in (HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2) and (self.version < 12 or kind == VALKEY_HASH_2):
             self.drop("hash field TTLs (Redis 7.4+ types 24 and 25, Valkey 9's type 22)", record)
             rdb_type, value = HASH, self._hash(record.value)
+        elif kind in TEMPLATE_KINDS and self.version < TEMPLATES_RDB:
+            rdb_type, value = HASH, self._hash(record.value)
         elif kind == DF_HASH_WITH_EXPIRY:
             self.drop("hash field TTLs (Dragonfly type 31)", record)
             rdb_type, value = HASH, self._hash(record.value)
@@ -150,7 +160,7 @@ class Converter:
             return record
         body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=False, rdb_version=self.version,
                                   key=record._body.key, value=value)
-        return dataclasses.replace(record, rdb_type=rdb_type, _body=body)
+        return dataclasses.replace(record, rdb_type=rdb_type, value_kind=body.value_kind, _body=body)
 
     # -- containers --------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import binascii
 import builtins
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,9 @@ LIST_QUICKLIST, LIST_QUICKLIST_2 = ValueType.LIST_QUICKLIST, ValueType.LIST_QUIC
 SET_INTSET, SET_LISTPACK = ValueType.SET_INTSET, ValueType.SET_LISTPACK
 ZSET_ZIPLIST, ZSET_LISTPACK = ValueType.ZSET_ZIPLIST, ValueType.ZSET_LISTPACK
 HASH_ZIPLIST, HASH_LISTPACK = ValueType.HASH_ZIPLIST, ValueType.HASH_LISTPACK
+# a value kind above 255 is 256 + its type byte, a byte another dialect reads otherwise (the spec's
+# rdb::key_value.value_kind: Valkey's HASH_2, Redis 8.10's template hashes...)
+TYPE_BYTE = 0xFF
 # QUICKLIST_NODE_CONTAINER_*, as the numbers a node's `rdb_len` is written from (the generated
 # writers check that what they write reads back as the very value, of the very type, given)
 PLAIN, PACKED = int(ContainerKind.PLAIN), int(ContainerKind.PACKED)
@@ -85,7 +88,12 @@ def new_key_record(db: int, key: bytes, rdb_type: int, value: Any, version: int,
     """A key that no dump holds, made to be written (`Writer.key`): its name, type and value."""
     body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=valkey, rdb_version=version,
                               key=rdb_string(key, compress), value=value)
-    return dumpfile.KeyRecord(db, key, rdb_type, rdb_type, expire_at_ms, idle, freq, 0, 0, body)
+    return dumpfile.KeyRecord(db, key, rdb_type, body.value_kind, expire_at_ms, idle, freq, 0, 0, body)
+
+
+def type_byte(value_kind: int) -> int:
+    """The type byte a key of `value_kind` is written with (see TYPE_BYTE)."""
+    return value_kind & TYPE_BYTE
 
 
 def key_hash_slot(key: bytes) -> int:
@@ -167,6 +175,13 @@ def string_list(items: Iterable[bytes], compress: bool = True) -> Any:
 def hash_table(pairs: Iterable[tuple[bytes, bytes]], compress: bool = True) -> Any:
     return _hash.HashTable._new(entries=[_hash.HashPair._new(field=rdb_string(f, compress),
                                                              value=rdb_string(v, compress)) for f, v in pairs])
+
+
+def template_name_list(names: Sequence[bytes], compress: bool = True) -> Any:
+    """The field names of a hash template as strings (spec hash::template_names), in the order
+    given (the server's: `server.templates.template_fields`)."""
+    return _hash.TemplateNames._new(count=len(names), names=[_hash.TemplateName._new(name=rdb_string(n, compress))
+                                                              for n in names])
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ import time
 import traceback
 from pathlib import Path
 
+from tests.support import template_dump
+
 REAL = Path(__file__).resolve().parents[1] / "corpus" / "real"
 DUMPS = [
     REAL / "redis-7.0.15" / "stream_basic.rdb",
@@ -166,9 +168,12 @@ def _spawn(paths: list[Path]) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
-def test_mutated_dumps_raise_only_rdb_errors(each_backend: str) -> None:
+def test_mutated_dumps_raise_only_rdb_errors(each_backend: str, tmp_path: Path) -> None:
     started = time.monotonic()
-    halves = [DUMPS[0::2], DUMPS[1::2]]  # two workers in parallel
+    # and a dump of Redis 8.10's hash templates: its records, every form of a template hash
+    seed = tmp_path / "templates.rdb"
+    template_dump.build(seed, keys=8, late=True)
+    halves = [DUMPS[0::2], [*DUMPS[1::2], seed]]  # two workers in parallel
     procs = [_spawn(paths) for paths in halves]
     results: list[dict] = []
     finals: list[dict] = []
