@@ -142,10 +142,12 @@ class WriteIo:
 
 
 def new_object(cls: type, fields: dict[str, object]):
-    """An object of a generated class to write (`Class._new`): `fields` set, every other slot None."""
+    """An object of a generated class to write (`Class._new`): `fields` set, every other slot None
+    (but the instances' caches)."""
     obj = cls.__new__(cls)
     for name in cls.__slots__:
-        setattr(obj, name, None)
+        if not name.startswith("_m_"):  # an instance's cache stays empty: its property computes it
+            setattr(obj, name, None)
     for name, value in fields.items():  # a slot, or a lazy field's property (kept in `_given_<id>`)
         if name not in cls.__slots__ and f"_given_{name}" not in cls.__slots__:
             raise TypeError(f"{cls.__name__} has no field {name!r}")

@@ -44,6 +44,7 @@ class RecordKind(IntEnum):
     VECTOR_INDEX = 222
     SHARD_DOC_INDEX = 223
     TAGGED_CHUNK = 224
+    HASH_TEMPLATE = 242
     KEY_META = 243
     SLOT_INFO = 244
     FUNCTION2 = 245
@@ -103,6 +104,10 @@ class ValueType(IntEnum):
     DF_JSON_LEGACY = 276
     VALKEY_HASH_2 = 278
     VALKEY_PATH_HASH = 279
+    HASH_TMPL_LP = 285
+    HASH_TMPL_LP_REF = 286
+    HASH_TMPL_ARRAY = 287
+    HASH_TMPL_ARRAY_REF = 288
 
 
 class BlobKind(IntEnum):

@@ -198,6 +198,8 @@ class Listpack:
             self.num_elements = f_num_elements
         if self.terminator is None:
             self.terminator = f_terminator
+        i_entries = f_body.entries
+        self.entries = i_entries
 
 
 class LpBody:

@@ -760,6 +760,10 @@ class KeyMetaClass:
             )
         out.add(p_class_spec)
         out.add(p_ops)
+        i_flags = f_class_spec & 7
+        self.flags = i_flags
+        i_version = (f_class_spec >> 3) & 31
+        self.version = i_version
 
     @property
     def name(self):

@@ -44,6 +44,7 @@ _DF_MASK = int(RecordKind.DF_MASK)
 _VECTOR_INDEX = int(RecordKind.VECTOR_INDEX)
 _SHARD_DOC_INDEX = int(RecordKind.SHARD_DOC_INDEX)
 _TAGGED_CHUNK = int(RecordKind.TAGGED_CHUNK)
+_HASH_TEMPLATE = int(RecordKind.HASH_TEMPLATE)
 _KEY_META = int(RecordKind.KEY_META)
 _SLOT_INFO = int(RecordKind.SLOT_INFO)
 _FUNCTION2 = int(RecordKind.FUNCTION2)
@@ -98,17 +99,22 @@ _DF_CUCKOO = int(ValueType.DF_CUCKOO)
 _DF_JSON_LEGACY = int(ValueType.DF_JSON_LEGACY)
 _VALKEY_HASH_2 = int(ValueType.VALKEY_HASH_2)
 _VALKEY_PATH_HASH = int(ValueType.VALKEY_PATH_HASH)
+_HASH_TMPL_LP = int(ValueType.HASH_TMPL_LP)
+_HASH_TMPL_LP_REF = int(ValueType.HASH_TMPL_LP_REF)
+_HASH_TMPL_ARRAY = int(ValueType.HASH_TMPL_ARRAY)
+_HASH_TMPL_ARRAY_REF = int(ValueType.HASH_TMPL_ARRAY_REF)
 
 
 class Rdb:
     """An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
     a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
-    magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 27/28 of RDB 14, 243 KEY_META,
-    20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
-    (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
-    79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
-    REDIS0011.
+    magic and its version: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 27/28 of
+    RDB 14, 243 KEY_META, 242 HASH_TEMPLATE, 20 as Dragonfly JSON when version < 10, 30-37 Dragonfly
+    below version 15, 29-32 Redis 8.10's template hashes from version 15); VALKEY magic uses Valkey
+    numbering (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB
+    versions above 79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey
+    7.2-8.x write REDIS0011. Dragonfly writes REDIS0009 (dragonfly src/redis/rdb.h RDB_SER_VERSION).
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
@@ -122,6 +128,7 @@ class Rdb:
         "_m_is_valkey",
         "_m_version",
         "_stream_pos",
+        "hash_templates",
     )
 
     @classmethod
@@ -144,6 +151,7 @@ class Rdb:
         self._io = io
         buf = io.buf
         end = io.end
+        self.hash_templates = {}
         # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
         magic_pos = pos
         magic_size = 9
@@ -152,7 +160,7 @@ class Rdb:
         pos += magic_size
         magic = buf[pos - magic_size : pos].decode("ASCII", "replace")
         try:
-            magic_ok = (((magic[0:5] == "REDIS") and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 14)) or (
+            magic_ok = (((magic[0:5] == "REDIS") and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 15)) or (
                 ((magic[0:6] == "VALKEY") and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)
             )
         except (TypeError, ValueError, IndexError):
@@ -172,7 +180,7 @@ class Rdb:
                 )
                 + " (starts with "
                 + repr(magic)
-                + "): expected REDIS0001..REDIS0014 or VALKEY080..VALKEY081",
+                + "): expected REDIS0001..REDIS0015 or VALKEY080..VALKEY081",
             )
         self.magic = magic
         self._stream_pos = pos
@@ -188,6 +196,8 @@ class Rdb:
         records_index = 0
         while True:
             records_item, pos = Record._read(io, pos, self, root)
+            if records_item.opcode == _HASH_TEMPLATE:
+                root.hash_templates.setdefault(records_item.body.template_id.value, records_item.body)
             self._stream_pos = pos
             yield records_item
             if records_item.opcode == _RECORD_KIND_EOF:
@@ -208,6 +218,13 @@ class Rdb:
         self.checksum = checksum
         self._stream_pos = pos
 
+    @staticmethod
+    def index_records(root, item) -> None:
+        """Notes `item`, one records element, in the indexes `root` keeps of them
+        (hash_templates), as reading it does: for a writer of elements one at a time."""
+        if item.opcode == _HASH_TEMPLATE:
+            root.hash_templates.setdefault(item.body.template_id.value, item.body)
+
     def _write(self, out: WriteIo, parent=None, root=None) -> None:
         """Appends this rdb: the fields on the object, those the spec derives written as the
         spec says (`-rdbspec-write`), every check of the reader made on what was written."""
@@ -221,12 +238,15 @@ class Rdb:
             p_magic.write(f_magic.encode("ASCII"))
         p_records = WriteIo()
         if f_records is not None:
+            root.hash_templates = {}
             records_prev = 0
             for records_index, records_item in enumerate(f_records):
                 records_at = len(p_records.data)
                 if type(records_item) is not Record:
                     raise WriteError(f"expected a record, found {type(records_item).__name__}", "rdb:rdb.records")
                 records_item._write(p_records, self_, root)
+                if records_item.opcode == _HASH_TEMPLATE:
+                    root.hash_templates.setdefault(records_item.body.template_id.value, records_item.body)
                 records_prev = len(p_records.data) - records_at
             p_records.last_size = records_prev
         p_checksum = WriteIo()
@@ -241,13 +261,13 @@ class Rdb:
             raise WriteError(f"{len(p_magic.data)} bytes where the spec reads {9}", "rdb:rdb.magic")
         if f_magic is not None and not _holds(
             lambda: (
-                (((f_magic[0:5] == "REDIS") and (int(f_magic[5:9]) >= 1)) and (int(f_magic[5:9]) <= 14))
+                (((f_magic[0:5] == "REDIS") and (int(f_magic[5:9]) >= 1)) and (int(f_magic[5:9]) <= 15))
                 or (((f_magic[0:6] == "VALKEY") and (int(f_magic[6:9]) >= 80)) and (int(f_magic[6:9]) <= 81))
             )
         ):
             raise WriteError(
                 f"{f_magic!r} fails its check: "
-                "{'expr': '(_.substring(0, 5) == \"REDIS\" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 14) or (_.substring(0, 6) == \"VALKEY\" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)'}",
+                "{'expr': '(_.substring(0, 5) == \"REDIS\" and _.substring(5, 9).to_i >= 1 and _.substring(5, 9).to_i <= 15) or (_.substring(0, 6) == \"VALKEY\" and _.substring(6, 9).to_i >= 80 and _.substring(6, 9).to_i <= 81)'}",
                 "rdb:rdb.magic",
             )
         pos += len(p_records.data)
@@ -342,7 +362,7 @@ class Record:
                                         (
                                             (
                                                 (
-                                                    (((opcode >= 243) or (opcode == 200)) or (opcode == 201))
+                                                    (((opcode >= 242) or (opcode == 200)) or (opcode == 201))
                                                     or (opcode == 202)
                                                 )
                                                 or (opcode == 210)
@@ -359,7 +379,11 @@ class Record:
                         )
                         or ((opcode <= 28) and (opcode != 8))
                     )
-                    or ((opcode >= 30) and (opcode <= 37))
+                    or (
+                        ((opcode >= 29) and (opcode <= 32))
+                        if (root.version >= 15)
+                        else ((opcode >= 30) and (opcode <= 37))
+                    )
                 )
             )
         except (TypeError, ValueError, IndexError):
@@ -405,6 +429,8 @@ class Record:
                 body, pos = module.KeyMeta._read(io, pos, self, root)
             elif body_on == _SLOT_IMPORT:
                 body, pos = SlotImport._read(io, pos, self, root)
+            elif body_on == _HASH_TEMPLATE:
+                body, pos = HashTemplate._read(io, pos, self, root)
             elif body_on == _TAGGED_CHUNK:
                 body, pos = dragonfly.TaggedChunk._read(io, pos, self, root)
             elif body_on == _SHARD_DOC_INDEX:
@@ -515,6 +541,10 @@ class Record:
                 if type(f_body) is not SlotImport:
                     raise WriteError(f"expected a slot_import, found {type(f_body).__name__}", "rdb:record.body")
                 f_body._write(p_body, self_, root)
+            elif i_kind == _HASH_TEMPLATE:
+                if type(f_body) is not HashTemplate:
+                    raise WriteError(f"expected a hash_template, found {type(f_body).__name__}", "rdb:record.body")
+                f_body._write(p_body, self_, root)
             elif i_kind == _TAGGED_CHUNK:
                 if type(f_body) is not dragonfly.TaggedChunk:
                     raise WriteError(f"expected a tagged_chunk, found {type(f_body).__name__}", "rdb:record.body")
@@ -571,7 +601,7 @@ class Record:
                                         (
                                             (
                                                 (
-                                                    (((f_opcode >= 243) or (f_opcode == 200)) or (f_opcode == 201))
+                                                    (((f_opcode >= 242) or (f_opcode == 200)) or (f_opcode == 201))
                                                     or (f_opcode == 202)
                                                 )
                                                 or (f_opcode == 210)
@@ -588,13 +618,17 @@ class Record:
                         )
                         or ((f_opcode <= 28) and (f_opcode != 8))
                     )
-                    or ((f_opcode >= 30) and (f_opcode <= 37))
+                    or (
+                        ((f_opcode >= 29) and (f_opcode <= 32))
+                        if (root.version >= 15)
+                        else ((f_opcode >= 30) and (f_opcode <= 37))
+                    )
                 )
             )
         ):
             raise WriteError(
                 f"{f_opcode!r} fails its check: "
-                "{'expr': '_root.is_valkey ? (_ >= 243 or (_ <= 23 and _ != 8)) : (_ >= 243 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or\\n _ == 220 or _ == 222 or _ == 223 or _ == 224 or\\n (_ <= 28 and _ != 8) or (_ >= 30 and _ <= 37))'}",
+                "{'expr': '_root.is_valkey ? (_ >= 243 or (_ <= 23 and _ != 8)) : (_ >= 242 or _ == 200 or _ == 201 or _ == 202 or _ == 210 or _ == 211 or\\n _ == 220 or _ == 222 or _ == 223 or _ == 224 or\\n (_ <= 28 and _ != 8) or\\n (_root.version >= 15 ? (_ >= 29 and _ <= 32) : (_ >= 30 and _ <= 37)))'}",
                 "rdb:record.opcode",
             )
         pos += len(p_body.data)
@@ -1319,7 +1353,13 @@ class KeyValue:
                 _VALKEY_PATH_HASH
                 if (is_valkey and (type_code == 23))
                 else (
-                    _DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code
+                    _DF_JSON_LEGACY
+                    if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10))
+                    else (
+                        (256 + type_code)
+                        if ((((not is_valkey) and (rdb_version >= 15)) and (type_code >= 29)) and (type_code <= 33))
+                        else type_code
+                    )
                 )
             )
         )
@@ -1441,6 +1481,18 @@ class KeyValue:
         elif value_on == _VALKEY_PATH_HASH:
             pos = hash.ValkeyPathHash._skip(io, pos, None, root)
             value = None
+        elif value_on == _HASH_TMPL_LP:
+            pos = hash.HashTmplLp._skip(io, pos, None, root)
+            value = None
+        elif value_on == _HASH_TMPL_LP_REF:
+            pos = HashTmplLpRef._skip(io, pos, None, root)
+            value = None
+        elif value_on == _HASH_TMPL_ARRAY:
+            pos = hash.HashTmplArray._skip(io, pos, None, root)
+            value = None
+        elif value_on == _HASH_TMPL_ARRAY_REF:
+            pos = HashTmplArrayRef._skip(io, pos, None, root)
+            value = None
         else:
             value = None
         return self, pos
@@ -1471,7 +1523,14 @@ class KeyValue:
                     else (
                         _DF_JSON_LEGACY
                         if (((not pa_is_valkey) and (pa_type_code == 20)) and (pa_rdb_version < 10))
-                        else pa_type_code
+                        else (
+                            (256 + pa_type_code)
+                            if (
+                                (((not pa_is_valkey) and (pa_rdb_version >= 15)) and (pa_type_code >= 29))
+                                and (pa_type_code <= 33)
+                            )
+                            else pa_type_code
+                        )
                     )
                 )
             )
@@ -1685,6 +1744,28 @@ class KeyValue:
                         f"expected a valkey_path_hash, found {type(f_value).__name__}", "rdb:key_value.value"
                     )
                 f_value._write(p_value, self_, root)
+            elif i_value_kind == _HASH_TMPL_LP:
+                if type(f_value) is not hash.HashTmplLp:
+                    raise WriteError(f"expected a hash_tmpl_lp, found {type(f_value).__name__}", "rdb:key_value.value")
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == _HASH_TMPL_LP_REF:
+                if type(f_value) is not HashTmplLpRef:
+                    raise WriteError(
+                        f"expected a hash_tmpl_lp_ref, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == _HASH_TMPL_ARRAY:
+                if type(f_value) is not hash.HashTmplArray:
+                    raise WriteError(
+                        f"expected a hash_tmpl_array, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
+            elif i_value_kind == _HASH_TMPL_ARRAY_REF:
+                if type(f_value) is not HashTmplArrayRef:
+                    raise WriteError(
+                        f"expected a hash_tmpl_array_ref, found {type(f_value).__name__}", "rdb:key_value.value"
+                    )
+                f_value._write(p_value, self_, root)
             else:
                 raise WriteError(f"no case for {i_value_kind!r}", "rdb:key_value.value")
         _wio = Io(b"", 0, 0)
@@ -1717,7 +1798,14 @@ class KeyValue:
                 else (
                     _DF_JSON_LEGACY
                     if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
-                    else self.type_code
+                    else (
+                        (256 + self.type_code)
+                        if (
+                            (((not self.is_valkey) and (self.rdb_version >= 15)) and (self.type_code >= 29))
+                            and (self.type_code <= 33)
+                        )
+                        else self.type_code
+                    )
                 )
             )
         )
@@ -1800,6 +1888,14 @@ class KeyValue:
             value, pos = hash.ValkeyHash2._read(io, pos, self, root)
         elif value_on == _VALKEY_PATH_HASH:
             value, pos = hash.ValkeyPathHash._read(io, pos, self, root)
+        elif value_on == _HASH_TMPL_LP:
+            value, pos = hash.HashTmplLp._read(io, pos, self, root)
+        elif value_on == _HASH_TMPL_LP_REF:
+            value, pos = HashTmplLpRef._read(io, pos, self, root)
+        elif value_on == _HASH_TMPL_ARRAY:
+            value, pos = hash.HashTmplArray._read(io, pos, self, root)
+        elif value_on == _HASH_TMPL_ARRAY_REF:
+            value, pos = HashTmplArrayRef._read(io, pos, self, root)
         else:
             value = None
         return value
@@ -1812,9 +1908,11 @@ class KeyValue:
     @property
     def value_kind(self):
         """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278) and
-        23 (PATH_HASH, 279), and type 20 in a REDIS file older than version 10 (old Dragonfly
-        JSON, 276). Valkey 9 shares Redis's types up to 21 and writes every stream as 21 (valkey
-        src/rdb.c rdbGetObjectType)."""
+        23 (PATH_HASH, 279), type 20 in a REDIS file older than version 10 (old Dragonfly JSON,
+        276), and types 29-33 in a REDIS file of version 15 or later (256 + the byte: Redis
+        8.10's template hashes, 285-288), which Dragonfly's REDIS0009 files use for its own
+        types (30-37). Valkey 9 shares Redis's types up to 21 and writes every stream as 21
+        (valkey src/rdb.c rdbSaveObjectType)."""
         return (
             _VALKEY_HASH_2
             if (self.is_valkey and (self.type_code == 22))
@@ -1824,10 +1922,662 @@ class KeyValue:
                 else (
                     _DF_JSON_LEGACY
                     if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10))
-                    else self.type_code
+                    else (
+                        (256 + self.type_code)
+                        if (
+                            (((not self.is_valkey) and (self.rdb_version >= 15)) and (self.type_code >= 29))
+                            and (self.type_code <= 33)
+                        )
+                        else self.type_code
+                    )
                 )
             )
         )
+
+
+class HashTemplate:
+    """HASH_TEMPLATE (242, REDIS magic; Redis 8.10, RDB 15): one hash template, the field names
+    that the hashes of types 30 and 32 (`hash_tmpl_lp_ref`, `hash_tmpl_array_ref`) name by its
+    id. The server writes a record for each template that a key uses, after the AUX fields,
+    module data and functions, before the first SELECTDB (rdbSaveRio); there is no count and
+    no end marker. Its loader takes one anywhere among the records and refuses a template
+    without fields, an id that a record before it has, and names not strictly ascending. The
+    id is the file's own handle for the template (the loader gives it an id of its own).
+
+    Written by: redis src/rdb.c rdbLoadHashTemplate"""
+
+    __slots__ = (
+        "_parent",
+        "_root",
+        "_io",
+        "template_id",
+        "num_fields",
+        "fields",
+        "_m_earlier_num_fields",
+    )
+
+    @classmethod
+    def from_bytes(cls, data) -> HashTemplate:
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
+        return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashTemplate:
+        """An object to write: the fields and parameters given, every other one None."""
+        return new_object(cls, fields)
+
+    @classmethod
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTemplate, int]:
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        buf = io.buf
+        end = io.end
+        # template_id: The template's id in this file (Redis writes the small numbers its registry gives templates).
+        template_id_pos = pos
+        template_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        earlier_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(template_id.value)) is not None else 0
+        )
+        self._m_earlier_num_fields = earlier_num_fields
+        try:
+            template_id_ok = earlier_num_fields == 0
+        except (TypeError, ValueError, IndexError):
+            template_id_ok = False
+        if not template_id_ok:
+            raise invalid(
+                io,
+                template_id_pos,
+                "rdb:hash_template.template_id",
+                "expected an id that no HASH_TEMPLATE record before this one has, found "
+                + repr(template_id.value)
+                + ' again (rdbLoadHashTemplate: "Duplicate hash template ID")',
+            )
+        self.template_id = template_id
+        # num_fields: How many field names (the loader reads them one by one, never allocating this many up front).
+        num_fields_pos = pos
+        num_fields, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        num_fields_value = num_fields.value
+        if not (num_fields_value != 0):
+            raise invalid(
+                io,
+                num_fields_pos,
+                "rdb:hash_template.num_fields",
+                "expected at least one field name, found "
+                + repr(num_fields_value)
+                + ' (rdbLoadHashTemplate: "has zero fields")',
+            )
+        self.num_fields = num_fields
+        # fields: The field names, strictly ascending.
+        fields, pos = hash.TemplateNames._read(io, pos, self, root, num_fields_value)
+        self.fields = fields
+        return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_template: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_template_id = self.template_id
+        f_fields = self.fields
+        p_template_id = WriteIo()
+        if f_template_id is not None:
+            rdb_string.write_rdb_len(p_template_id, f_template_id.value, f_template_id.is_encoded, self_, root)
+        f_num_fields = WriteInputs(is_encoded=False, value=len(f_fields.names))
+        p_num_fields = WriteIo()
+        if f_num_fields is not None:
+            rdb_string.write_rdb_len(p_num_fields, f_num_fields.value, f_num_fields.is_encoded, self_, root)
+        p_fields = WriteIo()
+        if f_fields is not None:
+            if type(f_fields) is not hash.TemplateNames:
+                raise WriteError(
+                    f"expected a template_names, found {type(f_fields).__name__}", "rdb:hash_template.fields"
+                )
+            if f_fields.count != f_num_fields.value:
+                raise WriteError(
+                    f"count {f_fields.count!r} where the spec passes {f_num_fields.value!r}", "rdb:hash_template.fields"
+                )
+            f_fields._write(p_fields, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_template_id.data) + len(p_num_fields.data) + len(p_fields.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_template_id.data)
+        i_earlier_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(f_template_id.value)) is not None else 0
+        )
+        if f_template_id is not None and not _holds(lambda: i_earlier_num_fields == 0):
+            raise WriteError(
+                f"{f_template_id!r} fails its check: {{'expr': 'earlier_num_fields == 0'}}",
+                "rdb:hash_template.template_id",
+            )
+        pos += len(p_num_fields.data)
+        if f_num_fields is not None and not _holds(lambda: f_num_fields.value != 0):
+            raise WriteError(
+                f"{f_num_fields!r} fails its check: {{'expr': '_.value != 0'}}", "rdb:hash_template.num_fields"
+            )
+        pos += len(p_fields.data)
+        out.add(p_template_id)
+        out.add(p_num_fields)
+        out.add(p_fields)
+        if self.num_fields is None:
+            self.num_fields = f_num_fields
+
+    @property
+    def earlier_num_fields(self):
+        """The field count of a HASH_TEMPLATE record before this one with the same id, 0 when there is none."""
+        try:
+            return self._m_earlier_num_fields
+        except AttributeError:
+            pass
+        earlier_num_fields = (
+            _found.num_fields.value
+            if (_found := self._root.hash_templates.get(self.template_id.value)) is not None
+            else 0
+        )
+        self._m_earlier_num_fields = earlier_num_fields
+        return earlier_num_fields
+
+
+class HashTemplateSearch:
+    """One step of the search for the HASH_TEMPLATE record of `template_id` among the records
+    read so far (`_root.records`, which the official compiler's output fills as it reads):
+    whether record `index` is it. The search tries them in file order, as Kaitai has no
+    lookup by key; rdbspec's generator reads its index of those records instead
+    (`-rdbspec-index` of `records`, `-rdbspec-lookup` of the instances that use it), which
+    gives the same answer.
+
+    Written by: redis src/rdb.c rdbGetHashTemplateById"""
+
+    __slots__ = (
+        "_parent",
+        "_root",
+        "_io",
+        "template_id",
+        "index",
+        "_m_is_here",
+        "_m_found",
+    )
+
+    @classmethod
+    def from_bytes(cls, data, template_id, index) -> HashTemplateSearch:
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None, template_id, index)[0]
+        return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashTemplateSearch:
+        """An object to write: the fields and parameters given, every other one None."""
+        return new_object(cls, fields)
+
+    @classmethod
+    def _read(cls, io: Io, pos: int, parent, root, template_id, index) -> tuple[HashTemplateSearch, int]:
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        self.template_id = template_id
+        self.index = index
+        buf = io.buf
+        end = io.end
+        return self, pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_template_search: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        pa_template_id = self.template_id
+        pa_index = self.index
+        _wio = Io(b"", 0, 0)
+        _size = 0
+        _wio.end = _size
+        pos = 0
+
+    @property
+    def is_here(self):
+        """True when record `index` is the HASH_TEMPLATE record of `template_id`."""
+        try:
+            return self._m_is_here
+        except AttributeError:
+            pass
+        is_here = (
+            (self.index < len(self._root.records)) and (self._root.records[self.index].opcode == _HASH_TEMPLATE)
+        ) and (self._root.records[self.index].body.template_id.value == self.template_id)
+        self._m_is_here = is_here
+        return is_here
+
+    @property
+    def found(self):
+        """The template of record `index` (only when `is_here`)."""
+        try:
+            return self._m_found
+        except AttributeError:
+            pass
+        found = self._root.records[self.index].body
+        self._m_found = found
+        return found
+
+
+class HashTmplLpRef:
+    """HASH_TMPL_LP_REF (type 30 in a REDIS file of version 15 or later; Redis 8.10): a hash with
+    the field names of a template that a HASH_TEMPLATE record before it defines, its values
+    in one listpack: the template's id (an integer entry), then a value for each field of the
+    template, in its order. What a server saves of a `template-listpack` hash; never in a
+    DUMP payload ("not valid in a DUMP payload").
+
+    Written by: redis src/rdb.c rdbLoadObject (RDB_TYPE_HASH_TMPL_LP_REF), rdbLoadTmplLpBlob, rdbCheckTmplLpCount"""
+
+    __slots__ = (
+        "_parent",
+        "_root",
+        "_io",
+        "values",
+        "_m_num_entries",
+        "_m_template_id",
+        "_m_template_num_fields",
+        "_m_template",
+    )
+
+    @classmethod
+    def from_bytes(cls, data) -> HashTmplLpRef:
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
+        return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashTmplLpRef:
+        """An object to write: the fields and parameters given, every other one None."""
+        return new_object(cls, fields)
+
+    @classmethod
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTmplLpRef, int]:
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        buf = io.buf
+        end = io.end
+        # values: The template's id, then the values.
+        values_pos = pos
+        values, pos = rdb_string.RdbBlob._read(io, pos, self, root, _LISTPACK)
+        values_payload = values.payload
+        num_entries = len(values_payload.entries)
+        self._m_num_entries = num_entries
+        template_id = (
+            (values_payload.entries[0] if isinstance(values_payload.entries[0], int) else None)
+            if (num_entries > 0)
+            else -1
+        )
+        self._m_template_id = template_id
+        template_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(template_id)) is not None else 0
+        )
+        self._m_template_num_fields = template_num_fields
+        try:
+            values_ok = (
+                (((num_entries > 0) and isinstance(values_payload.entries[0], int)) and (template_id >= 0))
+                and (template_num_fields != 0)
+            ) and (num_entries == (template_num_fields + 1))
+        except (TypeError, ValueError, IndexError):
+            values_ok = False
+        if not values_ok:
+            raise invalid(
+                io,
+                values_pos,
+                "rdb:hash_tmpl_lp_ref.values",
+                "expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id "
+                + repr(template_id)
+                + " (None: not an integer) and "
+                + repr(num_entries)
+                + " entries for "
+                + repr(template_num_fields)
+                + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)',
+            )
+        self.values = values
+        return self, pos
+
+    @classmethod
+    def _skip(cls, io: Io, pos: int, parent, root) -> int:
+        """Steps over one hash_tmpl_lp_ref without building it; returns the position after it."""
+        buf = io.buf
+        end = io.end
+        # values: The template's id, then the values.
+        values_pos = pos
+        values, pos = rdb_string.RdbBlob._read(io, pos, None, root, _LISTPACK)
+        values_payload = values.payload
+        num_entries = len(values_payload.entries)
+        template_id = (
+            (values_payload.entries[0] if isinstance(values_payload.entries[0], int) else None)
+            if (num_entries > 0)
+            else -1
+        )
+        template_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(template_id)) is not None else 0
+        )
+        try:
+            values_ok = (
+                (((num_entries > 0) and isinstance(values_payload.entries[0], int)) and (template_id >= 0))
+                and (template_num_fields != 0)
+            ) and (num_entries == (template_num_fields + 1))
+        except (TypeError, ValueError, IndexError):
+            values_ok = False
+        if not values_ok:
+            raise invalid(
+                io,
+                values_pos,
+                "rdb:hash_tmpl_lp_ref.values",
+                "expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id "
+                + repr(template_id)
+                + " (None: not an integer) and "
+                + repr(num_entries)
+                + " entries for "
+                + repr(template_num_fields)
+                + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)',
+            )
+        return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_tmpl_lp_ref: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_values = self.values
+        p_values = WriteIo()
+        if f_values is not None:
+            if type(f_values) is not rdb_string.RdbBlob:
+                raise WriteError(f"expected a rdb_blob, found {type(f_values).__name__}", "rdb:hash_tmpl_lp_ref.values")
+            if f_values.kind != _LISTPACK:
+                raise WriteError(
+                    f"kind {f_values.kind!r} where the spec passes {_LISTPACK!r}", "rdb:hash_tmpl_lp_ref.values"
+                )
+            f_values._write(p_values, self_, root)
+        _wio = Io(b"", 0, 0)
+        _size = len(p_values.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_values.data)
+        i_num_entries = len(f_values.payload.entries)
+        i_template_id = (
+            (f_values.payload.entries[0] if isinstance(f_values.payload.entries[0], int) else None)
+            if (i_num_entries > 0)
+            else -1
+        )
+        i_template_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(i_template_id)) is not None else 0
+        )
+        if f_values is not None and not _holds(
+            lambda: (
+                (
+                    (((i_num_entries > 0) and isinstance(f_values.payload.entries[0], int)) and (i_template_id >= 0))
+                    and (i_template_num_fields != 0)
+                )
+                and (i_num_entries == (i_template_num_fields + 1))
+            )
+        ):
+            raise WriteError(
+                f"{f_values!r} fails its check: "
+                "{'expr': 'num_entries > 0 and values.payload.as<listpack>.entries[0].is_int and template_id >= 0 and template_num_fields != 0 and num_entries == template_num_fields + 1'}",
+                "rdb:hash_tmpl_lp_ref.values",
+            )
+        out.add(p_values)
+
+    @property
+    def num_entries(self):
+        """The listpack's entries, the id among them."""
+        try:
+            return self._m_num_entries
+        except AttributeError:
+            pass
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        return num_entries
+
+    @property
+    def template_id(self):
+        """The id of the template, the listpack's first entry (null when it is not an integer, -1 without entries)."""
+        try:
+            return self._m_template_id
+        except AttributeError:
+            pass
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        template_id = (
+            (self.values.payload.entries[0] if isinstance(self.values.payload.entries[0], int) else None)
+            if (num_entries > 0)
+            else -1
+        )
+        self._m_template_id = template_id
+        return template_id
+
+    @property
+    def template_num_fields(self):
+        """The field count of the template, 0 when no HASH_TEMPLATE record before this key has its id."""
+        try:
+            return self._m_template_num_fields
+        except AttributeError:
+            pass
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        template_id = (
+            (self.values.payload.entries[0] if isinstance(self.values.payload.entries[0], int) else None)
+            if (num_entries > 0)
+            else -1
+        )
+        self._m_template_id = template_id
+        template_num_fields = (
+            _found.num_fields.value if (_found := self._root.hash_templates.get(template_id)) is not None else 0
+        )
+        self._m_template_num_fields = template_num_fields
+        return template_num_fields
+
+    @property
+    def template(self):
+        """The HASH_TEMPLATE record that `template_id` names (its field names)."""
+        try:
+            return self._m_template
+        except AttributeError:
+            pass
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        template_id = (
+            (self.values.payload.entries[0] if isinstance(self.values.payload.entries[0], int) else None)
+            if (num_entries > 0)
+            else -1
+        )
+        self._m_template_id = template_id
+        template = self._root.hash_templates.get(template_id)
+        self._m_template = template
+        return template
+
+
+class HashTmplArrayRef:
+    """HASH_TMPL_ARRAY_REF (type 32 in a REDIS file of version 15 or later; Redis 8.10): a hash
+    with the field names of a template that a HASH_TEMPLATE record before it defines: the
+    template's id, then a value for each field of the template, in its order (the count is
+    the template's, not stored). What a server saves of a `template-array` hash; never in a
+    DUMP payload.
+
+    Written by: redis src/rdb.c rdbLoadObject (RDB_TYPE_HASH_TMPL_ARRAY_REF)"""
+
+    __slots__ = (
+        "_parent",
+        "_root",
+        "_io",
+        "template_id",
+        "values",
+        "_m_template_num_fields",
+        "_m_template",
+    )
+
+    @classmethod
+    def from_bytes(cls, data) -> HashTmplArrayRef:
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
+        return obj
+
+    @classmethod
+    def _new(cls, **fields) -> HashTmplArrayRef:
+        """An object to write: the fields and parameters given, every other one None."""
+        return new_object(cls, fields)
+
+    @classmethod
+    def _read(cls, io: Io, pos: int, parent, root) -> tuple[HashTmplArrayRef, int]:
+        self = cls.__new__(cls)
+        self._parent = None
+        self._root = root = root if root is not None else self
+        self._io = io
+        buf = io.buf
+        end = io.end
+        # template_id: The id of the template.
+        template_id_pos = pos
+        template_id, pos = rdb_string.RdbLen._read(io, pos, self, root)
+        template_id_value = template_id.value
+        template_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(template_id_value)) is not None else 0
+        )
+        self._m_template_num_fields = template_num_fields
+        try:
+            template_id_ok = template_num_fields != 0
+        except (TypeError, ValueError, IndexError):
+            template_id_ok = False
+        if not template_id_ok:
+            raise invalid(
+                io,
+                template_id_pos,
+                "rdb:hash_tmpl_array_ref.template_id",
+                "expected the id of a hash template that a HASH_TEMPLATE record before this key defines, found "
+                + repr(template_id_value)
+                + ' (rdbLoadObject: "Invalid hash template ID")',
+            )
+        self.template_id = template_id
+        # values: A value for each field of the template, in its order.
+        values_count = template_num_fields
+        if values_count < 0 or values_count > end - pos:
+            raise invalid(
+                io,
+                pos,
+                "rdb:hash_tmpl_array_ref.values",
+                f"count {values_count} exceeds the {end - pos} bytes that remain",
+            )
+        values = []
+        for values_index in range(values_count):
+            values_item, pos = rdb_string.RdbString._read(io, pos, self, root)
+            values.append(values_item)
+        self.values = values
+        return self, pos
+
+    @classmethod
+    def _skip(cls, io: Io, pos: int, parent, root) -> int:
+        """Steps over one hash_tmpl_array_ref without building it; returns the position after it."""
+        buf = io.buf
+        end = io.end
+        # template_id: The id of the template.
+        template_id_pos = pos
+        template_id, pos = rdb_string.RdbLen._read(io, pos, None, root)
+        template_id_value = template_id.value
+        template_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(template_id_value)) is not None else 0
+        )
+        try:
+            template_id_ok = template_num_fields != 0
+        except (TypeError, ValueError, IndexError):
+            template_id_ok = False
+        if not template_id_ok:
+            raise invalid(
+                io,
+                template_id_pos,
+                "rdb:hash_tmpl_array_ref.template_id",
+                "expected the id of a hash template that a HASH_TEMPLATE record before this key defines, found "
+                + repr(template_id_value)
+                + ' (rdbLoadObject: "Invalid hash template ID")',
+            )
+        # values: A value for each field of the template, in its order.
+        values_count = template_num_fields
+        if values_count < 0 or values_count > end - pos:
+            raise invalid(
+                io,
+                pos,
+                "rdb:hash_tmpl_array_ref.values",
+                f"count {values_count} exceeds the {end - pos} bytes that remain",
+            )
+        values = None
+        for values_index in range(values_count):
+            pos = rdb_string.RdbString._skip(io, pos, None, root)
+            values_item = None
+        return pos
+
+    def _write(self, out: WriteIo, parent=None, root=None) -> None:
+        """Appends this hash_tmpl_array_ref: the fields on the object, those the spec derives written as the
+        spec says (`-rdbspec-write`), every check of the reader made on what was written."""
+        self_ = self
+        root = self if root is None else root
+        f_template_id = self.template_id
+        f_values = self.values
+        p_template_id = WriteIo()
+        if f_template_id is not None:
+            rdb_string.write_rdb_len(p_template_id, f_template_id.value, f_template_id.is_encoded, self_, root)
+        p_values = WriteIo()
+        if f_values is not None:
+            values_prev = 0
+            for values_index, values_item in enumerate(f_values):
+                values_at = len(p_values.data)
+                if type(values_item) is not rdb_string.RdbString:
+                    raise WriteError(
+                        f"expected a rdb_string, found {type(values_item).__name__}", "rdb:hash_tmpl_array_ref.values"
+                    )
+                values_item._write(p_values, self_, root)
+                values_prev = len(p_values.data) - values_at
+            p_values.last_size = values_prev
+        _wio = Io(b"", 0, 0)
+        _size = len(p_template_id.data) + len(p_values.data)
+        _wio.end = _size
+        pos = 0
+        pos += len(p_template_id.data)
+        i_template_num_fields = (
+            _found.num_fields.value if (_found := root.hash_templates.get(f_template_id.value)) is not None else 0
+        )
+        if f_template_id is not None and not _holds(lambda: i_template_num_fields != 0):
+            raise WriteError(
+                f"{f_template_id!r} fails its check: {{'expr': 'template_num_fields != 0'}}",
+                "rdb:hash_tmpl_array_ref.template_id",
+            )
+        pos += len(p_values.data)
+        if f_values is not None and len(f_values) != i_template_num_fields:
+            raise WriteError(
+                f"{len(f_values)} elements where the spec counts {i_template_num_fields}",
+                "rdb:hash_tmpl_array_ref.values",
+            )
+        out.add(p_template_id)
+        out.add(p_values)
+
+    @property
+    def template_num_fields(self):
+        """The field count of the template, 0 when no HASH_TEMPLATE record before this key has its id."""
+        try:
+            return self._m_template_num_fields
+        except AttributeError:
+            pass
+        template_num_fields = (
+            _found.num_fields.value
+            if (_found := self._root.hash_templates.get(self.template_id.value)) is not None
+            else 0
+        )
+        self._m_template_num_fields = template_num_fields
+        return template_num_fields
+
+    @property
+    def template(self):
+        """The HASH_TEMPLATE record that `template_id` names (its field names)."""
+        try:
+            return self._m_template
+        except AttributeError:
+            pass
+        template = self._root.hash_templates.get(self.template_id.value)
+        self._m_template = template
+        return template
 
 
 class StringList:

@@ -324,6 +324,8 @@ class RdbString:
             self.clen = f_clen
         if self.ulen is None:
             self.ulen = f_ulen
+        self.is_int = i_is_int
+        self.is_lzf = i_is_lzf
 
 
 class RdbLen:
@@ -788,6 +790,10 @@ class RdbBlob:
             self.clen = f_clen
         if self.ulen is None:
             self.ulen = f_ulen
+        i_is_lzf = f_len.is_encoded
+        self.is_lzf = i_is_lzf
+        i_payload = f_lzf if f_len.is_encoded else f_plain
+        self.payload = i_payload
 
 
 class RdbDouble:
@@ -894,3 +900,9 @@ class RdbDouble:
             raise WriteError(f"{len(p_text.data)} bytes where the spec reads {f_len}", "rdb_string:rdb_double.text")
         out.add(p_len)
         out.add(p_text)
+        i_is_nan = f_len == 253
+        self.is_nan = i_is_nan
+        i_is_pos_inf = f_len == 254
+        self.is_pos_inf = i_is_pos_inf
+        i_is_neg_inf = f_len == 255
+        self.is_neg_inf = i_is_neg_inf

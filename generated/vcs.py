@@ -210,3 +210,5 @@ class Vcs:
         out.add(p_frame)
         if self.magic is None:
             self.magic = f_magic
+        i_codec = f_codec_id
+        self.codec = i_codec

@@ -232,6 +232,8 @@ class Ziplist:
             self.zllen = f_zllen
         if self.terminator is None:
             self.terminator = f_terminator
+        i_entries = f_body.entries
+        self.entries = i_entries
 
 
 class ZlBody:

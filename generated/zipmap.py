@@ -236,6 +236,10 @@ class ZmLen:
             raise WriteError("present where its condition does not hold, or the reverse", "zipmap:zm_len.len32")
         out.add(p_b0)
         out.add(p_len32)
+        i_is_end = f_b0 == 255
+        self.is_end = i_is_end
+        i_value = f_len32 if (f_b0 == 254) else f_b0
+        self.value = i_value
 
 
 class ZmEntry:

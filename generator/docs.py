@@ -44,6 +44,10 @@ def describe(a: Attribute) -> dict[str, str]:
         extra.append(f"valid {raw['valid']}{message}")
     if raw.get("value") is not None:
         kind = f"value `{raw['value']}`"
+    if raw.get("-rdbspec-lookup") is not None:
+        extra.append(f"rdbspec looks it up: {raw['-rdbspec-lookup']}")
+    if raw.get("-rdbspec-index") is not None:
+        extra.append(f"rdbspec indexes the elements: {raw['-rdbspec-index']}")
     if raw.get("pos") is not None:
         extra.append(f"at position {raw['pos']}")
     return {

@@ -88,7 +88,29 @@ class ArrayLit:
     items: tuple[Node, ...]
 
 
-Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit]
+@dataclass(frozen=True)
+class Cast:
+    """`target.as<type>`: the same value, of the named type (`::`-separated path) as far as the
+    generator knows; the generated code is dynamically typed, so a cast changes nothing there."""
+
+    target: Node
+    type_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A `-rdbspec-lookup` instance: what the index `index` of the root (`-rdbspec-index`) holds
+    under `key`; with `value`, that expression of it (`_` is what the index holds), or `default`
+    when it holds nothing under `key`. Never written in a spec's expressions: the model makes it
+    of the key's mapping."""
+
+    index: str
+    key: Node
+    value: Union[Node, None] = None
+    default: Union[Node, None] = None
+
+
+Node = Union[Num, Str, Bool, Name, EnumRef, Attr, Call, Index, Unary, Binary, Ternary, ArrayLit, Cast, Lookup]
 
 # --- tokenizer -------------------------------------------------------------------------------
 
@@ -224,7 +246,9 @@ class _Parser:
             if value == ".":
                 self.take()
                 name = self.take()[1]
-                if self.peek()[1] == "(":
+                if name == "as" and self.peek()[1] == "<":
+                    node = Cast(node, self.cast())
+                elif self.peek()[1] == "(":
                     self.take()
                     args: list[Node] = []
                     while self.peek()[1] != ")":
@@ -243,6 +267,21 @@ class _Parser:
             else:
                 return node
 
+    def cast(self) -> tuple[str, ...]:
+        """The `<type>` of `.as<type>`: a type name's path (`::`-separated)."""
+        self.take("<")
+        path: list[str] = []
+        while True:
+            kind, value = self.take()
+            if kind != "name":
+                raise ExpressionError(f"expected a type name in .as<...>, found {value!r} in {self.text!r}")
+            path.append(value)
+            if self.peek()[1] != "::":
+                break
+            self.take()
+        self.take(">")
+        return tuple(path)
+
 
 def parse(text: object) -> Node:
     """Parses a Kaitai expression (YAML may hand us ints and bools directly)."""
@@ -255,7 +294,7 @@ def parse(text: object) -> Node:
 
 def children(node: Node) -> list[Node]:
     """The expressions directly inside `node`, in the order Python evaluates them."""
-    if isinstance(node, Attr):
+    if isinstance(node, (Attr, Cast)):
         return [node.target]
     if isinstance(node, Call):
         return [node.target, *node.args]
@@ -269,6 +308,8 @@ def children(node: Node) -> list[Node]:
         return [node.cond, node.then, node.other]
     if isinstance(node, ArrayLit):
         return list(node.items)
+    if isinstance(node, Lookup):  # its `value` reads what is found (`_`), nothing of the type
+        return [node.key] + ([node.default] if node.default is not None else [])
     return []
 
 

@@ -200,7 +200,28 @@ class Facts:
             return self.index_kind(node, facts, it)
         if isinstance(node, ex.Call) and node.name == "substring":
             return self.substring_kind(node, facts, it)
-        return None  # other calls, array literals: not reasoned about
+        if isinstance(node, ex.Call) and node.name == "to_s":
+            return self.to_s_kind(node, facts, it)
+        if isinstance(node, ex.Cast):
+            return self.cast_kind(node, facts, it)
+        return None  # other calls, array literals, lookups (an index the root may not have): not reasoned about
+
+    def cast_kind(self, node: ex.Cast, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
+        """`x.as<type>`: an object of that type, when `x` is there (what else it is, unknown)."""
+        target = self.kind(node.target, facts, it)
+        cast = self.builder.find_type(self.t, list(node.type_path))
+        if target is None or cast is None:
+            return None
+        return Kind("scalar" if cast.scalar else "obj", nullable=target.nullable, target=cast)
+
+    def to_s_kind(self, node: ex.Call, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
+        """Bytes decoded in a single-byte encoding (each byte a character) never raise."""
+        target = self.kind(node.target, facts, it)
+        single_byte = len(node.args) == 1 and isinstance(node.args[0], ex.Str) \
+            and node.args[0].value.upper().replace("_", "-") in ("ISO-8859-1", "LATIN-1", "LATIN1")
+        if target is None or target.nullable or target.base != "bytes" or not single_byte:
+            return None
+        return Kind("text")
 
     def substring_kind(self, node: ex.Call, facts: frozenset, it: Optional[Kind]) -> Optional[Kind]:
         """A slice of text or bytes never raises, whatever its bounds."""
@@ -267,6 +288,8 @@ class Facts:
         if node.name in ("length", "size"):
             ok = target.base in ("bytes", "text", "list") and not target.nullable
             return Kind("int", nonneg=True) if ok else None
+        if node.name == "to_s":  # an integer's decimal text
+            return Kind("text") if target.base == "int" and not target.nullable else None
         t = target.target
         if target.base == "scalar" and t is not None:
             if node.name in t.scalar_tests:

@@ -18,7 +18,8 @@ _SUPPORTED_ATTR_KEYS = {"id", "doc", "doc-ref", "type", "size", "size-eos", "pro
                         "repeat-expr", "repeat-until", "if", "contents", "valid", "enum", "encoding",
                         "terminator", "consume", "include", "value", "pos", "-rdbspec-columns",
                         "-rdbspec-stream", "-rdbspec-lazy", "-rdbspec-message", "-rdbspec-warn",
-                        "-rdbspec-write", "-rdbspec-chunks", "-rdbspec-splits"}
+                        "-rdbspec-write", "-rdbspec-chunks", "-rdbspec-splits", "-rdbspec-index",
+                        "-rdbspec-lookup"}
 _SUPPORTED_TYPE_KEYS = {"meta", "doc", "doc-ref", "params", "seq", "instances", "types", "enums",
                         "-rdbspec-scalar", "-rdbspec-scalar-tests", "-rdbspec-stream", "-rdbspec-write-from",
                         "-rdbspec-element"}
@@ -57,6 +58,19 @@ class Switch:
 
 
 TypeRef = Union[Primitive, Text, UserRef, Switch, None]  # None: raw bytes
+
+
+@dataclass
+class IndexSpec:
+    """An index the root keeps of its streamed field (`-rdbspec-index`): of the elements read so
+    far, those for which `cond` holds (`_` is the element), by `key`; the first element of a
+    key is kept, as `value` of it (the element itself without one). `-rdbspec-lookup` instances
+    read it."""
+
+    name: str
+    cond: ex.Node
+    key: ex.Node
+    value: Optional[ex.Node] = None
 
 
 def type_refs(ref: TypeRef) -> list[TypeRef]:
@@ -99,6 +113,8 @@ class Attribute:
     # how a writer derives the field (`-rdbspec-write`): an expression, or for a field of a user
     # type the write inputs of that type (`-rdbspec-write-from`) as name: expression
     write: Union[ex.Node, dict[str, ex.Node], None] = None
+    # the indexes the root keeps of its streamed field's elements (`-rdbspec-index`)
+    indexes: list[IndexSpec] = field(default_factory=list)
 
 
 @dataclass
@@ -156,6 +172,9 @@ class TypeSpec:
     # the instances a writer gives instead of the seq fields (`-rdbspec-write-from`); a
     # `-rdbspec-scalar` type is written from its scalar instances
     write_from: list[str] = field(default_factory=list)
+    # instances only the official compiler computes: those that only the Kaitai `value` of a
+    # `-rdbspec-lookup` reads (its search), which the lookup replaces (not in `instances`)
+    official_only: list[Attribute] = field(default_factory=list)
 
     @property
     def class_name(self) -> str:
@@ -232,6 +251,7 @@ class Builder:
         for root in self.roots.values():
             for type_spec in root.walk():
                 self._resolve(type_spec)
+        self._check_lookups()
         self._check_names()
         return self.roots
 
@@ -298,6 +318,10 @@ class Builder:
             a.write = {str(k): _expr(spec, f"{path}/-rdbspec-write/{k}", v) for k, v in write.items()}
         elif write is not None:
             a.write = _expr(spec, f"{path}/-rdbspec-write", write)
+        if "-rdbspec-index" in raw:
+            a.indexes = _indexes(spec, f"{path}/-rdbspec-index", raw["-rdbspec-index"])
+        if "-rdbspec-lookup" in raw:
+            a.value = _lookup(spec, f"{path}/-rdbspec-lookup", raw["-rdbspec-lookup"], is_instance and "value" in raw)
         if "process" in raw:
             text = str(raw["process"]).strip()
             name, _, arg_text = text.partition("(")
@@ -453,6 +477,34 @@ class Builder:
                 return owner
         raise _error(scope.spec, where, f"unknown enum {'::'.join(type_path + (name,))}")
 
+    def _check_lookups(self) -> None:
+        """Every `-rdbspec-lookup` reads an index that the root of its spec keeps, of its streamed
+        field; the instances only its Kaitai `value` reads move to `official_only`."""
+        for root in self.roots.values():
+            names = {index.name for a in root.seq if a.raw.get("-rdbspec-stream") for index in a.indexes}
+            for t in root.walk():
+                for a in t.seq + t.instances:
+                    if a.indexes and (t is not root or not a.raw.get("-rdbspec-stream")):
+                        raise _error(t.spec, a.yaml_path, "-rdbspec-index goes on the streamed field of a root type")
+                    if isinstance(a.value, ex.Lookup) and a.value.index not in names:
+                        raise _error(t.spec, f"{a.yaml_path}/-rdbspec-lookup", f"{root.id} keeps no index "
+                                     f"{a.value.index!r} (-rdbspec-index of its streamed field)")
+                self._set_apart_searches(t)
+
+    @staticmethod
+    def _set_apart_searches(t: TypeSpec) -> None:
+        """Moves the instances that only the Kaitai `value` of a lookup reads (the official
+        compiler's search, which the lookup replaces) from `instances` to `official_only`."""
+        searched = {name for a in t.instances if isinstance(a.value, ex.Lookup)
+                    for name in ex.names_in(ex.parse(a.raw["value"]))}
+        while True:
+            used = {name for a in t.seq + t.instances for node in _expressions(a) for name in ex.names_in(node)}
+            apart = [a for a in t.instances if a.id in searched and a.id not in used]
+            if not apart:
+                return
+            t.official_only += apart
+            t.instances = [a for a in t.instances if a not in apart]
+
     def _check_names(self) -> None:
         for root in self.roots.values():
             seen: dict[str, TypeSpec] = {}
@@ -460,6 +512,48 @@ class Builder:
                 if t.class_name in seen:
                     raise _error(t.spec, t.yaml_path, f"type name {t.id} is used twice in {t.spec.name}")
                 seen[t.class_name] = t
+
+
+def _expressions(a: Attribute) -> list[ex.Node]:
+    """The expressions of an attribute that generated code computes (a lookup's own, not the
+    Kaitai `value` beside it)."""
+    nodes = [n for n in (a.cond, a.size, a.repeat_expr, a.repeat_until, a.value, a.pos) if n is not None]
+    refs = type_refs(a.type)
+    nodes += [r.on for r in ([a.type] if isinstance(a.type, Switch) else [])]
+    nodes += [arg for r in refs if isinstance(r, UserRef) for arg in r.args]
+    nodes += list(a.process[1]) if a.process else []
+    if isinstance(a.valid, dict) and "expr" in a.valid:
+        nodes.append(ex.parse(a.valid["expr"]))
+    return nodes
+
+
+def _indexes(spec: SpecFile, path: str, raw: object) -> list[IndexSpec]:
+    """`-rdbspec-index`: {name: {if: ..., key: ..., value: ...}} (value optional)."""
+    if not isinstance(raw, dict):
+        raise _error(spec, path, "-rdbspec-index maps each index's name to its `if`, `key` and `value`")
+    out = []
+    for name, body in raw.items():
+        where = f"{path}/{name}"
+        if not isinstance(body, dict) or not {"if", "key"} <= set(body) or set(body) - {"if", "key", "value"}:
+            raise _error(spec, where, "an index has an `if` and a `key` (expressions of `_`, the element), "
+                                      "and may have a `value`")
+        value = _expr(spec, f"{where}/value", body["value"]) if "value" in body else None
+        cond, key = _expr(spec, f"{where}/if", body["if"]), _expr(spec, f"{where}/key", body["key"])
+        out.append(IndexSpec(str(name), cond, key, value))
+    return out
+
+
+def _lookup(spec: SpecFile, path: str, raw: object, on_value_instance: bool) -> ex.Lookup:
+    """`-rdbspec-lookup`: {index: ..., key: ..., value: ..., default: ...} (value, default optional)
+    beside the `value` of an instance, which the official compiler computes instead."""
+    if not on_value_instance:
+        raise _error(spec, path, "-rdbspec-lookup goes on a value instance, whose `value` is what the official "
+                                 "compiler computes")
+    if not isinstance(raw, dict) or not {"index", "key"} <= set(raw) or set(raw) - {"index", "key", "value", "default"}:
+        raise _error(spec, path, "a lookup has an `index` and a `key`, and may have a `value` and a `default`")
+    value = _expr(spec, f"{path}/value", raw["value"]) if "value" in raw else None
+    default = _expr(spec, f"{path}/default", raw["default"]) if "default" in raw else None
+    return ex.Lookup(str(raw["index"]), _expr(spec, f"{path}/key", raw["key"]), value, default)
 
 
 def _contents(spec: SpecFile, path: str, raw: object) -> bytes:

@@ -148,6 +148,15 @@ def keeps_parent(t: TypeSpec) -> bool:
     return False
 
 
+def reads_index(t: TypeSpec, a: Attribute) -> bool:
+    """Whether the expressions of field `a` read a `-rdbspec-lookup` instance: the root's index
+    grows as records are read, so the field is read once, never again on access (its checks
+    could decide otherwise afterwards)."""
+    names = closure(t, {name for node in attribute_expressions(a) for name in ex.names_in(node)})
+    return any(isinstance(inst.value, ex.Lookup) for name in names
+               if (inst := t.attribute(name)) is not None and inst.is_instance)
+
+
 def is_lazy(a: Attribute) -> bool:
     """A `-rdbspec-lazy` field: an object steps over it and decodes it on each access."""
     return bool(a.raw.get("-rdbspec-lazy"))
@@ -176,6 +185,40 @@ def skipped_types(roots: dict[str, TypeSpec]) -> set[int]:
             found[id(ref.target)] = ref.target
             pending += [a.type for a in ref.target.seq]
     return set(found)
+
+
+def static_type(builder: Builder, t: TypeSpec, node: ex.Node, current: Optional[Attribute],
+                seen: frozenset[int] = frozenset()) -> Optional[TypeSpec]:
+    """The user type `node` evaluates to in `t`, where the spec makes it certain (`_` is an
+    element of `current`): a field's, a cast's, or the one a value instance's expression gives."""
+    if isinstance(node, ex.Cast):
+        return builder.find_type(t, list(node.type_path))
+    if isinstance(node, ex.Name):
+        if node.name == "_parent":
+            return t.parents[0] if len(t.parents) == 1 else None
+        return _attribute_type(builder, t, current if node.name == "_" else t.attribute(node.name), seen)
+    if isinstance(node, ex.Index):
+        return static_type(builder, t, node.target, current, seen)
+    if isinstance(node, ex.Attr):
+        base = static_type(builder, t, node.target, current, seen)
+        if base is None:
+            return None
+        if node.name == "_parent":
+            return base.parents[0] if len(base.parents) == 1 else None
+        return _attribute_type(builder, base, base.attribute(node.name), seen)
+    return None
+
+
+def _attribute_type(builder: Builder, t: TypeSpec, attr: Optional[Attribute],
+                    seen: frozenset[int]) -> Optional[TypeSpec]:
+    """The user type of a field of `t`, or of what a value instance of `t` computes."""
+    if attr is None:
+        return None
+    if isinstance(attr.type, UserRef):
+        return attr.type.target
+    if attr.is_instance and attr.value is not None and id(attr) not in seen:
+        return static_type(builder, t, attr.value, None, seen | {id(attr)})
+    return None
 
 
 # How one part of a chunked element goes into its columns (`chunk_row`)
@@ -604,22 +647,7 @@ class TypePlan:
     def static_type(self, node: ex.Node, current: Optional[Attribute]) -> Optional[TypeSpec]:
         """The user type an expression evaluates to, where the spec makes it certain (`_` is an
         element of `current`)."""
-        if isinstance(node, ex.Name):
-            if node.name == "_parent":
-                return self.t.parents[0] if len(self.t.parents) == 1 else None
-            attr = current if node.name == "_" else self.t.attribute(node.name)
-            return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
-        if isinstance(node, ex.Index):
-            return self.static_type(node.target, current)
-        if isinstance(node, ex.Attr):
-            base = self.static_type(node.target, current)
-            if base is None:
-                return None
-            if node.name == "_parent":
-                return base.parents[0] if len(base.parents) == 1 else None
-            attr = base.attribute(node.name)
-            return attr.type.target if attr is not None and isinstance(attr.type, UserRef) else None
-        return None
+        return static_type(self.builder, self.t, node, current)
 
     def plain_instance(self, node: ex.Node, target: TypeSpec, name: str, current: Optional[Attribute]) -> bool:
         """`node.name`, where `node` is an object of `target`, is an instance that cannot raise,

@@ -1,12 +1,16 @@
 meta:
   id: hash
-  title: Redis and Valkey hashes stored as key/value lists (types 4, 22, 23, 24, 25; Valkey 22 and 23)
+  title: Redis and Valkey hashes stored as key/value lists (types 4, 22, 23, 24, 25, 29, 31; Valkey 22 and 23)
   endian: le
   imports:
     - rdb_string
+    - listpack
 doc: |
-  Hash values that are not a bare container blob (notes §4.1, §4.2). The root type is empty.
-  Listpack hashes (16) and ziplist hashes (13) are `rdb_string::rdb_blob` values in the record switch.
+  Hash values that are not a bare container blob (notes §4.1, §4.2), and the field names of hash
+  templates (Redis 8.10, RDB 15). The root type is empty. Listpack hashes (16) and ziplist
+  hashes (13) are `rdb_string::rdb_blob` values in the record switch; the template hashes that
+  name a HASH_TEMPLATE record (30, 32) and the record itself are in rdb.ksy, where they find it
+  among the records.
 doc-ref: redis src/rdb.c rdbSaveObject
 types:
   hash_table:
@@ -207,3 +211,117 @@ types:
         repeat: expr
         repeat-expr: num_fields.value
         doc: The field/value pairs.
+  template_names:
+    doc: |
+      The field names of a hash template, `count` of them, each an RDB string, strictly
+      ascending: a shorter name first, names of one length byte by byte (sdscmplen; redis
+      src/t_hash.c hashTemplateValidateFields, whose registry binary-searches them). A
+      HASH_TEMPLATE record and a self-contained template hash with fields format 1 hold them;
+      the loader refuses names out of that order, or twice ("not strictly sorted").
+    doc-ref: redis src/rdb.c rdbLoadSdsArray
+    params:
+      - id: count
+        type: u8
+        doc: How many names.
+    seq:
+      - id: names
+        type: template_name
+        repeat: expr
+        repeat-expr: count
+        valid:
+          expr: >-
+            _index == 0 or names[_index - 1].text.length < _.text.length or
+            (names[_index - 1].text.length == _.text.length and names[_index - 1].text < _.text)
+        -rdbspec-message: 'expected the field names strictly ascending (a shorter one first, names of one length byte by byte: hashTemplateValidateFields), found name {_index} (from 0) not after the one before it'
+        doc: |
+          The names, in the template's order. Compared as their bytes read as ISO-8859-1 text
+          (one character a byte, in byte order); an integer-encoded name as its decimal text,
+          which is what the server holds. (The official compiler's JavaScript output decodes
+          ISO-8859-1 as windows-1252, whose bytes 0x80-0x9f do not sort in byte order.)
+  template_name:
+    doc: One field name of a hash template.
+    doc-ref: redis src/rdb.c rdbGenericLoadStringObject
+    seq:
+      - id: name
+        type: rdb_string
+        doc: The name.
+    instances:
+      text:
+        value: 'name.is_int ? name.int_value.to_s : name.is_lzf ? name.lzf.to_s("ISO-8859-1") : name.raw.to_s("ISO-8859-1")'
+        doc: The name's bytes as text, one character a byte (an integer-encoded name, its decimal text).
+  template_fields:
+    doc: |
+      The field names that a self-contained template hash (types 29, 31) carries: a format,
+      then the names as one listpack (format 0, FIELDS_LP: the server's choice when they fit
+      one) or as a count and strings (format 1, FIELDS_RAW). The loader refuses another format,
+      no names, names out of order, and a listpack whose header count is not its entries. The
+      order of a listpack's names is checked by rdbspec's library (rdbspec/read/values.py).
+    doc-ref: redis src/rdb.c rdbLoadTemplateFields
+    seq:
+      - id: format
+        type: rdb_string::rdb_len
+        valid:
+          expr: _.value == 0 or _.value == 1
+        -rdbspec-message: 'expected fields format 0 (the names in a listpack) or 1 (a count, then the names), found {_.value} (rdbLoadTemplateFields: "unknown template fields format")'
+        doc: "0 FIELDS_LP, 1 FIELDS_RAW (read as a length: rdbLoadLen)."
+      - id: names_listpack
+        type: rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
+        if: format.value == 0
+        valid:
+          expr: >-
+            names_listpack.payload.as<listpack>.entries.size > 0 and
+            (names_listpack.payload.as<listpack>.num_elements == 65535 or
+             names_listpack.payload.as<listpack>.num_elements == names_listpack.payload.as<listpack>.entries.size)
+        -rdbspec-message: 'expected a listpack of at least one field name whose header counts its entries (rdbLoadTemplateFields: "template with zero fields", "template field blob entry count mismatch")'
+        doc: The names, one entry each (an integer entry is a name's decimal text), strictly ascending.
+      - id: num_names
+        type: rdb_string::rdb_len
+        if: format.value == 1
+        -rdbspec-write: {is_encoded: false, value: names.names.size}
+        valid:
+          expr: _.value != 0
+        -rdbspec-message: 'expected at least one field name, found {_.value} (rdbLoadTemplateFields: "template with zero fields")'
+        doc: How many names follow.
+      - id: names
+        type: template_names(num_names.value)
+        if: format.value == 1
+        doc: The names, strictly ascending.
+    instances:
+      num_fields:
+        value: 'format.value == 0 ? names_listpack.payload.as<listpack>.entries.size : num_names.value'
+        doc: How many fields the template has.
+  hash_tmpl_lp:
+    doc: |
+      HASH_TMPL_LP (type 29 in a REDIS file of version 15 or later; Redis 8.10): a template hash
+      that carries its field names (what DUMP writes of a `template-listpack` hash; the loader
+      takes it in a file too): the names, then the values in one listpack whose first entry is
+      the source's template id (an integer, not used), then a value for each field, in the
+      names' order.
+    doc-ref: redis src/rdb.c rdbLoadObject (RDB_TYPE_HASH_TMPL_LP), rdbLoadTmplLpBlob, rdbCheckTmplLpCount
+    seq:
+      - id: fields
+        type: template_fields
+        doc: The field names.
+      - id: values
+        type: rdb_string::rdb_blob(rdb_string::blob_kind::listpack)
+        valid:
+          expr: >-
+            values.payload.as<listpack>.entries.size > 0 and values.payload.as<listpack>.entries[0].is_int and
+            values.payload.as<listpack>.entries.size == fields.num_fields + 1
+        -rdbspec-message: 'expected a listpack of a template id (an integer), then a value for each field name (rdbLoadTmplLpBlob: "template-listpack is empty", "first entry is not an integer"; rdbCheckTmplLpCount: "entry count does not match")'
+        doc: A template id (ignored by the loader, which puts its own there), then the values.
+  hash_tmpl_array:
+    doc: |
+      HASH_TMPL_ARRAY (type 31 in a REDIS file of version 15 or later; Redis 8.10): a template
+      hash that carries its field names (what DUMP writes of a `template-array` hash; the loader
+      takes it in a file too): the names, then a value for each field, in their order.
+    doc-ref: redis src/rdb.c rdbLoadObject (RDB_TYPE_HASH_TMPL_ARRAY)
+    seq:
+      - id: fields
+        type: template_fields
+        doc: The field names.
+      - id: values
+        type: rdb_string
+        repeat: expr
+        repeat-expr: fields.num_fields
+        doc: A value for each field name, in their order.

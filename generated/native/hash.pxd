@@ -98,6 +98,44 @@ cdef class ValkeyPathHashPath:
     cdef public object entries
     cdef public object _lazy_num_fields
 
+cdef class TemplateNames:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object count
+    cdef public object names
+
+cdef class TemplateName:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object name
+    cdef public object _m_text
+
+cdef class TemplateFields:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object names_listpack
+    cdef public object num_names
+    cdef public object names
+    cdef public object _lazy_format
+    cdef public object _m_num_fields
+
+cdef class HashTmplLp:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object fields
+    cdef public object values
+
+cdef class HashTmplArray:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object fields
+    cdef public object values
+
 cdef Hash c_read_hash(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef HashTable c_open_hash_table(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
@@ -124,3 +162,13 @@ cdef ValkeyPathHash c_read_valkey_path_hash(object io, object buf, const unsigne
 cdef Py_ssize_t c_skip_valkey_path_hash(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef ValkeyPathHashPath c_read_valkey_path_hash_path(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_valkey_path_hash_path(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef TemplateNames c_read_template_names(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, count_)
+cdef Py_ssize_t c_skip_template_names(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root, count_) except -1
+cdef TemplateName c_read_template_name(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_template_name(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef TemplateFields c_read_template_fields(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_template_fields(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef HashTmplLp c_read_hash_tmpl_lp(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_hash_tmpl_lp(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef HashTmplArray c_read_hash_tmpl_array(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_hash_tmpl_array(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

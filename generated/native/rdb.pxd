@@ -14,6 +14,7 @@ cdef class Rdb:
     cdef public object _m_is_valkey
     cdef public object _m_version
     cdef public object _stream_pos
+    cdef public object hash_templates
 
 cdef class Record:
     cdef public object _parent
@@ -100,6 +101,43 @@ cdef class KeyValue:
     cdef public object key
     cdef public object _lazy_value
 
+cdef class HashTemplate:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object template_id
+    cdef public object fields
+    cdef public object _lazy_num_fields
+    cdef public object _m_earlier_num_fields
+
+cdef class HashTemplateSearch:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object template_id
+    cdef public object index
+    cdef public object _m_is_here
+    cdef public object _m_found
+
+cdef class HashTmplLpRef:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object values
+    cdef public object _m_num_entries
+    cdef public object _m_template_id
+    cdef public object _m_template_num_fields
+    cdef public object _m_template
+
+cdef class HashTmplArrayRef:
+    cdef public object _parent
+    cdef public object _root
+    cdef public object _io
+    cdef public object template_id
+    cdef public object values
+    cdef public object _m_template_num_fields
+    cdef public object _m_template
+
 cdef class StringList:
     cdef public object _parent
     cdef public object _root
@@ -120,6 +158,12 @@ cdef SlotInfo c_read_slot_info(object io, object buf, const unsigned char* _p, P
 cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef SlotRange c_read_slot_range(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version)
+cdef HashTemplate c_read_hash_template(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef HashTemplateSearch c_read_hash_template_search(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, template_id, index)
+cdef HashTmplLpRef c_read_hash_tmpl_lp_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_hash_tmpl_lp_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
+cdef HashTmplArrayRef c_read_hash_tmpl_array_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
+cdef Py_ssize_t c_skip_hash_tmpl_array_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1
 cdef StringList c_read_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef StringList c_open_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root)
 cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1

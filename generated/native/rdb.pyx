@@ -40,11 +40,15 @@ from .dragonfly cimport c_skip_df_set_with_expiry as dragonfly__c_skip_df_set_wi
 from .dragonfly cimport c_skip_df_topk as dragonfly__c_skip_df_topk
 from .function cimport c_read_function2 as function__c_read_function2
 from .function cimport c_read_function_pre_ga as function__c_read_function_pre_ga
+from .hash cimport TemplateNames as hash__TemplateNames
 from .hash cimport c_open_hash_table as hash__c_open_hash_table
 from .hash cimport c_read_hash_listpack_ex as hash__c_read_hash_listpack_ex
 from .hash cimport c_read_hash_listpack_ex_pre_ga as hash__c_read_hash_listpack_ex_pre_ga
 from .hash cimport c_read_hash_metadata as hash__c_read_hash_metadata
 from .hash cimport c_read_hash_metadata_pre_ga as hash__c_read_hash_metadata_pre_ga
+from .hash cimport c_read_hash_tmpl_array as hash__c_read_hash_tmpl_array
+from .hash cimport c_read_hash_tmpl_lp as hash__c_read_hash_tmpl_lp
+from .hash cimport c_read_template_names as hash__c_read_template_names
 from .hash cimport c_read_valkey_hash_2 as hash__c_read_valkey_hash_2
 from .hash cimport c_read_valkey_path_hash as hash__c_read_valkey_path_hash
 from .hash cimport c_skip_hash_listpack_ex as hash__c_skip_hash_listpack_ex
@@ -52,6 +56,8 @@ from .hash cimport c_skip_hash_listpack_ex_pre_ga as hash__c_skip_hash_listpack_
 from .hash cimport c_skip_hash_metadata as hash__c_skip_hash_metadata
 from .hash cimport c_skip_hash_metadata_pre_ga as hash__c_skip_hash_metadata_pre_ga
 from .hash cimport c_skip_hash_table as hash__c_skip_hash_table
+from .hash cimport c_skip_hash_tmpl_array as hash__c_skip_hash_tmpl_array
+from .hash cimport c_skip_hash_tmpl_lp as hash__c_skip_hash_tmpl_lp
 from .hash cimport c_skip_valkey_hash_2 as hash__c_skip_valkey_hash_2
 from .hash cimport c_skip_valkey_path_hash as hash__c_skip_valkey_path_hash
 from .module cimport c_read_key_meta as module__c_read_key_meta
@@ -64,6 +70,7 @@ from .quicklist cimport c_open_quicklist as quicklist__c_open_quicklist
 from .quicklist cimport c_open_quicklist_2 as quicklist__c_open_quicklist_2
 from .quicklist cimport c_skip_quicklist as quicklist__c_skip_quicklist
 from .quicklist cimport c_skip_quicklist_2 as quicklist__c_skip_quicklist_2
+from .rdb_string cimport RdbBlob as rdb_string__RdbBlob
 from .rdb_string cimport RdbLen as rdb_string__RdbLen
 from .rdb_string cimport RdbLenValues as rdb_string__RdbLenValues
 from .rdb_string cimport RdbString as rdb_string__RdbString
@@ -99,6 +106,7 @@ DEF _DF_MASK = 220  # RecordKind.DF_MASK
 DEF _VECTOR_INDEX = 222  # RecordKind.VECTOR_INDEX
 DEF _SHARD_DOC_INDEX = 223  # RecordKind.SHARD_DOC_INDEX
 DEF _TAGGED_CHUNK = 224  # RecordKind.TAGGED_CHUNK
+DEF _HASH_TEMPLATE = 242  # RecordKind.HASH_TEMPLATE
 DEF _KEY_META = 243  # RecordKind.KEY_META
 DEF _SLOT_INFO = 244  # RecordKind.SLOT_INFO
 DEF _FUNCTION2 = 245  # RecordKind.FUNCTION2
@@ -153,6 +161,10 @@ DEF _DF_CUCKOO = 37  # ValueType.DF_CUCKOO
 DEF _DF_JSON_LEGACY = 276  # ValueType.DF_JSON_LEGACY
 DEF _VALKEY_HASH_2 = 278  # ValueType.VALKEY_HASH_2
 DEF _VALKEY_PATH_HASH = 279  # ValueType.VALKEY_PATH_HASH
+DEF _HASH_TMPL_LP = 285  # ValueType.HASH_TMPL_LP
+DEF _HASH_TMPL_LP_REF = 286  # ValueType.HASH_TMPL_LP_REF
+DEF _HASH_TMPL_ARRAY = 287  # ValueType.HASH_TMPL_ARRAY
+DEF _HASH_TMPL_ARRAY_REF = 288  # ValueType.HASH_TMPL_ARRAY_REF
 
 # the value of a scalar whose bytes stay in the buffer (pushed into columns as a span)
 cdef object _SPAN = object()
@@ -165,16 +177,17 @@ cdef class Rdb:
     """An RDB file (notes §1, §2): a 9-byte magic ("REDIS" + 4 digits, or "VALKEY" + 3 digits),
     a stream of records (opcodes and key/value pairs) ended by the EOF opcode 0xFF, and since
     RDB 5 a CRC-64/Jones checksum (little-endian; 0 = disabled). The dialect is decided from the
-    magic alone: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 27/28 of RDB 14, 243 KEY_META,
-    20 as Dragonfly JSON when version < 10, 30-37 Dragonfly); VALKEY magic uses Valkey numbering
-    (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB versions above
-    79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey 7.2-8.x write
-    REDIS0011.
+    magic and its version: REDIS magic uses Redis numbering (22/23 pre-GA field-TTL hashes, 27/28 of
+    RDB 14, 243 KEY_META, 242 HASH_TEMPLATE, 20 as Dragonfly JSON when version < 10, 30-37 Dragonfly
+    below version 15, 29-32 Redis 8.10's template hashes from version 15); VALKEY magic uses Valkey
+    numbering (22 HASH_2, 23 PATH_HASH, 243 SLOT_IMPORT). Valkey writes the VALKEY magic for RDB
+    versions above 79 (valkey src/rdb.h rdbUseValkeyMagic: 80 since 9.0, 81 since 9.2); Valkey
+    7.2-8.x write REDIS0011. Dragonfly writes REDIS0009 (dragonfly src/redis/rdb.h RDB_SER_VERSION).
 
     Written by: redis src/rdb.c rdbSaveRio"""
 
     # the fields are declared in the .pxd, where other modules' readers see them
-    __slots__ = ("_parent", "_root", "_io", "magic", "records", "checksum", "_m_is_valkey", "_m_version", "_stream_pos", )  # the fields, as in the Python class
+    __slots__ = ("_parent", "_root", "_io", "magic", "records", "checksum", "_m_is_valkey", "_m_version", "_stream_pos", "hash_templates", )  # the fields, as in the Python class
 
     def __cinit__(self):
         self._m_is_valkey = _UNSET
@@ -216,6 +229,8 @@ cdef class Rdb:
                 records_item = c_read_record(io, buf, _p, end, &pos, self, root)
             finally:
                 PyBuffer_Release(&_view)
+            if (records_item.opcode == _HASH_TEMPLATE):
+                root.hash_templates.setdefault(records_item.body.template_id.value, records_item.body)
             self._stream_pos = pos
             yield records_item
             if (records_item.opcode == _RECORD_KIND_EOF):
@@ -235,6 +250,13 @@ cdef class Rdb:
             checksum = None
         self.checksum = checksum
         self._stream_pos = pos
+
+    @staticmethod
+    def index_records(root, item):
+        """Notes `item`, one records element, in the indexes `root` keeps of them
+        (hash_templates), as reading it does: for a writer of elements one at a time."""
+        if (item.opcode == _HASH_TEMPLATE):
+            root.hash_templates.setdefault(item.body.template_id.value, item.body)
 
     @property
     def is_valkey(self):
@@ -269,6 +291,7 @@ cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t e
     self._io = io
     cdef Py_ssize_t magic_nbytes = 0
     cdef Py_ssize_t magic_pos = 0
+    self.hash_templates = {}
     # magic: "REDIS%04d" (Redis, Valkey <= 8, Dragonfly) or "VALKEY%03d" (Valkey >= 9). Known versions only:
     magic_pos = pos
     magic_size = 9
@@ -278,11 +301,11 @@ cdef Rdb c_read_rdb(object io, object buf, const unsigned char* _p, Py_ssize_t e
     pos += magic_nbytes
     magic = buf[pos - magic_nbytes:pos].decode('ASCII', 'replace')
     try:
-        magic_ok = ((((magic[0:5] == 'REDIS') and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 14)) or (((magic[0:6] == 'VALKEY') and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)))
+        magic_ok = ((((magic[0:5] == 'REDIS') and (int(magic[5:9]) >= 1)) and (int(magic[5:9]) <= 15)) or (((magic[0:6] == 'VALKEY') and (int(magic[6:9]) >= 80)) and (int(magic[6:9]) <= 81)))
     except (TypeError, ValueError, IndexError):
         magic_ok = False
     if not magic_ok:
-        raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0014 or VALKEY080..VALKEY081')
+        raise invalid(io, magic_pos, "rdb:rdb.magic", format(('an RDB version this reader does not know' if ((magic[0:5] == 'REDIS') or (magic[0:6] == 'VALKEY')) else 'not an RDB file'), 's') + ' (starts with ' + repr(magic) + '): expected REDIS0001..REDIS0015 or VALKEY080..VALKEY081')
     self.magic = magic
     self._stream_pos = pos
     _at[0] = pos
@@ -347,7 +370,7 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
     opcode = _p[pos]
     pos += 1
     try:
-        opcode_ok = (((opcode >= 243) or ((opcode <= 23) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 243) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 28) and (opcode != 8))) or ((opcode >= 30) and (opcode <= 37))))
+        opcode_ok = (((opcode >= 243) or ((opcode <= 23) and (opcode != 8))) if root.is_valkey else ((((((((((((opcode >= 242) or (opcode == 200)) or (opcode == 201)) or (opcode == 202)) or (opcode == 210)) or (opcode == 211)) or (opcode == 220)) or (opcode == 222)) or (opcode == 223)) or (opcode == 224)) or ((opcode <= 28) and (opcode != 8))) or (((opcode >= 29) and (opcode <= 32)) if (root.version >= 15) else ((opcode >= 30) and (opcode <= 37)))))
     except (TypeError, ValueError, IndexError):
         opcode_ok = False
     if not opcode_ok:
@@ -386,6 +409,8 @@ cdef Record c_read_record(object io, object buf, const unsigned char* _p, Py_ssi
             body = module__c_read_key_meta(io, buf, _p, end, &pos, self, root)
         elif body_on == _SLOT_IMPORT:
             body = c_read_slot_import(io, buf, _p, end, &pos, self, root)
+        elif body_on == _HASH_TEMPLATE:
+            body = c_read_hash_template(io, buf, _p, end, &pos, self, root)
         elif body_on == _TAGGED_CHUNK:
             body = dragonfly__c_read_tagged_chunk(io, buf, _p, end, &pos, self, root)
         elif body_on == _SHARD_DOC_INDEX:
@@ -1161,7 +1186,7 @@ cdef class KeyValue:
         try:
             root = self._root
             pos = self._lazy_value
-            value_kind = (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_VALKEY_PATH_HASH if (self.is_valkey and (self.type_code == 23)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code)))
+            value_kind = (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_VALKEY_PATH_HASH if (self.is_valkey and (self.type_code == 23)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else ((256 + self.type_code) if ((((not self.is_valkey) and (self.rdb_version >= 15)) and (self.type_code >= 29)) and (self.type_code <= 33)) else self.type_code))))
             value_on = value_kind
             if value_on == _VALUE_TYPE_STRING:
                 value = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -1241,6 +1266,14 @@ cdef class KeyValue:
                 value = hash__c_read_valkey_hash_2(io, buf, _p, end, &pos, self, root)
             elif value_on == _VALKEY_PATH_HASH:
                 value = hash__c_read_valkey_path_hash(io, buf, _p, end, &pos, self, root)
+            elif value_on == _HASH_TMPL_LP:
+                value = hash__c_read_hash_tmpl_lp(io, buf, _p, end, &pos, self, root)
+            elif value_on == _HASH_TMPL_LP_REF:
+                value = c_read_hash_tmpl_lp_ref(io, buf, _p, end, &pos, self, root)
+            elif value_on == _HASH_TMPL_ARRAY:
+                value = hash__c_read_hash_tmpl_array(io, buf, _p, end, &pos, self, root)
+            elif value_on == _HASH_TMPL_ARRAY_REF:
+                value = c_read_hash_tmpl_array_ref(io, buf, _p, end, &pos, self, root)
             else:
                 value = None
             return value
@@ -1250,11 +1283,13 @@ cdef class KeyValue:
     @property
     def value_kind(self):
         """The value layout: the type byte in Redis numbering, except Valkey's 22 (HASH_2, 278) and
-        23 (PATH_HASH, 279), and type 20 in a REDIS file older than version 10 (old Dragonfly
-        JSON, 276). Valkey 9 shares Redis's types up to 21 and writes every stream as 21 (valkey
-        src/rdb.c rdbGetObjectType)."""
+        23 (PATH_HASH, 279), type 20 in a REDIS file older than version 10 (old Dragonfly JSON,
+        276), and types 29-33 in a REDIS file of version 15 or later (256 + the byte: Redis
+        8.10's template hashes, 285-288), which Dragonfly's REDIS0009 files use for its own
+        types (30-37). Valkey 9 shares Redis's types up to 21 and writes every stream as 21
+        (valkey src/rdb.c rdbSaveObjectType)."""
 
-        return (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_VALKEY_PATH_HASH if (self.is_valkey and (self.type_code == 23)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else self.type_code)))
+        return (_VALKEY_HASH_2 if (self.is_valkey and (self.type_code == 22)) else (_VALKEY_PATH_HASH if (self.is_valkey and (self.type_code == 23)) else (_DF_JSON_LEGACY if (((not self.is_valkey) and (self.type_code == 20)) and (self.rdb_version < 10)) else ((256 + self.type_code) if ((((not self.is_valkey) and (self.rdb_version >= 15)) and (self.type_code >= 29)) and (self.type_code <= 33)) else self.type_code))))
 
 
 cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, type_code, is_valkey, rdb_version):
@@ -1275,7 +1310,7 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
     # value: decoded on first access (see the property); stepped over here
     self._lazy_value = pos
     # value: The value, laid out according to `value_kind`.
-    value_kind = (_VALKEY_HASH_2 if (is_valkey and (type_code == 22)) else (_VALKEY_PATH_HASH if (is_valkey and (type_code == 23)) else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else type_code)))
+    value_kind = (_VALKEY_HASH_2 if (is_valkey and (type_code == 22)) else (_VALKEY_PATH_HASH if (is_valkey and (type_code == 23)) else (_DF_JSON_LEGACY if (((not is_valkey) and (type_code == 20)) and (rdb_version < 10)) else ((256 + type_code) if ((((not is_valkey) and (rdb_version >= 15)) and (type_code >= 29)) and (type_code <= 33)) else type_code))))
     value_on = value_kind
     if value_on == _VALUE_TYPE_STRING:
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
@@ -1394,10 +1429,492 @@ cdef KeyValue c_read_key_value(object io, object buf, const unsigned char* _p, P
     elif value_on == _VALKEY_PATH_HASH:
         pos = hash__c_skip_valkey_path_hash(io, buf, _p, end, pos, None, root)
         value = None
+    elif value_on == _HASH_TMPL_LP:
+        pos = hash__c_skip_hash_tmpl_lp(io, buf, _p, end, pos, None, root)
+        value = None
+    elif value_on == _HASH_TMPL_LP_REF:
+        pos = c_skip_hash_tmpl_lp_ref(io, buf, _p, end, pos, None, root)
+        value = None
+    elif value_on == _HASH_TMPL_ARRAY:
+        pos = hash__c_skip_hash_tmpl_array(io, buf, _p, end, pos, None, root)
+        value = None
+    elif value_on == _HASH_TMPL_ARRAY_REF:
+        pos = c_skip_hash_tmpl_array_ref(io, buf, _p, end, pos, None, root)
+        value = None
     else:
         value = None
     _at[0] = pos
     return self
+
+
+@cython.freelist(32)
+cdef class HashTemplate:
+    """HASH_TEMPLATE (242, REDIS magic; Redis 8.10, RDB 15): one hash template, the field names
+    that the hashes of types 30 and 32 (`hash_tmpl_lp_ref`, `hash_tmpl_array_ref`) name by its
+    id. The server writes a record for each template that a key uses, after the AUX fields,
+    module data and functions, before the first SELECTDB (rdbSaveRio); there is no count and
+    no end marker. Its loader takes one anywhere among the records and refuses a template
+    without fields, an id that a record before it has, and names not strictly ascending. The
+    id is the file's own handle for the template (the loader gives it an id of its own).
+
+    Written by: redis src/rdb.c rdbLoadHashTemplate"""
+
+    # the fields are declared in the .pxd, where other modules' readers see them
+    __slots__ = ("_parent", "_root", "_io", "template_id", "fields", "_lazy_num_fields", "_m_earlier_num_fields", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_earlier_num_fields = _UNSET
+
+    @classmethod
+    def from_bytes(cls, data):
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
+        return obj
+
+    @classmethod
+    def _read(cls, io, Py_ssize_t pos, parent, root):
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_template(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @property
+    def num_fields(self):
+        """How many field names (the loader reads them one by one, never allocating this many up front).
+
+        Read from the bytes on every access; not kept."""
+        cdef Py_ssize_t pos, end
+        cdef Py_buffer _view
+        cdef const unsigned char* _p
+
+        cdef rdb_string__RdbLen num_fields = None
+        cdef Py_ssize_t num_fields_pos = 0
+        io = self._io
+        buf = io.buf
+        end = io.end
+        _p = acquire(buf, &_view, end)
+        try:
+            root = self._root
+            pos = self._lazy_num_fields
+            num_fields_pos = pos
+            num_fields = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+            num_fields_value = num_fields.value
+            if not (num_fields_value != 0):
+                raise invalid(io, num_fields_pos, "rdb:hash_template.num_fields", 'expected at least one field name, found ' + repr(num_fields_value) + ' (rdbLoadHashTemplate: "has zero fields")')
+            return num_fields
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def earlier_num_fields(self):
+        """The field count of a HASH_TEMPLATE record before this one with the same id, 0 when there is none."""
+
+        if self._m_earlier_num_fields is not _UNSET:
+            return self._m_earlier_num_fields
+        earlier_num_fields = (_found.num_fields.value if (_found := self._root.hash_templates.get(self.template_id.value)) is not None else 0)
+        self._m_earlier_num_fields = earlier_num_fields
+        return earlier_num_fields
+
+
+cdef HashTemplate c_read_hash_template(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_template at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef HashTemplate self = HashTemplate.__new__(HashTemplate)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    cdef hash__TemplateNames fields = None
+    cdef rdb_string__RdbLenValues num_fields
+    cdef Py_ssize_t num_fields_pos = 0
+    cdef unsigned long long num_fields_value = 0
+    cdef rdb_string__RdbLen template_id = None
+    cdef Py_ssize_t template_id_pos = 0
+    # template_id: The template's id in this file (Redis writes the small numbers its registry gives templates).
+    template_id_pos = pos
+    template_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    earlier_num_fields = (_found.num_fields.value if (_found := root.hash_templates.get(template_id.value)) is not None else 0)
+    self._m_earlier_num_fields = earlier_num_fields
+    try:
+        template_id_ok = (earlier_num_fields == 0)
+    except (TypeError, ValueError, IndexError):
+        template_id_ok = False
+    if not template_id_ok:
+        raise invalid(io, template_id_pos, "rdb:hash_template.template_id", 'expected an id that no HASH_TEMPLATE record before this one has, found ' + repr(template_id.value) + ' again (rdbLoadHashTemplate: "Duplicate hash template ID")')
+    self.template_id = template_id
+    # num_fields: How many field names (the loader reads them one by one, never allocating this many up front).
+    num_fields_pos = pos
+    self._lazy_num_fields = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &num_fields)
+    num_fields_value = num_fields.value
+    if not (num_fields_value != 0):
+        raise invalid(io, num_fields_pos, "rdb:hash_template.num_fields", 'expected at least one field name, found ' + repr(num_fields_value) + ' (rdbLoadHashTemplate: "has zero fields")')
+    # fields: The field names, strictly ascending.
+    fields = hash__c_read_template_names(io, buf, _p, end, &pos, self, root, num_fields_value)
+    self.fields = fields
+    _at[0] = pos
+    return self
+
+
+@cython.freelist(32)
+cdef class HashTemplateSearch:
+    """One step of the search for the HASH_TEMPLATE record of `template_id` among the records
+    read so far (`_root.records`, which the official compiler's output fills as it reads):
+    whether record `index` is it. The search tries them in file order, as Kaitai has no
+    lookup by key; rdbspec's generator reads its index of those records instead
+    (`-rdbspec-index` of `records`, `-rdbspec-lookup` of the instances that use it), which
+    gives the same answer.
+
+    Written by: redis src/rdb.c rdbGetHashTemplateById"""
+
+    # the fields are declared in the .pxd, where other modules' readers see them
+    __slots__ = ("_parent", "_root", "_io", "template_id", "index", "_m_is_here", "_m_found", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_is_here = _UNSET
+        self._m_found = _UNSET
+
+    @classmethod
+    def from_bytes(cls, data, template_id, index):
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None, template_id, index)[0]
+        return obj
+
+    @classmethod
+    def _read(cls, io, Py_ssize_t pos, parent, root, template_id, index):
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_template_search(io, buf, _p, end, &pos, parent, root, template_id, index)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @property
+    def is_here(self):
+        """True when record `index` is the HASH_TEMPLATE record of `template_id`."""
+
+        if self._m_is_here is not _UNSET:
+            return self._m_is_here
+        is_here = (((self.index < len(self._root.records)) and (self._root.records[self.index].opcode == _HASH_TEMPLATE)) and (self._root.records[self.index].body.template_id.value == self.template_id))
+        self._m_is_here = is_here
+        return is_here
+
+    @property
+    def found(self):
+        """The template of record `index` (only when `is_here`)."""
+
+        if self._m_found is not _UNSET:
+            return self._m_found
+        found = self._root.records[self.index].body
+        self._m_found = found
+        return found
+
+
+cdef HashTemplateSearch c_read_hash_template_search(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root, template_id, index):
+    """Reads one hash_template_search at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef HashTemplateSearch self = HashTemplateSearch.__new__(HashTemplateSearch)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    self.template_id = template_id
+    self.index = index
+    _at[0] = pos
+    return self
+
+
+@cython.freelist(32)
+cdef class HashTmplLpRef:
+    """HASH_TMPL_LP_REF (type 30 in a REDIS file of version 15 or later; Redis 8.10): a hash with
+    the field names of a template that a HASH_TEMPLATE record before it defines, its values
+    in one listpack: the template's id (an integer entry), then a value for each field of the
+    template, in its order. What a server saves of a `template-listpack` hash; never in a
+    DUMP payload ("not valid in a DUMP payload").
+
+    Written by: redis src/rdb.c rdbLoadObject (RDB_TYPE_HASH_TMPL_LP_REF), rdbLoadTmplLpBlob, rdbCheckTmplLpCount"""
+
+    # the fields are declared in the .pxd, where other modules' readers see them
+    __slots__ = ("_parent", "_root", "_io", "values", "_m_num_entries", "_m_template_id", "_m_template_num_fields", "_m_template", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_num_entries = _UNSET
+        self._m_template_id = _UNSET
+        self._m_template_num_fields = _UNSET
+        self._m_template = _UNSET
+
+    @classmethod
+    def from_bytes(cls, data):
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
+        return obj
+
+    @classmethod
+    def _read(cls, io, Py_ssize_t pos, parent, root):
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_tmpl_lp_ref(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @classmethod
+    def _skip(cls, io, Py_ssize_t pos, parent, root):
+        """Steps over one hash_tmpl_lp_ref without building it; returns the position after it."""
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_tmpl_lp_ref(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def num_entries(self):
+        """The listpack's entries, the id among them."""
+
+        if self._m_num_entries is not _UNSET:
+            return self._m_num_entries
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        return num_entries
+
+    @property
+    def template_id(self):
+        """The id of the template, the listpack's first entry (null when it is not an integer, -1 without entries)."""
+
+        if self._m_template_id is not _UNSET:
+            return self._m_template_id
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        template_id = ((self.values.payload.entries[0] if isinstance(self.values.payload.entries[0], int) else None) if (num_entries > 0) else -1)
+        self._m_template_id = template_id
+        return template_id
+
+    @property
+    def template_num_fields(self):
+        """The field count of the template, 0 when no HASH_TEMPLATE record before this key has its id."""
+
+        if self._m_template_num_fields is not _UNSET:
+            return self._m_template_num_fields
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        template_id = ((self.values.payload.entries[0] if isinstance(self.values.payload.entries[0], int) else None) if (num_entries > 0) else -1)
+        self._m_template_id = template_id
+        template_num_fields = (_found.num_fields.value if (_found := self._root.hash_templates.get(template_id)) is not None else 0)
+        self._m_template_num_fields = template_num_fields
+        return template_num_fields
+
+    @property
+    def template(self):
+        """The HASH_TEMPLATE record that `template_id` names (its field names)."""
+
+        if self._m_template is not _UNSET:
+            return self._m_template
+        num_entries = len(self.values.payload.entries)
+        self._m_num_entries = num_entries
+        template_id = ((self.values.payload.entries[0] if isinstance(self.values.payload.entries[0], int) else None) if (num_entries > 0) else -1)
+        self._m_template_id = template_id
+        template = self._root.hash_templates.get(template_id)
+        self._m_template = template
+        return template
+
+
+cdef HashTmplLpRef c_read_hash_tmpl_lp_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_tmpl_lp_ref at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef HashTmplLpRef self = HashTmplLpRef.__new__(HashTmplLpRef)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    cdef rdb_string__RdbBlob values = None
+    cdef Py_ssize_t values_pos = 0
+    # values: The template's id, then the values.
+    values_pos = pos
+    values = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, self, root, _LISTPACK)
+    values_payload = values.payload
+    num_entries = len(values_payload.entries)
+    self._m_num_entries = num_entries
+    template_id = ((values_payload.entries[0] if isinstance(values_payload.entries[0], int) else None) if (num_entries > 0) else -1)
+    self._m_template_id = template_id
+    template_num_fields = (_found.num_fields.value if (_found := root.hash_templates.get(template_id)) is not None else 0)
+    self._m_template_num_fields = template_num_fields
+    try:
+        values_ok = (((((num_entries > 0) and isinstance(values_payload.entries[0], int)) and (template_id >= 0)) and (template_num_fields != 0)) and (num_entries == (template_num_fields + 1)))
+    except (TypeError, ValueError, IndexError):
+        values_ok = False
+    if not values_ok:
+        raise invalid(io, values_pos, "rdb:hash_tmpl_lp_ref.values", 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id ' + repr(template_id) + ' (None: not an integer) and ' + repr(num_entries) + ' entries for ' + repr(template_num_fields) + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)')
+    self.values = values
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_tmpl_lp_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_tmpl_lp_ref at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_tmpl_lp_ref); returns the position after it."""
+    cdef long long num_entries = 0
+    cdef rdb_string__RdbBlob values = None
+    cdef Py_ssize_t values_pos = 0
+    # values: The template's id, then the values.
+    values_pos = pos
+    values = rdb_string__c_read_rdb_blob(io, buf, _p, end, &pos, None, root, _LISTPACK)
+    values_payload = values.payload
+    num_entries = len(values_payload.entries)
+    template_id = ((values_payload.entries[0] if isinstance(values_payload.entries[0], int) else None) if (num_entries > 0) else -1)
+    template_num_fields = (_found.num_fields.value if (_found := root.hash_templates.get(template_id)) is not None else 0)
+    try:
+        values_ok = (((((num_entries > 0) and isinstance(values_payload.entries[0], int)) and (template_id >= 0)) and (template_num_fields != 0)) and (num_entries == (template_num_fields + 1)))
+    except (TypeError, ValueError, IndexError):
+        values_ok = False
+    if not values_ok:
+        raise invalid(io, values_pos, "rdb:hash_tmpl_lp_ref.values", 'expected a listpack of the id of a hash template that a HASH_TEMPLATE record before this key defines (an integer, not negative), then a value for each of its fields, found the id ' + repr(template_id) + ' (None: not an integer) and ' + repr(num_entries) + ' entries for ' + repr(template_num_fields) + ' fields (0: no such template) (rdbLoadTmplLpBlob, rdbLoadObject: "Invalid hash template ID", rdbCheckTmplLpCount)')
+    return pos
+
+
+@cython.freelist(32)
+cdef class HashTmplArrayRef:
+    """HASH_TMPL_ARRAY_REF (type 32 in a REDIS file of version 15 or later; Redis 8.10): a hash
+    with the field names of a template that a HASH_TEMPLATE record before it defines: the
+    template's id, then a value for each field of the template, in its order (the count is
+    the template's, not stored). What a server saves of a `template-array` hash; never in a
+    DUMP payload.
+
+    Written by: redis src/rdb.c rdbLoadObject (RDB_TYPE_HASH_TMPL_ARRAY_REF)"""
+
+    # the fields are declared in the .pxd, where other modules' readers see them
+    __slots__ = ("_parent", "_root", "_io", "template_id", "values", "_m_template_num_fields", "_m_template", )  # the fields, as in the Python class
+
+    def __cinit__(self):
+        self._m_template_num_fields = _UNSET
+        self._m_template = _UNSET
+
+    @classmethod
+    def from_bytes(cls, data):
+        """Parses `data` (bytes or mmap) whole."""
+        obj = cls._read(Io(data, 0, len(data)), 0, None, None)[0]
+        return obj
+
+    @classmethod
+    def _read(cls, io, Py_ssize_t pos, parent, root):
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            obj = c_read_hash_tmpl_array_ref(io, buf, _p, end, &pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+        return obj, pos
+
+    @classmethod
+    def _skip(cls, io, Py_ssize_t pos, parent, root):
+        """Steps over one hash_tmpl_array_ref without building it; returns the position after it."""
+        cdef Py_buffer _view
+        cdef Py_ssize_t end = io.end
+        buf = io.buf
+        cdef const unsigned char* _p = acquire(buf, &_view, end)
+        try:
+            return c_skip_hash_tmpl_array_ref(io, buf, _p, end, pos, parent, root)
+        finally:
+            PyBuffer_Release(&_view)
+
+    @property
+    def template_num_fields(self):
+        """The field count of the template, 0 when no HASH_TEMPLATE record before this key has its id."""
+
+        if self._m_template_num_fields is not _UNSET:
+            return self._m_template_num_fields
+        template_num_fields = (_found.num_fields.value if (_found := self._root.hash_templates.get(self.template_id.value)) is not None else 0)
+        self._m_template_num_fields = template_num_fields
+        return template_num_fields
+
+    @property
+    def template(self):
+        """The HASH_TEMPLATE record that `template_id` names (its field names)."""
+
+        if self._m_template is not _UNSET:
+            return self._m_template
+        template = self._root.hash_templates.get(self.template_id.value)
+        self._m_template = template
+        return template
+
+
+cdef HashTmplArrayRef c_read_hash_tmpl_array_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t* _at, object parent, object root):
+    """Reads one hash_tmpl_array_ref at `_at[0]` in `io` (`buf` is io.buf, held from `_p` by the caller up
+    to `end`, io.end), and moves `_at[0]` after it."""
+    cdef Py_ssize_t pos = _at[0]
+    cdef HashTmplArrayRef self = HashTmplArrayRef.__new__(HashTmplArrayRef)
+    self._parent = None
+    self._root = root = root if root is not None else self
+    self._io = io
+    cdef rdb_string__RdbLen template_id = None
+    cdef Py_ssize_t template_id_pos = 0
+    # template_id: The id of the template.
+    template_id_pos = pos
+    template_id = rdb_string__c_read_rdb_len(io, buf, _p, end, &pos, self, root)
+    template_id_value = template_id.value
+    template_num_fields = (_found.num_fields.value if (_found := root.hash_templates.get(template_id_value)) is not None else 0)
+    self._m_template_num_fields = template_num_fields
+    try:
+        template_id_ok = (template_num_fields != 0)
+    except (TypeError, ValueError, IndexError):
+        template_id_ok = False
+    if not template_id_ok:
+        raise invalid(io, template_id_pos, "rdb:hash_tmpl_array_ref.template_id", 'expected the id of a hash template that a HASH_TEMPLATE record before this key defines, found ' + repr(template_id_value) + ' (rdbLoadObject: "Invalid hash template ID")')
+    self.template_id = template_id
+    # values: A value for each field of the template, in its order.
+    values_count = template_num_fields
+    if values_count < 0 or values_count > end - pos:
+        raise invalid(io, pos, "rdb:hash_tmpl_array_ref.values", f'count {values_count} exceeds the {end - pos} bytes that remain')
+    values = []
+    for values_index in range(<Py_ssize_t>values_count):
+        values_item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
+        values.append(values_item)
+    self.values = values
+    _at[0] = pos
+    return self
+
+
+cdef Py_ssize_t c_skip_hash_tmpl_array_ref(object io, object buf, const unsigned char* _p, Py_ssize_t end, Py_ssize_t pos, object parent, object root) except -1:
+    """Steps over one hash_tmpl_array_ref at `pos` in `io` (held from `_p` up to `end` by the caller, as
+    for c_read_hash_tmpl_array_ref); returns the position after it."""
+    cdef rdb_string__RdbLenValues template_id
+    cdef Py_ssize_t template_id_pos = 0
+    cdef unsigned long long template_id_value = 0
+    # template_id: The id of the template.
+    template_id_pos = pos
+    rdb_string__c_scan_rdb_len(io, buf, _p, end, &pos, None, root, &template_id)
+    template_id_value = template_id.value
+    template_num_fields = (_found.num_fields.value if (_found := root.hash_templates.get(template_id_value)) is not None else 0)
+    try:
+        template_id_ok = (template_num_fields != 0)
+    except (TypeError, ValueError, IndexError):
+        template_id_ok = False
+    if not template_id_ok:
+        raise invalid(io, template_id_pos, "rdb:hash_tmpl_array_ref.template_id", 'expected the id of a hash template that a HASH_TEMPLATE record before this key defines, found ' + repr(template_id_value) + ' (rdbLoadObject: "Invalid hash template ID")')
+    # values: A value for each field of the template, in its order.
+    values_count = template_num_fields
+    if values_count < 0 or values_count > end - pos:
+        raise invalid(io, pos, "rdb:hash_tmpl_array_ref.values", f'count {values_count} exceeds the {end - pos} bytes that remain')
+    values = None
+    for values_index in range(<Py_ssize_t>values_count):
+        pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
+        values_item = None
+    return pos
 
 
 @cython.freelist(32)

@@ -32,6 +32,7 @@ from ..plan import (
     element_min_size,
     is_lazy,
     opened_field,
+    reads_index,
     value_fields,
 )
 from ..python.emit import Lines, TypeEmitter
@@ -90,7 +91,8 @@ def scanned_fields(builder, t: TypeSpec) -> list[Attribute]:
     """The fields an object reads through `c_scan_<id>` (unconditional, single, of a type of
     unsigned numbers): it keeps their position, and their property makes the object on access."""
     return [a for a in t.seq if isinstance(a.type, UserRef) and a.cond is None and not a.repeat and a.size is None
-            and not a.size_eos and a.process is None and not is_lazy(a) and struct_members(builder, a.type.target)]
+            and not a.size_eos and a.process is None and not is_lazy(a) and not reads_index(t, a)
+            and struct_members(builder, a.type.target)]
 
 
 def uses_pointer(lines: list[str]) -> bool:

@@ -17,7 +17,7 @@ from typing import Optional
 
 from .. import expressions as ex
 from ..load import SpecError
-from ..model import Attribute, Builder, EnumMember, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
+from ..model import Attribute, Builder, EnumMember, IndexSpec, Primitive, Switch, Text, TypeRef, TypeSpec, UserRef
 from ..plan import (
     ELEMENT,
     LENGTH,
@@ -151,6 +151,8 @@ class TypeEmitter:
         """`x.name` where the spec makes the type of `x` certain: on a scalar-compiled value, a
         type test; an instance that cannot raise, read from a local, is read once into a local
         `x_name` (the first use computes it, later ones in its scope reuse it)."""
+        if name in ("size", "length", "first", "last"):
+            return None  # of a list (the static type of a repeat is its element's): the translator's own
         target = self.plan.static_type(node, self.current_attr)
         if target is None:
             return None
@@ -229,6 +231,9 @@ class TypeEmitter:
 
     def body(self) -> list[str]:
         """The reader's statements: its fields, then the instances an object keeps like fields."""
+        if self.t.streamed and self.mode == OBJECT:  # the indexes of the streamed field, empty before it
+            for index in self.streamed_indexes():
+                self.emit(f"self.{index.name} = {{}}")
         self.fields(self.plan.read_fields())
         for inst in self.plan.stored_instances():
             self.comment(inst)
@@ -829,6 +834,29 @@ class TypeEmitter:
             self.emit(f"return {result}".rstrip())
             self.end_block()
 
+    def streamed_indexes(self) -> list[IndexSpec]:
+        """The indexes the type keeps of its streamed field (`-rdbspec-index`)."""
+        return [index for a in self.t.seq if a.id == self.t.streamed for index in a.indexes]
+
+    def note_in_indexes(self, a: Attribute, item: str, root: str) -> None:
+        """Statements putting `item`, an element of the streamed field `a`, in the indexes of
+        `root` it belongs in (a key's first element is kept)."""
+        outer = (self.loop_item, self.current_attr)
+        self.loop_item, self.current_attr = item, a
+        for index in a.indexes:
+            kept = self.expr(index.value) if index.value is not None else item
+            self.block(f"if {self.expr(index.cond)}:")
+            self.emit(f"{root}.{index.name}.setdefault({self.expr(index.key)}, {kept})")
+            self.end_block()
+        self.loop_item, self.current_attr = outer
+
+    def index_body(self, a: Attribute) -> list[str]:
+        """The body of the static `index_<field>(root, item)`: what the stream loop does with an
+        element for the indexes, for a writer that writes the elements one at a time."""
+        self.out = Lines(depth=2)
+        self.note_in_indexes(a, "item", "root")
+        return self.out.lines
+
     def stream_loop(self, a: Attribute) -> list[str]:
         """The body of `iter_<field>`: reads one element at a time and yields it."""
         local = self.local(a.id)
@@ -843,6 +871,7 @@ class TypeEmitter:
             self.block("while True:")
         self.loop_index = f"{local}_index"
         self.read_one(a, item)
+        self.note_in_indexes(a, item, "root")
         self.emit("self._stream_pos = pos")
         self.emit(f"yield {item}")
         self.repeat_until(a, local, item)

@@ -70,6 +70,8 @@ class TypeView:
     open_body: list[str] = field(default_factory=list)  # `_open`: read up to `opened` (plan.opened_field)
     opened: str = ""
     element_names: list[str] = field(default_factory=list)  # of a `-rdbspec-element` type (see cython/emit.py)
+    indexes: list[str] = field(default_factory=list)  # the dicts a root keeps of its streamed field (-rdbspec-index)
+    index_body: list[str] = field(default_factory=list)  # `index_<streamed>(root, item)`: one element noted in them
     write_body: list[str] = field(default_factory=list)  # `_write`, or `write_<id>` for a type with inputs
     write_inputs: list[str] = field(default_factory=list)  # the instances `write_<id>` takes
 
@@ -181,6 +183,12 @@ class ModuleRenderer:
             view.streamed = t.streamed
             view.slots.append("_stream_pos")
             view.stream_body = self.stream_body(t)
+            streamed = t.seq[emitter.plan.streamed_index()]
+            view.indexes = [index.name for index in streamed.indexes]
+            view.slots += view.indexes
+            if view.indexes:
+                noting = self.emitter(self.builder, t, OBJECT)
+                view.index_body = self.collect(noting, noting.index_body(streamed), prologue=False)
         if t.used_as_columns:
             rows = self.emitter(self.builder, t, ROWS)
             rows.out.depth = 3

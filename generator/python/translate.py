@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..expressions import (
     ArrayLit,
@@ -12,9 +12,11 @@ from ..expressions import (
     Binary,
     Bool,
     Call,
+    Cast,
     EnumRef,
     ExpressionError,
     Index,
+    Lookup,
     Name,
     Node,
     Num,
@@ -96,6 +98,8 @@ def translate(node: Node, ctx: Context) -> str:
             return f"{target}[{args[0]}:{args[1]}]"
         if node.name == "to_i" and len(args) == 1:
             return f"int({target}, {args[0]})"
+        if node.name == "to_s" and len(args) == 1:  # bytes as text in that encoding
+            return f"{target}.decode({args[0]})"
         raise ExpressionError(f"unsupported method .{node.name}()")
     if isinstance(node, Index):
         special = ctx.subscript(node)
@@ -113,4 +117,24 @@ def translate(node: Node, ctx: Context) -> str:
         return f"({then} if {cond} else {other})"
     if isinstance(node, ArrayLit):
         return "[" + ", ".join(translate(i, ctx) for i in node.items) + "]"
+    if isinstance(node, Lookup):
+        return lookup(node, ctx)
+    if isinstance(node, Cast):  # dynamically typed: the value as it is
+        return translate(node.target, ctx)
     raise ExpressionError(f"cannot translate {node!r}")
+
+
+FOUND = "_found"  # the local a lookup's `value` reads what the index holds from
+
+
+def lookup(node: Lookup, ctx: Context) -> str:
+    """A `-rdbspec-lookup`: the root's dict `node.index` read at the key; with `value`, that
+    expression of what it holds, `default` (None without one) when it holds nothing there."""
+    found = f"{ctx.root}.{node.index}.get({translate(node.key, ctx)})"
+    if node.value is None:
+        return found
+    # `_` is what was found; nothing the emitter knows of the type's own names applies to it
+    inner = replace(ctx, resolve=lambda name: FOUND if name == "_" else ctx.resolve(name),
+                    attribute=lambda target, name, source: None, subscript=lambda index: None)
+    default = translate(node.default, ctx) if node.default is not None else "None"
+    return f"({translate(node.value, inner)} if ({FOUND} := {found}) is not None else {default})"

@@ -251,12 +251,19 @@ class WriteEmitter:
 
     def write_repeat(self, a: Attribute, value: str, part: str) -> None:
         item, index, previous = f"{a.id}_item", f"{a.id}_index", f"{a.id}_prev"
+        for kept in a.indexes:  # what the elements written so far hold, as a reader's root keeps it
+            self.add(f"root.{kept.name} = {{}}")
         self.add(f"{previous} = 0")
         self.enter(f"for {index}, {item} in enumerate({value}):")
         self.add(f"{a.id}_at = len({part}.data)")
         self.element = (item, index, previous)  # `_index` in the element's arguments and inputs
         inputs = {name: self.expr(node) for name, node in a.write.items()} if isinstance(a.write, dict) else None
         self.write_value(a, a.type, item, part, inputs)
+        for kept in a.indexes:
+            self.enter(f"if {self.expr(kept.cond)}:")
+            self.add(f"root.{kept.name}.setdefault({self.expr(kept.key)}, "
+                     f"{self.expr(kept.value) if kept.value is not None else item})")
+            self.leave()
         self.element = None
         self.add(f"{previous} = len({part}.data) - {a.id}_at")
         self.leave()
@@ -342,6 +349,10 @@ class WriteEmitter:
                 if fw.role != "given" and not is_lazy(fw.attr):
                     self.add(f"if self.{fw.attr.id} is None:")
                     self.add(f"    self.{fw.attr.id} = {self.local(fw.attr.id)}")
+            # and the instances a reader computes with the fields and keeps like them (`rdb_blob.payload`)
+            for inst in self.t.instances:
+                if self.read_plan.storage(inst) == "field":
+                    self.add(f"self.{inst.id} = {self.resolve(inst.id)}")
         return self.lines
 
     def check_inputs(self) -> None:

@@ -291,6 +291,7 @@ def cmd_info(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None
         "module_aux": [{"module": m.name, "encoding_version": m.encoding_version, "when": m.when}
                        for m in dump.module_aux],
         "slot_info": dump.slot_info,
+        "hash_templates": len(dump.hash_templates),
         "checksum": dump.checksum_status,
         "warnings": len(dump.warnings),
         "backend": dump.backend,
@@ -309,6 +310,8 @@ def cmd_info(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None
         out.write(f"  {name}: {count}\n")
     if info["functions"]:
         out.write(f"  functions: {len(info['functions'])} libraries\n")
+    if info["hash_templates"]:
+        out.write(f"  hash templates: {info['hash_templates']}\n")
     out.write(f"  warnings: {info['warnings']}\n")
     for key, value in getattr(dump, "extra_info", {}).items():
         out.write(f"  {key}: {json.dumps(value, ensure_ascii=False)}\n")

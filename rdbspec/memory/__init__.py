@@ -4,8 +4,9 @@ that wrote the dump (its AUX fields) or the one named.
 
 Two families of servers count differently: `redis.RedisModel` (Redis 6.0 to 8.x, Valkey 8.0:
 the value, the key's sds and a dictEntry) and `valkey.ValkeyModel` (Valkey 8.1 and later: the
-object holds its key, collections are hashtables of 64-byte buckets). A type neither sizes
-(`redis.UNSIZED_TYPES`: Valkey 9.2's path hash) costs None: `keys --memory` writes null for it and
+object holds its key, collections are hashtables of 64-byte buckets). A value neither sizes
+(`redis.RedisModel.sized`: Valkey 9.2's path hash, Redis 8.8's sparse array, Redis 8.10's
+template hashes) costs None: `keys --memory` writes null for it and
 the sums (`prefixes`, the report) count it as 0 bytes.
 
 Imports: the reading side, the server's rules and `rdbspec.write.layouts` (the encoding the server

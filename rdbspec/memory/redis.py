@@ -28,6 +28,10 @@ loading server's version and its limits (`layouts.ServerConfig`, the built-in de
   The tree nodes of keys inserted into a rax (src/rax.c raxGenericInsert) are counted from the
   keys: one a branch, a key, and a run of single-child bytes between them.
 
+A hash of Redis 8.10's templates (RDB 15 types 29-32: `template-listpack`, `template-array`) is
+not counted (None): its values and its template's share are laid out in structures of
+src/t_hash.c that rdbspec has not modelled.
+
 Struct sizes are those of 64-bit builds (src/server.h, dict.h, quicklist.h, stream.h, rax.h).
 Checked key by key against Redis 6.2 (libc) and 7.0 (jemalloc) in tests/servers/test_memory.py; what
 changed in 7.2 (listpack lists and sets, streamConsumer's active_time) is taken from its source.
@@ -42,7 +46,7 @@ from dataclasses import dataclass, field
 from ..read import dumpfile
 from ..read.elements import text_lengths, values
 from ..read.streams import NodeTable, Stream
-from ..read.values import Packed
+from ..read.values import TEMPLATE_KINDS, Packed
 from ..server.numbers import d2string, string2ll
 from ..server.versions import Version
 from ..write.layouts import (
@@ -152,15 +156,21 @@ class RedisModel:
         self._nodes: dict[int, float] = {}
 
     def usage(self, record: dumpfile.KeyRecord) -> int | None:
-        """The key's bytes: its value's, its name's sds and its dictEntry; None for a type the
-        model does not size (`UNSIZED_TYPES`)."""
+        """The key's bytes: its value's, its name's sds and its dictEntry; None for a value the
+        model does not size (`sized`)."""
         value = self.value_usage(record)
         return None if value is None else value + self.sds(len(record.key)) + DICT_ENTRY
 
+    @staticmethod
+    def sized(record: dumpfile.KeyRecord) -> bool:
+        """Whether the model sizes the key: not of `UNSIZED_TYPES`, not a template hash (see the
+        module doc)."""
+        return record.type_name not in UNSIZED_TYPES and record.value_kind not in TEMPLATE_KINDS
+
     def value_usage(self, record: dumpfile.KeyRecord) -> int | None:
         """objectComputeSize of the value as loaded (a module value: the object alone); None for
-        a type the model does not size (`UNSIZED_TYPES`)."""
-        if record.type_name in UNSIZED_TYPES:
+        a value the model does not size (`sized`)."""
+        if not self.sized(record):
             return None
         measured = record.type_name in MEASURED_TYPES
         return round(self.robj(record) + (getattr(self, record.type_name)(record) if measured else 0))

@@ -31,13 +31,15 @@ EXPIRE_TIME, EXPIRE_TIME_MS = RecordKind.EXPIRE_TIME, RecordKind.EXPIRE_TIME_MS
 FREQ, IDLE = RecordKind.FREQ, RecordKind.IDLE
 MODULE_AUX, FUNCTION2, FUNCTION_PRE_GA = RecordKind.MODULE_AUX, RecordKind.FUNCTION2, RecordKind.FUNCTION_PRE_GA
 SLOT_INFO, KEY_META, SLOT_IMPORT = RecordKind.SLOT_INFO, RecordKind.KEY_META, RecordKind.SLOT_IMPORT
+HASH_TEMPLATE = RecordKind.HASH_TEMPLATE
 EOF, KEY_VALUE = RecordKind.EOF, RecordKind.KEY_VALUE
 # the records `Dump._expanding` reads further: Dragonfly's envelopes, and EOF after them (each
 # record of these opcodes is of the kind of the same number)
 EXPANDED_OPCODES = ENVELOPES | {EOF}
 # what a server writes before the keys (Valkey 9's SLOT_IMPORT: valkey src/cluster_migrateslots.c
-# clusterRDBSaveSlotImports, right before the databases)
-HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT))
+# clusterRDBSaveSlotImports, right before the databases; Redis 8.10's hash templates: redis
+# src/rdb.c rdbSaveRio, after the functions)
+HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT, HASH_TEMPLATE))
 # `Dump.checksum_status` of a dump saved with `rdbchecksum no`: 0 where the CRC-64 goes
 CHECKSUM_DISABLED = "disabled (0)"
 # ... of a compressed Valkey dump: the loader skips the RDB's CRC-64 (valkey src/rdb.c
@@ -247,6 +249,9 @@ class Dump:
         self.module_aux: list[values.ModuleValue] = []
         self.slot_info: list[tuple[int, int, int]] = []
         self.slot_imports: list[tuple[bytes, list[tuple[int, int]]]] = []
+        # the ids of the HASH_TEMPLATE records read (Redis 8.10); the templates themselves are the
+        # generated root's index (`hash_templates`), which the keys of types 30 and 32 read
+        self.hash_templates: list[int] = []
         self.checksum_status: str = "not read"
         self.end_offset: int | None = None
         self.last_key: bytes | None = None  # the key most recently read
@@ -317,7 +322,11 @@ class Dump:
 
     def seek(self, offset: int, db: int) -> None:
         """Goes on reading at `offset`: a record boundary where database `db` is selected and no
-        key metadata (expiry, LRU, LFU) is pending, as `rdbspec.read.splits.plan` chooses them."""
+        key metadata (expiry, LRU, LFU) is pending, as `rdbspec.read.splits.plan` chooses them.
+        The records before the databases are read first (not told again): the hash templates
+        among them are what the keys after `offset` may name (the plan cuts no split after a
+        template that comes later)."""
+        self.head()
         self._pending.clear()
         self._leading_aux = 0
         self._db = db
@@ -429,6 +438,8 @@ class Dump:
         elif kind == SLOT_IMPORT:
             self.slot_imports.append((text(body.job_name),
                                       [(r.start_slot.value, r.end_slot.value) for r in body.ranges]))
+        elif kind == HASH_TEMPLATE:
+            self.hash_templates.append(body.template_id.value)
 
     def keys(self, stop: int | None = None, kinds: Container[int] | None = None) -> Iterator[KeyRecord]:
         """Every key in file order. Values are decoded when read, not before. With `stop`, ends

@@ -59,7 +59,8 @@ MIN_FILE = 8 << 20  # smaller files are read by one process: forking would cost 
 MIN_SPLIT, MAX_SPLIT = 4 << 20, 256 << 20
 RANGES_PER_JOB = 8  # more ranges than workers, so that the last ones end about together
 WINDOW = 4  # ranges a job read ahead of the one the caller takes next
-_NOTES = ("aux", "functions", "module_aux", "slot_info", "slot_imports")  # what `Dump.keys` adds to as it reads
+# what `Dump.keys` adds to as it reads
+_NOTES = ("aux", "functions", "module_aux", "slot_info", "slot_imports", "hash_templates")
 _OFFSET = struct.Struct("q")  # a worker's progress: the offset of the record it reads
 
 

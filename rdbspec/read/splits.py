@@ -10,7 +10,10 @@ every split in order gives exactly the keys (and elements) of reading the file w
 
 What cannot be split is one split: a file not over `split_size`, a Dragonfly shard (compressed
 blobs and tagged chunks carry state from record to record), a compressed Valkey dump (one frame,
-decoded from its start), or stdin.
+decoded from its start), or stdin. The hash templates of RDB 15 (HASH_TEMPLATE records, which keys
+of types 30 and 32 name) carry state too: a worker reads the records before the databases before
+its split (`dumpfile.Dump.seek`), where a server writes them; one that comes later (a loader takes
+it anywhere) ends the cutting, the rest of the file being one split that reads it.
 
 A reader of the stream tables finds rows in stream keys only. For it (`streams_only=True`) a
 split of keys holding no stream is left out, except the last, which reads the end of the file
@@ -121,10 +124,11 @@ def key_records(dump: dumpfile.Dump) -> Iterator[tuple[int, int, int, int, Any]]
     value object) of each key record of `dump` (a Redis or Valkey dump: Dragonfly's envelopes
     are `dumpfile.Dump`'s to open), in file order, from the generated parser's records alone: the
     pass reads the same records as `Dump.keys`, without a `KeyRecord` each (that takes half its
-    time)."""
+    time). Up to a hash template among the keys, if there is one: no split may start after it."""
     buffer = dump.source.buffer
     rdb = backend.parser("rdb", dump.backend).Rdb._read(Io(buffer, 0, len(buffer)), 0, None, None)[0]
     db, start = 0, rdb._stream_pos
+    head = True  # the records before the databases (`dumpfile.HEAD_KINDS`), which a split's reader reads too
     for record in rdb.iter_records():
         end = rdb._stream_pos
         kind = record.kind
@@ -133,6 +137,9 @@ def key_records(dump: dumpfile.Dump) -> Iterator[tuple[int, int, int, int, Any]]
             yield start, end - start, db, body.value_kind, body
         elif kind == dumpfile.SELECT_DB:
             db = record.body.db_number.value
+        elif kind == dumpfile.HASH_TEMPLATE and not head:
+            return  # a template among the keys: the keys after it need it, so no split starts after it
+        head = head and kind in dumpfile.HEAD_KINDS
         start = end
 
 

@@ -20,13 +20,19 @@ from rdbspec_generated import current_sink
 from rdbspec_generated.enums import ContainerKind, ElementTag, ModuleOpcode, ValueType
 
 from ..errors import IntegrityError
+from ..server.templates import strictly_ascending
 from .elements import CHUNK_ROWS, container, first_repeated, pairs, text, texts, values
 from .streams import Stream
 
 # value kinds read by name here and elsewhere (the spec's `rdb::value_type`; Valkey HASH_2 and
-# PATH_HASH and old Dragonfly JSON are mapped above 255 there, since they reuse Redis type bytes)
+# PATH_HASH, old Dragonfly JSON and Redis 8.10's template hashes are mapped above 255 there, since
+# they reuse type bytes another dialect gives another meaning)
 STRING, VALKEY_HASH_2, DF_JSON_LEGACY = ValueType.STRING, ValueType.VALKEY_HASH_2, ValueType.DF_JSON_LEGACY
 VALKEY_PATH_HASH = ValueType.VALKEY_PATH_HASH
+HASH_TMPL_LP, HASH_TMPL_LP_REF = ValueType.HASH_TMPL_LP, ValueType.HASH_TMPL_LP_REF
+HASH_TMPL_ARRAY, HASH_TMPL_ARRAY_REF = ValueType.HASH_TMPL_ARRAY, ValueType.HASH_TMPL_ARRAY_REF
+# hashes whose field names are a template's (types 29-32 of RDB 15): read as plain hashes
+TEMPLATE_KINDS = frozenset((HASH_TMPL_LP, HASH_TMPL_LP_REF, HASH_TMPL_ARRAY, HASH_TMPL_ARRAY_REF))
 
 
 # What C's strtod reads: the longest prefix that is a decimal or hexadecimal float, inf or nan
@@ -306,6 +312,32 @@ def _df_cuckoo(v: Any) -> dict[str, Any]:
             "num_deletes": v.num_deletes.value, "filters": [df_chunks(f.chunks) for f in v.filters]}
 
 
+def template_names(template: Any) -> list[bytes]:
+    """The field names of a HASH_TEMPLATE record (spec `rdb::hash_template`), in its order."""
+    return [text(name.name) for name in template.fields.names]
+
+
+def carried_names(fields: Any) -> list[bytes]:
+    """The field names a self-contained template hash carries (spec `hash::template_fields`):
+    a listpack's entries (an integer entry a name's decimal text: redis src/rdb.c
+    rdbLoadTemplateFields), or strings. The grammar checks the order of strings; a listpack's is
+    checked here, as the loader checks it."""
+    if fields.names_listpack is None:
+        return [text(name.name) for name in fields.names.names]
+    names = texts(container(fields.names_listpack).entries)
+    if not strictly_ascending(names):
+        raise IntegrityError("the field names of a template hash are not strictly ascending (a shorter one "
+                             "first, names of one length byte by byte: redis src/rdb.c rdbLoadTemplateFields, "
+                             "\"template fields not strictly sorted\")")
+    return names
+
+
+def _template_hash(names: list[bytes], values: list[bytes]) -> Decoded:
+    """A template hash as a plain hash: each field name with its value (the grammar checked that
+    there is one value a name)."""
+    return Decoded(list(zip(names, values)))
+
+
 DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     ValueType.STRING: lambda v, t: Decoded(text(v)),
     ValueType.LIST: lambda v, t: Decoded(PACKERS[ValueType.LIST](v).elements()),
@@ -351,6 +383,11 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     ValueType.VALKEY_HASH_2: lambda v, t: _hash_with_ttls(
         [(text(e.field), text(e.value), e.expire_ms if e.expire_ms != -1 else None) for e in v.entries]),
     ValueType.VALKEY_PATH_HASH: lambda v, t: Decoded(path_hash(v)),
+    # a values listpack's first entry is a template id: the values follow it
+    HASH_TMPL_LP: lambda v, t: _template_hash(carried_names(v.fields), texts(container(v.values).entries)[1:]),
+    HASH_TMPL_LP_REF: lambda v, t: _template_hash(template_names(v.template), texts(container(v.values).entries)[1:]),
+    HASH_TMPL_ARRAY: lambda v, t: _template_hash(carried_names(v.fields), [text(value) for value in v.values]),
+    HASH_TMPL_ARRAY_REF: lambda v, t: _template_hash(template_names(v.template), [text(value) for value in v.values]),
 }
 
 # each value type's name (TYPE) and encoding (OBJECT ENCODING) as the server reports them
@@ -394,6 +431,11 @@ _NAME_AND_ENCODING: dict[int, tuple[str, str]] = {
     ValueType.DF_JSON_LEGACY: ("json", "json"),
     ValueType.VALKEY_HASH_2: ("hash", "hashtable"),
     ValueType.VALKEY_PATH_HASH: ("path-hash", "path-hash"),  # valkey tests/unit/type/path_hash.tcl
+    # Redis 8.10: OBJECT ENCODING of a template hash (redis tests/unit/type/hash-templates.tcl)
+    HASH_TMPL_LP: ("hash", "template-listpack"),
+    HASH_TMPL_LP_REF: ("hash", "template-listpack"),
+    HASH_TMPL_ARRAY: ("hash", "template-array"),
+    HASH_TMPL_ARRAY_REF: ("hash", "template-array"),
 }
 TYPE_NAMES = {kind: name for kind, (name, _) in _NAME_AND_ENCODING.items()}
 

@@ -314,7 +314,7 @@ def from_dump(dump: dumpfile.Dump, model: RedisModel, builder: ReportBuilder, *,
         if keep is not None and not keep(record):
             continue
         builder.add_key(record.db, record.key, record.type_name, record.encoding, record.size,
-                        element_count(record), model.usage(record), record.expire_at_ms)
+                        element_count(record), model.usage(record) or 0, record.expire_at_ms)  # None: not counted
         stream = record.value if record.type_name == "stream" else None
         if isinstance(stream, Stream):
             version = stream_version(stream, as_version)

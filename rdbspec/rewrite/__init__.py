@@ -38,6 +38,7 @@ from rdbspec_generated.enums import AuxWhen
 
 from ..errors import UnwritableError
 from ..read import dumpfile
+from ..server.templates import TEMPLATES_RDB
 from ..server.versions import Version
 from ..write.convert import VALKEY_HASH_2, Converter
 from ..write.layouts import key_hash_slot
@@ -142,13 +143,13 @@ def plan(path: str | os.PathLike, selection: Keeps, converter: Converter | None 
     the target: `converter` is told of those it drops)."""
     with dumpfile.open(path) as dump:
         out = _plan_of(dump, converter)
-        leading_aux = _leading_aux(dump.head())
+        head = dump.head()
         for record in dump.keys():
             if not out.read:  # what comes before a cluster node's first key says how it counts
                 out.slots = slot_counts(dump, converter)
             out.read += 1
             out.count(record, selection, converter)
-        _refuse_unwritten(dump, leading_aux)
+        _refuse_unwritten(dump, head, converter)
         out.checksum = checksummed(dump)
     return out
 
@@ -167,18 +168,21 @@ def _plan_of(dump: dumpfile.Dump, converter: Converter | None) -> Plan:
     return out
 
 
-def _leading_aux(head: list) -> int:
-    return sum(record.kind == dumpfile.AUX for record in head)
-
-
-def _refuse_unwritten(dump: dumpfile.Dump, leading_aux: int) -> None:
-    """AUX fields among the keys (those after the `leading_aux` first) are written again only as
-    the slots' counts (`SlotCounts`): any other is refused by name (nothing is dropped silently)."""
+def _refuse_unwritten(dump: dumpfile.Dump, head: list, converter: Converter | None) -> None:
+    """AUX fields among the keys (after those of `head`, the records before the databases) are
+    written again only as the slots' counts (`SlotCounts`): any other is refused by name (nothing
+    is dropped silently); so is a hash template among the keys, which keys after it may name,
+    unless the target has no templates (`convert`: its hashes become plain ones)."""
+    leading_aux = sum(record.kind == dumpfile.AUX for record in head)
     among_keys = {name for name, _ in dump.aux[leading_aux:] if name != b"slot-info"}
     if among_keys:
         names = ", ".join(sorted(repr(n) for n in among_keys))
         raise UnwritableError(f"the dump holds AUX fields among its keys ({names}), which rdbspec rewrite "
                               "does not write")
+    templates = dump.hash_templates[sum(record.kind == dumpfile.HASH_TEMPLATE for record in head):]
+    if templates and (converter is None or converter.version >= TEMPLATES_RDB):
+        raise UnwritableError(f"the dump holds hash templates among its keys (ids {templates[:5]}), which "
+                              "rdbspec rewrite does not write")
 
 
 @dataclass
@@ -233,7 +237,7 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
         head, span, copy_from = dump.head(), dump.head_span(), _copy_from(dump, found)
         keys = command_file.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
                            commands.node_max_bytes, commands.node_max_entries)
-        _refuse_unwritten(dump, _leading_aux(head))
+        _refuse_unwritten(dump, head, converter)
         found.checksum = checksummed(dump)
         records = list(command_file.written(keys, found.version, found.valkey_magic))
         # command_file.written gives a key the commands left as it was as the very record read (live
@@ -273,6 +277,8 @@ def _write_head(writer: Writer, head: list, span: tuple[int, int], copy_from: Du
     the server gave them)."""
     if converter is None and copy_from is not None:
         writer.copy(copy_from, *span)
+        for record in head:  # what the keys after them read (hash templates), known to the writer
+            writer.note(record)
         return
     for record in head:
         if converter is None or converter.head(record):

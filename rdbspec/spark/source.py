@@ -39,7 +39,9 @@ path as resolved) and ``db`` (the database number; null where it does not apply)
     strings and modules), memory (the bytes ``MEMORY USAGE key SAMPLES 0`` answers on the
     server that loads the dump: ``rdbspec.memory``, for the version the dump's AUX names, or
     option ``memoryVersion`` (7.0, valkey-9.1...), and option ``allocator``: jemalloc, the
-    default, or libc; null for a type the model does not size, Valkey 9.2's path hash).
+    default, or libc; null for a value the model does not size: Valkey 9.2's path hash, Redis
+    8.8's sparse array, a hash of Redis 8.10's templates). A template hash is a row of type
+    hash, its encoding template-listpack or template-array.
 ``streams``
     key, length, last_id, first_id, max_deleted_id (IDs as "ms-seq" text), entries_added,
     nodes (listpack nodes), groups (consumer groups).

@@ -22,6 +22,10 @@ objects the Python parsers read and written by the generated writers:
   time);
 * sparse arrays (28, Redis 8.8) have no older form: refused, or dropped;
 * hashes with field TTLs (24, 25: RDB 12; Valkey's 22) lose their TTLs below RDB 12;
+* Redis 8.10's template hashes (RDB 15: types 29-32, which name HASH_TEMPLATE records or carry their
+  field names) become, below RDB 15, hashtable hashes (4) of the same fields and values, and the
+  HASH_TEMPLATE records are not written: nothing is lost (the target's loader makes a small one a
+  listpack);
 * a Dragonfly snapshot (a DFS set or one file) loses its own AUX fields and types: JSON, Bloom,
   count-min, top-k and cuckoo keys are dropped, hashes and sets with member TTLs (31, 32) lose the
   TTLs;
@@ -51,9 +55,11 @@ from rdbspec_generated import stream as _stream
 from rdbspec_generated.enums import ValueType
 
 from ..errors import UnwritableError
-from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, SLOT_IMPORT, KeyRecord
+from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, HASH_TEMPLATE, SLOT_IMPORT, KeyRecord
 from ..read.elements import container, text, texts
+from ..read.values import TEMPLATE_KINDS
 from ..server.streams import IDMP_DEFAULTS, UNKNOWN_ENTRIES_READ, group_entries_read, loaded, stream_type
+from ..server.templates import TEMPLATES_RDB
 from ..server.versions import NEWEST, OLDEST, TARGETS
 from .layouts import (
     HASH,
@@ -78,13 +84,14 @@ from .stream import id_value
 # value types (the spec's rdb::value_type) besides those of `layouts`
 STREAM_TYPES = (ValueType.STREAM_LISTPACKS, ValueType.STREAM_LISTPACKS_2, ValueType.STREAM_LISTPACKS_3,
                 ValueType.STREAM_LISTPACKS_4, ValueType.STREAM_LISTPACKS_5)
-ARRAY = ValueType.ARRAY
 HASH_METADATA, HASH_LISTPACK_EX = ValueType.HASH_METADATA, ValueType.HASH_LISTPACK_EX
 VALKEY_HASH_2 = ValueType.VALKEY_HASH_2
 DF_HASH_WITH_EXPIRY, DF_SET_WITH_EXPIRY = ValueType.DF_HASH_WITH_EXPIRY, ValueType.DF_SET_WITH_EXPIRY
 DRAGONFLY_ONLY = frozenset((ValueType.DF_JSON, ValueType.DF_SBF, ValueType.DF_SBF2, ValueType.DF_CMS, ValueType.DF_TOPK,
                             ValueType.DF_CUCKOO, ValueType.DF_JSON_LEGACY))
-VALKEY_PATH_HASH = ValueType.VALKEY_PATH_HASH
+# the types no target holds, by the server that writes them
+NO_OLDER_FORM: dict[int, str] = {**dict.fromkeys(DRAGONFLY_ONLY, "Dragonfly"),
+                                 ValueType.VALKEY_PATH_HASH: "Valkey 9.2", ValueType.ARRAY: "Redis 8.8"}
 # the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
 DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
 
@@ -112,11 +119,10 @@ class Converter:
         """Whether the key is written: not a Dragonfly type Redis has none of (JSON, Bloom,
         count-min, top-k, cuckoo filters), nor a Valkey path hash, nor a Redis 8.8 sparse array (no
         target knows type 28); with `note`, told to `drop` the first time it is met."""
-        kind = record.value_kind
-        if kind not in DRAGONFLY_ONLY and kind not in (VALKEY_PATH_HASH, ARRAY):
+        producer = NO_OLDER_FORM.get(record.value_kind)
+        if producer is None:
             return True
         if note:
-            producer = "Dragonfly" if kind in DRAGONFLY_ONLY else "Valkey 9.2" if kind == VALKEY_PATH_HASH else "Redis 8.8"
             self.drop(f"{producer} {record.type_name} keys (type {record.rdb_type})", record)
         return False
 
@@ -135,7 +141,8 @@ class Converter:
         if record.kind == SLOT_IMPORT:  # Valkey 9's; no target knows the opcode
             self.drop("slot import jobs (SLOT_IMPORT: Valkey 9 atomic slot migration)")
             return False
-        return True
+        # the template hashes become plain hashes of the same fields (`key`): nothing names a template
+        return record.kind != HASH_TEMPLATE or self.version >= TEMPLATES_RDB
 
     def key(self, record: KeyRecord) -> KeyRecord:
         """The key with the value layout of the target."""
@@ -154,6 +161,8 @@ class Converter:
         elif kind in (HASH_METADATA, HASH_LISTPACK_EX, VALKEY_HASH_2) and (self.version < 12 or kind == VALKEY_HASH_2):
             self.drop("hash field TTLs (Redis 7.4+ types 24 and 25, Valkey 9's type 22)", record)
             rdb_type, value = HASH, self._hash(record.value)
+        elif kind in TEMPLATE_KINDS and self.version < TEMPLATES_RDB:
+            rdb_type, value = HASH, self._hash(record.value)
         elif kind == DF_HASH_WITH_EXPIRY:
             self.drop("hash field TTLs (Dragonfly type 31)", record)
             rdb_type, value = HASH, self._hash(record.value)
@@ -164,7 +173,7 @@ class Converter:
             return record
         body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=False, rdb_version=self.version,
                                   key=record._body.key, value=value)
-        return dataclasses.replace(record, rdb_type=rdb_type, _body=body)
+        return dataclasses.replace(record, rdb_type=rdb_type, value_kind=body.value_kind, _body=body)
 
     # -- containers --------------------------------------------------------------------------------
 

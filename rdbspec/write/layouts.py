@@ -38,7 +38,7 @@ from __future__ import annotations
 import binascii
 import builtins
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,13 +68,13 @@ STREAM_LISTPACK_BLOB = BlobKind.STREAM_LISTPACK
 # the value types new keys take (the spec's rdb::value_type: redis src/rdb.h RDB_TYPE_*)
 STRING, SET, ZSET_2, HASH = ValueType.STRING, ValueType.SET, ValueType.ZSET_2, ValueType.HASH
 VALKEY_PATH_HASH = ValueType.VALKEY_PATH_HASH
-# the type byte of Valkey's PATH_HASH (23 in a VALKEY file), which the spec reads as the value
-# type 0x100 + 23 (rdb::key_value.value_kind)
-PATH_HASH_TYPE = int(VALKEY_PATH_HASH) & 0xFF
 LIST_QUICKLIST, LIST_QUICKLIST_2 = ValueType.LIST_QUICKLIST, ValueType.LIST_QUICKLIST_2
 SET_INTSET, SET_LISTPACK = ValueType.SET_INTSET, ValueType.SET_LISTPACK
 ZSET_ZIPLIST, ZSET_LISTPACK = ValueType.ZSET_ZIPLIST, ValueType.ZSET_LISTPACK
 HASH_ZIPLIST, HASH_LISTPACK = ValueType.HASH_ZIPLIST, ValueType.HASH_LISTPACK
+# a value kind above 255 is 256 + its type byte, a byte another dialect reads otherwise (the spec's
+# rdb::key_value.value_kind: Valkey's HASH_2 and PATH_HASH, Redis 8.10's template hashes...)
+TYPE_BYTE = 0xFF
 # QUICKLIST_NODE_CONTAINER_*, as the numbers a node's `rdb_len` is written from (the generated
 # writers check that what they write reads back as the very value, of the very type, given)
 PLAIN, PACKED = int(ContainerKind.PLAIN), int(ContainerKind.PACKED)
@@ -89,13 +89,17 @@ EMPTY_LISTPACK, EMPTY_ZIPLIST = 7, 11  # lpNew, ziplistNew: the header and the e
 
 def new_key_record(db: int, key: bytes, rdb_type: int, value: Any, version: int, valkey: bool,
                    compress: bool = True, expire_at_ms: int | None = None, idle: int | None = None,
-                   freq: int | None = None, value_kind: int | None = None) -> dumpfile.KeyRecord:
-    """A key that no dump holds, made to be written (`Writer.key`): its name, type byte and value,
-    and its value kind when the spec maps the type byte to another (Valkey's PATH_HASH)."""
+                   freq: int | None = None) -> dumpfile.KeyRecord:
+    """A key that no dump holds, made to be written (`Writer.key`): its name, type byte and value
+    (its value kind is the spec's for that byte in this dialect and version)."""
     body = _rdb.KeyValue._new(type_code=rdb_type, is_valkey=valkey, rdb_version=version,
                               key=rdb_string(key, compress), value=value)
-    kind = rdb_type if value_kind is None else value_kind
-    return dumpfile.KeyRecord(db, key, rdb_type, kind, expire_at_ms, idle, freq, 0, 0, body)
+    return dumpfile.KeyRecord(db, key, rdb_type, body.value_kind, expire_at_ms, idle, freq, 0, 0, body)
+
+
+def type_byte(value_kind: int) -> int:
+    """The type byte a key of `value_kind` is written with (see TYPE_BYTE)."""
+    return value_kind & TYPE_BYTE
 
 
 def key_hash_slot(key: bytes) -> int:
@@ -203,6 +207,11 @@ def sparse_array(elements: Iterable[tuple[int, bytes | int | float]], insert_idx
             element.tag, element.string_value = rdb_len(int(ElementTag.SDS)), rdb_string(value, compress)
         out.append(element)
     return _sparse_array.ArrayValue._new(insert_idx=None if insert_idx is None else rdb_len(insert_idx), elements=out)
+def template_name_list(names: Sequence[bytes], compress: bool = True) -> Any:
+    """The field names of a hash template as strings (spec hash::template_names), in the order
+    given (the server's: `server.templates.template_fields`)."""
+    return _hash.TemplateNames._new(count=len(names), names=[_hash.TemplateName._new(name=rdb_string(n, compress))
+                                                              for n in names])
 
 
 @dataclass(frozen=True)
@@ -272,7 +281,7 @@ class Layouts:
             merged.setdefault(path, {}).update(pairs)
         if any(not fields for fields in merged.values()):
             raise ValueError("a path of a path hash holds at least one field")
-        return PATH_HASH_TYPE, _hash.ValkeyPathHash._new(paths=[
+        return type_byte(VALKEY_PATH_HASH), _hash.ValkeyPathHash._new(paths=[
             _hash.ValkeyPathHashPath._new(path=rdb_string(path, self.compress),
                                           entries=hash_table(merged[path].items(), self.compress).entries)
             for path in sorted(merged)])

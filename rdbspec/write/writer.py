@@ -15,6 +15,10 @@ grammar does not say:
   limits of `ServerConfig`);
 * what comes before a key (rdbSaveKeyValuePair): EXPIRETIME_MS, IDLE (LRU seconds), FREQ (LFU
   counter), each when the key has one;
+* Redis 8.10's hash templates (RDB 15): a HASH_TEMPLATE record for each template (`hash_template`,
+  before the databases, as rdbSaveRio writes them), and hashes of them (`template_hash`); the
+  writer keeps the templates written or copied by id, as a reader does, so that a key naming one
+  is checked against it;
 * a database's header (rdbSaveDb): SELECTDB, then RESIZEDB with its key count and the count of
   keys with an expiry; a database without keys is not written;
 * the end (rdbSaveRio): EOF, then the CRC-64 of every byte before (none before RDB 5,
@@ -43,6 +47,7 @@ from typing import Any
 
 from rdbspec_generated import WriteIo
 from rdbspec_generated import function as _function
+from rdbspec_generated import hash as _hash
 from rdbspec_generated import module as _module
 from rdbspec_generated import rdb as _rdb
 from rdbspec_generated._runtime import WriteInputs
@@ -51,10 +56,31 @@ from rdbspec_generated.enums import ModuleOpcode, RecordKind, ValueType
 from ..errors import UnwritableError
 from ..read.checksum import crc64_update
 from ..read.dumpfile import FunctionLibrary, KeyRecord
-from ..read.values import ModuleValue
+from ..read.values import (
+    HASH_TMPL_ARRAY,
+    HASH_TMPL_ARRAY_REF,
+    HASH_TMPL_LP,
+    HASH_TMPL_LP_REF,
+    ModuleValue,
+    template_names,
+)
 from ..server.streams import stream_type
+from ..server.templates import TEMPLATES_RDB, template_fields
 from ..server.versions import PATH_HASH_RDB
-from .layouts import VALKEY_PATH_HASH, Layouts, ServerConfig, new_key_record, rdb_len, rdb_string, sparse_array
+from .layouts import (
+    LISTPACK_BLOB,
+    Layouts,
+    ServerConfig,
+    blob,
+    listpack,
+    new_key_record,
+    rdb_len,
+    rdb_string,
+    sparse_array,
+    stored,
+    template_name_list,
+    type_byte,
+)
 from .stream import EditableStream
 
 # module opcodes (redis src/rdb.h RDB_MODULE_OPCODE_*) by the names rdbspec.read.values gives them
@@ -76,7 +102,9 @@ class Writer:
         self.config = config or ServerConfig(rdbcompression=compress)  # a config says whether to compress
         self.compress = self.config.rdbcompression
         self.layouts = Layouts(version, self.config)
-        self.root = WriteInputs(is_valkey=valkey, version=version)  # what the spec's `_root` reads
+        # what the spec's `_root` reads: the magic, and the hash templates written so far by id (the
+        # index a reader's root keeps of them: spec rdb::rdb.records, -rdbspec-index)
+        self.root = WriteInputs(is_valkey=valkey, version=version, hash_templates={})
         self._handle = tempfile.NamedTemporaryFile(dir=self.path.parent or ".", prefix=f".{self.path.name}.",
                                                    suffix=".tmp", delete=False)
         self.checksum = checksum
@@ -136,6 +164,12 @@ class Writer:
         out = WriteIo()
         record._write(out, None, self.root)
         self._write(out.data)
+        self.note(record)
+
+    def note(self, record: Any) -> None:
+        """Keeps what a record written here, or read and copied (`copy`), says that a later
+        record is checked against: a hash template, which keys of types 30 and 32 name by id."""
+        _rdb.Rdb.index_records(self.root, record)
 
     # -- what the server writes ------------------------------------------------------------------
 
@@ -226,6 +260,21 @@ class Writer:
         if key.freq is not None:
             self.record(RecordKind.FREQ, _rdb.Freq._new(lfu_freq=key.freq))
 
+    def hash_template(self, template_id: int, fields: Iterable[bytes]) -> None:
+        """A hash template (RDB 15, Redis 8.10: HASH_TEMPLATE), which `template_hash` keys name by
+        `template_id`: its field names once each, sorted as the server keeps them (a shorter
+        name first: `server.templates`). The server writes one for each template a key uses,
+        before the databases (rdbSaveRio)."""
+        self._templates_allowed()
+        body = _rdb.HashTemplate._new(template_id=rdb_len(template_id),
+                                      fields=template_name_list(template_fields(fields), self.compress))
+        self.record(RecordKind.HASH_TEMPLATE, body)
+
+    def _templates_allowed(self) -> None:
+        if self.version < TEMPLATES_RDB or self.root.is_valkey:
+            raise UnwritableError(f"hash templates are written in RDB {TEMPLATES_RDB} (Redis 8.10) and later, "
+                                  f"not in {'VALKEY' if self.root.is_valkey else 'RDB'} {self.version}")
+
     # -- new keys: the layout the server gives a key made by one command ---------------------------
 
     def string(self, key: bytes, value: bytes, **meta: int | None) -> None:
@@ -261,7 +310,46 @@ class Writer:
             magic = ("VALKEY%03d" if self.root.is_valkey else "REDIS%04d") % self.version
             raise UnwritableError(f"a path hash (Valkey 9.2) is written in a VALKEY dump of RDB {PATH_HASH_RDB} or "
                                   f"later, not in {magic}")
-        self._new_key(key, *self.layouts.path_hash(paths), value_kind=VALKEY_PATH_HASH, **meta)
+        self._new_key(key, *self.layouts.path_hash(paths), **meta)
+    def template_hash(self, key: bytes, pairs: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]],
+                      template_id: int | None = None, array: bool = False, names_listpack: bool = True,
+                      **meta: int | None) -> None:
+        """A hash of a template (RDB 15, Redis 8.10), its fields those of the pairs (a later value
+        of a field replaces the earlier). With `template_id`, naming a template written before
+        (`hash_template`) of exactly these fields, as a server saves it (redis src/rdb.c
+        rdbSaveObject): its values in a listpack after the id (type 30, `template-listpack`), or
+        with `array` the id and the values as strings (type 32, `template-array`). Without, the
+        hash carries its field names, as DUMP writes it: in a listpack (`names_listpack`,
+        FIELDS_LP) or as a count and strings, then the values in a listpack after a template
+        id 0 (type 29) or, with `array`, as strings (type 31)."""
+        self._templates_allowed()
+        merged = dict(pairs.items() if isinstance(pairs, Mapping) else pairs)
+        names = template_fields(merged)
+        ordered = [merged[name] for name in names]
+        if template_id is not None:
+            template = self.root.hash_templates.get(template_id)
+            if template is None or template_names(template) != names:
+                raise UnwritableError(f"hash template {template_id} was not written before with the fields "
+                                      f"{[n.decode(errors='replace') for n in names]}")
+            if array:
+                value = _rdb.HashTmplArrayRef._new(template_id=rdb_len(template_id),
+                                                   values=[rdb_string(v, self.compress) for v in ordered])
+                self._new_key(key, type_byte(HASH_TMPL_ARRAY_REF), value, **meta)
+            else:
+                values = blob(LISTPACK_BLOB, listpack([template_id, *map(stored, ordered)]), self.compress)
+                self._new_key(key, type_byte(HASH_TMPL_LP_REF), _rdb.HashTmplLpRef._new(values=values), **meta)
+            return
+        if names_listpack:
+            fields = _hash.TemplateFields._new(format=rdb_len(0), names_listpack=blob(
+                LISTPACK_BLOB, listpack([stored(n) for n in names]), self.compress))
+        else:
+            fields = _hash.TemplateFields._new(format=rdb_len(1), names=template_name_list(names, self.compress))
+        if array:
+            value = _hash.HashTmplArray._new(fields=fields, values=[rdb_string(v, self.compress) for v in ordered])
+            self._new_key(key, type_byte(HASH_TMPL_ARRAY), value, **meta)
+        else:
+            values = blob(LISTPACK_BLOB, listpack([0, *map(stored, ordered)]), self.compress)
+            self._new_key(key, type_byte(HASH_TMPL_LP), _hash.HashTmplLp._new(fields=fields, values=values), **meta)
 
     def stream(self, key: bytes, stream: EditableStream, **meta: int | None) -> None:
         """A stream as `EditableStream.append` (XADD with the config's node limits) and its
@@ -282,11 +370,11 @@ class Writer:
         self._new_key(key, ValueType.ARRAY, sparse_array(pairs, insert_idx, self.compress), **meta)
 
     def _new_key(self, key: bytes, rdb_type: int, value: Any, /, expire_at_ms: int | None = None,
-                 idle: int | None = None, freq: int | None = None, value_kind: int | None = None) -> None:
+                 idle: int | None = None, freq: int | None = None) -> None:
         if self.db is None:
             raise UnwritableError("a key is written after select_db: the server reads keys into a database")
         self.key(new_key_record(self.db, key, rdb_type, value, self.version, self.root.is_valkey, self.compress,
-                                expire_at_ms, idle, freq, value_kind))
+                                expire_at_ms, idle, freq))
 
     # -- the end ---------------------------------------------------------------------------------
 

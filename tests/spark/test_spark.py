@@ -27,6 +27,7 @@ from tests.support import dragonfly_dumps as dragonfly_build  # noqa: E402
 from tests.support import (
     servers,  # noqa: E402
     split_dump,  # noqa: E402
+    template_dump,  # noqa: E402
 )
 from tests.support.populate import populate  # noqa: E402
 from tests.support.valkey_dumps import vcs_lz4, write_valkey081  # noqa: E402
@@ -294,6 +295,24 @@ def test_split_read_equals_unsplit_read(spark, big_dump, table):
     assert split.rdd.getNumPartitions() == len(planned) > 4
     expected = unsplit.collect()
     assert expected and split.collect() == expected  # the same rows, in the same order
+
+
+def test_template_hashes_in_the_keys_table(spark, tmp_path):
+    """Redis 8.10's template hashes are rows of type hash (encoding template-listpack or
+    template-array, memory null), as the library reads them, whether the file is read whole or in
+    splits (each reads the templates at the start of the file first; one among the keys ends the
+    cutting)."""
+    path = tmp_path / "templates.rdb"
+    template_dump.build(path, keys=400, late=True)
+    got = _load(spark, "keys", path).collect()
+    rows = sorted(((r["file"], r["db"], bytes(r["key"]), r["type"], r["rdb_type"], r["encoding"],
+                    r["expire_at_ms"], r["idle"], r["freq"], r["offset"], r["size_in_file"], r["elements"],
+                    r["memory"]) for r in got), key=repr)
+    assert rows == _library_keys([str(path)])
+    assert {r["encoding"] for r in got if bytes(r["key"]) != b"plain"} == {"template-listpack", "template-array"}
+    assert {r["memory"] for r in got if bytes(r["key"]) != b"plain"} == {None}
+    split = _load(spark, "keys", path, splitSize="2k")
+    assert split.rdd.getNumPartitions() > 1 and split.collect() == got
 
 
 def test_split_size_option_is_checked(spark, big_dump):

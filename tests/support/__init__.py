@@ -1,8 +1,9 @@
 """What the tests share and no test is: real servers started on 127.0.0.1 (`binaries`, `servers`),
 the content written into them (`populate`, `memory_content`), what a live server reports about
 its keys (`expected`), rdbtools' reading for comparison (`rdbtools_values`), dumps made by hand
-(`dragonfly_dumps`: Dragonfly snapshots and the RDB byte builders) and a dump with big values for
-the split readers (`split_dump`). The benchmark (bench/) builds its inputs with the same modules.
+(`dragonfly_dumps`: Dragonfly snapshots and the RDB byte builders), a dump with big values for
+the split readers (`split_dump`) and one of Redis 8.10's hash templates (`template_dump`). The
+benchmark (bench/) builds its inputs with the same modules.
 
 The tests are grouped by what they check against: `unit/` (the library on inputs made in the
 test or kept in the repository), `golden/` (hand-written fixtures with their expected values),

@@ -140,9 +140,9 @@ def test_bad_magic(tmp_path: Path) -> None:
     assert run("dump", str(path)).stdout == b""
 
 
-@pytest.mark.parametrize("version", [b"0015", b"0099", b"9999", b"0000"])
+@pytest.mark.parametrize("version", [b"0016", b"0099", b"9999", b"0000"])
 def test_unknown_rdb_version_is_rejected(tmp_path: Path, version: bytes) -> None:
-    """The grammar accepts REDIS0001..REDIS0014 (and VALKEY080..081); anything else is corrupt."""
+    """The grammar accepts REDIS0001..REDIS0015 (and VALKEY080..081); anything else is corrupt."""
     path = write(tmp_path, "version.rdb", b"REDIS" + version + GROUPS.read_bytes()[9:])
     line = assert_clean_failure(run("dump", str(path)), "corrupt", path)
     assert f"an RDB version this reader does not know (starts with 'REDIS{version.decode()}')" in line
@@ -153,17 +153,18 @@ def test_text_file_is_not_an_rdb_file(tmp_path: Path) -> None:
     """A failed spec check reads as words: what was expected, and what the file holds."""
     path = write(tmp_path, "notes.txt", b"hello world\n" * 4)
     line = assert_clean_failure(run("dump", str(path)), "corrupt", path)
-    assert line == (f"rdbspec: {path}: not an RDB file (starts with 'hello wor'): expected REDIS0001..REDIS0014 "
+    assert line == (f"rdbspec: {path}: not an RDB file (starts with 'hello wor'): expected REDIS0001..REDIS0015 "
                     "or VALKEY080..VALKEY081 at byte 0 (rdb:rdb.magic)")
 
 
-def test_newest_known_version_reads_an_older_body(tmp_path: Path) -> None:
-    """REDIS0014 over a version-10 body: the encodings did not change, so it reads."""
-    path = write(tmp_path, "v14.rdb", with_checksum(b"REDIS0014" + GROUPS.read_bytes()[9:]))
+@pytest.mark.parametrize("version", [13, 14, 15])
+def test_newest_known_version_reads_an_older_body(tmp_path: Path, version: int) -> None:
+    """REDIS0013..REDIS0015 over a version-10 body: the encodings did not change, so it reads."""
+    path = write(tmp_path, "v.rdb", with_checksum(b"REDIS%04d" % version + GROUPS.read_bytes()[9:]))
     proc = run("info", "--json", str(path))
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
-    assert info["version"] == 14 and info["checksum"] == "ok"
+    assert info["version"] == version and info["checksum"] == "ok"
 
 
 @pytest.mark.parametrize("digits", [b"+012", b" 012"])

@@ -23,6 +23,10 @@ import time
 import traceback
 from pathlib import Path
 
+from tests.support import template_dump
+from tests.support.rdb14 import golden_value
+from tests.support.valkey_dumps import vcs_lz4, write_valkey081
+
 REAL = Path(__file__).resolve().parents[1] / "corpus" / "real"
 DUMPS = [
     REAL / "redis-7.0.15" / "stream_basic.rdb",
@@ -49,8 +53,6 @@ def rdb14_seed(path: Path) -> Path:
     """A REDIS0014 dump (Redis 8.8) of the golden fixtures' new types: the type-27 stream with a
     NACK zone (stream_rdb_t27_xnack), then sparse arrays with every element tag and with an insert
     index (array_v14_mixed_types, array_v14_with_insert_idx, array_smallstr_int_encoded)."""
-    from tests.support.rdb14 import golden_value
-
     body = golden_value("stream_rdb_t27_xnack")[:-9]  # without EOF and the checksum
     for name in ("array_v14_mixed_types", "array_v14_with_insert_idx", "array_smallstr_int_encoded"):
         key = name.encode()
@@ -184,13 +186,14 @@ def _spawn(paths: list[Path]) -> subprocess.Popen[str]:
 
 
 def _made(directory: Path) -> list[Path]:
-    """The `MADE` seed dumps and the RDB 14 seed, written into `directory`."""
-    from tests.support.valkey_dumps import vcs_lz4, write_valkey081
-
+    """The `MADE` seed dumps, the RDB 14 seed and a dump of Redis 8.10's hash templates (its
+    records, every form of a template hash), written into `directory`."""
     plain, compressed = (directory / name for name in MADE)
     write_valkey081(plain)
     compressed.write_bytes(vcs_lz4(plain.read_bytes()))
-    return [plain, compressed, rdb14_seed(directory / "rdb14.rdb")]
+    templates = directory / "templates.rdb"
+    template_dump.build(templates, keys=8, late=True)
+    return [plain, compressed, rdb14_seed(directory / "rdb14.rdb"), templates]
 
 
 def test_mutated_dumps_raise_only_rdb_errors(each_backend: str, tmp_path: Path) -> None:

@@ -59,6 +59,8 @@ def py(text: str, names: dict[str, str] | None = None) -> str:
         ("0x1_0", "16"),
         ("_root.version >= 5", "(root.version >= 5)"),
         ("[1, 2][0]", "[1, 2][0]"),
+        ("_root.records[0].body.as<rdb_string::rdb_len>.value", "root.records[0].body.value"),
+        ('raw.to_s("ISO-8859-1")', "raw.decode('ISO-8859-1')"),
     ],
 )
 def test_expressions(source: str, expected: str) -> None:
@@ -733,3 +735,122 @@ def test_the_spec_names_the_members_of_its_enums() -> None:
                             if named and any(isinstance(side, ex.Num) for side in sides):
                                 found.append(f"{where}: {n}")
     assert found == []
+
+
+REGISTRY = """
+meta:
+  id: registry
+  endian: le
+seq:
+  - id: records
+    type: rec
+    repeat: until
+    repeat-until: _.opcode == 255
+    -rdbspec-stream: true
+    -rdbspec-index:
+      defs:
+        if: _.opcode == 242
+        key: _.body.as<def>.id
+        value: _.body.as<def>
+types:
+  rec:
+    seq:
+      - id: opcode
+        type: u1
+      - id: body
+        type:
+          switch-on: opcode
+          cases:
+            242: def
+            1: use
+        if: opcode != 255
+  def:
+    seq:
+      - id: id
+        type: u1
+        valid:
+          expr: earlier == 0
+        -rdbspec-message: 'expected an id no def before has, found {_}'
+      - id: width
+        type: u1
+    instances:
+      probes:
+        pos: 0
+        size: 0
+        type: probe(id, _index)
+        repeat: until
+        repeat-until: _.is_here or _index + 1 >= _root.records.size
+      earlier:
+        value: 'probes.last.is_here ? probes.last.found.width : 0'
+        -rdbspec-lookup: {index: defs, key: id, value: _.width, default: 0}
+  use:
+    seq:
+      - id: id
+        type: u1
+        valid:
+          expr: width != 0
+        -rdbspec-message: 'expected the id of a def before, found {_}'
+      - id: items
+        type: u1
+        repeat: expr
+        repeat-expr: width
+    instances:
+      probes:
+        pos: 0
+        size: 0
+        type: probe(id, _index)
+        repeat: until
+        repeat-until: _.is_here or _index + 1 >= _root.records.size
+      width:
+        value: 'probes.last.is_here ? probes.last.found.width : 0'
+        -rdbspec-lookup: {index: defs, key: id, value: _.width, default: 0}
+      definition:
+        value: probes.last.found
+        -rdbspec-lookup: {index: defs, key: id}
+  probe:
+    params:
+      - id: id
+        type: u8
+      - id: index
+        type: u4
+    instances:
+      is_here:
+        value: >-
+          index < _root.records.size and _root.records[index].opcode == 242 and
+          _root.records[index].body.as<def>.id == id
+      found:
+        value: _root.records[index].body.as<def>
+"""
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory):
+    yield from _compiled(tmp_path_factory, "registry", REGISTRY)
+
+
+def test_a_lookup_reads_what_the_root_indexed_of_the_records_before(registry) -> None:
+    """`-rdbspec-index` keeps the records read so far by key, `-rdbspec-lookup` reads it: what the
+    official compiler finds by trying `_root.records` one by one (the `probes`, which our
+    generator does not render), found without the search, when reading and when writing."""
+    root = registry.Registry.from_bytes(bytes([242, 5, 2, 1, 5, 10, 11, 255]))
+    use = root.records[1].body
+    assert use.items == [10, 11] and use.width == 2 and use.definition is root.records[0].body
+    assert set(root.defs) == {5} and not hasattr(use, "probes")
+    errors = runtime(registry)
+    with pytest.raises(errors.ParseError) as err:  # no def 6 before the use
+        registry.Registry.from_bytes(bytes([1, 6, 10, 11, 242, 6, 2, 255]))
+    assert err.value.offset == 1 and "the id of a def before, found 6" in err.value.reason
+    with pytest.raises(errors.ParseError) as err:  # a second def of 5
+        registry.Registry.from_bytes(bytes([242, 5, 2, 242, 5, 1, 255]))
+    assert err.value.offset == 4 and err.value.spec_path == "registry:def.id"
+    out = errors.WriteIo()
+    root._write(out)
+    assert bytes(out.data) == bytes([242, 5, 2, 1, 5, 10, 11, 255])
+    written = errors.WriteInputs(defs={})  # a writer of one record at a time notes each in the index
+    registry.Registry.index_records(written, root.records[0])
+    out = errors.WriteIo()
+    root.records[1]._write(out, None, written)
+    assert bytes(out.data) == bytes([1, 5, 10, 11])
+    root.records[1].body.items = [10]
+    with pytest.raises(errors.WriteError):
+        root.records[1]._write(errors.WriteIo(), None, written)
