@@ -36,7 +36,8 @@ from ..write.stream import EditableStream, groups_from_value
 DATABASES = 16  # redis.conf default `databases`
 STREAM_COMMANDS = {**changes.COMMANDS, **delivery.COMMANDS}
 # the generation whose rules a dump's commands follow, by RDB version (a VALKEY dump: Valkey 9's)
-VERSION_OF_RDB: dict[int, Version] = {9: (6, 2), 10: (7, 0), 11: (7, 2), 12: (7, 4), 13: (8, 0), 14: (8, 8)}
+VERSION_OF_RDB: dict[int, Version] = {9: (6, 2), 10: (7, 0), 11: (7, 2), 12: (7, 4), 13: (8, 6), 14: (8, 8),
+                                      15: (8, 10)}
 VALKEY_9: Version = (7, 4)
 
 
