@@ -19,7 +19,6 @@ import signal
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -55,25 +54,6 @@ class Run:
     code: int
     out: bytes
     err: str
-
-
-@pytest.fixture
-def pieces(monkeypatch: pytest.MonkeyPatch) -> list[parallel.Piece]:
-    """The ranges the commands read in workers, in order (none when one process reads)."""
-    read: list[parallel.Piece] = []
-    real = parallel.ranges
-
-    def counted(*args, **kwargs) -> Iterator[parallel.Done]:
-        ranges = real(*args, **kwargs)
-        try:
-            for done in ranges:
-                read.append(done.piece)
-                yield done
-        finally:
-            ranges.close()
-
-    monkeypatch.setattr(parallel, "ranges", counted)
-    return read
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -235,22 +234,9 @@ def test_rewrite_commands_over_template_hashes(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def rdbspec_main(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+def rdbspec_main(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                 pieces: list[parallel.Piece]):
     """`rdbspec ARGS -o OUT` in this process, with ranges of `split_size` bytes; the ranges read."""
-    pieces: list[parallel.Piece] = []
-    real = parallel.ranges
-
-    def counted(*args, **kwargs) -> Iterator[parallel.Done]:
-        ranges = real(*args, **kwargs)
-        try:
-            for done in ranges:
-                pieces.append(done.piece)
-                yield done
-        finally:
-            ranges.close()
-
-    monkeypatch.setattr(parallel, "ranges", counted)
-
     def run(args: list[str], split_size: int) -> tuple[int, bytes, str, int]:
         monkeypatch.setenv(parallel.ENV_SPLIT_SIZE, str(split_size))
         out = tmp_path / "out"
