@@ -166,8 +166,16 @@ def error_line(path: str, err: BaseException) -> str:
     key = None if isinstance(err, IntegrityError) else getattr(err, "key", None)
     where = f" (key {dumps(s(key))})" if key is not None else ""
     if isinstance(err, OSError) and err.filename is not None and err.strerror:
-        return f"rdbspec: {os.fsdecode(err.filename)}: {err.strerror}{where}"
+        return f"rdbspec: {os_error_text(err)}{where}"
     return f"rdbspec: {path}: {err}{where}"
+
+
+def os_error_text(err: OSError) -> str:
+    """`FILE: what happened` for an OSError that names its file (a local file or a store's URL),
+    in its own words rather than `[Errno n]`; else its text."""
+    if err.filename is not None and err.strerror:
+        return f"{os.fsdecode(err.filename)}: {err.strerror}"
+    return str(err)
 
 
 # (dump, args, records, piece, out) -> the result of reading those keys (`each_range`)

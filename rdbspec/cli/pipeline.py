@@ -27,7 +27,7 @@ from ..errors import EXIT_CODES, RdbspecError, exit_code
 from ..read import dragonfly
 from ..server.versions import TARGETS
 from ..spark.options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
-from .common import add_memory_options
+from .common import add_memory_options, os_error_text
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
 
@@ -230,7 +230,7 @@ def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> list[str
         files = resolve_paths(list(args.inputs))
         os.makedirs(args.out, exist_ok=True)
     except OSError as err:
-        raise PipelineError(str(err), EXIT_CODES["io"]) from None
+        raise PipelineError(os_error_text(err), EXIT_CODES["io"]) from None
     if args.dumps and args.dumps_target is None and any(dragonfly.is_dfs(f) for f in files):
         raise PipelineError("a Dragonfly snapshot is written for a Redis server: give --dumps-target",
                             EXIT_CODES["usage"])

@@ -46,13 +46,12 @@ import errno
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from rdbspec_generated import Io, ParseError, RdbError, TruncatedError
 from rdbspec_generated.enums import RecordKind
 
-from . import backend
+from . import backend, location
 
 # the record kinds this module reads by name (the spec's `rdb::record_kind`)
 ZSTD_BLOB, LZ4_BLOB = RecordKind.COMPRESSED_ZSTD_BLOB, RecordKind.COMPRESSED_LZ4_BLOB
@@ -242,18 +241,18 @@ def is_dfs(path: str | os.PathLike[str]) -> bool:
     name = os.fspath(path)
     if name == "-":
         return False
-    p = Path(name)
+    p = location.path_of(name)
     if p.is_dir():
         return True
     return bool(SUMMARY_NAME.match(p.name) or _SHARD.match(p.name))
 
 
-def find_summary(path: str | os.PathLike[str]) -> Path:
+def find_summary(path: str | os.PathLike[str]) -> location.AnyPath:
     """The summary file of the set that `path` names (notes §9.1: loading starts from it; the
     shard files are found by replacing "summary" with the shard number)."""
-    p = Path(os.fspath(path))
+    p = location.path_of(path)
     if p.is_dir():
-        found = sorted(c for c in p.iterdir() if SUMMARY_NAME.match(c.name))
+        found = sorted((c for c in p.iterdir() if SUMMARY_NAME.match(c.name)), key=str)
         if not found:
             raise IsADirectoryError(errno.EISDIR, "a directory, and not a Dragonfly snapshot set (no "
                                     "<name>-summary.dfs file in it): give a dump file", str(p))
@@ -271,7 +270,7 @@ def find_summary(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def shard_files(summary: Path, shard_count: int | None) -> list[Path]:
+def shard_files(summary: location.AnyPath, shard_count: int | None) -> list[location.AnyPath]:
     """The shard files of the set, checked against `shard-count`: a missing or an extra one
     is an error naming it."""
     named = SUMMARY_NAME.match(summary.name)
@@ -304,7 +303,7 @@ def aux_value(aux: list[tuple[bytes, bytes]], key: bytes) -> bytes | None:
     return None
 
 
-def shard_count(summary: Path, aux: list[tuple[bytes, bytes]]) -> int | None:
+def shard_count(summary: location.AnyPath, aux: list[tuple[bytes, bytes]]) -> int | None:
     count = aux_value(aux, b"shard-count")
     try:
         return int(count) if count is not None else None

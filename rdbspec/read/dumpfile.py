@@ -11,14 +11,13 @@ from collections import deque
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from rdbspec_generated import Io, ParseError, RdbError, warning_sink
 from rdbspec_generated.enums import RecordKind
 
 from ..errors import ChecksumError, IntegrityError, InternalError, RdbWarning
-from . import backend, dragonfly, values
+from . import backend, dragonfly, location, values
 from .checksum import crc64
 from .dragonfly import ENVELOPES
 from .elements import text
@@ -42,6 +41,8 @@ EXPANDED_OPCODES = ENVELOPES | {EOF}
 HEAD_KINDS = frozenset((AUX, FUNCTION2, FUNCTION_PRE_GA, MODULE_AUX, SLOT_IMPORT, HASH_TEMPLATE))
 # `Dump.checksum_status` of a dump saved with `rdbchecksum no`: 0 where the CRC-64 goes
 CHECKSUM_DISABLED = "disabled (0)"
+# the CRC-64 trailer after EOF: its bytes, and the RDB version that first writes it (spec rdb.ksy `checksum`)
+CHECKSUM_BYTES, CHECKSUM_SINCE = 8, 5
 # ... of a compressed Valkey dump: the loader skips the RDB's CRC-64 (valkey src/rdb.c
 # rdbLoadRioWithLoadingCtx: "Logical RDB CRC64 skipped for streaming-compressed input"), the
 # frame's checksums having been verified as it was decoded (`source`)
@@ -241,9 +242,14 @@ class Dump:
     """An open dump. Iterate `keys()` once, in file order; AUX, functions, module AUX and
     slot info fill in as the records are read (the leading AUX fields are read at open)."""
 
-    def __init__(self, source: Source, verify_checksum: bool = True, parsers: str | None = None):
+    def __init__(self, source: Source, verify_checksum: bool = True, parsers: str | None = None,
+                 crc: tuple[int, int] | None = None):
+        """`crc`: (the bytes before the trailer, their CRC-64) computed by whoever read them all
+        (a split's planner), for a source that does not hold them all (a store's object read in
+        ranges): the trailer is verified against it."""
         self.source = source
         self.verify_checksum = verify_checksum
+        self._crc = crc
         self.aux: list[tuple[bytes, bytes]] = []
         self.functions: list[FunctionLibrary] = []
         self.module_aux: list[values.ModuleValue] = []
@@ -382,6 +388,12 @@ class Dump:
                 break
             self._pending.append(item)
         return [record for record, _, _ in self._pending if record.kind in HEAD_KINDS]
+
+    def head_extent(self) -> int:
+        """The end of what `head()` reads: the records before the databases and the one after
+        them, which tells where they end (what a reader of a split reads before it: `seek`)."""
+        self.head()
+        return self._pending[-1][2] if self._pending else self._offset
 
     def head_span(self) -> tuple[int, int]:
         """Where the records of `head()` lie in the file, [start, end) (asked before `keys()`)."""
@@ -525,11 +537,12 @@ class Dump:
             self.checksum_status = "absent (RDB < 5)"
         elif stored == 0:
             self.checksum_status = CHECKSUM_DISABLED
-        elif not self.verify_checksum:
-            self.checksum_status = "not verified"
+        elif not self.verify_checksum or (self._crc is not None and self._crc[0] != self.end_offset):
+            self.checksum_status = "not verified"  # (or bytes after the trailer: not what the planner summed)
         else:
             assert self.end_offset is not None  # set at EOF, which the trailer follows
-            computed = crc64(self.source.buffer, 0, self.end_offset, self.source.release)
+            computed = self._crc[1] if self._crc is not None else crc64(self.source.buffer, 0, self.end_offset,
+                                                                       self.source.release)
             if computed != stored:
                 self.checksum_status = "mismatch"
                 raise ChecksumError(stored, computed, self.end_offset)
@@ -552,8 +565,8 @@ class Dump:
         if self.source.compressed is not None:
             return True
         buffer = self.source.buffer
-        end = len(buffer) - 8
-        if self.header.version < 5 or end < 1 or buffer[end - 1] != EOF:
+        end = len(buffer) - CHECKSUM_BYTES
+        if self.header.version < CHECKSUM_SINCE or end < 1 or buffer[end - 1] != EOF:
             return False
         stored = int.from_bytes(buffer[end:], "little")
         return stored == 0 or crc64(buffer, 0, end, self.source.release) == stored
@@ -622,7 +635,7 @@ class DfsDump(Dump):
         self.checksum_status = statuses.pop() if len(statuses) == 1 else ", ".join(sorted(statuses))
 
 
-def snapshot_files(path: str | os.PathLike[str]) -> list[Path]:
+def snapshot_files(path: str | os.PathLike[str]) -> list[location.AnyPath]:
     """The files of the DFS set that `path` names: its summary, then its shard files in order
     (checked against the summary's shard-count)."""
     summary = dragonfly.find_summary(path)

@@ -23,15 +23,21 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import IO, BinaryIO, Protocol
+from typing import IO, Protocol
 
 from rdbspec_generated import Io, ParseError, TruncatedError
 from rdbspec_generated.enums import VcsCodec
 
 from ..errors import FrameChecksumError
-from . import backend
+from . import backend, location
 
 Buffer = bytes | mmap.mmap  # what a source reads from: bytes given, or a file mapped
+
+
+class Readable(Protocol):
+    """What a dump is read from in order: a file, a pipe, an object of a store."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class Source:
@@ -156,13 +162,16 @@ def _map(handle: IO[bytes], name: str, compressed: str | None = None) -> Source:
 
 
 def open_source(path: str | os.PathLike[str]) -> Source:
-    """Maps a regular file; spools a pipe or stdin (`-`) to a temporary file as it is read,
-    so memory never holds the whole input. A compressed Valkey dump is unwrapped on the way
-    (see the module doc)."""
+    """Maps a regular file; spools a pipe, stdin (`-`) or an object of a store (a URL:
+    `location`) to a temporary file as it is read, so memory never holds the whole input. A
+    compressed Valkey dump is unwrapped on the way (see the module doc)."""
     name = os.fspath(path)
     if name == "-":
         return _spool(sys.stdin.buffer, "<stdin>")
-    handle = open(name, "rb")  # noqa: SIM115 - closed by Source.close
+    if location.is_url(name):
+        with location.open_stream(name) as stream:
+            return _spool(stream, name)
+    handle = open(location.local_path(name), "rb")  # noqa: SIM115 - closed by Source.close
     try:
         regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
         probe = _probe(handle) if regular else b""
@@ -175,6 +184,12 @@ def open_source(path: str | os.PathLike[str]) -> Source:
         return _unwrap(handle, probe, name) if regular else _spool(handle, name)
 
 
+def ranges_source(url: str, size: int, ranges: list[tuple[int, int]]) -> Source:
+    """The object `url` names (`size` bytes), of which only `ranges` are read (`location.fetch`):
+    a reader of those ranges (a split of it) maps it as it maps a file."""
+    return _map(location.fetch(url, size, ranges), url)
+
+
 def bytes_source(data: bytes, name: str = "<bytes>") -> Source:
     """A dump given as bytes (`rdbspec.parse`); a compressed Valkey dump is unwrapped into a
     temporary file, as `open_source` does."""
@@ -184,7 +199,7 @@ def bytes_source(data: bytes, name: str = "<bytes>") -> Source:
     return _unwrap(stream, _probe(stream), name)
 
 
-def _spool(stream: BinaryIO, name: str) -> Source:
+def _spool(stream: Readable, name: str) -> Source:
     """`stream` read to its end into a temporary file, mapped (unwrapped first when compressed)."""
     probe = _probe(stream)
     if probe.startswith(VCS_MAGIC):
@@ -212,7 +227,7 @@ _LZ4_CHECKSUM_ERRORS = ("ERROR_blockChecksum_invalid", "ERROR_contentChecksum_in
 _FRAME = "vcs:vcs.frame"  # the spec path errors in the frame name
 
 
-def _probe(stream: IO[bytes]) -> bytes:
+def _probe(stream: Readable) -> bytes:
     """The first `PROBE_BYTES` of `stream` (fewer at its end), read from where it is."""
     got = b""
     while len(got) < PROBE_BYTES:
@@ -223,7 +238,7 @@ def _probe(stream: IO[bytes]) -> bytes:
     return got
 
 
-def _unwrap(stream: IO[bytes], probe: bytes, name: str) -> Source:
+def _unwrap(stream: Readable, probe: bytes, name: str) -> Source:
     """The RDB file inside a VCS envelope: `probe` (the input's first bytes, which hold the
     envelope) then the rest of `stream`, its frame decoded into a temporary file as it is read.
     The envelope is read by the parser generated from spec/vcs.ksy (its checks are the loader's:

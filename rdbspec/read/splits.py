@@ -29,6 +29,7 @@ tables of the same dumps, or the same query again, does not repeat the pass; a d
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ from typing import Any
 
 from rdbspec_generated import Io
 
-from . import backend, dumpfile
+from . import backend, dumpfile, location
+from .checksum import crc64
+from .source import ranges_source
 from .streams import NodeEntries, StreamNode, walk_nodes
 from .values import CUTS, STREAM_KINDS
 
@@ -55,6 +58,12 @@ class Split:
     end: int | None = None
     db: int = 0
     part: tuple[int, int, int] | None = None
+    # a split of a store's object (a URL), read in ranges (`open_split`): the object's size, the
+    # end of what a reader reads before `start` (`Dump.head_extent`), and for the last split the
+    # planning pass's (bytes before the trailer, their CRC-64), which its reader has not all read
+    size: int | None = None
+    head_end: int = 0
+    crc: tuple[int, int] | None = None
 
 
 def plan(path: str, split_size: int, parts: int = 0, streams_only: bool = False) -> list[Split]:
@@ -63,6 +72,11 @@ def plan(path: str, split_size: int, parts: int = 0, streams_only: bool = False)
     `streams_only`, splits of keys without a stream are left out (the last one is kept)."""
     if split_size <= 0:
         raise ValueError(f"split size must be positive, got {split_size}")
+    if location.is_url(path):
+        info = location.stat(path)
+        if info.size <= split_size:
+            return [Split(path)]
+        return list(_planned(path, (info.size, info.mtime_ns), split_size, 0, streams_only))
     stat = os.stat(path)
     if stat.st_size <= split_size:
         return [Split(path)]
@@ -71,13 +85,38 @@ def plan(path: str, split_size: int, parts: int = 0, streams_only: bool = False)
 
 
 @lru_cache(maxsize=256)
-def _planned(path: str, identity: tuple[int, int, int, int], split_size: int, parts: int,
+def _planned(path: str, identity: tuple[int | None, ...], split_size: int, parts: int,
              streams_only: bool) -> tuple[Split, ...]:
-    """`plan` of the file `identity` names (device, inode, size, mtime_ns), kept per process."""
+    """`plan` of the file `identity` names (device, inode, size, mtime_ns; a store's object:
+    size and mtime_ns), kept per process. A store's object is read once, in order, into a
+    temporary file (`source.open_source`), planned there, and its splits say what their readers
+    fetch (`Split.size`, `head_end`, `crc`). Its values are not cut into parts: a part's reader
+    walks the whole value's nodes to find its own, which a reader of ranges has not fetched."""
     with dumpfile.open(path, verify_checksum=False, whole_set=False) as dump:
         if dump.header.dialect == "dragonfly" or dump.source.compressed is not None:
             return (Split(path),)
-        return tuple(cut(dump, path, split_size, parts, streams_only))
+        splits = tuple(cut(dump, path, split_size, parts, streams_only))
+        if not location.is_url(path):
+            return splits
+        buffer = dump.source.buffer
+        trailer = len(buffer) - dumpfile.CHECKSUM_BYTES
+        summed = dump.header.version >= dumpfile.CHECKSUM_SINCE
+        crc = (trailer, crc64(buffer, 0, trailer, dump.source.release)) if summed else None
+        head_end = dump.head_extent()
+    fetched = [dataclasses.replace(s, size=len(buffer), head_end=head_end) for s in splits]
+    fetched[-1] = dataclasses.replace(fetched[-1], crc=crc)
+    return tuple(fetched)
+
+
+def open_split(split: Split, verify_checksum: bool = True) -> dumpfile.Dump:
+    """The dump to read `split` from (`Dump.seek` to its start): its file, or of a store's
+    object only the ranges the split's reader reads, the records before the databases and the
+    split's own bytes (`location.fetch`: the rest of the object is not downloaded)."""
+    if split.size is None:
+        return dumpfile.open(split.path, verify_checksum=verify_checksum, whole_set=False)
+    end = split.size if split.end is None else split.end
+    source = ranges_source(split.path, split.size, [(0, split.head_end), (split.start or 0, end)])
+    return dumpfile.Dump(source, verify_checksum, crc=split.crc)
 
 
 def cut(dump: dumpfile.Dump, path: str, split_size: int, parts: int = 0,

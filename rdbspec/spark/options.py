@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..memory import ALLOCATORS, Server, parse_server
-from ..read import dragonfly, dumpfile
+from ..read import dragonfly, dumpfile, location
 from ..read.dragonfly import SUMMARY_NAME
 
 # the tables of `source.SCHEMAS`, in that order
@@ -51,52 +51,63 @@ def _hidden(name: str) -> bool:
 
 def _listdir(directory: str, name_glob: str) -> list[str]:
     """The files under a directory (recursively) matching `name_glob`, and the summary of any
-    DFS set among them."""
+    DFS set among them; a directory of a store (a URL) is listed there."""
+    def taken(name: str) -> bool:
+        return not _hidden(name) and bool(fnmatch.fnmatchcase(name, name_glob) or SUMMARY_NAME.match(name))
+
+    if location.is_url(directory):
+        prefix = directory.rstrip("/") + "/"
+        return [url for url in location.walk(directory)
+                if not any(map(_hidden, url[len(prefix):].split("/")[:-1])) and taken(url.rsplit("/", 1)[1])]
     found: list[str] = []
     for parent, dirs, names in os.walk(directory):
         dirs[:] = [d for d in dirs if not _hidden(d)]
-        found += (os.path.join(parent, n) for n in names
-                  if not _hidden(n) and (fnmatch.fnmatchcase(n, name_glob) or SUMMARY_NAME.match(n)))
+        found += (os.path.join(parent, n) for n in names if taken(n))
     return sorted(found)
 
 
 def _set_files(path: str) -> list[str]:
     """A DFS file stands for its whole set (summary and shards); any other file for itself."""
-    if os.path.isfile(path) and dragonfly.is_dfs(path):
-        return [str(p) for p in dumpfile.snapshot_files(path)]
+    if dragonfly.is_dfs(path) and _kind(path) == "file":
+        return [os.fspath(p) for p in dumpfile.snapshot_files(path)]
     return [path]
+
+
+def _kind(path: str) -> str:
+    """"file", "directory" or "missing": of a local path or a store's URL."""
+    if location.is_url(path):
+        return location.kind(path)
+    return "directory" if os.path.isdir(path) else "file" if os.path.exists(path) else "missing"
+
+
+def _matches(part: str) -> list[str]:
+    """What one input names: a glob's matches, a directory, a file (FileNotFoundError: nothing)."""
+    if location.has_magic(part):
+        matches = location.glob(part) if location.is_url(part) else sorted(glob.glob(part))
+        if not matches:
+            raise FileNotFoundError(f"no file matches {part}")
+        return matches
+    if _kind(part) == "missing":
+        raise FileNotFoundError(f"no such file: {part}")
+    return [part]
 
 
 def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
     """Files named by paths that may be files, globs, directories or comma-separated lists,
-    in the order given (globs and directories sorted), without duplicates. In a directory,
-    only the files whose name matches `dir_filter` are taken, and DFS sets. A DFS file gives
-    its whole set, checked for missing and extra shard files. Raises FileNotFoundError for a
-    path that names nothing and for inputs that hold no file."""
+    local or in a store (URLs: `rdbspec.read.location`), in the order given (globs and
+    directories sorted), without duplicates. In a directory, only the files whose name matches
+    `dir_filter` are taken, and DFS sets. A DFS file gives its whole set, checked for missing
+    and extra shard files. Raises FileNotFoundError for a path that names nothing and for
+    inputs that hold no file."""
     out: list[str] = []
     for spec in specs:
         for part in _split(spec):
-            if part.startswith("file:"):
-                part = part[len("file:"):]
-                if part.startswith("//"):
-                    part = part[2:]
-            if glob.has_magic(part):
-                matches = sorted(glob.glob(part))
-                if not matches:
-                    raise FileNotFoundError(f"no file matches {part}")
-            elif os.path.isdir(part):
-                matches = _listdir(part, dir_filter)
-            elif os.path.exists(part):
-                matches = [part]
-            else:
-                raise FileNotFoundError(f"no such file: {part}")
-            for m in matches:
-                if os.path.isdir(m):
-                    m_files = _listdir(m, dir_filter)
-                else:
-                    m_files = [m]
+            part = part if location.is_url(part) else location.local_path(part)
+            for m in _matches(part):
+                kind = _kind(m)
+                m_files = _listdir(m, dir_filter) if kind == "directory" else [m] if kind == "file" else []
                 for f in (f for m_file in m_files for f in _set_files(m_file)):
-                    if os.path.isfile(f) and f not in out:
+                    if f not in out:
                         out.append(f)
     if not out:
         raise FileNotFoundError(f"no dump file in {', '.join(specs)} (directories are searched for {dir_filter})")
@@ -147,9 +158,12 @@ class ReadOptions:
     split_size: int = 64 << 20
     memory_server: Server | None = None  # None: each dump's own (memory.server_of)
     allocator: str = "jemalloc"
+    store: location.Store = location.Store()  # how URLs reach their store (`location.Store.from_settings`)
 
     @classmethod
-    def parse(cls, options: dict[str, str]) -> ReadOptions:
+    def parse(cls, options: dict[str, str], spark_conf: dict[str, str] | None = None) -> ReadOptions:
+        """The options of a read; `spark_conf`, the session's Hadoop S3A settings, give the
+        store's where the options do not (`location.Store.from_settings`)."""
         table = (option(options, "table") or "keys").strip().lower()
         if table not in TABLES:
             raise ValueError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
@@ -169,6 +183,7 @@ class ReadOptions:
             split_size=_size(option(options, "splitSize") or "64m"),
             memory_server=_server(option(options, "memoryVersion")),
             allocator=_allocator(option(options, "allocator")),
+            store=location.Store.from_settings(options, spark_conf),
         )
 
     def selects(self, record: Any) -> bool:

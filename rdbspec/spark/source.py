@@ -9,9 +9,17 @@ Spark's ``recursiveFileLookup`` reads them; names starting with ``.`` or ``_`` a
 or a comma-separated list of those; several paths may also be passed as a list to ``load``.
 In a directory only names matching ``pathGlobFilter`` (default ``*.rdb``) are read; files
 named explicitly or by a glob always are. A path that names nothing, or inputs that hold no
-dump, fail the query before any task runs. Paths are resolved on the driver with the local
-file system, so they must be visible at the same place to every executor (local mode, a
-shared mount...).
+dump, fail the query before any task runs. Paths are resolved on the driver: a local path
+must be visible at the same place to every executor (local mode, a shared mount...); a URL of
+an object store or a distributed file system (``s3://``, ``s3a://``, ``gs://``, ``abfs://``,
+``hdfs://``: ``rdbspec.read.location``) is listed and globbed on the driver, and each task
+reads its own split's byte ranges of the object. The store is reached with the options
+``s3.endpoint``, ``s3.region``, ``s3.accessKey``, ``s3.secretKey``, ``s3.sessionToken``, else
+the session's ``spark.hadoop.fs.s3a.*`` settings of the same meaning (endpoint,
+endpoint.region, access.key, secret.key, session.token, connection.ssl.enabled), else the
+AWS SDKs' environment where the reading runs (``AWS_ENDPOINT_URL``, ``AWS_REGION``,
+``AWS_ACCESS_KEY_ID``..., ``~/.aws``, an instance's role). A missing object or bucket, a
+denied bucket or an endpoint that does not answer fails the query naming the URL.
 
 A Dragonfly DFS set (a ``<name>-summary.dfs`` file, one of its ``<name>-NNNN.dfs`` shards,
 or a directory holding a set) is read as its summary and shard files, each file alone: one
@@ -22,10 +30,13 @@ fast index pass on the driver (``rdbspec.read.splits``: the offsets of key recor
 values without decoding them) into byte ranges that separate tasks parse; for
 ``stream_entries``, a stream key over ``splitSize`` is further split into ranges of its
 listpack nodes; for the stream tables, the byte ranges holding no stream key (which the index
-pass has read already) are left out. Rows come out in file order, and a split read gives exactly
-the rows of an unsplit read. (Splits check what they see: with splits, a stream's entry order is checked
-within each node range and its live count is not checked against its length.) The ``files``
-and ``aux`` tables always read each file whole. Each task reads with the single-process
+pass has read already) are left out. A store's object over ``splitSize`` is read once, in
+order, by the index pass, and split by keys only: its tasks fetch their byte ranges (and the
+records before the databases), a stream key bigger than a split is one task's. Rows come out
+in file order, and a split read gives exactly the rows of an unsplit read. (Splits check what
+they see: with splits, a stream's entry order is checked within each node range and its live
+count is not checked against its length.) The ``files`` and ``aux`` tables always read each
+file whole. Each task reads with the single-process
 library and yields ``pyarrow.RecordBatch`` es of at most ``batchSize`` rows.
 
 Tables (``option("table", ...)``, default ``keys``); every row starts with ``file`` (the
@@ -108,8 +119,8 @@ from pyspark.sql.types import (
 
 from .. import memory
 from ..errors import RdbError, RdbspecError, as_internal, file_error_line, internal_error_line
-from ..read import backend, dumpfile
-from ..read.splits import Split, plan, read_nodes
+from ..read import backend, location
+from ..read.splits import Split, open_split, plan, read_nodes
 from ..read.streams import EntryColumns
 from ..read.values import STREAM_KINDS
 from ..server.streams import group_lag, stream_version
@@ -333,7 +344,8 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
     dump = None
     records = 0
     try:
-        dump = dumpfile.open(path, verify_checksum=opts.verify_checksum, whole_set=False)
+        location.configure(opts.store)
+        dump = open_split(split, opts.verify_checksum)
         if split.start is not None:
             dump.seek(split.start, split.db)
         per_key = table not in ("aux", "files")
@@ -395,6 +407,9 @@ def _stderr(message: str) -> None:
 
 # -- the Spark data source ----------------------------------------------------------------------
 
+S3A_CONF = "spark.hadoop.fs.s3a."
+
+
 class RdbPartition(InputPartition):
     def __init__(self, split: Split):
         super().__init__(split)
@@ -404,6 +419,7 @@ class RdbPartition(InputPartition):
 def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
     """The splits of every file, in order (the index pass runs here, on the driver, for the
     files over `opts.split_size`); for the stream tables, without the splits holding no stream."""
+    location.configure(opts.store)
     if opts.table in ("files", "aux"):
         return [Split(f) for f in files]
     parts = STREAM_PARTS if opts.table == "stream_entries" else 0
@@ -431,8 +447,12 @@ class RdbDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT
 
+    # the session's Hadoop S3A settings (spark.hadoop.fs.s3a.*) at `register`: the defaults of the
+    # store options, which the planner (a Python worker, with no session to ask) cannot read
+    s3a_conf: dict[str, str] = {}
+
     def _opts(self) -> ReadOptions:
-        return ReadOptions.parse(dict(self.options))
+        return ReadOptions.parse(dict(self.options), self.s3a_conf)
 
     def schema(self) -> StructType:
         return SCHEMAS[self._opts().table]
@@ -448,7 +468,9 @@ class RdbDataSource(DataSource):
             specs.extend(json.loads(many))
         if not specs:
             raise ValueError("rdb: no input; use load(path) with a file, glob, directory or a comma list")
-        return RdbReader(resolve_paths(specs, option(options, "pathGlobFilter") or "*.rdb"), self._opts())
+        opts = self._opts()
+        location.configure(opts.store)  # the driver lists and plans with the reader's settings
+        return RdbReader(resolve_paths(specs, option(options, "pathGlobFilter") or "*.rdb"), opts)
 
 
 def register(spark: Any) -> None:
@@ -459,7 +481,11 @@ def register(spark: Any) -> None:
     session_python = context.pythonExec  # read by PySpark when it wraps the source class
     if "PYSPARK_PYTHON" not in os.environ:
         context.pythonExec = sys.executable
+    s3a_conf = {k: v for k, v in spark.conf.getAll.items() if k.startswith(S3A_CONF)}
+    # a class of its own carries them (pickled by value with the registration), or the plain one
+    source = type(RdbDataSource.__name__, (RdbDataSource,), {"s3a_conf": s3a_conf,
+                                                              "__qualname__": "RdbDataSource.with_s3a_conf"})
     try:
-        spark.dataSource.register(RdbDataSource)
+        spark.dataSource.register(source if s3a_conf else RdbDataSource)
     finally:
         context.pythonExec = session_python

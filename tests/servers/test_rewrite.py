@@ -144,7 +144,7 @@ def _cluster_node(redis_server_factory, rdb: Path | None = None, config: dict[st
     """A Valkey 9.1 node in cluster mode owning every slot, or, loading a dump, the slots of the
     keys it finds (verifyClusterConfigWithData), serving them without the others."""
     cluster = {"cluster-enabled": "yes", "cluster-require-full-coverage": "no",
-               "cluster-port": servers._free_port()}  # the default, the port + 10000, may not exist
+               "cluster-port": servers.free_port()}  # the default, the port + 10000, may not exist
     node = redis_server_factory(binary_for("valkey"), {**cluster, **(config or {})}, rdb=rdb)
     client = node.client()
     if rdb is None:

@@ -63,7 +63,7 @@ _ZIPLIST_ALIASES = {
 _LIVE: weakref.WeakSet[RedisServer] = weakref.WeakSet()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -78,7 +78,7 @@ def _quote(value: ConfigValue) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+def die_with_parent() -> None:  # pragma: no cover - runs in the child
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -188,7 +188,7 @@ class RedisServer:
         self.workdir = Path(self._tmp.name)
         last_error = ""
         for _attempt in range(5):
-            self.port = _free_port()
+            self.port = free_port()
             directives = self._directives()
             self.dir = Path(str(directives["dir"]))
             if self.rdb_source is not None:
@@ -201,7 +201,7 @@ class RedisServer:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 cwd=self.workdir,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
             _LIVE.add(self)
             try:

@@ -3,7 +3,9 @@
 ``python`` blocks run each in its own Python process (this interpreter, as a user's paste into
 the venv's Python: without the PYSPARK_PYTHON the Makefile exports), ``sh`` blocks in bash with
 the venv's scripts on the PATH, both in a directory holding the names they use: ``dump.rdb`` and
-``backups/`` (the bundled sample dumps). ``text`` blocks are synopses: each ``rdbspec``
+``backups/`` (the bundled sample dumps), the latter also in an S3 store as
+``s3://dumps/backups/`` (moto's server on 127.0.0.1, reached through the AWS SDKs' environment
+variables the blocks are run with, as a user's shell would hold them). ``text`` blocks are synopses: each ``rdbspec``
 command line in them names a subcommand and options that ``--help`` lists, each ``make`` line a
 target that exists.
 """
@@ -18,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import s3
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -34,6 +38,17 @@ def _ids(blocks: list[tuple[str, int]]) -> list[str]:
     return [f"README.md:{line}" for _, line in blocks]
 
 
+s3_server = s3.s3_server  # the fixture (pytest finds module attributes)
+
+
+@pytest.fixture(scope="module")
+def store_env(s3_server: s3.S3Server) -> dict[str, str]:
+    """The store's variables, with the sample dumps in it as the README's blocks name them."""
+    for dump in EXAMPLES.glob("*.rdb"):
+        s3_server.upload(dump, f"backups/{dump.name}")
+    return s3_server.environment()
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """The names the README's examples use, made from the bundled sample dumps."""
@@ -44,18 +59,22 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _user_env(venv_on_path: bool) -> dict[str, str]:
-    """A user's environment: no PYSPARK_PYTHON; the venv's scripts on the PATH when activated
-    (for a shell) or not (the venv's Python started by its path: ``python3`` is another one)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+def _user_env(venv_on_path: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A user's environment (with `extra`): no PYSPARK_PYTHON; the venv's scripts on the PATH
+    when activated (for a shell) or not (the venv's Python started by its path: ``python3`` is
+    another one)."""
+    env = {k: v for k, v in {**os.environ, **(extra or {})}.items()
+           if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     venv_bin = str(Path(sys.executable).parent)
     path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
     env["PATH"] = os.pathsep.join([venv_bin, *path] if venv_on_path else path)
     return env
 
 
-def _run(argv: list[str], cwd: Path, venv_on_path: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, env=_user_env(venv_on_path), capture_output=True, text=True, check=False)
+def _run(argv: list[str], cwd: Path, venv_on_path: bool = True,
+         extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, env=_user_env(venv_on_path, extra_env), capture_output=True, text=True,
+                          check=False)
 
 
 def test_every_block_is_run_or_checked() -> None:
@@ -64,15 +83,15 @@ def test_every_block_is_run_or_checked() -> None:
 
 
 @pytest.mark.parametrize(("body", "line"), _blocks("python"), ids=_ids(_blocks("python")))
-def test_python_block_runs(body: str, line: int, workdir: Path) -> None:
-    done = _run([sys.executable, "-c", body], workdir, venv_on_path=False)
+def test_python_block_runs(body: str, line: int, workdir: Path, store_env: dict[str, str]) -> None:
+    done = _run([sys.executable, "-c", body], workdir, venv_on_path=False, extra_env=store_env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout  # every example shows something
 
 
 @pytest.mark.parametrize(("body", "line"), _blocks("sh"), ids=_ids(_blocks("sh")))
-def test_shell_block_runs(body: str, line: int, workdir: Path) -> None:
-    done = _run(["bash", "-e", "-o", "pipefail", "-c", body], workdir)
+def test_shell_block_runs(body: str, line: int, workdir: Path, store_env: dict[str, str]) -> None:
+    done = _run(["bash", "-e", "-o", "pipefail", "-c", body], workdir, extra_env=store_env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout
 
