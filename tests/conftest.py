@@ -13,7 +13,14 @@ from contextlib import contextmanager
 
 import pytest
 
-from rdbspec.read import backend
+# No test reaches a store beyond 127.0.0.1: S3 requests go to a closed local port unless a test
+# names its own server (tests/support/s3.py), and the SDK never asks an instance's metadata
+# service for credentials. Set before rdbspec is imported: it reads them once.
+os.environ.setdefault("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+os.environ.setdefault("AWS_REGION", "us-east-1")
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+from rdbspec.read import backend  # noqa: E402 - after the environment above
 
 BACKENDS = [name for name in os.environ.get("RDBSPEC_TEST_BACKENDS", ",".join(backend.BACKENDS)).split(",") if name]
 

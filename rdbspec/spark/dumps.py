@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import rewrite
 from ..errors import EXIT_CODES, RdbError, UnwritableError, WriteError, exit_code, file_error_line, internal_error_line
-from ..read import dragonfly, dumpfile
+from ..read import dragonfly, dumpfile, location
 from ..write.convert import TARGETS, Converter
 from .options import ReadOptions
 
@@ -57,19 +57,29 @@ def jobs(files: list[str], out_dir: str, options: dict[str, str], target: str | 
          allow_lossy: bool = False) -> list[DumpJob]:
     """A job an input: each file alone, each DFS set once (its files come together from
     `options.resolve_paths`)."""
+    location.configure(ReadOptions.parse(options).store)
     sources: list[str] = []
     for path in files:
         source = str(dragonfly.find_summary(path)) if dragonfly.is_dfs(path) else path
         if source not in sources:
             sources.append(source)
-    root = os.path.commonpath([os.path.dirname(os.path.abspath(s)) for s in sources])
+    root = os.path.commonpath([os.path.dirname(_as_local(s)) for s in sources])
     frozen = tuple(sorted(options.items()))
     return [DumpJob(source, os.path.join(out_dir, _relative_name(source, root)), frozen, target, allow_lossy)
             for source in sources]
 
 
+def _as_local(source: str) -> str:
+    """The absolute path `source` stands for among the outputs: a store's URL as its scheme,
+    bucket and key (s3://b/k.rdb as /s3/b/k.rdb), so the inputs' layout is kept below OUT."""
+    if location.is_url(source):
+        scheme, _, rest = source.partition("://")
+        return os.path.join(os.sep, scheme, rest)
+    return os.path.abspath(source)
+
+
 def _relative_name(source: str, root: str) -> str:
-    relative = Path(os.path.relpath(os.path.abspath(source), root))
+    relative = Path(os.path.relpath(_as_local(source), root))
     found = dragonfly.SUMMARY_NAME.match(relative.name)
     return str(relative.with_name(found.group(1) + ".rdb")) if found else str(relative)
 
@@ -79,8 +89,9 @@ def write_dump(job: DumpJob) -> DumpResult:
     try:
         os.makedirs(os.path.dirname(job.destination), exist_ok=True)
         converter = Converter(TARGETS[job.target], job.allow_lossy) if job.target is not None else None
-        found = rewrite.rewrite(job.source, job.destination, _Filters(ReadOptions.parse(dict(job.options))),
-                                converter)
+        options = ReadOptions.parse(dict(job.options))
+        location.configure(options.store)
+        found = rewrite.rewrite(job.source, job.destination, _Filters(options), converter)
     except (RdbError, OSError, UnwritableError, WriteError) as err:
         return DumpResult(job, error=file_error_line(job.source, err), exit_code=exit_code(err))
     except Exception as err:  # noqa: BLE001 - a bug of ours: its line, for the driver to print

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rdbspec.read import location, splits
+from rdbspec.spark import dumps
 from rdbspec.spark.options import TABLES
 from tests.support import dragonfly_dumps, s3, split_dump
 from tests.support.s3 import DENIED, S3Server
@@ -135,3 +136,20 @@ def test_an_object_the_query_cannot_read_fails_it_naming_the_url(spark: Any, s3_
         s3_server.upload(REAL / "redis-7.0.15" / "stream_basic.rdb", "spark/missing.rdb", bucket=DENIED)
     with pytest.raises(Exception, match=f"{url}.*{words}|{words}.*{url}"):
         spark.read.format("rdb").options(**store_options(s3_server)).load(url).collect()
+
+
+def test_the_pipeline_dumps_of_store_inputs_keep_their_layout(s3_server: S3Server, inputs: tuple[Path, str],
+                                                               tmp_path: Path) -> None:
+    """`pipeline --dumps`: a dump an input, written below OUT as the inputs lie in the store (a
+    DFS set as one dump named after its summary), each the dump its local twin gives."""
+    local, remote = inputs
+    options = {**store_options(s3_server), "types": "stream"}
+    sources = [f"{remote}/big.rdb", f"{remote}/dfs/snap-summary.dfs", f"{remote}/dfs/snap-0000.dfs"]
+    made = dumps.jobs(sources, str(tmp_path / "remote"), options, target="redis-7.0", allow_lossy=True)
+    assert [job.destination for job in made] == [str(tmp_path / "remote" / n) for n in ("big.rdb", "dfs/snap.rdb")]
+    twins = dumps.jobs([str(local / "big.rdb"), str(local / "dfs")], str(tmp_path / "local"), options,
+                       target="redis-7.0", allow_lossy=True)
+    for job, twin in zip(made, twins):
+        result, expected = dumps.write_dump(job), dumps.write_dump(twin)
+        assert result.error is None and result.written == expected.written > 0
+        assert Path(job.destination).read_bytes() == Path(twin.destination).read_bytes()
