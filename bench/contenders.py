@@ -36,6 +36,8 @@ SPARK_RUNS = [("local[1]", False), ("local[1]", True), ("local[2]", False), ("lo
 SPARK_BASELINE = "spark local[1] unsplit"
 # The same split query on the rdb-floor source (bench.spark_workload --floor): Spark's own cost
 SPARK_FLOOR_1, SPARK_FLOOR_2 = "spark local[1] split floor", "spark local[2] split floor"
+# The split query on local[1] reading the file's copy in an S3 store (bench.spark_workload --store s3)
+SPARK_SPLIT_S3 = "spark local[1] split s3"
 
 # Names the report's tables and targets look results up by (rdbspec's get " (backend)" appended).
 FULL_DECODE, KEYS_ONLY, DUMP_CLI = "rdbspec full decode", "rdbspec keys only", "rdbspec dump CLI"
@@ -93,6 +95,18 @@ def spark_contenders(backend: str) -> list[Contender]:
                       decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False,
                       backend=backend)
             for master, split in SPARK_RUNS]
+
+
+def spark_store_contenders(backend: str) -> list[Contender]:
+    """The split query on local[1] with the file in an S3 store (moto on 127.0.0.1): what reading
+    through the store costs beside reading the file (`SPARK_SPLIT_S3` against "spark local[1] split")."""
+    return [Contender(labelled(SPARK_SPLIT_S3, backend),
+                      "stream_entries of the file's s3:// URL (moto's server on 127.0.0.1), splitSize as split, "
+                      "under local[1]: count(*), sum(length(id))",
+                      (lambda ds: [sys.executable, "-m", "bench.spark_workload", str(ds.path), "--master", "local[1]",
+                                   "--split-size", str(spark_split_size(ds, True)), "--store", "s3"]),
+                      decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False,
+                      backend=backend)]
 
 
 def spark_floor_contenders() -> list[Contender]:
@@ -214,7 +228,8 @@ def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
                          lambda ds: ["cat", str(ds.path)]))
     why = spark_available()
     if why is None:
-        out += [c for b in backends for c in spark_contenders(b)] + spark_floor_contenders()
+        out += [c for b in backends for c in spark_contenders(b) + spark_store_contenders(b)]
+        out += spark_floor_contenders()
     else:
         notes.append(f"Spark group skipped: {why}.")
     return out, notes

@@ -21,6 +21,11 @@ next to nothing and what remains is Spark's own work per row: taking the batches
 worker and turning them into rows. Its local[2] ÷ local[1] is the most any reader can gain
 from a second core on this machine.
 
+With ``--store s3`` the file is read from an S3 store: moto's server started on 127.0.0.1,
+the file uploaded to it before the session starts (untimed), the reader reaching it through
+the AWS SDKs' environment variables; the queries read its ``s3://`` URL (planned by one
+sequential read on the driver, each task fetching its own byte ranges).
+
 Prints one JSON line: the table, rows of each query (``entries`` and ``warm_entries`` for
 ``stream_entries``, which the runner checks; ``keys`` and ``warm_keys`` for ``keys``), the sum of
 the column's lengths (``id_chars``, ``key_chars``), the partitions Spark planned, the seconds
@@ -39,12 +44,14 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from rdbspec.spark.options import ReadOptions
 from rdbspec.spark.source import SCHEMAS, plan_splits, read_split
+from tests.support.s3 import S3Server
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
@@ -119,7 +126,12 @@ def tree_cpu() -> tuple[float, float]:
 
 
 def run(path: str, master: str, split_size: str | None, floor_rows: int | None,
-        table: str = "stream_entries") -> dict[str, object]:
+        table: str = "stream_entries", store: str | None = None) -> dict[str, object]:
+    if store == "s3":
+        with S3Server() as server:
+            url = server.upload(Path(path), Path(path).name)
+            os.environ.update(server.environment())  # the JVM and its Python workers inherit them
+            return {**run(url, master, split_size, floor_rows, table), "store": store}
     t0 = time.perf_counter()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM inherits it: nothing listens outside
     from pyspark.sql import functions as F  # noqa: N812
@@ -173,12 +185,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--split-size", help="splitSize option: bytes, or with a k/m/g suffix (default: not set, the "
                                         "source's default)")
     p.add_argument("--table", choices=list(TABLES), default="stream_entries")
+    p.add_argument("--store", choices=["s3"],
+                   help="read the file from an S3 store: moto's server on 127.0.0.1, the file uploaded first "
+                        "(untimed: the queries' times are what the report compares)")
     p.add_argument("--floor", type=int, metavar="ROWS",
                    help="read ROWS rows of the rdb-floor source (copies of the file's first batch) instead")
     args = p.parse_args(argv)
     if args.floor is not None and (args.table != "stream_entries" or args.split_size is None):
         p.error("--floor reads stream_entries, with --split-size")
-    print(json.dumps(run(args.file, args.master, args.split_size, args.floor, args.table)), flush=True)
+    print(json.dumps(run(args.file, args.master, args.split_size, args.floor, args.table, args.store)), flush=True)
     return 0
 
 

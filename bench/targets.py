@@ -17,6 +17,7 @@ from .contenders import (
     SPARK_BASELINE,
     SPARK_FLOOR_1,
     SPARK_FLOOR_2,
+    SPARK_SPLIT_S3,
     labelled,
 )
 from .peers import PEERS
@@ -29,6 +30,7 @@ SPARK_SPLIT_SPEEDUP = 1.6  # a split file on local[2] against local[1]
 SPARK_SPLIT_1, SPARK_SPLIT_2 = "spark local[1] split", "spark local[2] split"
 SPARK_FLOOR_SHARE = 0.90  # the rdb source's warm rows/s ÷ the floor source's, on local[1] (issue 26)
 SPARK_WORKER_MB = 300  # the peak RSS of each Spark Python worker (issue 26: bench/spark_memory.py)
+SPARK_STORE_SHARE = 0.8  # warm stream_entries rows/s from S3 (moto on loopback) ÷ from the file (issue 29)
 
 
 @dataclass
@@ -109,6 +111,23 @@ def _spark_split(results: list[Result], backend: str) -> list[Measured]:
     return out
 
 
+def spark_store_share(results: list[Result], backend: str) -> list[Measured]:
+    """Warm rows/s of the split query on local[1] reading the file's copy in S3 ÷ reading the
+    file (the same rows: the local query's warm time ÷ the store's)."""
+    store = _by_file(results, labelled(SPARK_SPLIT_S3, backend))
+    local = _by_file(results, labelled(SPARK_SPLIT_1, backend))
+    out = []
+    for f in store:
+        q, ql = store[f].extra_median("warm_query_s"), local[f].extra_median("warm_query_s") if f in local else None
+        rows = store[f].entries
+        if q and ql and rows:
+            cold, cold_local = store[f].extra_median("cold_query_s"), local[f].extra_median("cold_query_s")
+            out.append(Measured(f, f"{ql / q:.2f} ({rows / q / 1e3:,.0f}k rows/s in {q:.3g} s vs the file's "
+                                   f"{rows / ql / 1e3:,.0f}k rows/s in {ql:.3g} s; cold {cold:.3g} s vs "
+                                   f"{cold_local:.3g} s)", ql / q >= SPARK_STORE_SHARE))
+    return out
+
+
 def spark_floor_share(results: list[Result], backend: str) -> list[Measured]:
     """Warm rows/s of the split query on local[1] ÷ the floor source's (same splits and rows, so the
     floor's warm time ÷ ours): how close the reader comes to a source that costs nothing."""
@@ -147,6 +166,8 @@ def targets() -> list[Target]:
                "judged on the warm query, the cold one beside it)", _spark_split),
         Target(f"Spark: warm stream_entries rows/s on local[1] ≥ {SPARK_FLOOR_SHARE:.0%} of the floor source's "
                "(rdb ÷ rdb-floor, same splits and rows)", spark_floor_share),
+        Target(f"Spark: warm stream_entries rows/s from S3 (moto on 127.0.0.1) ≥ {SPARK_STORE_SHARE:.0%} of the "
+               "file's (local[1], split; store ÷ file)", spark_store_share),
         Target("official Kaitai compiler's Python output: its wall ÷ rdbspec full decode (reported, no bound)",
                lambda rs, b: _ratio(rs, OFFICIAL, labelled(FULL_DECODE, b), "full decode", None)),
     ]
