@@ -37,7 +37,7 @@ from typing import Protocol
 from rdbspec_generated.enums import AuxWhen
 
 from ..errors import UnwritableError
-from ..read import dumpfile
+from ..read import dumpfile, location
 from ..server.templates import TEMPLATES_RDB
 from ..server.versions import Version
 from ..write.convert import VALKEY_HASH_2, Converter
@@ -205,7 +205,7 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
     (`rdbspec.write.convert`; what it drops is counted in `converter.dropped`); returns the plan, whose
     counts say what was written."""
     selection = selection or Selection()
-    if os.path.exists(destination) and os.path.samefile(source, destination):
+    if not location.is_url(source) and os.path.exists(destination) and os.path.samefile(source, destination):
         raise ValueError("the output would replace the input: write to another file")
     if commands is not None:
         return _rewrite_edited(source, destination, selection, converter, commands)

@@ -48,6 +48,18 @@ def test_a_url_reads_as_the_file(s3_server: S3Server, uploaded: list[tuple[Path,
         assert remote.stdout.replace(url, str(path)) == local.stdout and remote.stderr == local.stderr
 
 
+@pytest.mark.parametrize("command", [["rewrite", "--target", "redis-6.2", "--allow-lossy"], ["report", "--json"]],
+                         ids=" ".join)
+def test_a_url_writes_what_the_file_writes(s3_server: S3Server, uploaded: list[tuple[Path, str]], command: list[str],
+                                           tmp_path: Path) -> None:
+    for path, url in uploaded:
+        local, remote = tmp_path / "local.out", tmp_path / "remote.out"
+        done = [rdbspec(env, command[0], name, "-o", str(out), *command[1:])
+                for env, name, out in (({}, str(path), local), (s3_server.environment(), url, remote))]
+        assert [d.returncode for d in done] == [0, 0], done[1].stderr
+        assert remote.read_bytes() == local.read_bytes()
+
+
 def one_line_exit_6(done: subprocess.CompletedProcess[str], url: str, words: str) -> None:
     assert done.returncode == EXIT_CODES["io"] == 6
     assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
