@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rdbspec.errors import EXIT_CODES
-from tests.support import s3
+from tests.support import dragonfly_dumps, s3
 from tests.support.s3 import DENIED, S3Server, unused_endpoint
 from tests.support.valkey_dumps import vcs_lz4
 
@@ -58,6 +58,18 @@ def test_a_url_writes_what_the_file_writes(s3_server: S3Server, uploaded: list[t
                 for env, name, out in (({}, str(path), local), (s3_server.environment(), url, remote))]
         assert [d.returncode for d in done] == [0, 0], done[1].stderr
         assert remote.read_bytes() == local.read_bytes()
+
+
+@pytest.mark.parametrize("named", ["set", "set/snap-summary.dfs", "set/snap-0001.dfs"])
+def test_a_dragonfly_set_in_the_store_reads_as_on_disk(s3_server: S3Server, tmp_path: Path, named: str) -> None:
+    """The set named by its directory, its summary or a shard: its files found beside it in the store."""
+    dragonfly_dumps.build(tmp_path)
+    for path in sorted((tmp_path / "set").iterdir()):
+        s3_server.upload(path, f"cli-dfs/set/{path.name}")
+    local = rdbspec({}, "dump", str(tmp_path / named))
+    remote = rdbspec(s3_server.environment(), "dump", f"s3://dumps/cli-dfs/{named}")
+    assert local.returncode == remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout and local.stdout
 
 
 def one_line_exit_6(done: subprocess.CompletedProcess[str], url: str, words: str) -> None:
