@@ -117,6 +117,9 @@ from .entries import entry_batch
 from .options import STREAM_TABLES, TABLES, ReadOptions, option, resolve_paths
 
 FORMAT = "rdb"
+# The Python of the executors' workers that run the reads (Spark's Arrow runner; PySpark's own
+# default is the Python the data source was registered with)
+EXECUTOR_PYTHON = "spark.sql.execution.pyspark.python"
 # a stream bigger than the split size is read in parts of the split size, as many as that makes:
 # the tasks are the cluster's to spread
 STREAM_PARTS = sys.maxsize
@@ -325,15 +328,17 @@ class InternalReadError(RdbspecError):
     message is the CLI's one line (`errors.internal_error_line`), which the pipeline prints."""
 
 
-def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | None = None) -> Iterator[Any]:
-    """The RecordBatches of `opts.table` for one split of a file (the body of one partition)."""
+def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | None = None,
+               directory: str = "") -> Iterator[Any]:
+    """The RecordBatches of `opts.table` for one split of a file (the body of one partition). A
+    relative path is opened in `directory` (the driver's working directory) and named as given."""
     out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
     table = opts.table
     path = split.path
     dump = None
     records = 0
     try:
-        dump = dumpfile.open(path, verify_checksum=opts.verify_checksum, whole_set=False)
+        dump = dumpfile.open(os.path.join(directory, path), verify_checksum=opts.verify_checksum, whole_set=False)
         if split.start is not None:
             dump.seek(split.start, split.db)
         per_key = table not in ("aux", "files")
@@ -414,6 +419,8 @@ class RdbReader(DataSourceReader):
     def __init__(self, files: list[str], opts: ReadOptions):
         self.files = files
         self.opts = opts
+        # where the paths were resolved: an executor's own working directory is another
+        self.directory = os.getcwd()
         self.backend = backend.name()  # chosen on the driver; the workers run the same parsers
 
     def partitions(self) -> list[RdbPartition]:
@@ -421,7 +428,7 @@ class RdbReader(DataSourceReader):
 
     def read(self, partition: RdbPartition) -> Iterator[Any]:  # type: ignore[override]
         backend.select(self.backend)
-        yield from read_split(partition.split, self.opts)
+        yield from read_split(partition.split, self.opts, directory=self.directory)
 
 
 class RdbDataSource(DataSource):
@@ -452,13 +459,19 @@ class RdbDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Registers the ``rdb`` format with a SparkSession. Its workers run this Python (which
-    has rdbspec) unless ``PYSPARK_PYTHON`` names another: without it, Spark would start
-    whatever ``python3`` is on the PATH."""
+    """Registers the ``rdb`` format with a SparkSession. Spark runs a Python data source in two
+    places: its planning (schema, partitions) in a Python worker of the driver, its reads in the
+    executors' Python workers. The planning runs this Python, which has rdbspec (Spark would
+    start the session's Python, ``PYSPARK_PYTHON`` or whatever ``python3`` is on the PATH, which
+    on a cluster is the executors' one: ``./environment/bin/python`` from ``spark.archives`` is
+    no path on the driver). The reads run ``PYSPARK_PYTHON`` where it is set, through
+    `EXECUTOR_PYTHON` (unless the session sets that already), and this Python otherwise."""
     context = spark.sparkContext
     session_python = context.pythonExec  # read by PySpark when it wraps the source class
-    if "PYSPARK_PYTHON" not in os.environ:
-        context.pythonExec = sys.executable
+    executors = os.environ.get("PYSPARK_PYTHON")
+    if executors and spark.conf.get(EXECUTOR_PYTHON, None) is None:
+        spark.conf.set(EXECUTOR_PYTHON, executors)
+    context.pythonExec = sys.executable
     try:
         spark.dataSource.register(RdbDataSource)
     finally:
