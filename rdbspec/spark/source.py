@@ -11,7 +11,9 @@ In a directory only names matching ``pathGlobFilter`` (default ``*.rdb``) are re
 named explicitly or by a glob always are. A path that names nothing, or inputs that hold no
 dump, fail the query before any task runs. Paths are resolved on the driver with the local
 file system, so they must be visible at the same place to every executor (local mode, a
-shared mount...).
+shared mount...); a relative path is opened relative to the driver's working directory. On a
+cluster the executors' Python needs rdbspec and pyarrow (`register`; README, "Running on a
+cluster").
 
 A Dragonfly DFS set (a ``<name>-summary.dfs`` file, one of its ``<name>-NNNN.dfs`` shards,
 or a directory holding a set) is read as its summary and shard files, each file alone: one
