@@ -6,17 +6,18 @@ once per backend built (RDBSPEC_BACKEND=python, and native when it imports), lib
 HDT3213/rdb (from ../shared/bench-peers or $RDBSPEC_BENCH_PEERS, when there), the official Kaitai
 compiler's Python output of our specs, rdbtools, redis-server loading the dump, ``cat`` as the
 floor, and the Spark group (the ``rdb`` data source's stream_entries table, unsplit and split,
-under local[1] and local[2], per backend). Then the memory accuracy comparison (bench/memory.py,
-issue 16): rdbspec's, rdbtools' and HDT3213/rdb's per-key memory estimates against what the servers
-answer to MEMORY USAGE for dumps they write during the run. Before it, the content mix (bench/mix.py,
-issue 26): dumps of one kind of content each (a session cache, hashes, sorted sets, streams with
-consumer groups, long lists, one big key a file; bench/mix_content.py), `rdbspec dump` against
-librdb's and HDT3213/rdb's JSON export and the peak RSS of each rdbspec command. Before that, the
-Spark workers' memory (bench/spark_memory.py, issue 26): the peak RSS of each of Spark's Python
-workers in a `keys` read of the mix's big hash and a `stream_entries` read of a stream of 10M
-entries, and the reader's warm rows/s against the floor source's. The Markdown report, with a
-Targets section (issue 14's targets and the reader against the floor, met or missed), goes to
-bench/results/latest.md.
+under local[1] and local[2], per backend, and the split read on a standalone cluster of one and
+of two one-core workers: bench/spark_cluster.py, docs/spark-scaling.md). Then the memory accuracy
+comparison (bench/memory.py, issue 16): rdbspec's, rdbtools' and HDT3213/rdb's per-key memory
+estimates against what the servers answer to MEMORY USAGE for dumps they write during the run.
+Before it, the content mix (bench/mix.py, issue 26): dumps of one kind of content each (a session
+cache, hashes, sorted sets, streams with consumer groups, long lists, one big key a file;
+bench/mix_content.py), `rdbspec dump` against librdb's and HDT3213/rdb's JSON export and the peak
+RSS of each rdbspec command. Before that, the Spark workers' memory (bench/spark_memory.py, issue
+26): the peak RSS of each of Spark's Python workers in a `keys` read of the mix's big hash and a
+`stream_entries` read of a stream of 10M entries, and the reader's warm rows/s against the floor
+source's. The Markdown report, with a Targets section (issue 14's targets and the reader against
+the floor, met or missed), goes to bench/results/latest.md.
 
     python -m bench --quick          # 100k stream entries + 20k keys
     python -m bench                  # 1M stream entries + 200k keys

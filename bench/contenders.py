@@ -34,6 +34,8 @@ SPARK_UNSPLIT = 1 << 40
 SPARK_SPLIT, SPARK_SPLIT_SMALL = 8 << 20, 1 << 20
 SPARK_RUNS = [("local[1]", False), ("local[1]", True), ("local[2]", False), ("local[2]", True)]
 SPARK_BASELINE = "spark local[1] unsplit"
+# The split query on a standalone cluster of one, then two workers of one core each (bench.spark_cluster)
+SPARK_CLUSTER_1, SPARK_CLUSTER_2 = "spark cluster 1 worker split", "spark cluster 2 workers split"
 # The same split query on the rdb-floor source (bench.spark_workload --floor): Spark's own cost
 SPARK_FLOOR_1, SPARK_FLOOR_2 = "spark local[1] split floor", "spark local[2] split floor"
 # The split query on local[1] reading the file's copy in an S3 store (bench.spark_workload --store s3)
@@ -118,6 +120,20 @@ def spark_floor_contenders() -> list[Contender]:
                       decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False,
                       note="Spark's own cost per row: the Python side yields cached batches")
             for name, master in ((SPARK_FLOOR_1, "local[1]"), (SPARK_FLOOR_2, "local[2]"))]
+
+
+def spark_cluster_contenders(backend: str) -> list[Contender]:
+    """The split query on a standalone cluster of 1 and 2 one-core workers (their executors in JVMs
+    and Python workers of their own), on one backend: the native one where it is built."""
+    return [Contender(labelled(name, backend),
+                      f"stream_entries, splitSize 8 MiB (1 MiB under 16 MiB), on a standalone master and {workers} "
+                      "worker(s) of one core (127.0.0.1): count(*), sum(length(id))",
+                      (lambda ds, workers=workers: [sys.executable, "-m", "bench.spark_cluster", str(ds.path),
+                                                    "--workers", str(workers),
+                                                    "--split-size", str(spark_split_size(ds, True))]),
+                      decodes_entries=True, reports=True, skip=_spark_skip, group="spark", memory_capped=False,
+                      backend=backend, note="query times exclude the cluster's start (in the process wall)")
+            for name, workers in ((SPARK_CLUSTER_1, 1), (SPARK_CLUSTER_2, 2))]
 
 
 def compile_official(log: Callable[[str], None]) -> str | None:
@@ -229,7 +245,7 @@ def contenders(log: Callable[[str], None]) -> tuple[list[Contender], list[str]]:
     why = spark_available()
     if why is None:
         out += [c for b in backends for c in spark_contenders(b) + spark_store_contenders(b)]
-        out += spark_floor_contenders()
+        out += spark_floor_contenders() + spark_cluster_contenders(backends[-1])
     else:
         notes.append(f"Spark group skipped: {why}.")
     return out, notes

@@ -15,6 +15,8 @@ from .contenders import (
     OFFICIAL,
     REDIS_LOAD,
     SPARK_BASELINE,
+    SPARK_CLUSTER_1,
+    SPARK_CLUSTER_2,
     SPARK_FLOOR_1,
     SPARK_FLOOR_2,
     SPARK_SPLIT_S3,
@@ -142,6 +144,22 @@ def spark_floor_share(results: list[Result], backend: str) -> list[Measured]:
     return out
 
 
+def spark_cluster_scaling(results: list[Result], backend: str) -> list[Measured]:
+    """Warm rows/s per worker on the standalone cluster of 1 and of 2 one-core workers (same file and
+    splits), and the query time on 1 ÷ on 2: the two points docs/spark-scaling.md's model is checked
+    against (reported, no bound)."""
+    one, two = (_by_file(results, labelled(name, backend)) for name in (SPARK_CLUSTER_1, SPARK_CLUSTER_2))
+    out = []
+    for f in one:
+        q1, q2 = one[f].extra_median("warm_query_s"), two[f].extra_median("warm_query_s") if f in two else None
+        rows = one[f].entries
+        if q1 and q2 and rows:
+            out.append(Measured(f, f"2 ÷ 1 = {q1 / q2:.2f}× ({rows / q1 / 1e3:,.0f}k rows/s per worker with 1 worker "
+                                   f"in {q1:.3g} s; {rows / q2 / 2e3:,.0f}k rows/s per worker with 2 in {q2:.3g} s)",
+                                None))
+    return out
+
+
 @dataclass(frozen=True)
 class Target:
     text: str
@@ -168,6 +186,8 @@ def targets() -> list[Target]:
                "(rdb ÷ rdb-floor, same splits and rows)", spark_floor_share),
         Target(f"Spark: warm stream_entries rows/s from S3 (moto on 127.0.0.1) ≥ {SPARK_STORE_SHARE:.0%} of the "
                "file's (local[1], split; store ÷ file)", spark_store_share),
+        Target("Spark standalone cluster, split file: warm rows/s per one-core worker with 1 and 2 workers, and "
+               "2 workers ÷ 1 (reported: docs/spark-scaling.md's model)", spark_cluster_scaling),
         Target("official Kaitai compiler's Python output: its wall ÷ rdbspec full decode (reported, no bound)",
                lambda rs, b: _ratio(rs, OFFICIAL, labelled(FULL_DECODE, b), "full decode", None)),
     ]

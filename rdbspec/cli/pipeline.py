@@ -24,12 +24,16 @@ from typing import IO, Any, TextIO
 
 from .. import errors
 from ..errors import EXIT_CODES, RdbspecError, exit_code
-from ..read import dragonfly
+from ..read import dragonfly, location
 from ..server.versions import TARGETS
 from ..spark.options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
 from .common import add_memory_options, os_error_text
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
+# what an executor's Python without rdbspec (or a package the reads need) says when a task starts
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+CLUSTER_RECIPE = ('give the executors a Python with rdbspec and pyarrow: a wheel installed on every node, or a '
+                  'packed environment in spark.archives (README.md, "Running on a cluster")')
 
 DEFAULT_TABLES = ("files", "keys", "streams", "stream_entries", "stream_groups", "stream_pending",
                   "stream_consumers", "aux")
@@ -41,6 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="dump files, globs, directories (their *.rdb files) or comma-separated lists")
     p.add_argument("--out", required=True, help="output directory; each table goes to OUT/<table>/ (overwritten)")
     p.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark property for the session, repeated for more (e.g. "
+                        "spark.archives=env.tar.gz#environment ships the executors' Python: README, "
+                        "\"Running on a cluster\")")
     p.add_argument("--tables", action="append",
                    help=f"tables to write, comma-separated or repeated (default: all): {', '.join(TABLES)}")
     p.add_argument("--format", default="parquet", choices=FORMATS, help="output format (default: parquet)")
@@ -204,12 +212,18 @@ def _error_class_code(name: str) -> int | None:
 def job_failure(err: BaseException) -> PipelineError:
     """The one line and exit code of a failed Spark job: a `CorruptFileError` names the file,
     the error and its byte offset; a bug of ours met in a task (`source.InternalReadError`)
-    brings its own line; anything else is a bug too."""
+    brings its own line; an executor whose Python lacks a module the reads need (it fails
+    before any of rdbspec runs, unpickling the reader) names it and the README's recipe, exit 69;
+    anything else is a bug too."""
     lines = str(err).splitlines()
     bug = next((line for line in lines if INTERNAL in line), None)
     if bug is not None:
         bug = bug[bug.index(INTERNAL):]
         return PipelineError(bug, EXIT_CODES["internal"], line=bug)
+    missing = next((found for found in map(MISSING_MODULE.search, lines) if found), None)
+    if missing is not None:
+        return PipelineError(f"an executor's Python has no module {missing.group(1)}: {CLUSTER_RECIPE}",
+                             EXIT_CODES["unavailable"])
     for line in reversed(lines):
         found = re.search(r"CorruptFileError: (.*?): (\w+)(?: at byte \d+)?: ", line)
         if found:
@@ -223,9 +237,10 @@ def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> list[str
     """What can be checked before Spark starts: options, the inputs, the output directory.
     Returns the input files."""
     try:
-        ReadOptions.parse(options)
+        parsed = ReadOptions.parse(options)
     except ValueError as err:
         raise PipelineError(str(err), EXIT_CODES["usage"]) from None
+    location.configure(parsed.store)
     try:
         files = resolve_paths(list(args.inputs))
         os.makedirs(args.out, exist_ok=True)
@@ -317,7 +332,18 @@ def _launch() -> ModuleType:
     return launch
 
 
-def _start_spark(master: str, debug: bool, jvm_log: IO[bytes]) -> Any:
+def spark_conf(pairs: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as a dict (the last of a key wins, as spark-submit's)."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise PipelineError(f"--conf {pair}: expected KEY=VALUE", EXIT_CODES["usage"])
+        conf[key.strip()] = value
+    return conf
+
+
+def _start_spark(master: str, conf: dict[str, str], debug: bool, jvm_log: IO[bytes]) -> Any:
     """The session. Unless `debug`, the JVM it starts writes its stderr to `jvm_log`, not to the
     console: its own notes, and what the Python workers print (the JVM copies their stderr),
     e.g. the tracebacks of workers cut off when a failed job is cancelled. Raises
@@ -325,12 +351,12 @@ def _start_spark(master: str, debug: bool, jvm_log: IO[bytes]) -> Any:
     launch = _launch()
     try:
         if debug:
-            return launch.session(master, verbose=True)
+            return launch.session(master, verbose=True, conf=conf)
         sys.stderr.flush()
         console = os.dup(2)
         os.dup2(jvm_log.fileno(), 2)  # the JVM inherits this descriptor when it is started
         try:
-            return launch.session(master)
+            return launch.session(master, conf=conf)
         finally:
             os.dup2(console, 2)
             os.close(console)
@@ -351,9 +377,13 @@ def _pipeline(args: argparse.Namespace, out: TextIO, debug: bool, jvm_log: IO[by
         tables = _tables(args.tables)
     except ValueError as err:
         raise PipelineError(str(err), EXIT_CODES["usage"]) from None
+    conf = spark_conf(args.conf)
     options = read_options(args)
+    # the store as the driver reaches it (--conf spark.hadoop.fs.s3a.*, the environment), given to
+    # every read and dump job as options: an executor's environment may not hold it
+    options.update(location.Store.from_settings(options, conf).as_options())
     files = _check_inputs(args, options)
-    spark = _start_spark(args.master, debug, jvm_log)
+    spark = _start_spark(args.master, conf, debug, jvm_log)
     try:
         written = _write_tables(spark, tables, args, options, out)
         if args.report:

@@ -85,6 +85,12 @@ class Store:
         return cls(**found)
 
 
+    def as_options(self) -> dict[str, str]:
+        """The settings given, as the reader options that give them (``s3.endpoint``...)."""
+        return {option: getattr(self, field) for field, (option, _) in self.NAMES.items()
+                if getattr(self, field) is not None}
+
+
 _store = Store.from_settings()
 
 

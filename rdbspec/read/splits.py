@@ -108,12 +108,14 @@ def _planned(path: str, identity: tuple[int | None, ...], split_size: int, parts
     return tuple(fetched)
 
 
-def open_split(split: Split, verify_checksum: bool = True) -> dumpfile.Dump:
-    """The dump to read `split` from (`Dump.seek` to its start): its file, or of a store's
-    object only the ranges the split's reader reads, the records before the databases and the
-    split's own bytes (`location.fetch`: the rest of the object is not downloaded)."""
+def open_split(split: Split, verify_checksum: bool = True, directory: str = "") -> dumpfile.Dump:
+    """The dump to read `split` from (`Dump.seek` to its start): its file (a relative path in
+    `directory`), or of a store's object only the ranges the split's reader reads, the records
+    before the databases and the split's own bytes (`location.fetch`: the rest of the object is
+    not downloaded)."""
     if split.size is None:
-        return dumpfile.open(split.path, verify_checksum=verify_checksum, whole_set=False)
+        path = split.path if location.is_url(split.path) else os.path.join(directory, split.path)
+        return dumpfile.open(path, verify_checksum=verify_checksum, whole_set=False)
     end = split.size if split.end is None else split.end
     source = ranges_source(split.path, split.size, [(0, split.head_end), (split.start or 0, end)])
     return dumpfile.Dump(source, verify_checksum, crc=split.crc)

@@ -5,8 +5,11 @@
 
 Spark runs its Python workers with ``PYSPARK_PYTHON`` (default: whatever ``python3`` is on the
 PATH), which in a virtual environment is not the Python that has rdbspec installed. `session`
-sets it to this interpreter unless it is set already; `register` (in `source`) does the same for
-the ``rdb`` format of a session made elsewhere.
+sets it to this interpreter unless it is set already; `register` (in `source`) plans the ``rdb``
+format's reads in this interpreter and runs them in ``PYSPARK_PYTHON``, also for a session made
+elsewhere. On a cluster, ``PYSPARK_PYTHON`` names the executors' Python: one installed on every
+node, or ``./environment/bin/python`` from a packed environment given in ``spark.archives``
+(README, "Running on a cluster").
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +66,12 @@ def require_java() -> None:
                                f"or any JDK {JAVA_MIN}+ and put it on the PATH or in JAVA_HOME ({found})")
 
 
-def session(master: str = "local[*]", app_name: str = "rdbspec", verbose: bool = False) -> Any:
-    """A SparkSession with the ``rdb`` format registered, its Python workers running this Python.
-    Spark's JVM logs stay off stderr unless `verbose`. Raises `JavaMissingError` before
-    starting anything when Java 17+ is missing."""
+def session(master: str = "local[*]", app_name: str = "rdbspec", verbose: bool = False,
+            conf: Mapping[str, str] | None = None) -> Any:
+    """A SparkSession with the ``rdb`` format registered, its Python workers running this Python
+    (unless ``PYSPARK_PYTHON`` names another), with the Spark properties of `conf` on top of
+    rdbspec's defaults. Spark's JVM logs stay off stderr unless `verbose`. Raises
+    `JavaMissingError` before starting anything when Java 17+ is missing."""
     require_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -78,6 +84,8 @@ def session(master: str = "local[*]", app_name: str = "rdbspec", verbose: bool =
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     if not verbose:
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J}")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)
     return spark

@@ -10,16 +10,18 @@ or a comma-separated list of those; several paths may also be passed as a list t
 In a directory only names matching ``pathGlobFilter`` (default ``*.rdb``) are read; files
 named explicitly or by a glob always are. A path that names nothing, or inputs that hold no
 dump, fail the query before any task runs. Paths are resolved on the driver: a local path
-must be visible at the same place to every executor (local mode, a shared mount...); a URL of
-an object store or a distributed file system (``s3://``, ``s3a://``, ``gs://``, ``abfs://``,
-``hdfs://``: ``rdbspec.read.location``) is listed and globbed on the driver, and each task
-reads its own split's byte ranges of the object. The store is reached with the options
-``s3.endpoint``, ``s3.region``, ``s3.accessKey``, ``s3.secretKey``, ``s3.sessionToken``, else
-the session's ``spark.hadoop.fs.s3a.*`` settings of the same meaning (endpoint,
-endpoint.region, access.key, secret.key, session.token, connection.ssl.enabled), else the
-AWS SDKs' environment where the reading runs (``AWS_ENDPOINT_URL``, ``AWS_REGION``,
-``AWS_ACCESS_KEY_ID``..., ``~/.aws``, an instance's role). A missing object or bucket, a
-denied bucket or an endpoint that does not answer fails the query naming the URL.
+must be visible at the same place to every executor (local mode, a shared mount...), a
+relative one is opened relative to the driver's working directory; a URL of an object store or
+a distributed file system (``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``hdfs://``:
+``rdbspec.read.location``) is listed and globbed on the driver, and each task reads its own
+split's byte ranges of the object. The store is reached with the options ``s3.endpoint``,
+``s3.region``, ``s3.accessKey``, ``s3.secretKey``, ``s3.sessionToken``, else the session's
+``spark.hadoop.fs.s3a.*`` settings of the same meaning (endpoint, endpoint.region, access.key,
+secret.key, session.token, connection.ssl.enabled), else the AWS SDKs' environment where the
+reading runs (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``..., ``~/.aws``, an
+instance's role). A missing object or bucket, a denied bucket or an endpoint that does not
+answer fails the query naming the URL. On a cluster the executors' Python needs rdbspec and
+pyarrow (`register`; README, "Running on a cluster").
 
 A Dragonfly DFS set (a ``<name>-summary.dfs`` file, one of its ``<name>-NNNN.dfs`` shards,
 or a directory holding a set) is read as its summary and shard files, each file alone: one
@@ -128,6 +130,9 @@ from .entries import entry_batch
 from .options import STREAM_TABLES, TABLES, ReadOptions, option, resolve_paths
 
 FORMAT = "rdb"
+# The Python of the executors' workers that run the reads (Spark's Arrow runner; PySpark's own
+# default is the Python the data source was registered with)
+EXECUTOR_PYTHON = "spark.sql.execution.pyspark.python"
 # a stream bigger than the split size is read in parts of the split size, as many as that makes:
 # the tasks are the cluster's to spread
 STREAM_PARTS = sys.maxsize
@@ -336,8 +341,10 @@ class InternalReadError(RdbspecError):
     message is the CLI's one line (`errors.internal_error_line`), which the pipeline prints."""
 
 
-def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | None = None) -> Iterator[Any]:
-    """The RecordBatches of `opts.table` for one split of a file (the body of one partition)."""
+def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | None = None,
+               directory: str = "") -> Iterator[Any]:
+    """The RecordBatches of `opts.table` for one split of a file (the body of one partition). A
+    relative path is opened in `directory` (the driver's working directory) and named as given."""
     out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
     table = opts.table
     path = split.path
@@ -345,7 +352,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
     records = 0
     try:
         location.configure(opts.store)
-        dump = open_split(split, opts.verify_checksum)
+        dump = open_split(split, opts.verify_checksum, directory)
         if split.start is not None:
             dump.seek(split.start, split.db)
         per_key = table not in ("aux", "files")
@@ -430,6 +437,8 @@ class RdbReader(DataSourceReader):
     def __init__(self, files: list[str], opts: ReadOptions):
         self.files = files
         self.opts = opts
+        # where the paths were resolved: an executor's own working directory is another
+        self.directory = os.getcwd()
         self.backend = backend.name()  # chosen on the driver; the workers run the same parsers
 
     def partitions(self) -> list[RdbPartition]:
@@ -437,7 +446,7 @@ class RdbReader(DataSourceReader):
 
     def read(self, partition: RdbPartition) -> Iterator[Any]:  # type: ignore[override]
         backend.select(self.backend)
-        yield from read_split(partition.split, self.opts)
+        yield from read_split(partition.split, self.opts, directory=self.directory)
 
 
 class RdbDataSource(DataSource):
@@ -474,13 +483,19 @@ class RdbDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Registers the ``rdb`` format with a SparkSession. Its workers run this Python (which
-    has rdbspec) unless ``PYSPARK_PYTHON`` names another: without it, Spark would start
-    whatever ``python3`` is on the PATH."""
+    """Registers the ``rdb`` format with a SparkSession. Spark runs a Python data source in two
+    places: its planning (schema, partitions) in a Python worker of the driver, its reads in the
+    executors' Python workers. The planning runs this Python, which has rdbspec (Spark would
+    start the session's Python, ``PYSPARK_PYTHON`` or whatever ``python3`` is on the PATH, which
+    on a cluster is the executors' one: ``./environment/bin/python`` from ``spark.archives`` is
+    no path on the driver). The reads run ``PYSPARK_PYTHON`` where it is set, through
+    `EXECUTOR_PYTHON` (unless the session sets that already), and this Python otherwise."""
     context = spark.sparkContext
     session_python = context.pythonExec  # read by PySpark when it wraps the source class
-    if "PYSPARK_PYTHON" not in os.environ:
-        context.pythonExec = sys.executable
+    executors = os.environ.get("PYSPARK_PYTHON")
+    if executors and spark.conf.get(EXECUTOR_PYTHON, None) is None:
+        spark.conf.set(EXECUTOR_PYTHON, executors)
+    context.pythonExec = sys.executable
     s3a_conf = {k: v for k, v in spark.conf.getAll.items() if k.startswith(S3A_CONF)}
     # a class of its own carries them (pickled by value with the registration), or the plain one
     source = type(RdbDataSource.__name__, (RdbDataSource,), {"s3a_conf": s3a_conf,

@@ -351,7 +351,7 @@ def test_pipeline_command(tmp_path, spark, monkeypatch):
     assert args.standalone is pipeline.run and args.run_pipeline is pipeline.run
     out = io.StringIO()
     # run() gets the session and stops it at the end: keep the module's shared one running
-    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
     assert pipeline.run(args, out) == 0
     text = out.getvalue()
     assert "files: 1" in text and "keys: 47" in text and "stream" in text
@@ -372,7 +372,7 @@ def test_pipeline_report_is_the_report_of_every_input(tmp_path, spark, monkeypat
     inputs = [str(REAL / "redis-7.0.15" / "stream_groups.rdb"), str(REAL / "redis-7.0.15" / "mixed_types.rdb")]
     parser = argparse.ArgumentParser()
     pipeline.register(parser.add_subparsers(dest="command"))
-    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
     for name in ("report.json", "report.html"):
         args = parser.parse_args(["pipeline", *inputs, "--out", str(tmp_path / "out"), "--tables", "keys",
                                   "--report", str(tmp_path / name), "--allocator", "libc"])
@@ -427,7 +427,7 @@ def test_pipeline_ends_a_bug_in_a_task_with_exit_70(tmp_path, spark, monkeypatch
     pipeline.register(parser.add_subparsers(dest="command"))
     sample = str(Path(__file__).parents[2] / "examples" / "sample.rdb")
     args = parser.parse_args(["pipeline", sample, "--out", str(tmp_path / "out"), "--tables", "keys"])
-    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
     monkeypatch.setattr(pipeline, "reader", lambda session, table, options, inputs: spark.range(1).select(
         udf(task)("id")))
     assert pipeline.run(args, io.StringIO()) == 70
@@ -463,6 +463,11 @@ def test_pipeline_without_java_says_what_to_install(tmp_path, capsys, monkeypatc
     assert err[0].startswith("rdbspec pipeline: Java 17+ is needed for Spark: install openjdk-17-jre-headless (apt)")
 
 
+def test_pipeline_conf_without_a_value_is_one_line_exit_2(tmp_path, capsys):
+    assert _pipeline(str(EXAMPLES / "sample.rdb"), "--out", str(tmp_path / "out"), "--conf", "spark.archives") == 2
+    assert capsys.readouterr().err.splitlines() == ["rdbspec pipeline: --conf spark.archives: expected KEY=VALUE"]
+
+
 def test_pipeline_job_failure_exit_codes():
     from rdbspec.cli.pipeline import job_failure
 
@@ -474,6 +479,9 @@ def test_pipeline_job_failure_exit_codes():
     assert job_failure(RuntimeError("... CorruptFileError: /d/c.rdb: FileNotFoundError: gone")).code == 6
     failure = job_failure(RuntimeError("\nTypeError: oops\n at ..."))
     assert (str(failure), failure.code) == ("internal error, please report: TypeError: oops", 70)
+    # an executor's Python without rdbspec fails unpickling the reader, before any of rdbspec runs
+    failure = job_failure(RuntimeError("PythonException:\n  File x\nModuleNotFoundError: No module named 'rdbspec'"))
+    assert failure.code == 69 and str(failure).startswith("an executor's Python has no module rdbspec: give the")
 
 
 def test_directories_are_read_recursively(spark, tmp_path):
@@ -530,7 +538,7 @@ def test_pipeline_corrupt_file_is_one_line(troubled_inputs, tmp_path):
 def test_pipeline_debug_adds_the_traceback(spark, troubled_inputs, tmp_path, monkeypatch, capsys):
     from rdbspec.spark import launch
 
-    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
     cut = str(troubled_inputs / "cut.rdb")
     assert _pipeline(cut, "--out", str(tmp_path), "--tables", "files", "--no-summary") == 3
     [line] = capsys.readouterr().err.splitlines()
@@ -571,7 +579,7 @@ def test_pipeline_writes_a_filtered_dump_per_input(tmp_path, spark, monkeypatch,
     args = parser.parse_args(["pipeline", str(inputs), "--out", str(out), "--tables", "keys", "--db", "0,3",
                               "--types", "string,list,zset,hash,stream", "--key-pattern", "*[a-m]*", "--dumps",
                               "--dumps-target", "redis-7.0", "--dumps-allow-lossy", "--no-summary"])
-    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
     report = io.StringIO()
     assert pipeline.run(args, report) == 0
     rows = spark.read.parquet(str(out / "keys")).collect()
@@ -599,7 +607,7 @@ def test_pipeline_writes_a_filtered_dump_per_input(tmp_path, spark, monkeypatch,
 def test_pipeline_dumps_report_an_input_they_cannot_write(troubled_inputs, tmp_path, spark, monkeypatch):
     from rdbspec.spark import launch
 
-    monkeypatch.setattr(launch, "session", lambda master, verbose=False: _Unstoppable(spark))
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
     report = io.StringIO()
     from rdbspec.cli import pipeline
 

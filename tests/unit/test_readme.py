@@ -5,9 +5,10 @@ the venv's Python: without the PYSPARK_PYTHON the Makefile exports), ``sh`` bloc
 the venv's scripts on the PATH, both in a directory holding the names they use: ``dump.rdb`` and
 ``backups/`` (the bundled sample dumps), the latter also in an S3 store as
 ``s3://dumps/backups/`` (moto's server on 127.0.0.1, reached through the AWS SDKs' environment
-variables the blocks are run with, as a user's shell would hold them). ``text`` blocks are synopses: each ``rdbspec``
-command line in them names a subcommand and options that ``--help`` lists, each ``make`` line a
-target that exists.
+variables the blocks are run with, as a user's shell would hold them). ``text`` blocks are
+synopses: each ``rdbspec`` command line in them names a subcommand and options that ``--help``
+lists, each ``make`` line a target that exists. A block marked ``<!-- run by tests/... -->``
+needs a part a test starts (a cluster): that test runs it (tests/support/readme.py).
 """
 
 from __future__ import annotations
@@ -21,13 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import s3
+from tests.support import readme, s3
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-README = (REPO / "README.md").read_text(encoding="utf-8")
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-BLOCKS = [(m.group(1), m.group(2), README.count("\n", 0, m.start()) + 1) for m in FENCE.finditer(README)]
+BLOCKS = [(b.language, b.body, b.line) for b in readme.blocks() if b.run_by is None]
 
 
 def _blocks(language: str) -> list[tuple[str, int]]:
@@ -80,6 +79,13 @@ def _run(argv: list[str], cwd: Path, venv_on_path: bool = True,
 def test_every_block_is_run_or_checked() -> None:
     assert {lang for lang, _, _ in BLOCKS} == {"python", "sh", "text"}, [(lang, line) for lang, _, line in BLOCKS]
     assert len(_blocks("python")) >= 3 and _blocks("sh")
+
+
+def test_blocks_run_elsewhere_are_run_there() -> None:
+    """A block marked as run by another test names a test file that reads the blocks so marked."""
+    elsewhere = {b.run_by for b in readme.blocks() if b.run_by is not None}
+    for test_file in elsewhere:
+        assert f'readme.run_by("{test_file}")' in (REPO / test_file).read_text(encoding="utf-8"), test_file
 
 
 @pytest.mark.parametrize(("body", "line"), _blocks("python"), ids=_ids(_blocks("python")))
