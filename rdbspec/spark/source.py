@@ -452,14 +452,20 @@ class RdbDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Registers the ``rdb`` format with a SparkSession. Its workers run this Python (which
+    """Registers the ``rdb`` format with a SparkSession, classic or Spark Connect
+    (``SparkSession.builder.remote("sc://host:15002")``). The source's Python code runs in
+    Python workers that must import rdbspec. In a classic session they run this Python (which
     has rdbspec) unless ``PYSPARK_PYTHON`` names another: without it, Spark would start
-    whatever ``python3`` is on the PATH."""
-    context = spark.sparkContext
-    session_python = context.pythonExec  # read by PySpark when it wraps the source class
-    if "PYSPARK_PYTHON" not in os.environ:
+    whatever ``python3`` is on the PATH. Over Spark Connect the server starts them, with its
+    own ``PYSPARK_PYTHON``: rdbspec is installed there, and paths are the server's."""
+    # A Spark Connect session has no context (the attribute raises an AttributeError): the
+    # client registers the class, which the server's workers import by name.
+    context = getattr(spark, "sparkContext", None)
+    session_python = context.pythonExec if context is not None else None  # read by PySpark when it wraps the class
+    if context is not None and "PYSPARK_PYTHON" not in os.environ:
         context.pythonExec = sys.executable
     try:
         spark.dataSource.register(RdbDataSource)
     finally:
-        context.pythonExec = session_python
+        if context is not None:
+            context.pythonExec = session_python
