@@ -2,8 +2,9 @@
 the content written into them (`populate`, `memory_content`), what a live server reports about
 its keys (`expected`), rdbtools' reading for comparison (`rdbtools_values`), dumps made by hand
 (`dragonfly_dumps`: Dragonfly snapshots and the RDB byte builders), a dump with big values for
-the split readers (`split_dump`) and one of Redis 8.10's hash templates (`template_dump`). The
-benchmark (bench/) builds its inputs with the same modules.
+the split readers (`split_dump`) and one of Redis 8.10's hash templates (`template_dump`), a Spark
+Connect server from the pyspark wheel (`spark_connect`) and the README's code blocks run as a user
+would (`readme`). The benchmark (bench/) builds its inputs with the same modules.
 
 The tests are grouped by what they check against: `unit/` (the library on inputs made in the
 test or kept in the repository), `golden/` (hand-written fixtures with their expected values),
