@@ -22,7 +22,9 @@ fast index pass on the driver (``rdbspec.read.splits``: the offsets of key recor
 values without decoding them) into byte ranges that separate tasks parse; for
 ``stream_entries``, a stream key over ``splitSize`` is further split into ranges of its
 listpack nodes; for the stream tables, the byte ranges holding no stream key (which the index
-pass has read already) are left out. Rows come out in file order, and a split read gives exactly
+pass has read already) are left out. The pass runs where Spark plans the read (a Python worker
+of the driver), once a file for every table: the worker keeps the plans for the session's later
+reads (`CUTTINGS`). Rows come out in file order, and a split read gives exactly
 the rows of an unsplit read. (Splits check what they see: with splits, a stream's entry order is checked
 within each node range and its live count is not checked against its length.) The ``files``
 and ``aux`` tables always read each file whole. Each task reads with the single-process
@@ -109,7 +111,7 @@ from pyspark.sql.types import (
 from .. import memory
 from ..errors import RdbError, RdbspecError, as_internal, file_error_line, internal_error_line
 from ..read import backend, dumpfile
-from ..read.splits import Split, plan, read_nodes
+from ..read.splits import Cutting, Split, plan, read_nodes
 from ..read.streams import EntryColumns
 from ..read.values import STREAM_KINDS
 from ..server.streams import group_lag, stream_version
@@ -401,13 +403,22 @@ class RdbPartition(InputPartition):
         self.split = split
 
 
+# How each table that reads keys cuts a file (`files` and `aux` read each file whole): one index
+# pass plans a file for all of them, so that a session reading several tables of it (the pipeline)
+# reads it once to plan
+CUTTINGS = {table: Cutting(STREAM_PARTS if table == "stream_entries" else 0, table in STREAM_TABLES)
+            for table in TABLES if table not in ("files", "aux")}
+EVERY_CUTTING = tuple(sorted(set(CUTTINGS.values())))
+
+
 def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
-    """The splits of every file, in order (the index pass runs here, on the driver, for the
-    files over `opts.split_size`); for the stream tables, without the splits holding no stream."""
+    """The splits of every file, in order (the index pass runs here, for the files over
+    `opts.split_size`: in the Python worker where Spark plans the read, which keeps the plans,
+    `splits._planned`); for the stream tables, without the splits holding no stream."""
     if opts.table in ("files", "aux"):
         return [Split(f) for f in files]
-    parts = STREAM_PARTS if opts.table == "stream_entries" else 0
-    return [s for f in files for s in plan(f, opts.split_size, parts, streams_only=opts.table in STREAM_TABLES)]
+    cutting = CUTTINGS[opts.table]
+    return [s for f in files for s in plan(f, opts.split_size, cutting.parts, cutting.streams_only, EVERY_CUTTING)]
 
 
 class RdbReader(DataSourceReader):

@@ -8,6 +8,7 @@ reads are compared with; the server's JVM starts meanwhile (each costs seconds t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,17 +86,20 @@ def remote(server: ConnectServer, local_rows: dict[str, list[tuple]]) -> Iterato
     """A Spark Connect client session with the ``rdb`` format registered. After `local_rows`: once
     a Connect session is made, pyspark makes every session of the process a Connect one."""
     server.wait_ready()
-    with pytest.MonkeyPatch.context() as patch:
-        # what marks the process (the builder sets SPARK_CONNECT_MODE_ENABLED): put back as it
-        # was when the module ends, so that later modules make classic sessions
-        for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):
-            patch.delenv(name, raising=False)
-        spark = SparkSession.builder.remote(server.url).getOrCreate()
-        try:
-            register(spark)
-            yield spark
-        finally:
-            spark.stop()
+    # what marks the process as a Connect one (the builder sets SPARK_CONNECT_MODE_ENABLED): put back
+    # as it was when the module ends, so that later modules make classic sessions
+    marks = {name: os.environ.get(name) for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+    spark = SparkSession.builder.remote(server.url).getOrCreate()
+    try:
+        register(spark)
+        yield spark
+    finally:
+        spark.stop()
+        for name, value in marks.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def test_the_client_session_is_a_connect_one(remote: Any) -> None:
