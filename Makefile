@@ -1,5 +1,5 @@
 # rdbspec — every target installs what it needs itself. `run` needs Python 3.10+ and Java 17+
-# only (a .venv with rdbspec and its spark extra); the test targets add the dev extra, npm
+# only (a .venv with rdbspec and its spark extra); the test targets add the dev and connect extras, npm
 # packages into tests/conformance and Debian's redis-server and chromium (when root and missing). A C compiler
 # and the Python headers are optional: the install compiles the native backend with them
 # (setup.py) and uses the pure-Python parsers without.
@@ -44,7 +44,7 @@ $(RUN_STAMP): pyproject.toml | $(VENV_STAMP)
 	touch $(NATIVE_STAMP) $@
 
 $(STAMP): pyproject.toml | $(VENV_STAMP)
-	$(PY) -m pip install -q -e '.[dev,spark]'
+	$(PY) -m pip install -q -e '.[dev,spark,connect]'
 	@$(BYTECODE)
 	@$(PY) -m rdbspec --version
 	touch $(NATIVE_STAMP) $(RUN_STAMP) $@

@@ -16,8 +16,10 @@ bench/mix_content.py), `rdbspec dump` against librdb's and HDT3213/rdb's JSON ex
 RSS of each rdbspec command. Before that, the Spark workers' memory (bench/spark_memory.py, issue
 26): the peak RSS of each of Spark's Python workers in a `keys` read of the mix's big hash and a
 `stream_entries` read of a stream of 10M entries, and the reader's warm rows/s against the floor
-source's. The Markdown report, with a Targets section (issue 14's targets and the reader against
-the floor, met or missed), goes to bench/results/latest.md.
+source's. After it, the cold start (bench/cold_start.py, issue 29): the pipeline's first query on
+the bundled sample, cold and warm, and where the cold one's time goes. The Markdown report, with a
+Targets section (issue 14's targets and the reader against the floor, met or missed), goes to
+bench/results/latest.md.
 
     python -m bench --quick          # 100k stream entries + 20k keys
     python -m bench                  # 1M stream entries + 200k keys
@@ -31,4 +33,7 @@ the floor, met or missed), goes to bench/results/latest.md.
     python -m bench --spark-memory-only
                                      # the Spark workers' memory and the reader against the floor only
                                      # (also: --only spark-memory), merged into bench/results/latest.md
+    python -m bench --cold-start-only
+                                     # the pipeline's first query, cold and warm, and the cold one's
+                                     # steps only (also: --only cold-start), merged likewise
 """

@@ -1,5 +1,6 @@
 """`python -m bench [--quick] [--large] [--only X] [--file F] [--runs N] [--timeout S] [--profile]
-[--memory-only | --no-memory] [--mix-only | --no-mix] [--spark-memory-only | --no-spark-memory]`
+[--memory-only | --no-memory] [--mix-only | --no-mix] [--spark-memory-only | --no-spark-memory]
+[--cold-start-only | --no-cold-start]`
 (see bench/__init__.py)."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ import compileall
 import sys
 from pathlib import Path
 
+from . import cold_start, memory, mix, mix_content, spark_memory
 from . import datasets as ds_mod
-from . import memory, mix, mix_content, spark_memory
 from .contenders import contenders
 from .report import AFTER_MIX, document, merge_section
 from .runner import Result, measure, warm_page_cache
@@ -82,6 +83,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-spark-memory", action="store_true",
                    help="leave the Spark workers' memory out (it runs after the contenders on a plain run, without "
                         "--only or --file; --only spark-memory is --spark-memory-only)")
+    p.add_argument("--cold-start-only", action="store_true",
+                   help="only the pipeline's first query, cold and warm, and the cold one's steps "
+                        "(bench/cold_start.py: table files of the bundled sample, --runs times; ~20 s a run), its "
+                        "section merged into the report file, the other sections kept")
+    p.add_argument("--no-cold-start", action="store_true",
+                   help="leave the cold start out (it runs after the contenders on a plain run, without --only or "
+                        "--file; --only cold-start is --cold-start-only)")
     p.add_argument("--output", type=Path,
                    help="where to write the Markdown report (default bench/results/latest.md; with --memory-only "
                         "bench/results/memory.md, leaving the whole run's report alone)")
@@ -117,6 +125,20 @@ def wants_spark_memory(args: argparse.Namespace) -> bool:
     """The Spark workers' memory also runs after the contenders on a plain run (no --only, --file or
     --no-spark-memory)."""
     return not (args.no_spark_memory or args.only or args.file)
+
+
+def cold_start_only(args: argparse.Namespace) -> bool:
+    """--cold-start-only, or --only cold-start and no other --only."""
+    return args.cold_start_only or bool(args.only) and all(o.lower() == "cold-start" for o in args.only)
+
+
+def wants_cold_start(args: argparse.Namespace) -> bool:
+    """The cold start also runs after the contenders on a plain run (no --only, --file or --no-cold-start)."""
+    return not (args.no_cold_start or args.only or args.file)
+
+
+def run_cold_start(args: argparse.Namespace, argv: list[str]) -> list[str]:
+    return cold_start.section(cold_start.run(args.runs, args.timeout, log, argv))
 
 
 def run_spark_memory(args: argparse.Namespace, argv: list[str], spark_results: list[Result] | None) -> list[str]:
@@ -175,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         merge_into(args.output or RESULTS_DIR / "latest.md", spark_memory.HEADING, section, spark_memory.BEFORE,
                    document([], [], [], argv, args.runs, args.timeout, spark_memory=section))
         return 0
+    if cold_start_only(args):
+        section = run_cold_start(args, argv)
+        merge_into(args.output or RESULTS_DIR / "latest.md", cold_start.HEADING, section, cold_start.BEFORE,
+                   document([], [], [], argv, args.runs, args.timeout, cold_start=section))
+        return 0
     files = ds_mod.datasets(args.quick, args.rebuild, log, large=args.large)
     if args.file:
         files = [d for d in files if any(f in d.name for f in args.file)]
@@ -204,10 +231,11 @@ def main(argv: list[str] | None = None) -> int:
             results.append(measure(c, d, args.runs, timeout, args.single_run_above, log, memory_limit))
     spark_lines = (run_spark_memory(args, argv, [r for r in results if r.group == "spark"])
                    if wants_spark_memory(args) else None)
+    cold_lines = run_cold_start(args, argv) if wants_cold_start(args) else None
     mix_lines = run_mix(args, argv, memory_limit) if wants_mix(args) else None
     memory_lines = memory.section(*memory.run(log)) if wants_memory(args) else None
     write(document(results, files, notes, argv, args.runs, args.timeout, memory_limit, memory_lines, mix_lines,
-                   spark_lines), args.output or RESULTS_DIR / "latest.md")
+                   spark_lines, cold_lines), args.output or RESULTS_DIR / "latest.md")
     return 0
 
 

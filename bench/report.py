@@ -218,10 +218,11 @@ def merge_section(report: str, heading: str, section: list[str], before: tuple[s
 
 def document(results: list[Result], datasets: list[Dataset], notes: list[str], argv: list[str],
              runs: int, timeout: float, memory_limit: int | None = None, memory: list[str] | None = None,
-             mix: list[str] | None = None, spark_memory: list[str] | None = None) -> str:
+             mix: list[str] | None = None, spark_memory: list[str] | None = None,
+             cold_start: list[str] | None = None) -> str:
     """The whole report; `memory` is the memory accuracy section (bench.memory.section), `mix` the
-    content mix's (bench.mix.section) and `spark_memory` the Spark workers' (bench.spark_memory.section),
-    when they ran."""
+    content mix's (bench.mix.section), `spark_memory` the Spark workers' (bench.spark_memory.section)
+    and `cold_start` the pipeline's first query's (bench.cold_start.section), when they ran."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# rdbspec benchmark ({when})", "", f"Command: `python -m bench {' '.join(argv)}`".rstrip(), "",
              "## Machine", ""]
@@ -287,6 +288,8 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
                   spark_table(spark), ""]
     if spark_memory is not None:
         parts += [""] + spark_memory
+    if cold_start is not None:
+        parts += [""] + cold_start
     if mix is not None:
         parts += [""] + mix
     if memory is not None:

@@ -21,10 +21,12 @@ and its checksum: the pass read those records with the very parsers a reader wou
 decodes a value that is not a stream's), so that reader would find no row and no problem there.
 Its work is then done once, by the pass, rather than twice.
 
-A process plans a file once per set of parameters: the plan is kept (`_planned`, 256 of them), keyed by
-the file's identity (device, inode, size, modification time in ns), so a session reading several
-tables of the same dumps, or the same query again, does not repeat the pass; a dump written anew
-(the server writes a temporary file and renames it) is planned anew.
+A process plans a file once per set of cuttings (`Cutting`: parts and streams_only): one pass plans
+it for all of them, which a caller asks for at once (`plan`'s `also`: the Spark source gives the
+cuttings of every table, so a session reading several tables of a dump reads it once to plan). The
+plans are kept (`_planned`, 256 of them), keyed by the file's identity (device, inode, size,
+modification time in ns), so the same query again, or another table's, does not repeat the pass;
+a dump written anew (the server writes a temporary file and renames it) is planned anew.
 """
 
 from __future__ import annotations
@@ -66,46 +68,70 @@ class Split:
     crc: tuple[int, int] | None = None
 
 
-def plan(path: str, split_size: int, parts: int = 0, streams_only: bool = False) -> list[Split]:
+@dataclass(frozen=True, order=True)
+class Cutting:
+    """How `plan` cuts a file: a big value into at most `parts` part splits (0: never), and with
+    `streams_only`, leaving out the splits of keys without a stream."""
+
+    parts: int = 0
+    streams_only: bool = False
+
+
+def plan(path: str, split_size: int, parts: int = 0, streams_only: bool = False,
+         also: tuple[Cutting, ...] = ()) -> list[Split]:
     """The splits of one file. A problem met by the pass ends planning there: the last split
     runs from the last good boundary to the end, and its reader meets (and reports) it. With
-    `streams_only`, splits of keys without a stream are left out (the last one is kept)."""
+    `streams_only`, splits of keys without a stream are left out (the last one is kept). The
+    same pass plans the file for the cuttings of `also` too, kept for the calls asking for them:
+    a reader of several tables gives them all each time, and the file is read once for all."""
     if split_size <= 0:
         raise ValueError(f"split size must be positive, got {split_size}")
+    identity: tuple[int | None, ...]
     if location.is_url(path):
         info = location.stat(path)
-        if info.size <= split_size:
-            return [Split(path)]
-        return list(_planned(path, (info.size, info.mtime_ns), split_size, 0, streams_only))
-    stat = os.stat(path)
-    if stat.st_size <= split_size:
+        size, identity = info.size, (info.size, info.mtime_ns)
+        parts, also = 0, tuple(dataclasses.replace(c, parts=0) for c in also)  # by keys only: see `_planned`
+    else:
+        stat = os.stat(path)
+        size, identity = stat.st_size, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if size <= split_size:
         return [Split(path)]
-    return list(_planned(path, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns), split_size,
-                         parts, streams_only))
+    cutting = Cutting(parts, streams_only)
+    cuttings = tuple(sorted({cutting, *also}))  # one key for every call giving the same set
+    planned = _planned(path, identity, split_size, cuttings)
+    return list(planned[cuttings.index(cutting)])
 
 
 @lru_cache(maxsize=256)
-def _planned(path: str, identity: tuple[int | None, ...], split_size: int, parts: int,
-             streams_only: bool) -> tuple[Split, ...]:
-    """`plan` of the file `identity` names (device, inode, size, mtime_ns; a store's object:
-    size and mtime_ns), kept per process. A store's object is read once, in order, into a
-    temporary file (`source.open_source`), planned there, and its splits say what their readers
-    fetch (`Split.size`, `head_end`, `crc`). Its values are not cut into parts: a part's reader
-    walks the whole value's nodes to find its own, which a reader of ranges has not fetched."""
+def _planned(path: str, identity: tuple[int | None, ...], split_size: int,
+             cuttings: tuple[Cutting, ...]) -> tuple[tuple[Split, ...], ...]:
+    """`plan` of the file `identity` names (device, inode, size, mtime_ns; a store's object: size
+    and mtime_ns) for each of `cuttings`, in one pass, kept per process. A store's object is read
+    once, in order, into a temporary file (`source.open_source`), planned there, and its splits
+    say what their readers fetch (`Split.size`, `head_end`, `crc`). Its values are not cut into
+    parts: a part's reader walks the whole value's nodes to find its own, which a reader of
+    ranges has not fetched."""
     with dumpfile.open(path, verify_checksum=False, whole_set=False) as dump:
         if dump.header.dialect == "dragonfly" or dump.source.compressed is not None:
-            return (Split(path),)
-        splits = tuple(cut(dump, path, split_size, parts, streams_only))
+            return tuple((Split(path),) for _ in cuttings)
+        found: list[list[Split]] = [[] for _ in cuttings]
+        for index, split in cuts(dump, path, split_size, cuttings):
+            found[index].append(split)
         if not location.is_url(path):
-            return splits
+            return tuple(map(tuple, found))
         buffer = dump.source.buffer
         trailer = len(buffer) - dumpfile.CHECKSUM_BYTES
         summed = dump.header.version >= dumpfile.CHECKSUM_SINCE
         crc = (trailer, crc64(buffer, 0, trailer, dump.source.release)) if summed else None
         head_end = dump.head_extent()
-    fetched = [dataclasses.replace(s, size=len(buffer), head_end=head_end) for s in splits]
-    fetched[-1] = dataclasses.replace(fetched[-1], crc=crc)
-    return tuple(fetched)
+    return tuple(_fetched(splits, len(buffer), head_end, crc) for splits in found)
+
+
+def _fetched(splits: list[Split], size: int, head_end: int, crc: tuple[int, int] | None) -> tuple[Split, ...]:
+    """A store's object's splits, saying what their readers fetch (the last: the CRC it checks)."""
+    out = [dataclasses.replace(s, size=size, head_end=head_end) for s in splits]
+    out[-1] = dataclasses.replace(out[-1], crc=crc)
+    return tuple(out)
 
 
 def open_split(split: Split, verify_checksum: bool = True, directory: str = "") -> dumpfile.Dump:
@@ -125,39 +151,63 @@ def cut(dump: dumpfile.Dump, path: str, split_size: int, parts: int = 0,
         streams_only: bool = False) -> Iterator[Split]:
     """`plan`'s splits of `dump` (opened on `path`, not read yet), each yielded as soon as the pass
     finds its end, so that a reader can start on it while the pass goes on (`rdbspec.read.parallel`)."""
+    return (split for _, split in cuts(dump, path, split_size, (Cutting(parts, streams_only),)))
+
+
+def cuts(dump: dumpfile.Dump, path: str, split_size: int,
+         cuttings: tuple[Cutting, ...]) -> Iterator[tuple[int, Split]]:
+    """`cut` for each of `cuttings` in one pass: (the index of the cutting, a split), each split
+    yielded as soon as the pass finds its end. Every cutting cuts at the same offsets: they differ
+    in the splits they leave out (`streams_only`) and in cutting a big value into parts, which
+    starts the next split after it in either case. Each gets the splits it gets alone: a problem
+    met in a value that one of them cuts into parts ends that one's planning there."""
     start: int | None = None  # the open split: where it starts, its database, its first byte
     start_db, start_byte = 0, 0
     streams = False  # the open split holds a stream key
     boundary: int | None = None  # the end of the last key record, and the database after it
     boundary_db = 0
+    live = dict(enumerate(cuttings))  # those still planning
+    ended: dict[int, Split] = {}  # the last split of those a problem stopped
+
+    def close(until: int | None, holds_stream: bool) -> Iterator[tuple[int, Split]]:
+        return ((index, Split(path, start, until, start_db)) for index, cutting in live.items()
+                if holds_stream or not cutting.streams_only)
+
     try:
         for offset, size, db, value_kind, body in key_records(dump):
             end = offset + size
-            big = size > split_size
             is_stream = value_kind in STREAM_KINDS
-            if big and boundary != start:  # the open split holds keys: close it before this one
-                if streams or not streams_only:
-                    yield Split(path, start, boundary, start_db)
-                start, start_db, start_byte, streams = boundary, boundary_db, boundary or 0, False
-            cuts = None
-            if big and parts and value_kind in CUTS and (is_stream or not streams_only):
-                cuts = CUTS[value_kind](body.value, max(split_size, -(-size // parts)))
-            if cuts is not None:
-                for (at, first), (_, after) in zip(cuts, cuts[1:]):
-                    yield Split(path, start, end, start_db, (at, first, after - first))
-                if len(cuts) == 1:  # no element: one split reads the key
-                    yield Split(path, start, end, start_db)
-                start, start_db, start_byte = end, db, end
+            if size > split_size:  # a split of its own (or its parts'): close the open one before it
+                if boundary != start:
+                    yield from close(boundary, streams)
+                    start, start_db, start_byte = boundary, boundary_db, boundary or 0
+                for index, cutting in list(live.items()):
+                    parts = None
+                    if cutting.parts and value_kind in CUTS and (is_stream or not cutting.streams_only):
+                        try:
+                            parts = CUTS[value_kind](body.value, max(split_size, -(-size // cutting.parts)))
+                        except Exception:  # noqa: BLE001 - a corrupt value, or a bug of ours met there: the
+                            ended[index] = Split(path, start, None, start_db)  # last split reads up to it
+                            del live[index]
+                            continue
+                    if parts is not None and len(parts) > 1:
+                        for (at, first), (_, after) in zip(parts, parts[1:]):
+                            yield index, Split(path, start, end, start_db, (at, first, after - first))
+                    elif parts is not None or is_stream or not cutting.streams_only:  # no element: one split
+                        yield index, Split(path, start, end, start_db)
+                if not live:
+                    break
+                start, start_db, start_byte, streams = end, db, end, False
             else:
                 streams = streams or is_stream
                 if end - start_byte >= split_size:
-                    if streams or not streams_only:
-                        yield Split(path, start, end, start_db)
+                    yield from close(end, streams)
                     start, start_db, start_byte, streams = end, db, end, False
             boundary, boundary_db = end, db
     except Exception:  # noqa: BLE001 - a corrupt record, or a bug of ours met there: the last split reads up to
         pass           # it and reports it as a single read does
-    yield Split(path, start, None, start_db)
+    for index in range(len(cuttings)):
+        yield index, ended.get(index) or Split(path, start, None, start_db)
 
 
 def key_records(dump: dumpfile.Dump) -> Iterator[tuple[int, int, int, int, Any]]:

@@ -43,17 +43,29 @@ def _java() -> str | None:
     return shutil.which("java")
 
 
+def _feature(version: str) -> int:
+    """8, 11, 17, 21... of a Java version string: "17.0.15", "21", "1.8.0_402" (Java 8)."""
+    major, _, rest = version.partition(".")
+    return int(rest.split(".")[0].split("_")[0] or 0) if major == "1" else int(major)
+
+
 def java_version(java: str) -> int | None:
-    """The feature version (8, 11, 17, 21...) `java -version` reports, None if it does not run."""
+    """The feature version (8, 11, 17, 21...) of the runtime `java` starts, None if it does not
+    run. From the ``release`` file of its installation (JAVA_VERSION="17.0.15") when there is
+    one: `java -version` would start a JVM, about 0.1 s before Spark starts its own."""
+    try:
+        release = Path(os.path.realpath(java)).parent.parent.joinpath("release").read_text(errors="replace")
+        found = re.search(r'^JAVA_VERSION="(\d[\d._]*)"', release, re.MULTILINE)
+        if found:
+            return _feature(found.group(1))
+    except (OSError, ValueError):
+        pass
     try:
         done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
-    if not found:
-        return None
-    major = int(found.group(1))
-    return int(found.group(2) or 0) if major == 1 else major  # "1.8.0_402" is Java 8
+    found = re.search(r'version "(\d+(?:\.\d+)?)', done.stderr + done.stdout)
+    return _feature(found.group(1)) if found else None
 
 
 def require_java() -> None:

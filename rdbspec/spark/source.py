@@ -32,13 +32,15 @@ fast index pass on the driver (``rdbspec.read.splits``: the offsets of key recor
 values without decoding them) into byte ranges that separate tasks parse; for
 ``stream_entries``, a stream key over ``splitSize`` is further split into ranges of its
 listpack nodes; for the stream tables, the byte ranges holding no stream key (which the index
-pass has read already) are left out. A store's object over ``splitSize`` is read once, in
-order, by the index pass, and split by keys only: its tasks fetch their byte ranges (and the
-records before the databases), a stream key bigger than a split is one task's. Rows come out
-in file order, and a split read gives exactly the rows of an unsplit read. (Splits check what
-they see: with splits, a stream's entry order is checked within each node range and its live
-count is not checked against its length.) The ``files`` and ``aux`` tables always read each
-file whole. Each task reads with the single-process
+pass has read already) are left out. The pass runs where Spark plans the read (a Python worker
+of the driver), once a file for every table: the worker keeps the plans for the session's later
+reads (`CUTTINGS`). A store's object over ``splitSize`` is read once, in order, by the index
+pass, and split by keys only: its tasks fetch their byte ranges (and the records before the
+databases), a stream key bigger than a split is one task's. Rows come out in file order, and a
+split read gives exactly the rows of an unsplit read. (Splits check what they see: with splits,
+a stream's entry order is checked within each node range and its live count is not checked
+against its length.) The ``files`` and ``aux`` tables always read each file whole. Each task
+reads with the single-process
 library and yields ``pyarrow.RecordBatch`` es of at most ``batchSize`` rows.
 
 Tables (``option("table", ...)``, default ``keys``); every row starts with ``file`` (the
@@ -122,7 +124,7 @@ from pyspark.sql.types import (
 from .. import memory
 from ..errors import RdbError, RdbspecError, as_internal, file_error_line, internal_error_line
 from ..read import backend, location
-from ..read.splits import Split, open_split, plan, read_nodes
+from ..read.splits import Cutting, Split, open_split, plan, read_nodes
 from ..read.streams import EntryColumns
 from ..read.values import STREAM_KINDS
 from ..server.streams import group_lag, stream_version
@@ -423,14 +425,23 @@ class RdbPartition(InputPartition):
         self.split = split
 
 
+# How each table that reads keys cuts a file (`files` and `aux` read each file whole): one index
+# pass plans a file for all of them, so that a session reading several tables of it (the pipeline)
+# reads it once to plan
+CUTTINGS = {table: Cutting(STREAM_PARTS if table == "stream_entries" else 0, table in STREAM_TABLES)
+            for table in TABLES if table not in ("files", "aux")}
+EVERY_CUTTING = tuple(sorted(set(CUTTINGS.values())))
+
+
 def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
-    """The splits of every file, in order (the index pass runs here, on the driver, for the
-    files over `opts.split_size`); for the stream tables, without the splits holding no stream."""
+    """The splits of every file, in order (the index pass runs here, for the files over
+    `opts.split_size`: in the Python worker where Spark plans the read, which keeps the plans,
+    `splits._planned`); for the stream tables, without the splits holding no stream."""
     location.configure(opts.store)
     if opts.table in ("files", "aux"):
         return [Split(f) for f in files]
-    parts = STREAM_PARTS if opts.table == "stream_entries" else 0
-    return [s for f in files for s in plan(f, opts.split_size, parts, streams_only=opts.table in STREAM_TABLES)]
+    cutting = CUTTINGS[opts.table]
+    return [s for f in files for s in plan(f, opts.split_size, cutting.parts, cutting.streams_only, EVERY_CUTTING)]
 
 
 class RdbReader(DataSourceReader):
@@ -483,19 +494,26 @@ class RdbDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Registers the ``rdb`` format with a SparkSession. Spark runs a Python data source in two
+    """Registers the ``rdb`` format with a SparkSession, classic or Spark Connect
+    (``SparkSession.builder.remote("sc://host:15002")``). Spark runs a Python data source in two
     places: its planning (schema, partitions) in a Python worker of the driver, its reads in the
-    executors' Python workers. The planning runs this Python, which has rdbspec (Spark would
-    start the session's Python, ``PYSPARK_PYTHON`` or whatever ``python3`` is on the PATH, which
-    on a cluster is the executors' one: ``./environment/bin/python`` from ``spark.archives`` is
-    no path on the driver). The reads run ``PYSPARK_PYTHON`` where it is set, through
-    `EXECUTOR_PYTHON` (unless the session sets that already), and this Python otherwise."""
-    context = spark.sparkContext
-    session_python = context.pythonExec  # read by PySpark when it wraps the source class
-    executors = os.environ.get("PYSPARK_PYTHON")
-    if executors and spark.conf.get(EXECUTOR_PYTHON, None) is None:
-        spark.conf.set(EXECUTOR_PYTHON, executors)
-    context.pythonExec = sys.executable
+    executors' Python workers. In a classic session the planning runs this Python, which has
+    rdbspec (Spark would start the session's Python, ``PYSPARK_PYTHON`` or whatever ``python3``
+    is on the PATH, which on a cluster is the executors' one: ``./environment/bin/python`` from
+    ``spark.archives`` is no path on the driver); the reads run ``PYSPARK_PYTHON`` where it is
+    set, through `EXECUTOR_PYTHON` (unless the session sets that already), and this Python
+    otherwise. Over Spark Connect the server starts both, with its own ``PYSPARK_PYTHON``:
+    rdbspec is installed there, and paths are the server's. The session's Hadoop S3A settings
+    go with the registration (`RdbDataSource.s3a_conf`)."""
+    # A Spark Connect session has no context (the attribute raises an AttributeError): the
+    # client registers the class, which the server's workers import.
+    context = getattr(spark, "sparkContext", None)
+    session_python = context.pythonExec if context is not None else None  # read by PySpark when it wraps the class
+    if context is not None:
+        executors = os.environ.get("PYSPARK_PYTHON")
+        if executors and spark.conf.get(EXECUTOR_PYTHON, None) is None:
+            spark.conf.set(EXECUTOR_PYTHON, executors)
+        context.pythonExec = sys.executable
     s3a_conf = {k: v for k, v in spark.conf.getAll.items() if k.startswith(S3A_CONF)}
     # a class of its own carries them (pickled by value with the registration), or the plain one
     source = type(RdbDataSource.__name__, (RdbDataSource,), {"s3a_conf": s3a_conf,
@@ -503,4 +521,5 @@ def register(spark: Any) -> None:
     try:
         spark.dataSource.register(source if s3a_conf else RdbDataSource)
     finally:
-        context.pythonExec = session_python
+        if context is not None:
+            context.pythonExec = session_python

@@ -3,9 +3,10 @@ the content written into them (`populate`, `memory_content`), what a live server
 its keys (`expected`), rdbtools' reading for comparison (`rdbtools_values`), dumps made by hand
 (`dragonfly_dumps`: Dragonfly snapshots and the RDB byte builders), a dump with big values for
 the split readers (`split_dump`) and one of Redis 8.10's hash templates (`template_dump`); a Spark
-standalone cluster on 127.0.0.1 (`spark_cluster`), a local package index of what the venv has
-installed (`wheelhouse`) and README.md's blocks for the tests that run them (`readme`). The
-benchmark (bench/) builds its inputs with the same modules.
+standalone cluster on 127.0.0.1 (`spark_cluster`), a Spark Connect server from the pyspark wheel
+(`spark_connect`), moto's S3 server (`s3`), a local package index of what the venv has installed
+(`wheelhouse`) and README.md's blocks for the tests that run them (`readme`). The benchmark
+(bench/) builds its inputs with the same modules.
 
 The tests are grouped by what they check against: `unit/` (the library on inputs made in the
 test or kept in the repository), `golden/` (hand-written fixtures with their expected values),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import cold_start
 from bench.contenders import (
     DUMP_CLI,
     FULL_DECODE,
@@ -177,6 +178,25 @@ def test_a_spark_run_whose_warm_query_missed_rows_is_left_out(tmp_path: Path) ->
                   decodes_entries=True, reports=True, backend="native", group="spark")
     got = measure(c, dataset(tmp_path, entries=3, keys=1), 1, 60, 100, lambda msg: None)
     assert got.invalid == ["counted 2 warm_entries, expected 3"]
+
+
+def test_cold_start_figures_and_steps_are_medians_over_the_runs() -> None:
+    """The section shows each figure's median and spread, and each step of the cold path from the
+    marks of every run that has both of its ends."""
+    marks = [{"imports done": 0.1, "daemon lookup_data_sources started": 4.1, "session ready": 5.0, "cold query": 5.0,
+              "read() files": 9.0 + extra, "first batch files": 9.2 + 2 * extra} for extra in (0.0, 0.1, 0.5)]
+    runs = [{"session_s": 5.0 + i, "cold_query_s": 6.0, "cold_first_row_s": 4.2, "warm_query_s": 0.3,
+             "warm_first_row_s": 0.2, "java_check_s": 0.0004, "rows": 1, "warm_rows": 1, "marks": m}
+            for i, m in enumerate(marks)]
+    result = Result("spark first query", cold_start.sample_dataset(), walls=[12.0, 13.0, 14.0], extras=runs)
+    lines = cold_start.section(cold_start.ColdStartRun(result=result, finished="now"))
+    assert "| session start | 6.000 s | 2.000 s |" in lines
+    assert "| Java check | 0.000 s | 0.000 s |" in lines
+    steps = [line for line in lines if line.startswith("| the ")]
+    assert steps[0].startswith("| the Java check (its figure above), then spark-submit")
+    assert "| 4.000 s | 0.000 s |" in steps[0]
+    assert any("first Arrow batch" in line and "| 0.300 s | 0.500 s |" in line for line in steps)
+    assert not any("Parquet" in line for line in steps)  # no run has the mark its end needs
 
 
 def truth(tmp_path: Path, rdb_version: int) -> Truth:

@@ -17,6 +17,7 @@ from rdbspec.read import splits
 from rdbspec.read.splits import Split, plan
 from rdbspec.read.values import STREAM_KINDS
 from rdbspec.spark.source import (
+    CUTTINGS,
     STREAM_PARTS,
     STREAM_TABLES,
     TABLES,
@@ -160,6 +161,24 @@ def test_a_file_is_planned_once_until_it_is_written_anew(dump: Path, tmp_path: P
     again = plan(str(path), 64_000, parts=STREAM_PARTS)
     assert splits._planned.cache_info().misses == before.misses + 1
     assert again != first and all((s.start or 0) < len(data) // 2 for s in again)
+
+
+@pytest.mark.parametrize("cut_off", [0, 5_000], ids=["whole", "truncated"])
+def test_one_pass_plans_a_file_for_every_table(dump: Path, tmp_path: Path, cut_off: int) -> None:
+    """The source plans a file for every table that cuts it in one pass, which the reads of the
+    other tables find kept; each table's plan is the one it gets alone (a truncated file too:
+    the problem ends every plan at the same record)."""
+    path = tmp_path / "every.rdb"
+    data = dump.read_bytes()
+    path.write_bytes(data[:len(data) - cut_off])
+    alone = {table: plan(str(path), 2_000, cutting.parts, cutting.streams_only) for table, cutting in CUTTINGS.items()}
+    assert len(set(map(tuple, alone.values()))) == 3  # keys; the stream tables; stream_entries, in parts
+    before = splits._planned.cache_info()
+    together = {table: plan_splits([str(path)], ReadOptions.parse({"table": table, "splitSize": "2000"}))
+                for table in CUTTINGS}
+    after = splits._planned.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, len(CUTTINGS) - 1)
+    assert together == alone
 
 
 def test_keys_of_some_kinds_are_those_of_every_key_with_that_kind(dump: Path) -> None:
