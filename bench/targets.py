@@ -5,7 +5,7 @@ target without one says "not measured"."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .contenders import (
@@ -113,51 +113,47 @@ def _spark_split(results: list[Result], backend: str) -> list[Measured]:
     return out
 
 
+def _warm_pairs(results: list[Result], first: str, second: str) -> Iterator[tuple[str, int, Result, float, Result,
+                                                                                   float]]:
+    """(file, rows, first's result, its warm query seconds, second's, its) for every file where both
+    read every row and timed a warm query."""
+    ones, twos = _by_file(results, first), _by_file(results, second)
+    for f, one in ones.items():
+        q1, two = one.extra_median("warm_query_s"), twos.get(f)
+        q2 = two.extra_median("warm_query_s") if two is not None else None
+        if q1 and q2 and one.entries and two is not None:
+            yield f, one.entries, one, q1, two, q2
+
+
 def spark_store_share(results: list[Result], backend: str) -> list[Measured]:
     """Warm rows/s of the split query on local[1] reading the file's copy in S3 ÷ reading the
     file (the same rows: the local query's warm time ÷ the store's)."""
-    store = _by_file(results, labelled(SPARK_SPLIT_S3, backend))
-    local = _by_file(results, labelled(SPARK_SPLIT_1, backend))
     out = []
-    for f in store:
-        q, ql = store[f].extra_median("warm_query_s"), local[f].extra_median("warm_query_s") if f in local else None
-        rows = store[f].entries
-        if q and ql and rows:
-            cold, cold_local = store[f].extra_median("cold_query_s"), local[f].extra_median("cold_query_s")
-            out.append(Measured(f, f"{ql / q:.2f} ({rows / q / 1e3:,.0f}k rows/s in {q:.3g} s vs the file's "
-                                   f"{rows / ql / 1e3:,.0f}k rows/s in {ql:.3g} s; cold {cold:.3g} s vs "
-                                   f"{cold_local:.3g} s)", ql / q >= SPARK_STORE_SHARE))
+    for f, rows, store, q, local, ql in _warm_pairs(results, labelled(SPARK_SPLIT_S3, backend),
+                                                    labelled(SPARK_SPLIT_1, backend)):
+        cold, cold_local = store.extra_median("cold_query_s"), local.extra_median("cold_query_s")
+        out.append(Measured(f, f"{ql / q:.2f} ({rows / q / 1e3:,.0f}k rows/s in {q:.3g} s vs the file's "
+                               f"{rows / ql / 1e3:,.0f}k rows/s in {ql:.3g} s; cold {cold:.3g} s vs "
+                               f"{cold_local:.3g} s)", ql / q >= SPARK_STORE_SHARE))
     return out
 
 
 def spark_floor_share(results: list[Result], backend: str) -> list[Measured]:
     """Warm rows/s of the split query on local[1] ÷ the floor source's (same splits and rows, so the
     floor's warm time ÷ ours): how close the reader comes to a source that costs nothing."""
-    ours, floor = _by_file(results, labelled(SPARK_SPLIT_1, backend)), _by_file(results, SPARK_FLOOR_1)
-    out = []
-    for f in ours:
-        q, qf = ours[f].extra_median("warm_query_s"), floor[f].extra_median("warm_query_s") if f in floor else None
-        rows = ours[f].entries
-        if q and qf and rows:
-            out.append(Measured(f, f"{qf / q:.2f} ({rows / q / 1e3:,.0f}k rows/s in {q:.3g} s vs the floor's "
-                                   f"{rows / qf / 1e3:,.0f}k rows/s in {qf:.3g} s)", qf / q >= SPARK_FLOOR_SHARE))
-    return out
+    return [Measured(f, f"{qf / q:.2f} ({rows / q / 1e3:,.0f}k rows/s in {q:.3g} s vs the floor's "
+                        f"{rows / qf / 1e3:,.0f}k rows/s in {qf:.3g} s)", qf / q >= SPARK_FLOOR_SHARE)
+            for f, rows, _, q, _, qf in _warm_pairs(results, labelled(SPARK_SPLIT_1, backend), SPARK_FLOOR_1)]
 
 
 def spark_cluster_scaling(results: list[Result], backend: str) -> list[Measured]:
     """Warm rows/s per worker on the standalone cluster of 1 and of 2 one-core workers (same file and
     splits), and the query time on 1 ÷ on 2: the two points docs/spark-scaling.md's model is checked
     against (reported, no bound)."""
-    one, two = (_by_file(results, labelled(name, backend)) for name in (SPARK_CLUSTER_1, SPARK_CLUSTER_2))
-    out = []
-    for f in one:
-        q1, q2 = one[f].extra_median("warm_query_s"), two[f].extra_median("warm_query_s") if f in two else None
-        rows = one[f].entries
-        if q1 and q2 and rows:
-            out.append(Measured(f, f"2 ÷ 1 = {q1 / q2:.2f}× ({rows / q1 / 1e3:,.0f}k rows/s per worker with 1 worker "
-                                   f"in {q1:.3g} s; {rows / q2 / 2e3:,.0f}k rows/s per worker with 2 in {q2:.3g} s)",
-                                None))
-    return out
+    return [Measured(f, f"2 ÷ 1 = {q1 / q2:.2f}× ({rows / q1 / 1e3:,.0f}k rows/s per worker with 1 worker "
+                        f"in {q1:.3g} s; {rows / q2 / 2e3:,.0f}k rows/s per worker with 2 in {q2:.3g} s)", None)
+            for f, rows, _, q1, _, q2 in _warm_pairs(results, labelled(SPARK_CLUSTER_1, backend),
+                                                     labelled(SPARK_CLUSTER_2, backend))]
 
 
 @dataclass(frozen=True)
