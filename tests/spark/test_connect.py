@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,10 @@ from pyspark.sql import SparkSession
 
 from rdbspec.spark import TABLES, register
 from rdbspec.spark.launch import session as classic_session
-from tests.support import readme
+from tests.support import readme, s3
 from tests.support.spark_connect import ConnectServer
 
+s3_server = s3.s3_server  # moto's S3 server, for the inputs in a store (pytest finds module attributes)
 CORPUS = Path(__file__).parents[1] / "corpus" / "real"
 # three servers' dumps (RDB 9, 12 and Valkey 8's 11), each a mix of types, a stream of many nodes,
 # and streams with consumer groups and pending entries
@@ -36,13 +38,30 @@ def _read_id(read: tuple[str, dict[str, str]]) -> str:
     return "-".join([table, *(f"{k}={v}" for k, v in options.items())])
 
 
-@pytest.fixture(scope="module", params=["local"])
-def inputs(request: pytest.FixtureRequest) -> list[str]:
-    """The inputs both sessions read, as `load` takes them: local directories of dumps. The hook of
-    the object-store inputs: the merge with that work adds "s3" here (the same dumps put in moto's
-    S3 server, tests/support/s3.py, and read by URL)."""
-    assert request.param == "local"
-    return [str(CORPUS / name) for name in DUMP_DIRS]
+@dataclass(frozen=True)
+class Inputs:
+    """What both sessions read, as `load` takes it, and the options that reach its store."""
+
+    paths: list[str]
+    options: dict[str, str]
+
+
+@pytest.fixture(scope="module", params=["local", "s3"])
+def inputs(request: pytest.FixtureRequest) -> Inputs:
+    """Local directories of dumps, or the same dumps in moto's S3 server (tests/support/s3.py),
+    read by URL with the store given as the reader's options (the Connect server's workers have
+    no environment for it)."""
+    paths = [str(CORPUS / name) for name in DUMP_DIRS]
+    if request.param == "local":
+        return Inputs(paths, {})
+    server: s3.S3Server = request.getfixturevalue("s3_server")
+    for name in DUMP_DIRS:
+        for dump in sorted((CORPUS / name).glob("*.rdb")):
+            server.upload(dump, f"connect/{name}/{dump.name}")
+    options = {"s3.endpoint": server.endpoint, "s3.region": s3.REGION,
+               "s3.accessKey": server.reader["aws_access_key_id"],
+               "s3.secretKey": server.reader["aws_secret_access_key"]}
+    return Inputs([f"s3://dumps/connect/{name}" for name in DUMP_DIRS], options)
 
 
 def _plain(value: Any) -> Any:
@@ -56,13 +75,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _rows(spark: Any, inputs: list[str], table: str, options: dict[str, str]) -> list[tuple]:
-    frame = spark.read.format("rdb").option("table", table).options(**options).load(inputs)
+def _rows(spark: Any, inputs: Inputs, table: str, options: dict[str, str]) -> list[tuple]:
+    frame = spark.read.format("rdb").option("table", table).options(**options, **inputs.options).load(inputs.paths)
     return [_plain(row) for row in frame.collect()]
 
 
 @pytest.fixture(scope="module")
-def local_rows(inputs: list[str]) -> dict[str, list[tuple]]:
+def local_rows(inputs: Inputs) -> dict[str, list[tuple]]:
     """Each read's rows in a classic local-mode session, stopped once they are read."""
     spark = classic_session("local[2]", "rdbspec-tests-classic")
     try:
@@ -108,7 +127,7 @@ def test_the_client_session_is_a_connect_one(remote: Any) -> None:
 
 @pytest.mark.parametrize("read", READS, ids=_read_id)
 def test_connect_reads_the_rows_of_local_mode(local_rows: dict[str, list[tuple]], remote: Any,
-                                              inputs: list[str], read: tuple[str, dict[str, str]]) -> None:
+                                              inputs: Inputs, read: tuple[str, dict[str, str]]) -> None:
     expected = local_rows[_read_id(read)]
     assert expected, "every read of these dumps has rows"
     assert _rows(remote, inputs, *read) == expected  # the same rows, in the same order
