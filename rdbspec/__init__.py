@@ -6,6 +6,9 @@
         for key in dump.keys():
             print(key.db, key.key, key.type_name, key.value)
 
+`open` takes a path, `-` for stdin, or a URL of an object store (`s3://bucket/dump.rdb`, gs://,
+abfs://, hdfs://: `rdbspec.read.location`, which says how a store is reached).
+
 The public face: what a user imports is here. Reading: `open`, `parse`, `Dump`, `Header`,
 `KeyRecord`, `Stream`, `SparseArray`, `RdbWarning`. Writing: `Writer` (a dump record by record), `ServerConfig`
 (the redis.conf limits that choose new keys' encodings), `EditableStream` (a stream to build or
