@@ -91,6 +91,14 @@ COPY_CHUNK = 16 << 20  # bytes written (and checksummed) a call when copying: a 
 DumpBuffer = bytes | mmap  # what a dump is read from (`rdbspec.read.source.Source.buffer`)
 
 
+def _created_file_mode() -> int:
+    """The mode `open()` gives a new file: 0666 less the process's umask (which only setting it
+    reads back: it is set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 class Writer:
     """A new dump at `path`: magic `REDIS%04d` (or `VALKEY%03d` with `valkey`) of `version`, then
     the records in the order given, then EOF and the checksum at `close()` (0 without `checksum`)."""
@@ -387,6 +395,7 @@ class Writer:
             if self.version >= 5:
                 self._write(struct.pack("<Q", self._crc if self.checksum else 0))
             self._handle.flush()
+            os.fchmod(self._handle.fileno(), _created_file_mode())  # the temporary file's is 0600
             os.fsync(self._handle.fileno())
             self._handle.close()
             os.replace(self._handle.name, self.path)

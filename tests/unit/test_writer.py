@@ -9,6 +9,8 @@ write is a `WriteError` naming the field."""
 from __future__ import annotations
 
 import importlib
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -16,6 +18,8 @@ import pytest
 from rdbspec_generated import Io, WriteError, WriteIo, rdb_string, stream, ziplist
 from rdbspec_generated import listpack as lp
 from rdbspec_generated import rdb as prdb
+
+from rdbspec import cli
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "conformance"))
@@ -145,3 +149,16 @@ def test_an_object_of_another_type_than_the_field_is_a_write_error() -> None:
     with pytest.raises(WriteError) as err:
         written(blob)
     assert err.value.spec_path == "rdb_string:rdb_blob.plain" and "expected a listpack" in err.value.reason
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_written_dump_has_the_mode_the_umask_gives(tmp_path: Path, umask: int, mode: int) -> None:
+    """As `open()` would create it: a server running as another user reads a copy made with the
+    usual umask (the temporary file the writer renames is created 0600)."""
+    source = TESTS / "corpus" / "real" / "redis-7.4.1" / "mixed_types.rdb"
+    before = os.umask(umask)
+    try:
+        assert cli.main(["rewrite", str(source), "-o", str(tmp_path / "out.rdb")]) == 0
+    finally:
+        os.umask(before)
+    assert stat.S_IMODE((tmp_path / "out.rdb").stat().st_mode) == mode
