@@ -246,7 +246,7 @@ def _check_inputs(args: argparse.Namespace, options: dict[str, str]) -> list[str
         os.makedirs(args.out, exist_ok=True)
     except OSError as err:
         raise PipelineError(os_error_text(err), EXIT_CODES["io"]) from None
-    if args.dumps and args.dumps_target is None and any(dragonfly.is_dfs(f) for f in files):
+    if args.dumps and args.dumps_target is None and any(dragonfly.is_dfs_name(f) for f in files):
         raise PipelineError("a Dragonfly snapshot is written for a Redis server: give --dumps-target",
                             EXIT_CODES["usage"])
     return files

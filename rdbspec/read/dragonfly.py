@@ -241,10 +241,13 @@ def is_dfs(path: str | os.PathLike[str]) -> bool:
     name = os.fspath(path)
     if name == "-":
         return False
-    p = location.path_of(name)
-    if p.is_dir():
-        return True
-    return bool(SUMMARY_NAME.match(p.name) or _SHARD.match(p.name))
+    return is_dfs_name(name) or location.path_of(name).is_dir()
+
+
+def is_dfs_name(path: str | os.PathLike[str]) -> bool:
+    """Whether a file's name is a DFS set's: `<name>-summary.dfs` or `<name>-NNNN.dfs`."""
+    name = location.path_of(path).name
+    return bool(SUMMARY_NAME.match(name) or _SHARD.match(name))
 
 
 def find_summary(path: str | os.PathLike[str]) -> location.AnyPath:

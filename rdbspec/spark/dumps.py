@@ -60,7 +60,7 @@ def jobs(files: list[str], out_dir: str, options: dict[str, str], target: str | 
     location.configure(ReadOptions.parse(options).store)
     sources: list[str] = []
     for path in files:
-        source = str(dragonfly.find_summary(path)) if dragonfly.is_dfs(path) else path
+        source = str(dragonfly.find_summary(path)) if dragonfly.is_dfs_name(path) else path
         if source not in sources:
             sources.append(source)
     root = os.path.commonpath([os.path.dirname(_as_local(s)) for s in sources])

@@ -62,34 +62,39 @@ def _listdir(directory: str, name_glob: str) -> list[str]:
     found: list[str] = []
     for parent, dirs, names in os.walk(directory):
         dirs[:] = [d for d in dirs if not _hidden(d)]
-        found += (os.path.join(parent, n) for n in names if taken(n))
+        found += (path for path in (os.path.join(parent, n) for n in names if taken(n)) if os.path.isfile(path))
     return sorted(found)
 
 
 def _set_files(path: str) -> list[str]:
     """A DFS file stands for its whole set (summary and shards); any other file for itself."""
-    if dragonfly.is_dfs(path) and _kind(path) == "file":
+    if dragonfly.is_dfs_name(path):
         return [os.fspath(p) for p in dumpfile.snapshot_files(path)]
     return [path]
 
 
 def _kind(path: str) -> str:
-    """"file", "directory" or "missing": of a local path or a store's URL."""
+    """"file", "directory" or "missing": of a local path or a store's URL (one request)."""
     if location.is_url(path):
         return location.kind(path)
     return "directory" if os.path.isdir(path) else "file" if os.path.exists(path) else "missing"
 
 
-def _matches(part: str) -> list[str]:
-    """What one input names: a glob's matches, a directory, a file (FileNotFoundError: nothing)."""
+def _matches(part: str) -> list[tuple[str, str]]:
+    """What one input names, each with its `_kind`: a glob's matches, a directory, a file
+    (FileNotFoundError: nothing)."""
     if location.has_magic(part):
-        matches = location.glob(part) if location.is_url(part) else sorted(glob.glob(part))
+        if location.is_url(part):
+            matches = [(url, "file") for url in location.glob(part)]  # a store lists objects only
+        else:
+            matches = [(path, _kind(path)) for path in sorted(glob.glob(part))]
         if not matches:
             raise FileNotFoundError(f"no file matches {part}")
         return matches
-    if _kind(part) == "missing":
+    kind = _kind(part)
+    if kind == "missing":
         raise FileNotFoundError(f"no such file: {part}")
-    return [part]
+    return [(part, kind)]
 
 
 def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
@@ -97,21 +102,19 @@ def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
     local or in a store (URLs: `rdbspec.read.location`), in the order given (globs and
     directories sorted), without duplicates. In a directory, only the files whose name matches
     `dir_filter` are taken, and DFS sets. A DFS file gives its whole set, checked for missing
-    and extra shard files. Raises FileNotFoundError for a path that names nothing and for
-    inputs that hold no file."""
-    out: list[str] = []
+    and extra shard files (once a set: its other files are in it). Raises FileNotFoundError for
+    a path that names nothing and for inputs that hold no file."""
+    out: dict[str, None] = {}  # in order, without duplicates
     for spec in specs:
         for part in _split(spec):
             part = part if location.is_url(part) else location.local_path(part)
-            for m in _matches(part):
-                kind = _kind(m)
-                m_files = _listdir(m, dir_filter) if kind == "directory" else [m] if kind == "file" else []
-                for f in (f for m_file in m_files for f in _set_files(m_file)):
-                    if f not in out:
-                        out.append(f)
+            for found, kind in _matches(part):
+                for file in _listdir(found, dir_filter) if kind == "directory" else [found]:
+                    if file not in out:
+                        out.update(dict.fromkeys(_set_files(file)))
     if not out:
         raise FileNotFoundError(f"no dump file in {', '.join(specs)} (directories are searched for {dir_filter})")
-    return out
+    return list(out)
 
 
 def _server(text: str | None) -> Server | None:
