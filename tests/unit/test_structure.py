@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("outputs of a read", {"rdbspec.jsonl", "rdbspec.memory"}),
     ("stream commands", {"rdbspec.stream_commands"}),
     ("rewriting", {"rdbspec.rewrite"}),
+    ("into live servers", {"rdbspec.restore"}),
     ("reports", {"rdbspec.report", "rdbspec.spark"}),
     ("command line", {"rdbspec.cli", "rdbspec.__main__"}),
     ("public face", {"rdbspec"}),
