@@ -75,6 +75,7 @@ from .common import (
 )
 from .pipeline import register as register_pipeline
 from .report import register as register_report
+from .restore import register as register_restore
 from .streams import register as register_stream_commands
 
 
@@ -423,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.set_defaults(standalone=run_rewrite)
     register_stream_commands(sub)
     register_pipeline(sub)
+    register_restore(sub)
     return parser
 
 

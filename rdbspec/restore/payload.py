@@ -27,6 +27,8 @@ from ..read.dumpfile import KeyRecord
 from ..write.layouts import rdb_string
 from ..write.writer import COPY_CHUNK, DumpBuffer
 
+FOOTER_BYTES = 10  # the RDB version (2) and the CRC-64 (8)
+
 
 @dataclass(frozen=True)
 class Payload:
@@ -50,6 +52,12 @@ def value_span(record: KeyRecord, buffer: DumpBuffer) -> tuple[int, int]:
     start = record.offset + 1
     _, value_start = _rdb_string.RdbString._read(Io(buffer, start, record.offset + record.size), start, None, None)
     return value_start, record.offset + record.size
+
+
+def size_copied(record: KeyRecord, buffer: DumpBuffer) -> int:
+    """The bytes `copied` gives (its payload is not built to know it)."""
+    start, end = value_span(record, buffer)
+    return 1 + end - start + FOOTER_BYTES
 
 
 def copied(record: KeyRecord, buffer: DumpBuffer, version: int) -> Payload:
