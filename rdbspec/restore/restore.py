@@ -87,6 +87,7 @@ class Summary:
 class _Pending:
     """A command sent whose reply is not read yet: what it is about, and its bytes (resent on MOVED)."""
 
+    name: str  # the command's
     key: bytes | None
     parts: Sequence[bytes | memoryview]
     counts: bool  # its OK restores the key
@@ -212,7 +213,7 @@ class Restore:
         if payload.size > self.max_payload:
             self._send_commands(node, written)
             return
-        self._send(node, _Pending(record.key, self._restore_command(record, payload), counts=True))
+        self._send(node, _Pending("RESTORE", record.key, self._restore_command(record, payload), counts=True))
 
     def _restore_command(self, record: dumpfile.KeyRecord, payload: payloads.Payload) -> list[bytes | memoryview]:
         """RESTORE's bytes, its payload sent as the views it is made of (never joined)."""
@@ -232,7 +233,7 @@ class Restore:
     def _select(self, node: Node, db: int) -> None:
         self._connection(node)
         if self.db[node] != db:
-            self._send(node, _Pending(None, [command("SELECT", db)], counts=False))
+            self._send(node, _Pending("SELECT", None, [command("SELECT", db)], counts=False))
             self.db[node] = db
 
     # -- sending and replies -----------------------------------------------------------------------
@@ -259,7 +260,7 @@ class Restore:
             self.summary.skipped["existing"] += 1
         elif self.failure is None:
             self.failure = ServerError(reply.text, self.connections[node].address.url,
-                                       _command_name(pending.parts), pending.key)
+                                       pending.name, pending.key)
 
     def _redirect(self, moved: Redirection, pending: _Pending) -> None:
         """MOVED: the topology is read again and the command resent to the slot's master; ASK: the
@@ -272,9 +273,9 @@ class Restore:
         connection = self._connection(moved.node)
         connection.send(command("ASKING"), *pending.parts)
         asking, reply = connection.reply(), connection.reply()
-        for answer, what in ((asking, [b"ASKING"]), (reply, pending.parts)):
+        for answer, name in ((asking, "ASKING"), (reply, pending.name)):
             if isinstance(answer, ReplyError) and self.failure is None:
-                self.failure = ServerError(answer.text, connection.address.url, _command_name(what), pending.key)
+                self.failure = ServerError(answer.text, connection.address.url, name, pending.key)
         self.summary.restored += pending.counts and not isinstance(reply, ReplyError)
 
     def _drain(self) -> None:
@@ -297,11 +298,12 @@ class Restore:
                                   f"({self.max_payload} bytes) and this restore sends no plain commands")
         self._drain()
         building = name_in_slot(key_hash_slot(record.key), b"rdbspec-restore:" + record.key)
-        self._send(node, _Pending(None, [command("DEL", building)], counts=False))
+        self._send(node, _Pending("DEL", None, [command("DEL", building)], counts=False))
         for args in self.commands_of(record, building, self.max_payload):
-            self._send(node, _Pending(record.key, [command(*args)], counts=False))
+            self._send(node, _Pending(args[0].decode(), record.key, [command(*args)], counts=False))
         if record.expire_at_ms is not None:
-            self._send(node, _Pending(record.key, [command("PEXPIREAT", building, record.expire_at_ms)], counts=False))
+            self._send(node, _Pending("PEXPIREAT", record.key, [command("PEXPIREAT", building, record.expire_at_ms)],
+                                        counts=False))
         self._drain()
         rename = "RENAMENX" if self.options.existing is not Existing.REPLACE else "RENAME"
         connection = self._connection(node)
@@ -314,13 +316,6 @@ class Restore:
             raise ServerError("BUSYKEY Target key name already exists.", connection.address.url, rename, record.key)
         self.summary.restored += 1
         self.summary.chunked += 1
-
-
-def _command_name(parts: Sequence[bytes | memoryview]) -> str:
-    """The name of the command whose bytes start `parts` (its first bulk string)."""
-    head = bytes(parts[0][:64])
-    fields = head.split(b"\r\n")
-    return fields[2].decode(errors="replace") if len(fields) > 2 else "?"
 
 
 def _target_of(info: ServerInfo) -> tuple[int, bool]:
