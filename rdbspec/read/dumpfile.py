@@ -95,6 +95,13 @@ class KeyRecord:
         return values.TYPE_NAMES.get(self.value_kind, "unknown")
 
     @property
+    def value_offset(self) -> int:
+        """Where the value's bytes start, after the type byte and the name: the value is
+        [value_offset, offset + size) of the buffer the record was read from."""
+        start: int = self._body._lazy_value
+        return start
+
+    @property
     def encoding(self) -> str:
         return values.ENCODINGS.get(self.value_kind, "unknown")
 

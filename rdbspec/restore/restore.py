@@ -32,6 +32,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import ServerError, UnwritableError
 from ..read import dumpfile
@@ -43,8 +44,9 @@ from ..write.writer import DumpBuffer
 from . import payload as payloads
 from .cluster import Node, Redirection, Topology, name_in_slot, redirection
 from .connection import Address, Connection, ServerInfo
-from .resp import CRLF, Arg, ReplyError, array_header, bulk, command
+from .resp import CRLF, ReplyError, bulk, command
 
+PROGRESS_EVERY = 1000  # keys between two calls of the progress callback
 CommandsOf = Callable[[dumpfile.KeyRecord, bytes, int], Iterator[Sequence[bytes]]]
 
 
@@ -72,19 +74,17 @@ class Options:
 @dataclass
 class Summary:
     """What a restore did: keys restored, skipped by reason, dropped by the conversion, the last
-    key sent (what a failure names), the bytes of payloads and commands sent."""
+    key sent (what a failure names)."""
 
     restored: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
     chunked: int = 0  # of the restored, keys sent as plain commands
-    sent_bytes: int = 0
     last_key: bytes | None = None
     target: str = ""
 
 
-@dataclass
-class _Pending:
+class _Pending(NamedTuple):
     """A command sent whose reply is not read yet: what it is about, and its bytes (resent on MOVED)."""
 
     name: str  # the command's
@@ -116,13 +116,18 @@ class Restore:
         self.db: dict[Node, int] = {}  # the database each connection has selected
         self.pending: dict[Node, deque[_Pending]] = {}
         self.failure: ServerError | None = None
+        self.home: Node = (address.host, address.port)  # a standalone server's
+        self._connection(self.home if self.topology is None else self.topology.masters()[0])
+        self.window = options.window
+        self.replace = [b"REPLACE"] if options.existing is Existing.REPLACE else []
+        selection = options.selection
+        # None: every key is kept (no call a key)
+        self.keeps = None if isinstance(selection, Selection) and selection == Selection() else selection.keeps
 
     # -- connections -------------------------------------------------------------------------------
 
     def _node_of(self, key: bytes) -> Node:
-        if self.topology is None:
-            return (self.address.host, self.address.port)
-        return self.topology.owner(key_hash_slot(key))
+        return self.home if self.topology is None else self.topology.owner(key_hash_slot(key))
 
     def _connection(self, node: Node) -> Connection:
         connection = self.connections.get(node)
@@ -156,9 +161,10 @@ class Restore:
         with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
             copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
             size = len(dump.source.buffer)
-            for record in dump.keys():
-                self._restore_key(record, converter, copy_from)
-                if self.progress is not None:
+            now_ms = self.options.now_ms if self.options.now_ms is not None else int(time.time() * 1000)
+            for count, record in enumerate(dump.keys()):
+                self._restore_key(record, converter, copy_from, now_ms)
+                if self.progress is not None and not count % PROGRESS_EVERY:
                     self.progress(record.offset, size)
             self._drain()
         if converter is not None:
@@ -188,12 +194,10 @@ class Restore:
     # -- a key -------------------------------------------------------------------------------------
 
     def _restore_key(self, record: dumpfile.KeyRecord, converter: Converter | None,
-                     copy_from: DumpBuffer | None) -> None:
-        options = self.options
-        if not options.selection.keeps(record):
+                     copy_from: DumpBuffer | None, now_ms: int) -> None:
+        if self.keeps is not None and not self.keeps(record):
             return
-        now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
-        if record.expire_at_ms is not None and record.expire_at_ms <= now:
+        if record.expire_at_ms is not None and record.expire_at_ms <= now_ms:
             self.summary.skipped["already expired"] += 1
             return
         if converter is not None and not converter.holds(record, note=True):
@@ -201,50 +205,56 @@ class Restore:
         written = record if converter is None else converter.key(record)
         self.summary.last_key = record.key
         node = self._node_of(record.key)
-        self._select(node, self._db_of(record))
+        db = self._db_of(record)
+        if self.db.get(node) != db:
+            self._select(node, db)
         # a value the conversion leaves as it was is sent as its bytes (no conversion: every value)
         as_read = copy_from is not None and (converter is None or (
             written.rdb_type == record.rdb_type and written._body.value is record._body.value))
-        if as_read and copy_from is not None and payloads.size_copied(record, copy_from) > self.max_payload:
-            self._send_commands(node, record)
-            return
-        payload = (payloads.copied(record, copy_from, self.target_version) if as_read and copy_from is not None
-                   else payloads.written(written, self.target_version, self.valkey))
-        if payload.size > self.max_payload:
-            self._send_commands(node, written)
-            return
-        self._send(node, _Pending("RESTORE", record.key, self._restore_command(record, payload), counts=True))
+        if as_read and copy_from is not None:
+            if payloads.size_copied(record) > self.max_payload:
+                self._send_commands(node, record)
+                return
+            payload = payloads.copied(record, copy_from, self.target_version)
+        else:
+            payload = payloads.written(written, self.target_version, self.valkey)
+            if payload.size > self.max_payload:
+                self._send_commands(node, written)
+                return
+        self._send(node, _Pending("RESTORE", record.key, self._restore_command(record, payload), True))
 
     def _restore_command(self, record: dumpfile.KeyRecord, payload: payloads.Payload) -> list[bytes | memoryview]:
-        """RESTORE's bytes, its payload sent as the views it is made of (never joined)."""
-        options: list[Arg] = []
-        if self.options.existing is Existing.REPLACE:
-            options.append("REPLACE")
+        """RESTORE's bytes: one piece for a payload of one, else its pieces as they are (never joined)."""
+        options = self.replace[:]
         if record.expire_at_ms is not None:
-            options.append("ABSTTL")
+            options.append(b"ABSTTL")
         if record.idle is not None:
-            options += ["IDLETIME", record.idle]
+            options += (b"IDLETIME", b"%d" % record.idle)
         elif record.freq is not None:
-            options += ["FREQ", record.freq]
-        ttl = record.expire_at_ms or 0
-        return [array_header(4 + len(options)), bulk("RESTORE"), bulk(record.key), bulk(ttl),
-                b"$%d\r\n" % payload.size, *payload.parts, payload.footer, CRLF, *map(bulk, options)]
+            options += (b"FREQ", b"%d" % record.freq)
+        ttl = b"%d" % (record.expire_at_ms or 0)
+        key = record.key
+        head = b"*%d\r\n$7\r\nRESTORE\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n" % (
+            4 + len(options), len(key), key, len(ttl), ttl, payload.size)
+        tail = payload.footer + CRLF + b"".join(map(bulk, options)) if options else payload.footer + CRLF
+        if len(payload.parts) == 1:
+            return [head + payload.parts[0] + tail]
+        return [head, *payload.parts, tail]
 
     def _select(self, node: Node, db: int) -> None:
         self._connection(node)
-        if self.db[node] != db:
-            self._send(node, _Pending("SELECT", None, [command("SELECT", db)], counts=False))
-            self.db[node] = db
+        self._send(node, _Pending("SELECT", None, [command("SELECT", db)], False))
+        self.db[node] = db
 
     # -- sending and replies -----------------------------------------------------------------------
 
     def _send(self, node: Node, pending: _Pending) -> None:
-        connection = self._connection(node)
+        connection = self.connections.get(node) or self._connection(node)
         queue = self.pending[node]
-        while len(queue) >= self.options.window:
-            self._read_reply(node)
+        if len(queue) >= self.window:  # half the window's replies read at once: a read a reply would cost more
+            while len(queue) > self.window // 2:
+                self._read_reply(node)
         connection.send(*pending.parts)
-        self.summary.sent_bytes += sum(len(part) for part in pending.parts)
         queue.append(pending)
 
     def _read_reply(self, node: Node) -> None:
