@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from ..errors import ServerError, UnwritableError
 from ..read import dumpfile
 from ..rewrite import Keeps, Selection
-from ..server.versions import TARGETS, Version
+from ..server.versions import TARGETS, Target, target_of
 from ..write.convert import Converter
 from ..write.layouts import key_hash_slot
 from ..write.writer import DumpBuffer
@@ -109,7 +109,7 @@ class Restore:
         if self.topology is not None and address.db not in (None, 0):
             raise ServerError("ERR SELECT is not allowed in cluster mode: a cluster has database 0 only",
                               address.url, "SELECT")
-        self.target_version, self.valkey = _target_of(self.info)
+        self.target = _target_of(self.info)
         self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
         self.connections: dict[Node, Connection] = {}
         self.db: dict[Node, int] = {}  # the database each connection has selected
@@ -166,9 +166,9 @@ class Restore:
 
     def _converter(self, header: dumpfile.Header) -> Converter | None:
         """A conversion for the target, when some value of the dump may need another layout there."""
-        if _loads_as_is(header, self.target_version, self.valkey):
+        if _loads_as_is(header, self.target):
             return None
-        return Converter(self.target_version, self.options.allow_lossy)
+        return Converter.for_target(self.target, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
         """A cluster holds database 0 only: every selected key's database must go there."""
@@ -207,8 +207,8 @@ class Restore:
         if as_read and copy_from is not None and payloads.size_copied(record, copy_from) > self.max_payload:
             self._send_commands(node, record)
             return
-        payload = (payloads.copied(record, copy_from, self.target_version) if as_read and copy_from is not None
-                   else payloads.written(written, self.target_version, self.valkey))
+        payload = (payloads.copied(record, copy_from, self.target.version) if as_read and copy_from is not None
+                   else payloads.written(written, self.target.version, self.target.valkey))
         if payload.size > self.max_payload:
             self._send_commands(node, written)
             return
@@ -323,23 +323,22 @@ def _command_name(parts: Sequence[bytes | memoryview]) -> str:
     return fields[2].decode(errors="replace") if len(fields) > 2 else "?"
 
 
-def _target_of(info: ServerInfo) -> tuple[int, bool]:
-    """The RDB version (and whether Valkey's numbering) of the newest target generation the server
-    loads: the largest of `TARGETS` at most its version."""
-    best: tuple[Version, int] | None = None
-    for name, version in TARGETS.items():
-        family, _, release = name.partition("-")
-        generation = tuple(int(n) for n in release.split("."))
-        if family == info.family and generation <= info.version and (best is None or generation > best[0]):
-            best = (generation[:2], version)  # type: ignore[assignment]
-    if best is None:
+def _target_of(info: ServerInfo) -> Target:
+    """The newest target generation the server loads (`rdbspec.server.versions.target_of`)."""
+    name = target_of(info.family, info.version)
+    if name is None:
         raise UnwritableError(f"{info.name} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
-    return best[1], False
+    return TARGETS[name]
 
 
-def _loads_as_is(header: dumpfile.Header, version: int, valkey: bool) -> bool:
-    """Whether a server of RDB `version` loads every value of a dump of `header` as it is."""
-    return header.dialect != "dragonfly" and header.magic.startswith("VALKEY") == valkey and header.version <= version
+def _loads_as_is(header: dumpfile.Header, target: Target) -> bool:
+    """Whether the server of `target` loads every value of a dump of `header` as it is: a dump of
+    its magic up to its version, or of Redis's layouts it loads (Valkey 9: Redis's up to RDB 11)."""
+    if header.dialect == "dragonfly":
+        return False
+    if header.magic.startswith("VALKEY"):
+        return target.valkey and header.version <= target.version
+    return header.version <= target.layouts
 
 
 def restore(paths: Iterable[str], address: Address, options: Options, commands_of: CommandsOf | None = None,

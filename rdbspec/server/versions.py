@@ -34,6 +34,12 @@ class Target:
         """The file's first 9 bytes (rdbSaveRio): "REDIS%04d", or "VALKEY%03d"."""
         return ("VALKEY%03d" if self.valkey else "REDIS%04d") % self.version
 
+    @property
+    def layouts(self) -> int:
+        """The Redis RDB version up to which its server loads Redis's value layouts: its own, or
+        for Valkey 9 the last Valkey shares with Redis (`VALKEY_9_LAYOUTS`)."""
+        return VALKEY_9_LAYOUTS if self.valkey else self.version
+
 
 # what each target's server writes (redis src/rdb.h RDB_VERSION of that release; Valkey 8.0 writes
 # REDIS0011, Valkey 9.0 and 9.1 VALKEY080: valkey src/rdb.h)

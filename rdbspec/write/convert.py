@@ -3,7 +3,7 @@
 Each key's value gets the layout the target's server writes for the same data, built from the
 objects the Python parsers read and written by the generated writers. A Valkey 9 target
 (`valkey=True`: VALKEY080, what Valkey 9.0 and 9.1 write) takes the layouts of RDB 11, the last
-Valkey shares with Redis (`VALKEY_9_LAYOUTS`: its loader refuses Redis's later types), and its
+Valkey shares with Redis (`Target.layouts`: its loader refuses Redis's later types), and its
 own HASH_2 for the hashes with field TTLs:
 
 * lists: a quicklist of listpacks (18, RDB 10+) becomes, for RDB 9, a quicklist of ziplists (14)
@@ -15,15 +15,14 @@ own HASH_2 for the hashes with field TTLs:
 * sorted sets and hashes: a listpack (17, 16; RDB 10+) becomes, for RDB 9, a ziplist (12, 13) of
   the same entries;
 * streams: the stream type of the target (15 for RDB 9, 19 for RDB 10, 21 from RDB 11 and for
-  Valkey 9): going
-  down, the metadata the older type has no room for is dropped (first and max-deleted IDs and
-  entries_added below 19, the groups' entries_read below 19, the consumers' active time below
-  21, the IDMP settings and producers of types 26 and 27, the NACK zones of type 27: its entries
-  stay pending for no consumer, as a loader of the older type keeps them, and a target server with
-  sanitize-dump-payload yes refuses such an entry); going up, it is what the newer server's loader
-  sets (redis src/rdb.c rdbLoadObject: entries_added = length, no tombstone, first_id the first
-  entry, entries_read estimated by streamEstimateDistanceFromFirstEverEntry, active time = seen
-  time);
+  Valkey 9): going down, the metadata the older type has no room for is dropped (first and
+  max-deleted IDs and entries_added below 19, the groups' entries_read below 19, the consumers'
+  active time below 21, the IDMP settings and producers of types 26 and 27, the NACK zones of type
+  27: its entries stay pending for no consumer, as a loader of the older type keeps them, and a
+  target server with sanitize-dump-payload yes refuses such an entry); going up, it is what the
+  newer server's loader sets (redis src/rdb.c rdbLoadObject: entries_added = length, no
+  tombstone, first_id the first entry, entries_read estimated by
+  streamEstimateDistanceFromFirstEverEntry, active time = seen time);
 * sparse arrays (28, Redis 8.8) have no older form: refused, or dropped;
 * hashes with field TTLs (Redis 7.4's 24 and 25 and its release candidates' 22 and 23: RDB 12;
   Valkey's 22; Dragonfly's 31) become, for Valkey 9, Valkey's HASH_2 (22) of the same fields
@@ -71,7 +70,7 @@ from ..read.elements import container, text, texts
 from ..read.values import TEMPLATE_KINDS
 from ..server.streams import IDMP_DEFAULTS, UNKNOWN_ENTRIES_READ, group_entries_read, loaded, stream_type
 from ..server.templates import TEMPLATES_RDB
-from ..server.versions import NEWEST, OLDEST, TARGETS, VALKEY_9_LAYOUTS, VALKEY_9_RDB, Target
+from ..server.versions import NEWEST, OLDEST, TARGETS, VALKEY_9_RDB, Target
 from .layouts import (
     HASH,
     HASH_LISTPACK,
@@ -127,8 +126,7 @@ class Converter:
                                   f"({', '.join(f'{n} {t.magic}' for n, t in TARGETS.items())})")
         self.version = version
         self.valkey = valkey
-        # the Redis RDB version whose layouts the target loads (the rules of the module doc)
-        self.layouts = VALKEY_9_LAYOUTS if valkey else version
+        self.layouts = Target(version, valkey).layouts  # what the rules of the module doc compare
         self.allow_lossy = allow_lossy
         self.compress = compress
         self.dropped: Counter[str] = Counter()
