@@ -43,6 +43,7 @@ def test_a_target_is_its_version_and_magic() -> None:
     assert Target(9).magic == "REDIS0009" and Target(12).magic == "REDIS0012"
     assert TARGETS["valkey-9.0"] == TARGETS["valkey-9.1"] == Target(80, valkey=True)
     assert VALKEY_9.magic == "VALKEY080"
+    assert (VALKEY_9.layouts, Target(12).layouts) == (11, 12)  # Valkey 9 loads Redis's layouts up to RDB 11
     assert {name: (t.version, t.valkey) for name, t in TARGETS.items() if not name.startswith("valkey-9")} == {
         "redis-6.0": (9, False), "redis-6.2": (9, False), "redis-7.0": (10, False), "redis-7.2": (11, False),
         "redis-7.4": (12, False), "redis-8.0": (12, False), "valkey-8.0": (11, False)}
@@ -200,8 +201,12 @@ def test_what_valkey_9_cannot_hold_is_refused_by_name(tmp_path: Path, capsys: py
         assert cli.main(["rewrite", str(source), "-o", str(out), "--target", "valkey-9.0", "--allow-lossy"]) == 0
         assert any(line.startswith(f"rdbspec rewrite: dropped {what}")
                    for line in capsys.readouterr().err.splitlines())
-        streams = [rdb_type for rdb_type, _, _ in _keys(out).values() if rdb_type in convert.STREAM_TYPES]
-        assert set(streams) <= {convert.stream_type(80, valkey=True)}
+        with rdbspec.open(source) as dump:
+            kept = {k.key for k in dump.keys() if k.value_kind not in convert.NO_OLDER_FORM}
+        after = _keys(out)
+        assert set(after) == kept
+        assert {rdb_type for rdb_type, _, _ in after.values() if rdb_type in convert.STREAM_TYPES} <= \
+            {convert.stream_type(80, valkey=True)}
 
 
 def test_template_hashes_become_plain_hashes(tmp_path: Path) -> None:
