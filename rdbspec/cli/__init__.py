@@ -57,7 +57,7 @@ from ..read.streams import Stream
 from ..read.values import STREAM_KINDS
 from ..report.data import element_count
 from ..report.prefixes import PrefixTree
-from ..server.versions import NEWEST, OLDEST, TARGETS
+from ..server.versions import NEWEST, OLDEST, TARGETS, Target
 from .common import (
     TYPES,
     AnyCaseSubParsers,
@@ -441,9 +441,9 @@ def run_rewrite(args: argparse.Namespace) -> int:
     from ..write import convert
 
     selection = rewrite.Selection(frozenset(args.db or ()), frozenset(args.type or ()), args.key, args.exclude_key)
-    version = TARGETS[args.target] if args.target else args.rdb_version
+    target = TARGETS[args.target] if args.target else Target(args.rdb_version) if args.rdb_version is not None else None
     try:
-        converter = convert.Converter(version, args.allow_lossy) if version is not None else None
+        converter = convert.Converter.for_target(target, args.allow_lossy) if target is not None else None
         commands = None
         if args.commands is not None:
             now = args.now if args.now is not None else int(time.time() * 1000)

@@ -37,7 +37,7 @@ from typing import NamedTuple
 from ..errors import ServerError, UnwritableError
 from ..read import dumpfile
 from ..rewrite import Keeps, Selection
-from ..server.versions import TARGETS, Version
+from ..server.versions import TARGETS, Target, target_of
 from ..write.convert import Converter
 from ..write.layouts import key_hash_slot
 from ..write.writer import DumpBuffer
@@ -45,6 +45,11 @@ from . import payload as payloads
 from .cluster import Node, Redirection, Topology, name_in_slot, redirection
 from .connection import Address, Connection, ServerInfo
 from .resp import CRLF, ReplyError, bulk, command
+
+try:  # compiled by setup.py from _restore_commands.pyx; absent without a C compiler
+    from . import _restore_commands
+except ImportError:
+    _restore_commands = None  # type: ignore[assignment]
 
 PROGRESS_EVERY = 1000  # keys between two calls of the progress callback
 CommandsOf = Callable[[dumpfile.KeyRecord, bytes, int], Iterator[Sequence[bytes]]]
@@ -110,7 +115,7 @@ class Restore:
         if self.topology is not None and address.db not in (None, 0):
             raise ServerError("ERR SELECT is not allowed in cluster mode: a cluster has database 0 only",
                               address.url, "SELECT")
-        self.target_version, self.valkey = _target_of(self.info)
+        self.target = _target_of(self.info)
         self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
         self.connections: dict[Node, Connection] = {}
         self.db: dict[Node, int] = {}  # the database each connection has selected
@@ -119,6 +124,9 @@ class Restore:
         self.home: Node = (address.host, address.port)  # a standalone server's
         self._connection(self.home if self.topology is None else self.topology.masters()[0])
         self.window = options.window
+        self.same_dbs = not options.db_map and address.db is None  # each key goes to its own database
+        # the RESTORE commands built in C of the dump being read (`run`)
+        self.in_c: _restore_commands.RestoreCommands | None = None
         self.replace = [b"REPLACE"] if options.existing is Existing.REPLACE else []
         selection = options.selection
         # None: every key is kept (no call a key)
@@ -160,6 +168,8 @@ class Restore:
                 self._check_databases(dump)
         with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
             copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
+            self.in_c = (_restore_commands.RestoreCommands(copy_from, self.target.version, bool(self.replace))
+                         if _restore_commands is not None and copy_from is not None else None)
             size = len(dump.source.buffer)
             now_ms = self.options.now_ms if self.options.now_ms is not None else int(time.time() * 1000)
             for count, record in enumerate(dump.keys()):
@@ -173,9 +183,9 @@ class Restore:
 
     def _converter(self, header: dumpfile.Header) -> Converter | None:
         """A conversion for the target, when some value of the dump may need another layout there."""
-        if _loads_as_is(header, self.target_version, self.valkey):
+        if _loads_as_is(header, self.target):
             return None
-        return Converter(self.target_version, self.options.allow_lossy)
+        return Converter.for_target(self.target, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
         """A cluster holds database 0 only: every selected key's database must go there."""
@@ -204,20 +214,26 @@ class Restore:
             return
         written = record if converter is None else converter.key(record)
         self.summary.last_key = record.key
-        node = self._node_of(record.key)
-        db = self._db_of(record)
+        node = self.home if self.topology is None else self.topology.owner(key_hash_slot(record.key))
+        db = record.db if self.same_dbs else self._db_of(record)
         if self.db.get(node) != db:
             self._select(node, db)
         # a value the conversion leaves as it was is sent as its bytes (no conversion: every value)
         as_read = copy_from is not None and (converter is None or (
             written.rdb_type == record.rdb_type and written._body.value is record._body.value))
         if as_read and copy_from is not None:
-            if payloads.size_copied(record) > self.max_payload:
+            size = payloads.size_copied(record)
+            if size > self.max_payload:
                 self._send_commands(node, record)
                 return
-            payload = payloads.copied(record, copy_from, self.target_version)
+            if self.in_c is not None and size <= payloads.SMALL:
+                restore = self.in_c.command(record.offset, record.value_offset, record.offset + record.size,
+                                            record.key, record.expire_at_ms, record.idle, record.freq)
+                self._send(node, _Pending("RESTORE", record.key, (restore,), True))
+                return
+            payload = payloads.copied(record, copy_from, self.target.version)
         else:
-            payload = payloads.written(written, self.target_version, self.valkey)
+            payload = payloads.written(written, self.target.version, self.target.valkey)
             if payload.size > self.max_payload:
                 self._send_commands(node, written)
                 return
@@ -252,10 +268,21 @@ class Restore:
         connection = self.connections.get(node) or self._connection(node)
         queue = self.pending[node]
         if len(queue) >= self.window:  # half the window's replies read at once: a read a reply would cost more
-            while len(queue) > self.window // 2:
-                self._read_reply(node)
+            self._read_replies(node, len(queue) - self.window // 2)
         connection.send(*pending.parts)
         queue.append(pending)
+
+    def _read_replies(self, node: Node, count: int) -> None:
+        """The next `count` replies of the node's connection: the OKs in a run at once."""
+        queue, replies = self.pending[node], self.connections[node].replies
+        while count > 0:
+            oks = replies.oks(count)
+            for _ in range(oks):
+                self.summary.restored += queue.popleft().counts
+            count -= oks
+            if count > 0:
+                self._read_reply(node)
+                count -= 1
 
     def _read_reply(self, node: Node) -> None:
         pending = self.pending[node].popleft()
@@ -291,8 +318,8 @@ class Restore:
     def _drain(self) -> None:
         """Reads every reply not read yet; raises the first refusal met."""
         for node, queue in self.pending.items():
-            while queue:
-                self._read_reply(node)
+            self.connections[node].flush()
+            self._read_replies(node, len(queue))
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
@@ -328,23 +355,22 @@ class Restore:
         self.summary.chunked += 1
 
 
-def _target_of(info: ServerInfo) -> tuple[int, bool]:
-    """The RDB version (and whether Valkey's numbering) of the newest target generation the server
-    loads: the largest of `TARGETS` at most its version."""
-    best: tuple[Version, int] | None = None
-    for name, version in TARGETS.items():
-        family, _, release = name.partition("-")
-        generation = tuple(int(n) for n in release.split("."))
-        if family == info.family and generation <= info.version and (best is None or generation > best[0]):
-            best = (generation[:2], version)  # type: ignore[assignment]
-    if best is None:
+def _target_of(info: ServerInfo) -> Target:
+    """The newest target generation the server loads (`rdbspec.server.versions.target_of`)."""
+    name = target_of(info.family, info.version)
+    if name is None:
         raise UnwritableError(f"{info.name} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
-    return best[1], False
+    return TARGETS[name]
 
 
-def _loads_as_is(header: dumpfile.Header, version: int, valkey: bool) -> bool:
-    """Whether a server of RDB `version` loads every value of a dump of `header` as it is."""
-    return header.dialect != "dragonfly" and header.magic.startswith("VALKEY") == valkey and header.version <= version
+def _loads_as_is(header: dumpfile.Header, target: Target) -> bool:
+    """Whether the server of `target` loads every value of a dump of `header` as it is: a dump of
+    its magic up to its version, or of Redis's layouts it loads (Valkey 9: Redis's up to RDB 11)."""
+    if header.dialect == "dragonfly":
+        return False
+    if header.magic.startswith("VALKEY"):
+        return target.valkey and header.version <= target.version
+    return header.version <= target.layouts
 
 
 def restore(paths: Iterable[str], address: Address, options: Options, commands_of: CommandsOf | None = None,

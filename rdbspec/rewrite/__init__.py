@@ -38,12 +38,15 @@ from rdbspec_generated.enums import AuxWhen
 
 from ..errors import UnwritableError
 from ..read import dumpfile, location
-from ..server.templates import TEMPLATES_RDB
 from ..server.versions import Version
-from ..write.convert import VALKEY_HASH_2, Converter
+from ..write.convert import FIELD_TTL_HASHES, Converter
 from ..write.layouts import key_hash_slot
 from ..write.writer import DumpBuffer, Writer
 from . import command_file
+
+SLOT_INFO_RDB = 12  # Redis 7.4's, the first with SLOT_INFO (redis src/rdb.c rdbSaveDb)
+# the numbers of Valkey 9's `slot-info`: the slot, its keys, those with an expiry, those with volatile items
+VALKEY_9_SLOT_COUNTS = 4
 
 
 @dataclass
@@ -98,7 +101,8 @@ class SlotCounts:
     """The counts a cluster node writes before each slot's first key (rdbSaveDb): as Redis
     7.4+'s SLOT_INFO (`numbers` 3) or Valkey 8+'s `slot-info` AUX field (3 numbers, or 4 from
     Valkey 9: the keys, the keys with an expiry, the keys with volatile items: hashes with field
-    TTLs). The server writes the keys slot by slot, so the counts go where the slot changes."""
+    TTLs, which a conversion for Valkey 9 makes its HASH_2). The server writes the keys slot by slot,
+    so the counts go where the slot changes."""
 
     opcode: bool
     numbers: int
@@ -110,7 +114,7 @@ class SlotCounts:
         where = (record.db, key_hash_slot(record.key))
         self.keys[where] += 1
         self.expires[where] += record.expire_at_ms is not None
-        if self.numbers > 3 and record.value_kind == VALKEY_HASH_2 and record.field_expire_at_ms:
+        if self.numbers > 3 and record.value_kind in FIELD_TTL_HASHES and record.field_expire_at_ms:
             self.volatile[where] += 1
 
     def write(self, writer: Writer, record: dumpfile.KeyRecord) -> None:
@@ -129,12 +133,15 @@ class SlotCounts:
 def slot_counts(dump: dumpfile.Dump, converter: Converter | None) -> SlotCounts | None:
     """How a dump read up to its first key writes its slots' counts: as it did (a conversion:
     SLOT_INFO for a target of RDB 12, as Redis 7.4+ writes it, none below, where the loader
-    would refuse the opcode; the counts are sizing hints, which a loader does without)."""
+    would refuse the opcode; for Valkey 9 its `slot-info` AUX fields of 4 numbers, valkey src/rdb.c
+    rdbSaveDb; the counts are sizing hints, which a loader does without)."""
     valkey = [value for name, value in dump.aux if name == b"slot-info"]
     if not dump.slot_info and not valkey:
         return None
     if converter is not None:
-        return SlotCounts(True, 3) if converter.version >= 12 else None
+        if converter.valkey:
+            return SlotCounts(False, VALKEY_9_SLOT_COUNTS)
+        return SlotCounts(True, 3) if converter.version >= SLOT_INFO_RDB else None
     return SlotCounts(True, 3) if dump.slot_info else SlotCounts(False, valkey[0].count(b",") + 1)
 
 
@@ -180,7 +187,7 @@ def _refuse_unwritten(dump: dumpfile.Dump, head: list, converter: Converter | No
         raise UnwritableError(f"the dump holds AUX fields among its keys ({names}), which rdbspec rewrite "
                               "does not write")
     templates = dump.hash_templates[sum(record.kind == dumpfile.HASH_TEMPLATE for record in head):]
-    if templates and (converter is None or converter.version >= TEMPLATES_RDB):
+    if templates and (converter is None or converter.templates):
         raise UnwritableError(f"the dump holds hash templates among its keys (ids {templates[:5]}), which "
                               "rdbspec rewrite does not write")
 
@@ -261,7 +268,7 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
 def _writer(destination: str | os.PathLike, found: Plan, converter: Converter | None) -> Writer:
     if converter is None:
         return Writer(destination, found.version, valkey=found.valkey_magic, checksum=found.checksum)
-    return Writer(destination, converter.version, checksum=found.checksum)
+    return Writer(destination, converter.version, valkey=converter.valkey, checksum=found.checksum)
 
 
 def _copy_from(dump: dumpfile.Dump, found: Plan) -> DumpBuffer | None:

@@ -66,7 +66,7 @@ from ..read.values import (
 )
 from ..server.streams import stream_type
 from ..server.templates import TEMPLATES_RDB, template_fields
-from ..server.versions import PATH_HASH_RDB
+from ..server.versions import PATH_HASH_RDB, Target
 from .layouts import (
     LISTPACK_BLOB,
     Layouts,
@@ -122,7 +122,8 @@ class Writer:
         self.db: int | None = None  # the database SELECTDB opened last
         self.slot: int | None = None  # the cluster slot whose counts were written last in it
         self.bytes_written = 0
-        self._write(("VALKEY%03d" if valkey else "REDIS%04d") % version)
+        self.magic = Target(version, valkey).magic
+        self._write(self.magic)
 
     def __enter__(self) -> Writer:
         return self
@@ -308,6 +309,17 @@ class Writer:
         """ZADD of every member and score."""
         self._new_key(key, *self.layouts.zset(pairs), **meta)
 
+    def hash_with_ttls(self, key: bytes, fields: Mapping[bytes, tuple[bytes, int | None]]
+                       | Iterable[tuple[bytes, bytes, int | None]], **meta: int | None) -> None:
+        """HSET of every field and value, then HPEXPIREAT of those given an expiry (field: (value,
+        Unix ms or None), or (field, value, ms or None) rows): Valkey 9's HASH_2
+        (`Layouts.hash_with_ttls`), which only a VALKEY dump holds (`valkey=True`); a plain hash
+        when no field has an expiry."""
+        if not self.root.is_valkey:
+            raise UnwritableError(f"a hash with field TTLs is written as Valkey 9's HASH_2, in a VALKEY dump, not in "
+                                  f"{self.magic}")
+        self._new_key(key, *self.layouts.hash_with_ttls(fields), **meta)
+
     def path_hash(self, key: bytes,
                   paths: Mapping[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]
                   | Iterable[tuple[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]],
@@ -315,10 +327,10 @@ class Writer:
         """PHMSET of each path's fields (`Layouts.path_hash`): Valkey 9.2's path hash, which only
         a VALKEY dump of RDB 81 or later holds (`valkey=True`)."""
         if not self.root.is_valkey or self.version < PATH_HASH_RDB:
-            magic = ("VALKEY%03d" if self.root.is_valkey else "REDIS%04d") % self.version
             raise UnwritableError(f"a path hash (Valkey 9.2) is written in a VALKEY dump of RDB {PATH_HASH_RDB} or "
-                                  f"later, not in {magic}")
+                                  f"later, not in {self.magic}")
         self._new_key(key, *self.layouts.path_hash(paths), **meta)
+
     def template_hash(self, key: bytes, pairs: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]],
                       template_id: int | None = None, array: bool = False, names_listpack: bool = True,
                       **meta: int | None) -> None:
@@ -361,9 +373,9 @@ class Writer:
 
     def stream(self, key: bytes, stream: EditableStream, **meta: int | None) -> None:
         """A stream as `EditableStream.append` (XADD with the config's node limits) and its
-        groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11, 26
-        for RDB 13, 27 from RDB 14)."""
-        code = stream_type(self.version)
+        groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11 and
+        in a VALKEY dump, 26 for RDB 13, 27 from RDB 14)."""
+        code = stream_type(self.version, self.root.is_valkey)
         self._new_key(key, code, stream.to_value(code, self.compress), **meta)
 
     def array(self, key: bytes, elements: Mapping[int, bytes | int | float] | Iterable[tuple[int, bytes | int | float]],

@@ -181,6 +181,8 @@ def test_a_cluster_node_dump_is_written_with_the_counts_of_each_slot(redis_serve
     whole = tmp_path / "whole.rdb"
     rewrite.rewrite(dump, whole)
     assert whole.read_bytes() == dump.read_bytes()
+    rewrite.rewrite(dump, whole, converter=convert.Converter.for_target(convert.TARGETS["valkey-9.1"]))
+    assert whole.read_bytes() == dump.read_bytes()  # Valkey 9's layouts and slot counts: as they were
     cut = tmp_path / "cut.rdb"
     rewrite.rewrite(dump, cut, rewrite.Selection(key=re.compile(rb"[13579]$|:fields$")))
     loaded = _cluster_node(redis_server_factory, rdb=cut, config={"sanitize-dump-payload": "yes"})
