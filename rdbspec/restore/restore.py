@@ -127,7 +127,7 @@ class Restore:
         self.same_dbs = not options.db_map and address.db is None  # each key goes to its own database
         # the RESTORE commands built in C of the dump being read (`run`)
         self.in_c: _restore_commands.RestoreCommands | None = None
-        self.replace = [b"REPLACE"] if options.existing is Existing.REPLACE else []
+        self.replace = options.existing is Existing.REPLACE
         selection = options.selection
         # None: every key is kept (no call a key)
         self.keeps = None if isinstance(selection, Selection) and selection == Selection() else selection.keeps
@@ -168,7 +168,7 @@ class Restore:
                 self._check_databases(dump)
         with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
             copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
-            self.in_c = (_restore_commands.RestoreCommands(copy_from, self.target.version, bool(self.replace))
+            self.in_c = (_restore_commands.RestoreCommands(copy_from, self.target.version, self.replace)
                          if _restore_commands is not None and copy_from is not None else None)
             size = len(dump.source.buffer)
             now_ms = self.options.now_ms if self.options.now_ms is not None else int(time.time() * 1000)
@@ -237,25 +237,7 @@ class Restore:
             if payload.size > self.max_payload:
                 self._send_commands(node, written)
                 return
-        self._send(node, _Pending("RESTORE", record.key, self._restore_command(record, payload), True))
-
-    def _restore_command(self, record: dumpfile.KeyRecord, payload: payloads.Payload) -> list[bytes | memoryview]:
-        """RESTORE's bytes: one piece for a payload of one, else its pieces as they are (never joined)."""
-        options = self.replace[:]
-        if record.expire_at_ms is not None:
-            options.append(b"ABSTTL")
-        if record.idle is not None:
-            options += (b"IDLETIME", b"%d" % record.idle)
-        elif record.freq is not None:
-            options += (b"FREQ", b"%d" % record.freq)
-        ttl = b"%d" % (record.expire_at_ms or 0)
-        key = record.key
-        head = b"*%d\r\n$7\r\nRESTORE\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n" % (
-            4 + len(options), len(key), key, len(ttl), ttl, payload.size)
-        tail = payload.footer + CRLF + b"".join(map(bulk, options)) if options else payload.footer + CRLF
-        if len(payload.parts) == 1:
-            return [head + payload.parts[0] + tail]
-        return [head, *payload.parts, tail]
+        self._send(node, _Pending("RESTORE", record.key, restore_command(record, payload, self.replace), True))
 
     def _select(self, node: Node, db: int) -> None:
         self._connection(node)
@@ -353,6 +335,27 @@ class Restore:
             raise ServerError("BUSYKEY Target key name already exists.", connection.address.url, rename, record.key)
         self.summary.restored += 1
         self.summary.chunked += 1
+
+
+def restore_command(record: dumpfile.KeyRecord, payload: payloads.Payload,
+                    replace: bool) -> list[bytes | memoryview]:
+    """`RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s | FREQ f]`: one piece for a payload of
+    one, else the payload's pieces as they are (never joined)."""
+    options = [b"REPLACE"] if replace else []
+    if record.expire_at_ms is not None:
+        options.append(b"ABSTTL")
+    if record.idle is not None:
+        options += (b"IDLETIME", b"%d" % record.idle)
+    elif record.freq is not None:
+        options += (b"FREQ", b"%d" % record.freq)
+    ttl = b"%d" % (record.expire_at_ms or 0)
+    key = record.key
+    head = b"*%d\r\n$7\r\nRESTORE\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n" % (
+        4 + len(options), len(key), key, len(ttl), ttl, payload.size)
+    tail = payload.footer + CRLF + b"".join(map(bulk, options))
+    if len(payload.parts) == 1:
+        return [head + payload.parts[0] + tail]
+    return [head, *payload.parts, tail]
 
 
 def _target_of(info: ServerInfo) -> Target:
