@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
+from rdbspec import open as rdbspec_open
 from rdbspec.errors import EXIT_CODES
-from tests.support import servers
+from tests.support import readme, servers
 from tests.support.expected import capture, compare, from_s, records_from_expected
 from tests.support.servers import RedisServer, binary_for
 
@@ -43,10 +44,11 @@ def rdbspec(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
                           env={**os.environ, **(env or {})})
 
 
-def _digests(server: RedisServer) -> dict[tuple[int, bytes], Any]:
+def _digests(server: RedisServer, password: str | None = None) -> dict[tuple[int, bytes], Any]:
+    """(db, key): DEBUG DIGEST-VALUE of every key the server holds."""
     out = {}
     for db in range(16):
-        with server.client(db) as client:
+        with server.client(db, password=password) as client:
             for key in client.scan_iter(count=1000):
                 out[db, key] = client.execute_command("DEBUG", "DIGEST-VALUE", key)[0]
     return out
@@ -235,3 +237,24 @@ def test_filters_a_db_map_and_expired_keys(redis_server_factory) -> None:
     late = rdbspec("restore", str(path), "--to", url, "--now", str(latest))
     expiring = sum(r["expire_at_ms"] is not None for records in expected["databases"].values() for r in records)
     assert late.returncode == 0 and f"skipped {expiring} keys: already expired" in late.stderr, late.stderr
+
+
+def test_the_readme_restores(redis_server_factory, tmp_path: Path) -> None:
+    """README's `restore` block, as written, into a Valkey 9.1 ($TARGET) and a Redis 7.0 asking for
+    a password ($SECURED)."""
+    (block,) = readme.run_by("tests/servers/test_restore.py")
+    target = redis_server_factory(binary_for("valkey"))
+    secured = redis_server_factory(binary_for("debian"))
+    secured.client().config_set("requirepass", "s3cret")
+    work = readme.make_workdir(tmp_path)
+    done = readme.run_block(block, work, {"TARGET": f"redis://127.0.0.1:{target.port}",
+                                          "SECURED": f"redis://127.0.0.1:{secured.port}"})
+    assert done.returncode == 0, done.stderr
+    with rdbspec_open(work / "dump.rdb") as dump:
+        keys = [(r.db, r.key, r.type_name) for r in dump.keys()]
+    with rdbspec_open(work / "backups" / "streams.rdb") as dump:
+        streams = [(3, r.key, r.type_name) for r in dump.keys()]
+    assert set(_digests(target)) == {(db, key) for db, key, _ in keys + streams}
+    assert set(_digests(secured, "s3cret")) == {(0, key) for db, key, kind in keys
+                                                  if db == 0 and kind == "hash" and not key.startswith(b"hx:")}
+
