@@ -22,7 +22,7 @@ import pytest
 
 from rdbspec import open as rdbspec_open
 from rdbspec.errors import EXIT_CODES
-from tests.support import readme, servers
+from tests.support import readme, servers, tls
 from tests.support.expected import capture, compare, from_s, records_from_expected
 from tests.support.servers import RedisServer, binary_for
 
@@ -258,3 +258,24 @@ def test_the_readme_restores(redis_server_factory, tmp_path: Path) -> None:
     assert set(_digests(secured, "s3cret")) == {(0, key) for db, key, kind in keys
                                                   if db == 0 and kind == "hash" and not key.startswith(b"hx:")}
 
+
+
+def test_a_tls_target(redis_server_factory, tmp_path: Path) -> None:
+    """rediss:// to a Redis 7.0 serving TLS on 127.0.0.1: the server's certificate checked against
+    --cacert (refused without it: one line, exit 6), or not at all with --insecure."""
+    paths = tls.certificates(tmp_path)
+    port = servers.free_port()
+    target = redis_server_factory(binary_for("debian"), {"tls-port": port, "tls-cert-file": str(paths["cert"]),
+                                                         "tls-key-file": str(paths["key"]),
+                                                         "tls-ca-cert-file": str(paths["ca"]),
+                                                         "tls-auth-clients": "no"})
+    url = f"rediss://127.0.0.1:{port}"
+    unknown = rdbspec("restore", str(REAL[0]), "--to", url)
+    assert unknown.returncode == EXIT_CODES["io"] and len(unknown.stderr.splitlines()) == 1, unknown.stderr
+    assert "CERTIFICATE_VERIFY_FAILED" in unknown.stderr
+    checked = rdbspec("restore", str(REAL[0]), "--to", url, "--cacert", str(paths["ca"]))
+    assert checked.returncode == 0, checked.stderr
+    insecure = rdbspec("restore", str(REAL[0]), "--to", url, "--insecure", "--replace")
+    assert insecure.returncode == 0, insecure.stderr
+    reference = redis_server_factory(binary_for("debian"), rdb=REAL[0])
+    assert _digests(target) == _digests(reference)
