@@ -24,6 +24,8 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     │   └── BackendUnavailableError     the native backend asked for is not built                69
     ├── CommandError                  a stream command the server would refuse (its reply)
     ├── CommandFileError              a line of `rewrite --commands` that is no command           2
+    ├── ReplyError                    a live server's error reply (`rdbspec.restore.resp`)
+    ├── ProtocolError                 bytes from a live server that are no RESP2 reply
     ├── RangeError                    a `--jobs` worker's range failed: as that failure says
     ├── CorruptFileError              Spark: a file the query cannot read (its one line)
     ├── InternalReadError             Spark: a bug met reading a file

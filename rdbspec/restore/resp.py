@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Union
 
+from ..errors import RdbspecError
+
 CRLF = b"\r\n"
 Arg = Union[bytes, bytearray, memoryview, str, int, float]
 Reply = Union[bytes, int, None, "ReplyError", list["Reply"]]
 
 
-class ReplyError(Exception):
+class ReplyError(RdbspecError):
     """An error reply (`-ERR ...`, `-MOVED 3999 127.0.0.1:6381`...): `code` is its first word."""
 
     def __init__(self, text: str):
@@ -25,7 +27,7 @@ class ReplyError(Exception):
         self.code = text.split(" ", 1)[0]
 
 
-class ProtocolError(Exception):
+class ProtocolError(RdbspecError):
     """Bytes that are no RESP2 reply: the peer is no Redis-family server (or a TLS one spoken to in
     plain text)."""
 
