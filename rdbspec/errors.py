@@ -19,13 +19,14 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     │   └── IntegrityError              a rule the server checks on load is broken                5
     ├── WriteError                    a generated writer refuses a value (spec path)              7
     ├── UnwritableError               what rdbspec does not write, named                          7
+    ├── ServerError                   a live server refused a command (its reply, the key)        8
+    ├── ReplyError                    a server's error reply as a pipeline reads it (a value)
+    ├── ProtocolError                 bytes that are no RESP2 reply: not a server (as exit 6)
     ├── InternalError                 a bug of rdbspec met while reading (offset, key)           70
     ├── BackendError                  RDBSPEC_BACKEND names no backend                            2
     │   └── BackendUnavailableError     the native backend asked for is not built                69
     ├── CommandError                  a stream command the server would refuse (its reply)
     ├── CommandFileError              a line of `rewrite --commands` that is no command           2
-    ├── ReplyError                    a live server's error reply (`rdbspec.restore.resp`)
-    ├── ProtocolError                 bytes from a live server that are no RESP2 reply
     ├── RangeError                    a `--jobs` worker's range failed: as that failure says
     ├── CorruptFileError              Spark: a file the query cannot read (its one line)
     ├── InternalReadError             Spark: a bug met reading a file
@@ -33,7 +34,7 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     └── JavaMissingError              no Java 17+ for Spark                                      69
 
 An input file or output that cannot be opened, read or written is the `OSError` Python raises
-(exit 6).
+(exit 6); so is a server that cannot be reached or goes away (`ConnectionError`, naming its URL).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from dataclasses import dataclass
 from rdbspec_generated import ParseError, RdbError, RdbspecError, TruncatedError, WriteError
 
 __all__ = ["ChecksumError", "FrameChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError",
-           "RdbspecError", "RdbWarning", "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES", "as_internal",
-           "exit_code", "file_error_line", "internal_error_line", "print_warnings"]
+           "RdbspecError", "RdbWarning", "ServerError", "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES",
+           "as_internal", "exit_code", "file_error_line", "internal_error_line", "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -88,6 +89,18 @@ class IntegrityError(RdbError):
 class UnwritableError(RdbspecError):
     """What a dump holds that rdbspec does not write (named): the writer refuses it rather than
     drop it. A value that its field cannot hold is the generated writers' `WriteError`."""
+
+
+class ServerError(RdbspecError):
+    """A live server answered a command with an error (`rdbspec restore`): its reply (`reply`,
+    whose first word is `code`: BUSYKEY, WRONGPASS, MOVED...), the server (`url`), the command's
+    name, and the key it was about when there is one."""
+
+    def __init__(self, reply: str, url: str, command: str, key: bytes | None = None):
+        about = f" (key {key!r})" if key is not None else ""
+        super().__init__(f"{url} refused {command}{about}: {reply}")
+        self.reply, self.url, self.command, self.key = reply, url, command, key
+        self.code = reply.split(" ", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -156,6 +169,7 @@ EXIT_CODES = {
     "integrity": 5,      # IntegrityError: stream PELs or counts the server would reject
     "io": 6,             # the file cannot be opened or read
     "unwritable": 7,     # UnwritableError, WriteError: what the input holds cannot be written (named)
+    "refused": 8,        # ServerError: a live server refused a command (its reply and the key)
     "unavailable": 69,   # a part it needs is missing: Java 17+ for Spark, the native backend RDBSPEC_BACKEND=native
                          # asks for; BSD sysexits EX_UNAVAILABLE
     "internal": 70,      # any other exception: a bug in rdbspec (BSD sysexits EX_SOFTWARE)
@@ -182,4 +196,6 @@ def exit_code(error: BaseException) -> int:
         return EXIT_CODES["io"]
     if isinstance(error, (UnwritableError, WriteError)):
         return EXIT_CODES["unwritable"]
+    if isinstance(error, ServerError):
+        return EXIT_CODES["refused"]
     return EXIT_CODES["internal"]

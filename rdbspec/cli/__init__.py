@@ -77,6 +77,7 @@ from .pipeline import register as register_pipeline
 from .report import register as register_report
 from .resp import add_options as add_resp_options
 from .resp import write_resp
+from .restore import register as register_restore
 from .streams import register as register_stream_commands
 
 
@@ -430,6 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.set_defaults(standalone=run_rewrite)
     register_stream_commands(sub)
     register_pipeline(sub)
+    register_restore(sub)
     return parser
 
 

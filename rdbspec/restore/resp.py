@@ -48,11 +48,18 @@ def _arg(value: Arg) -> bytes:
 
 def command(*args: Arg) -> bytes:
     """The bytes a client sends for one command: `*N`, then each argument as a bulk string."""
-    parts = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = _arg(arg)
-        parts += (b"$%d\r\n" % len(data), data, CRLF)
-    return b"".join(parts)
+    return array_header(len(args)) + b"".join(map(bulk, args))
+
+
+def array_header(count: int) -> bytes:
+    """What starts a command of `count` arguments."""
+    return b"*%d\r\n" % count
+
+
+def bulk(value: Arg) -> bytes:
+    """One argument: `$LEN`, its bytes, CRLF."""
+    data = _arg(value)
+    return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
 def command_size(args: Sequence[bytes]) -> int:

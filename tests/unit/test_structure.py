@@ -47,6 +47,8 @@ DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspe
             ("rdbspec.cli", "rdbspec.write.convert"), ("rdbspec.cli", "rdbspec.rewrite"),
             ("rdbspec.cli", "rdbspec.rewrite.command_file"),
             ("rdbspec.cli.report", "rdbspec.report.html"),
+            ("rdbspec.cli.restore", "rdbspec.restore.connection"), ("rdbspec.cli.restore", "rdbspec.restore.restore"),
+            ("rdbspec.cli.restore", "rdbspec.rewrite"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.commands"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.reply"),
             ("rdbspec.cli.resp", "rdbspec.restore.commands"), ("rdbspec.cli.resp", "rdbspec.restore.resp"),

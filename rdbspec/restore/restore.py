@@ -1,0 +1,346 @@
+"""`rdbspec restore FILE... --to URL`: every selected key of the dumps sent to a live server, or to
+each key's master in a cluster, as the server's own migration sends it (redis src/cluster.c
+migrateCommand: `RESTORE key ttl payload [REPLACE] ABSTTL [IDLETIME s | FREQ f]`, restoreCommand).
+
+* The target is asked what it is (`connection.ServerInfo`); each value is laid out for the newest
+  target generation that server loads (`rdbspec.server.versions`), converted as `rewrite --target`
+  converts it (`rdbspec.write.convert`: what it would lose is refused by name unless lossy), and its
+  payload labelled with that generation's RDB version (`payload`).
+* A value whose payload would be larger than the server takes in one bulk string
+  (`proto-max-bulk-len`) or than `max_payload` is sent as the plain commands that build it
+  (`commands`), under a name of its own in the same slot, renamed over the key at its end (RENAME,
+  or RENAMENX when an existing key is not to be replaced): the key appears whole or not at all.
+* Keys already expired are skipped, as a master skips them on load (redis src/rdb.c
+  rdbLoadRioWithLoadingCtx); the others keep their absolute expiry (ABSTTL), LRU idle time and LFU
+  counter.
+* An existing key: the server refuses RESTORE without REPLACE ("BUSYKEY"), which stops the restore
+  naming the key (`Existing.FAIL`), or `Existing.REPLACE` / `Existing.SKIP` (a rerun after a
+  failure goes on where it stopped).
+* Commands are pipelined, at most `window` unanswered a connection; a refused one stops the restore
+  with the server's reply and its key (`ServerError`), once the replies of those sent before are
+  read (they are counted); a server that goes away is a ConnectionError naming it (exit 6).
+* In a cluster (INFO's `cluster_enabled`), the slots' masters are read (`cluster.Topology`), a key
+  goes to the master of its slot, MOVED reads the topology again and resends, ASK sends the one
+  command to the node named after ASKING; a cluster has database 0 only, so the keys of any other
+  database need `db_map` (read before anything is sent: nothing is restored otherwise).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import ServerError, UnwritableError
+from ..read import dumpfile
+from ..rewrite import Keeps, Selection
+from ..server.versions import TARGETS, Version
+from ..write.convert import Converter
+from ..write.layouts import key_hash_slot
+from ..write.writer import DumpBuffer
+from . import payload as payloads
+from .cluster import Node, Redirection, Topology, name_in_slot, redirection
+from .connection import Address, Connection, ServerInfo
+from .resp import CRLF, Arg, ReplyError, array_header, bulk, command
+
+CommandsOf = Callable[[dumpfile.KeyRecord, bytes, int], Iterator[Sequence[bytes]]]
+
+
+class Existing(enum.Enum):
+    """What RESTORE does where the key exists already."""
+
+    FAIL = "fail"  # stop, naming the key (the server's BUSYKEY)
+    REPLACE = "replace"
+    SKIP = "skip"
+
+
+@dataclass
+class Options:
+    """How keys are restored (see the module doc)."""
+
+    selection: Keeps = field(default_factory=Selection)
+    db_map: dict[int, int] = field(default_factory=dict)  # source db: target db (else the same)
+    existing: Existing = Existing.FAIL
+    allow_lossy: bool = False
+    window: int = 256  # commands sent and not yet answered, a connection
+    max_payload: int | None = None  # None: the server's proto-max-bulk-len
+    now_ms: int | None = None  # what "already expired" is measured against (None: the clock)
+
+
+@dataclass
+class Summary:
+    """What a restore did: keys restored, skipped by reason, dropped by the conversion, the last
+    key sent (what a failure names), the bytes of payloads and commands sent."""
+
+    restored: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    chunked: int = 0  # of the restored, keys sent as plain commands
+    sent_bytes: int = 0
+    last_key: bytes | None = None
+    target: str = ""
+
+
+@dataclass
+class _Pending:
+    """A command sent whose reply is not read yet: what it is about, and its bytes (resent on MOVED)."""
+
+    name: str  # the command's
+    key: bytes | None
+    parts: Sequence[bytes | memoryview]
+    counts: bool  # its OK restores the key
+
+
+class Restore:
+    """A restore into the server at `address` (see the module doc); `run` restores a dump."""
+
+    def __init__(self, address: Address, options: Options, commands_of: CommandsOf | None = None,
+                 progress: Callable[[int, int], None] | None = None):
+        self.address = address
+        self.options = options
+        self.commands_of = commands_of
+        self.progress = progress
+        self.summary = Summary()
+        self.seed = Connection(address)
+        self.info = self.seed.info()
+        self.summary.target = f"{self.info.name} at {address.url}"
+        self.topology = Topology.of(self.seed) if self.info.cluster else None
+        if self.topology is not None and address.db not in (None, 0):
+            raise ServerError("ERR SELECT is not allowed in cluster mode: a cluster has database 0 only",
+                              address.url, "SELECT")
+        self.target_version, self.valkey = _target_of(self.info)
+        self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
+        self.connections: dict[Node, Connection] = {}
+        self.db: dict[Node, int] = {}  # the database each connection has selected
+        self.pending: dict[Node, deque[_Pending]] = {}
+        self.failure: ServerError | None = None
+
+    # -- connections -------------------------------------------------------------------------------
+
+    def _node_of(self, key: bytes) -> Node:
+        if self.topology is None:
+            return (self.address.host, self.address.port)
+        return self.topology.owner(key_hash_slot(key))
+
+    def _connection(self, node: Node) -> Connection:
+        connection = self.connections.get(node)
+        if connection is None:
+            standalone = self.topology is None
+            address = self.address if standalone else self.address.at(*node)
+            connection = self.seed if standalone else Connection(address, select=False)
+            self.connections[node] = connection
+            self.db[node] = address.db or 0
+            self.pending[node] = deque()
+        return connection
+
+    def close(self) -> None:
+        for connection in {self.seed, *self.connections.values()}:
+            connection.close()
+
+    def __enter__(self) -> Restore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the dump ----------------------------------------------------------------------------------
+
+    def run(self, path: str) -> Summary:
+        """Restores the selected keys of the dump at `path`; the summary counts every dump run so far."""
+        with dumpfile.open(path) as dump:
+            converter = self._converter(dump.header)
+            if self.topology is not None:
+                self._check_databases(dump)
+        with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
+            copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
+            size = len(dump.source.buffer)
+            for record in dump.keys():
+                self._restore_key(record, converter, copy_from)
+                if self.progress is not None:
+                    self.progress(record.offset, size)
+            self._drain()
+        if converter is not None:
+            self.summary.dropped.update(converter.dropped)
+        return self.summary
+
+    def _converter(self, header: dumpfile.Header) -> Converter | None:
+        """A conversion for the target, when some value of the dump may need another layout there."""
+        if _loads_as_is(header, self.target_version, self.valkey):
+            return None
+        return Converter(self.target_version, self.options.allow_lossy)
+
+    def _check_databases(self, dump: dumpfile.Dump) -> None:
+        """A cluster holds database 0 only: every selected key's database must go there."""
+        elsewhere = sorted({record.db for record in dump.keys() if self.options.selection.keeps(record)
+                            and self._db_of(record) != 0})
+        if elsewhere:
+            raise UnwritableError(f"the dump holds keys in database {', '.join(map(str, elsewhere))} and a cluster has "
+                                  "database 0 only: give --db-map SRC:0 (or select databases with --db)")
+
+    def _db_of(self, record: dumpfile.KeyRecord) -> int:
+        mapped = self.options.db_map.get(record.db)
+        if mapped is not None:
+            return mapped
+        return self.address.db if self.address.db is not None else record.db
+
+    # -- a key -------------------------------------------------------------------------------------
+
+    def _restore_key(self, record: dumpfile.KeyRecord, converter: Converter | None,
+                     copy_from: DumpBuffer | None) -> None:
+        options = self.options
+        if not options.selection.keeps(record):
+            return
+        now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
+        if record.expire_at_ms is not None and record.expire_at_ms <= now:
+            self.summary.skipped["already expired"] += 1
+            return
+        if converter is not None and not converter.holds(record, note=True):
+            return
+        written = record if converter is None else converter.key(record)
+        self.summary.last_key = record.key
+        node = self._node_of(record.key)
+        self._select(node, self._db_of(record))
+        # a value the conversion leaves as it was is sent as its bytes (no conversion: every value)
+        as_read = copy_from is not None and (converter is None or (
+            written.rdb_type == record.rdb_type and written._body.value is record._body.value))
+        if as_read and copy_from is not None and payloads.size_copied(record, copy_from) > self.max_payload:
+            self._send_commands(node, record)
+            return
+        payload = (payloads.copied(record, copy_from, self.target_version) if as_read and copy_from is not None
+                   else payloads.written(written, self.target_version, self.valkey))
+        if payload.size > self.max_payload:
+            self._send_commands(node, written)
+            return
+        self._send(node, _Pending("RESTORE", record.key, self._restore_command(record, payload), counts=True))
+
+    def _restore_command(self, record: dumpfile.KeyRecord, payload: payloads.Payload) -> list[bytes | memoryview]:
+        """RESTORE's bytes, its payload sent as the views it is made of (never joined)."""
+        options: list[Arg] = []
+        if self.options.existing is Existing.REPLACE:
+            options.append("REPLACE")
+        if record.expire_at_ms is not None:
+            options.append("ABSTTL")
+        if record.idle is not None:
+            options += ["IDLETIME", record.idle]
+        elif record.freq is not None:
+            options += ["FREQ", record.freq]
+        ttl = record.expire_at_ms or 0
+        return [array_header(4 + len(options)), bulk("RESTORE"), bulk(record.key), bulk(ttl),
+                b"$%d\r\n" % payload.size, *payload.parts, payload.footer, CRLF, *map(bulk, options)]
+
+    def _select(self, node: Node, db: int) -> None:
+        self._connection(node)
+        if self.db[node] != db:
+            self._send(node, _Pending("SELECT", None, [command("SELECT", db)], counts=False))
+            self.db[node] = db
+
+    # -- sending and replies -----------------------------------------------------------------------
+
+    def _send(self, node: Node, pending: _Pending) -> None:
+        connection = self._connection(node)
+        queue = self.pending[node]
+        while len(queue) >= self.options.window:
+            self._read_reply(node)
+        connection.send(*pending.parts)
+        self.summary.sent_bytes += sum(len(part) for part in pending.parts)
+        queue.append(pending)
+
+    def _read_reply(self, node: Node) -> None:
+        pending = self.pending[node].popleft()
+        reply = self.connections[node].reply()
+        if not isinstance(reply, ReplyError):
+            self.summary.restored += pending.counts
+            return
+        moved = redirection(reply)
+        if moved is not None and pending.key is not None:
+            self._redirect(moved, pending)
+        elif reply.code == "BUSYKEY" and self.options.existing is Existing.SKIP:
+            self.summary.skipped["existing"] += 1
+        elif self.failure is None:
+            self.failure = ServerError(reply.text, self.connections[node].address.url,
+                                       pending.name, pending.key)
+
+    def _redirect(self, moved: Redirection, pending: _Pending) -> None:
+        """MOVED: the topology is read again and the command resent to the slot's master; ASK: the
+        one command is sent to the node named, after ASKING (clusterRedirectClient)."""
+        if moved.kind == "MOVED":
+            self.topology = Topology.of(self._connection(moved.node))
+            self._select(moved.node, 0)
+            self._send(self._node_of(pending.key or b""), pending)
+            return
+        connection = self._connection(moved.node)
+        connection.send(command("ASKING"), *pending.parts)
+        asking, reply = connection.reply(), connection.reply()
+        for answer, name in ((asking, "ASKING"), (reply, pending.name)):
+            if isinstance(answer, ReplyError) and self.failure is None:
+                self.failure = ServerError(answer.text, connection.address.url, name, pending.key)
+        self.summary.restored += pending.counts and not isinstance(reply, ReplyError)
+
+    def _drain(self) -> None:
+        """Reads every reply not read yet; raises the first refusal met."""
+        for node, queue in self.pending.items():
+            while queue:
+                self._read_reply(node)
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+
+    # -- a key too large for one RESTORE -----------------------------------------------------------
+
+    def _send_commands(self, node: Node, record: dumpfile.KeyRecord) -> None:
+        """The plain commands that build the value, under a name in the key's slot, then RENAME (or
+        RENAMENX) over the key: the key appears whole, or not at all. Sent after every reply before
+        is read (an existing key is then known), the building commands pipelined."""
+        if self.commands_of is None:
+            raise UnwritableError(f"key {record.key!r}: its payload is larger than the target takes in one command "
+                                  f"({self.max_payload} bytes) and this restore sends no plain commands")
+        self._drain()
+        building = name_in_slot(key_hash_slot(record.key), b"rdbspec-restore:" + record.key)
+        self._send(node, _Pending("DEL", None, [command("DEL", building)], counts=False))
+        for args in self.commands_of(record, building, self.max_payload):
+            self._send(node, _Pending(args[0].decode(), record.key, [command(*args)], counts=False))
+        if record.expire_at_ms is not None:
+            self._send(node, _Pending("PEXPIREAT", record.key, [command("PEXPIREAT", building, record.expire_at_ms)],
+                                        counts=False))
+        self._drain()
+        rename = "RENAMENX" if self.options.existing is not Existing.REPLACE else "RENAME"
+        connection = self._connection(node)
+        answer = connection.call(rename, building, record.key)
+        if answer == 0:  # RENAMENX onto an existing key
+            connection.call("DEL", building)
+            if self.options.existing is Existing.SKIP:
+                self.summary.skipped["existing"] += 1
+                return
+            raise ServerError("BUSYKEY Target key name already exists.", connection.address.url, rename, record.key)
+        self.summary.restored += 1
+        self.summary.chunked += 1
+
+
+def _target_of(info: ServerInfo) -> tuple[int, bool]:
+    """The RDB version (and whether Valkey's numbering) of the newest target generation the server
+    loads: the largest of `TARGETS` at most its version."""
+    best: tuple[Version, int] | None = None
+    for name, version in TARGETS.items():
+        family, _, release = name.partition("-")
+        generation = tuple(int(n) for n in release.split("."))
+        if family == info.family and generation <= info.version and (best is None or generation > best[0]):
+            best = (generation[:2], version)  # type: ignore[assignment]
+    if best is None:
+        raise UnwritableError(f"{info.name} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
+    return best[1], False
+
+
+def _loads_as_is(header: dumpfile.Header, version: int, valkey: bool) -> bool:
+    """Whether a server of RDB `version` loads every value of a dump of `header` as it is."""
+    return header.dialect != "dragonfly" and header.magic.startswith("VALKEY") == valkey and header.version <= version
+
+
+def restore(paths: Iterable[str], address: Address, options: Options, commands_of: CommandsOf | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Summary:
+    """Restores the dumps at `paths` into the server at `address` (see the module doc)."""
+    with Restore(address, options, commands_of, progress) as run:
+        for path in paths:
+            run.run(path)
+        return run.summary
