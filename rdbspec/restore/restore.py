@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from ..errors import ServerError, UnwritableError
 from ..read import dumpfile
 from ..rewrite import Keeps, Selection
-from ..server.versions import TARGETS, Version
+from ..server.versions import TARGETS, Server, newest_target
 from ..write.convert import Converter
 from ..write.layouts import key_hash_slot
 from ..write.writer import DumpBuffer
@@ -167,9 +167,7 @@ class Restore:
 
     def _converter(self, header: dumpfile.Header) -> Converter | None:
         """A conversion for the target, when some value of the dump may need another layout there."""
-        if _loads_as_is(header, self.target_version, self.valkey):
-            return None
-        return Converter(self.target_version, self.options.allow_lossy)
+        return converter_for(header, self.target_version, self.valkey, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
         """A cluster holds database 0 only: every selected key's database must go there."""
@@ -198,37 +196,15 @@ class Restore:
             return
         if converter is not None and not converter.holds(record, note=True):
             return
-        written = record if converter is None else converter.key(record)
+        written, payload = laid_out(record, converter, copy_from, self.target_version, self.valkey, self.max_payload)
         self.summary.last_key = record.key
         node = self._node_of(record.key)
         self._select(node, self._db_of(record))
-        # a value the conversion leaves as it was is sent as its bytes (no conversion: every value)
-        as_read = copy_from is not None and (converter is None or (
-            written.rdb_type == record.rdb_type and written._body.value is record._body.value))
-        if as_read and copy_from is not None and payloads.size_copied(record, copy_from) > self.max_payload:
-            self._send_commands(node, record)
-            return
-        payload = (payloads.copied(record, copy_from, self.target_version) if as_read and copy_from is not None
-                   else payloads.written(written, self.target_version, self.valkey))
-        if payload.size > self.max_payload:
+        if payload is None:
             self._send_commands(node, written)
             return
-        self._send(node, _Pending("RESTORE", record.key, self._restore_command(record, payload), counts=True))
-
-    def _restore_command(self, record: dumpfile.KeyRecord, payload: payloads.Payload) -> list[bytes | memoryview]:
-        """RESTORE's bytes, its payload sent as the views it is made of (never joined)."""
-        options: list[Arg] = []
-        if self.options.existing is Existing.REPLACE:
-            options.append("REPLACE")
-        if record.expire_at_ms is not None:
-            options.append("ABSTTL")
-        if record.idle is not None:
-            options += ["IDLETIME", record.idle]
-        elif record.freq is not None:
-            options += ["FREQ", record.freq]
-        ttl = record.expire_at_ms or 0
-        return [array_header(4 + len(options)), bulk("RESTORE"), bulk(record.key), bulk(ttl),
-                b"$%d\r\n" % payload.size, *payload.parts, payload.footer, CRLF, *map(bulk, options)]
+        replace = self.options.existing is Existing.REPLACE
+        self._send(node, _Pending("RESTORE", record.key, restore_command(record, payload, replace), counts=True))
 
     def _select(self, node: Node, db: int) -> None:
         self._connection(node)
@@ -321,20 +297,58 @@ class Restore:
 def _target_of(info: ServerInfo) -> tuple[int, bool]:
     """The RDB version (and whether Valkey's numbering) of the newest target generation the server
     loads: the largest of `TARGETS` at most its version."""
-    best: tuple[Version, int] | None = None
-    for name, version in TARGETS.items():
-        family, _, release = name.partition("-")
-        generation = tuple(int(n) for n in release.split("."))
-        if family == info.family and generation <= info.version and (best is None or generation > best[0]):
-            best = (generation[:2], version)  # type: ignore[assignment]
-    if best is None:
+    version = newest_target(Server(info.family, info.version))
+    if version is None:
         raise UnwritableError(f"{info.name} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
-    return best[1], False
+    return version, False
+
+
+def converter_for(header: dumpfile.Header, version: int, valkey: bool, allow_lossy: bool) -> Converter | None:
+    """A conversion for a target of RDB `version`, when some value of a dump of `header` may need
+    another layout there."""
+    if _loads_as_is(header, version, valkey):
+        return None
+    return Converter(version, allow_lossy)
 
 
 def _loads_as_is(header: dumpfile.Header, version: int, valkey: bool) -> bool:
     """Whether a server of RDB `version` loads every value of a dump of `header` as it is."""
     return header.dialect != "dragonfly" and header.magic.startswith("VALKEY") == valkey and header.version <= version
+
+
+def laid_out(record: dumpfile.KeyRecord, converter: Converter | None, copy_from: DumpBuffer | None, version: int,
+             valkey: bool, max_payload: int | None = None) -> tuple[dumpfile.KeyRecord, payloads.Payload | None]:
+    """The key as a target of RDB `version` gets it (`converter`'s layout) and its RESTORE payload:
+    its value's bytes as read from `copy_from` where the conversion leaves it as it was (no
+    conversion: every value), else written; None for a payload over `max_payload`, which is not
+    built when it is known before (the key goes as plain commands)."""
+    written = record if converter is None else converter.key(record)
+    as_read = copy_from is not None and (converter is None or (
+        written.rdb_type == record.rdb_type and written._body.value is record._body.value))
+    if as_read and copy_from is not None:
+        if max_payload is not None and payloads.size_copied(record, copy_from) > max_payload:
+            return record, None
+        payload = payloads.copied(record, copy_from, version)
+    else:
+        payload = payloads.written(written, version, valkey)
+    return written, None if max_payload is not None and payload.size > max_payload else payload
+
+
+def restore_command(record: dumpfile.KeyRecord, payload: payloads.Payload, replace: bool) -> list[bytes | memoryview]:
+    """RESTORE's bytes for `record` (with REPLACE, its expiry as ABSTTL, its LRU idle time or LFU
+    counter), its payload as the views it is made of (never joined)."""
+    options: list[Arg] = []
+    if replace:
+        options.append("REPLACE")
+    if record.expire_at_ms is not None:
+        options.append("ABSTTL")
+    if record.idle is not None:
+        options += ["IDLETIME", record.idle]
+    elif record.freq is not None:
+        options += ["FREQ", record.freq]
+    ttl = record.expire_at_ms or 0
+    return [array_header(4 + len(options)), bulk("RESTORE"), bulk(record.key), bulk(ttl),
+            b"$%d\r\n" % payload.size, *payload.parts, payload.footer, CRLF, *map(bulk, options)]
 
 
 def restore(paths: Iterable[str], address: Address, options: Options, commands_of: CommandsOf | None = None,

@@ -69,3 +69,15 @@ OLDEST, NEWEST = 9, 12  # the versions written
 # the RDB version from which a Valkey dump holds path hashes (valkey src/rdb.c rdbGetObjectType:
 # none below 81, VALKEY081 being what Valkey 9.2 writes)
 PATH_HASH_RDB = 81
+
+
+def newest_target(server: Server) -> int | None:
+    """The RDB version of the newest generation of `TARGETS` that `server` loads: the largest of
+    its family at most its version; None when it loads none."""
+    best: tuple[Version, int] | None = None
+    for name, version in TARGETS.items():
+        family, _, release = name.partition("-")
+        generation = parse_version(release)
+        if family == server.name and generation <= server.version and (best is None or generation > best[0]):
+            best = (generation, version)
+    return None if best is None else best[1]
