@@ -507,7 +507,8 @@ def run_dump_command(args: argparse.Namespace) -> int:
     try:
         if written:
             out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
+        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum,
+                           parsers=getattr(args, "parsers", None)) as dump:
             args.run(dump, args, out)
         out.flush()
         if whole:

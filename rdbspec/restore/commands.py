@@ -95,19 +95,20 @@ FUNCTION_LOAD = Since("FUNCTION LOAD", (7, 0))  # redis src/functions.c function
 
 
 def key_commands(record: KeyRecord, max_bytes: int, server: Server, losses: Losses | None = None,
-                 replace: bool = False) -> Iterator[Command]:
-    """The commands that build `record`'s value on `server` (see the module doc), then its expiry
-    (PEXPIREAT); with `replace`, a DEL of the key first. What `server` cannot hold is told to
-    `losses` (by default refused: `UnwritableError`) before the first command. A key the server
-    would not load (an empty list, set, sorted set or hash: redis src/rdb.c rdbLoadObject skips
-    it) or one dropped whole gives none."""
+                 replace: bool = False, name: bytes | None = None, expiry: bool = True) -> Iterator[Command]:
+    """The commands that build `record`'s value on `server` (see the module doc) under its key (or
+    `name`: `rdbspec restore` builds a big value under a name of its own, then renames it), then
+    its expiry (PEXPIREAT; not with `expiry` false); with `replace`, a DEL of the key first. What
+    `server` cannot hold is told to `losses` (by default refused: `UnwritableError`) before the
+    first command. A key the server would not load (an empty list, set, sorted set or hash: redis
+    src/rdb.c rdbLoadObject skips it) or one dropped whole gives none."""
     losses = losses if losses is not None else Losses(str(server))
     if losses.no_older_form(record):
         return
     if record.type_name == "module":
         losses.drop(MODULES.format(record.rdb_type), record)
         return
-    key = record.key
+    key = record.key if name is None else name
     value = _BUILDERS[record.type_name](record, key, max_bytes, server, losses)
     first = next(value, None)
     if first is None:
@@ -116,7 +117,7 @@ def key_commands(record: KeyRecord, max_bytes: int, server: Server, losses: Loss
         yield [b"DEL", key]
     yield first
     yield from value
-    if record.expire_at_ms is not None:
+    if expiry and record.expire_at_ms is not None:
         yield [b"PEXPIREAT", key, b"%d" % record.expire_at_ms]
 
 

@@ -21,6 +21,7 @@ import pytest
 import rdbspec
 from rdbspec import cli
 from rdbspec.errors import EXIT_CODES, UnwritableError
+from rdbspec.read.checksum import crc64
 from rdbspec.read.dumpfile import KeyRecord
 from rdbspec.restore.commands import Command, function_commands, key_commands
 from rdbspec.restore.resp import command
@@ -300,3 +301,30 @@ def test_dump_format_resp_refuses_by_name_and_leaves_no_output(tmp_path: Path,
                                        "Valkey 9's type 22): 5\n")
     lines = _replies(out.read_bytes())
     assert lines[0][:2] == [b"FUNCTION", b"LOAD"] and not any(line[0] == b"HPEXPIREAT" for line in lines)
+
+
+def test_a_value_built_under_another_name_without_its_expiry(values_dump: Path) -> None:
+    """What `rdbspec restore` sends of a key too big for one RESTORE: built under a name of its own
+    (renamed over the key at its end), its expiry set by the restore."""
+    lines = list(key_commands(key_of(values_dump, b"string"), 1000, REDIS_70, name=b"building", expiry=False))
+    assert {line[1] for line in lines} == {b"building"} and lines[-1][0] == b"APPEND"
+
+
+def test_dump_restore_payloads(tmp_path: Path) -> None:
+    """Each key as RESTORE key ttl payload [REPLACE] [ABSTTL]: the value's bytes, the RDB version of
+    the server's generation, the CRC-64 of both (redis src/cluster.c verifyDumpPayload)."""
+    path = tmp_path / "keys.rdb"
+    with rdbspec.Writer(path, 9) as w:
+        w.select_db(2)
+        w.list(b"l", [b"x", b"y"], expire_at_ms=4102444800000)
+    out = tmp_path / "keys.resp"
+    assert cli.main(["dump", str(path), "--format", "resp", "--restore-payloads", "--replace", "--as-version",
+                     "valkey-9.1", "-o", str(out)]) == EXIT_CODES["ok"]
+    select, restore = _replies(out.read_bytes())
+    assert select == [b"SELECT", b"2"]
+    assert restore[:3] == [b"RESTORE", b"l", b"4102444800000"] and restore[4:] == [b"REPLACE", b"ABSTTL"]
+    payload = restore[3]
+    assert payload[-10:-8] == (11).to_bytes(2, "little")  # the newest generation Valkey 9.1 loads: RDB 11
+    assert int.from_bytes(payload[-8:], "little") == crc64(payload[:-8])
+    with rdbspec.open(path) as dump:
+        assert payload[0] == next(dump.keys()).rdb_type

@@ -52,7 +52,7 @@ DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspe
             ("rdbspec.cli.streams", "rdbspec.stream_commands.commands"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.reply"),
             ("rdbspec.cli.resp", "rdbspec.restore.commands"), ("rdbspec.cli.resp", "rdbspec.restore.resp"),
-            ("rdbspec.cli.resp", "rdbspec.write.convert"),
+            ("rdbspec.cli.resp", "rdbspec.write.convert"), ("rdbspec.cli.resp", "rdbspec.restore.restore"),
             ("rdbspec", "rdbspec.write.writer"), ("rdbspec", "rdbspec.write.layouts"),
             ("rdbspec", "rdbspec.write.stream")}
 PACKAGE_LAYER = {package: rank for rank, (_, packages) in enumerate(LAYERS) for package in packages}
