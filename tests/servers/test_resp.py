@@ -22,7 +22,7 @@ import pytest
 
 from rdbspec import cli
 from rdbspec.errors import EXIT_CODES
-from tests.support import servers
+from tests.support import readme, servers
 from tests.support.expected import capture
 from tests.support.resp import commands_in
 from tests.support.servers import binary_for
@@ -261,3 +261,16 @@ def test_restore_payloads_replayed_hold_what_the_server_reported(path: Path, kin
     assert differences(expected, capture(target.client(), requested_expire_at=written)) == []
     if rdb_version <= loads:
         assert digests(target) == digests(redis_server_factory(binary_for(kind), rdb=path))
+
+
+def test_the_readme_replays_a_dump(redis_server_factory, tmp_path: Path) -> None:
+    """README.md's `--format resp` example, replayed into Valkey 9.1: the sample dump's keys."""
+    [block] = readme.run_by("tests/servers/test_resp.py")
+    server = redis_server_factory(binary_for("valkey"))
+    done = readme.run_block(block, readme.make_workdir(tmp_path), {"VALKEY_PORT": str(server.port)})
+    assert done.returncode == 0 and "errors: 0," in done.stdout, done.stdout + done.stderr
+    expected = json.loads((TESTS / "corpus" / "real" / "redis-7.4.1" / "mixed_types.expected.json").read_text())
+    assert (readme.EXAMPLES / "sample.rdb").read_bytes() == (TESTS / "corpus" / "real" / "redis-7.4.1" /
+                                                             "mixed_types.rdb").read_bytes()
+    assert differences(expected, capture(server.client())) == []
+
