@@ -75,10 +75,9 @@ MAKER_GROUP = b"rdbspec-mkstream"
 
 @dataclass(frozen=True)
 class Since:
-    """A command or option (`what`) and the first release of each family that has it. Valkey,
-    forked from Redis 7.2.4, has whatever Redis 7.2 has."""
+    """The first release of each family that has a command or option. Valkey, forked from Redis
+    7.2.4, has whatever Redis 7.2 has."""
 
-    what: str
     redis: Version
     valkey: Version = (7, 2)
 
@@ -86,12 +85,12 @@ class Since:
         return server.version >= (self.valkey if server.name == "valkey" else self.redis)
 
 
-# redis src/t_hash.c hexpireGenericCommand (7.4); valkey 9.0's HPEXPIREAT
-FIELD_TTL_COMMANDS = Since("HPEXPIREAT", (7, 4), (9, 0))
-# redis src/t_stream.c xsetidCommand (ENTRIESADDED, MAXDELETEDID) and xgroupCommand (ENTRIESREAD), 7.0
-STREAM_COUNTERS = Since("XSETID ENTRIESADDED, XGROUP CREATE ENTRIESREAD", (7, 0))
-CREATECONSUMER = Since("XGROUP CREATECONSUMER", (6, 2))  # redis src/t_stream.c xgroupCommand (6.2)
-FUNCTION_LOAD = Since("FUNCTION LOAD", (7, 0))  # redis src/functions.c functionLoadCommand (7.0)
+FIELD_TTL_COMMANDS = Since((7, 4), (9, 0))  # HPEXPIREAT: redis src/t_hash.c hexpireGenericCommand; Valkey 9.0
+# XSETID's ENTRIESADDED and MAXDELETEDID, XGROUP CREATE's ENTRIESREAD: redis src/t_stream.c
+# xsetidCommand, xgroupCommand
+STREAM_COUNTERS = Since((7, 0))
+CREATECONSUMER = Since((6, 2))  # XGROUP CREATECONSUMER: redis src/t_stream.c xgroupCommand
+FUNCTION_LOAD = Since((7, 0))  # redis src/functions.c functionLoadCommand
 
 
 def key_commands(record: KeyRecord, max_bytes: int, server: Server, losses: Losses | None = None,
@@ -227,7 +226,8 @@ def _zset(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losses:
 
 def _hash(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losses: Losses) -> Iterator[Command]:
     """HSET; a hash with field TTLs, a chunk of fields at a time, HSET then an HPEXPIREAT a TTL
-    (a TTL past already deletes its fields, as a master loading the dump leaves them out)."""
+    (an instant already past deletes its fields at once, where the server would expire them soon
+    after loading: redis src/t_hash.c hexpireGenericCommand)."""
     chunks = record.field_ttl_rows()
     if chunks is None:
         yield from _batched([b"HSET", key], itertools.chain.from_iterable(record.elements()), max_bytes)
@@ -253,7 +253,7 @@ def _field_ttls(key: bytes, rows: list[HashRow], max_bytes: int) -> Iterator[Com
 def _stream(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losses: Losses) -> Iterator[Command]:
     """Every entry the dump stores (XADD, in ID order), the deleted ones too, so that the nodes
     split where the server that wrote the dump split them (redis src/t_stream.c
-    streamAppendItem counts a node's deleted entries as its live ones) and a deleted entry still
+    streamAppendItem counts a node's deleted entries with its live ones) and a deleted entry still
     pending exists for XCLAIM; then the groups (XGROUP CREATE with the group's last delivered ID
     and read counter, XGROUP CREATECONSUMER), each pending entry with its consumer, delivery time
     and count (XCLAIM ... TIME RETRYCOUNT FORCE JUSTID: redis src/t_stream.c xclaimCommand
@@ -270,7 +270,7 @@ def _stream(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losse
             if flag:
                 deleted[0].append(ms)
                 deleted[1].append(seq)
-            yield [b"XADD", key, b"%d-%d" % (ms, seq), *itertools.chain.from_iterable(fields)]
+            yield [b"XADD", key, _id((ms, seq)), *itertools.chain.from_iterable(fields)]
             made = True
     for group in stream.groups:
         create = [b"XGROUP", b"CREATE", key, group.name, _id(group.last_delivered_id)]
@@ -287,7 +287,7 @@ def _stream(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losse
         yield [b"XGROUP", b"DESTROY", key, MAKER_GROUP]
     for group in stream.groups:
         yield from _claims(key, group.name, PendingEntries.of(group.pending), max_bytes)
-    yield from _batched([b"XDEL", key], ((b"%d-%d" % entry_id,) for entry_id in zip(*deleted)), max_bytes)
+    yield from _batched([b"XDEL", key], ((_id(entry_id),) for entry_id in zip(*deleted)), max_bytes)
     setid = [b"XSETID", key, _id(stream.last_id)]
     if counters:
         meta = loaded(stream)
@@ -324,7 +324,7 @@ def _claims(key: bytes, group: bytes, pending: PendingEntries, max_bytes: int) -
         if owner < 0:
             continue
         yield from _batched([b"XCLAIM", key, group, names[owner], b"0"],
-                            ((b"%d-%d" % (ms, seq),) for *_, ms, seq in run), max_bytes,
+                            ((_id((ms, seq)),) for *_, ms, seq in run), max_bytes,
                             tail=[b"TIME", b"%d" % time_ms, b"RETRYCOUNT", b"%d" % count, b"FORCE", b"JUSTID"])
 
 
