@@ -105,8 +105,8 @@ test: setup check-generated lint conformance pytest test-asan
 # build/asan (never the install), then the golden fixtures (conformance's ours-native), the corpus,
 # the fuzz run, the chunked readers of hashtable-encoded values (tests/unit/test_chunks.py), both JSON
 # writers, the compiled one's float printer (tests/unit/test_shortest_double.py) and the mapped pages'
-# releasing thread through it (rdbspec itself imported from build/asan too,
-# so its compiled JSON encoder, stream ID check and releaser are the instrumented ones;
+# releasing thread through it, the RESTORE commands built in C (rdbspec itself imported from build/asan too,
+# so its compiled JSON encoder, stream ID check, releaser and RESTORE builder are the instrumented ones;
 # -P and pythonpath keep the source tree's out):
 # any report aborts the run (CPython's own leaks are by design, so leak detection is off).
 test-asan: $(STAMP) $(NATIVE_STAMP)
@@ -115,13 +115,13 @@ test-asan: $(STAMP) $(NATIVE_STAMP)
 	  LDFLAGS='-fsanitize=address,undefined' \
 	  $(PY) setup.py -q build --force --build-base $(ASAN) --build-lib $(ASAN)/lib >/dev/null
 	$(ASAN_ENV) $(PY) -P -c 'import rdbspec_generated.native.rdb as m, rdbspec.jsonl._encode as j, rdbspec.read._page_releaser as r, \
-	  rdbspec.read._stream_ids as s; \
+	  rdbspec.read._stream_ids as s, rdbspec.restore._restore_commands as c; \
 	  assert all(x.__file__.startswith("$(abspath $(ASAN))") and b"__asan_report" in open(x.__file__, "rb").read() \
-	             for x in (m, j, r, s)), (m.__file__, j.__file__, r.__file__, s.__file__)'
+	             for x in (m, j, r, s, c)), (m.__file__, j.__file__, r.__file__, s.__file__, c.__file__)'
 	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native
 	$(ASAN_ENV) $(PY) -m pytest -q -rP -p no:cacheprovider -o pythonpath='$(ASAN)/lib .' \
 	  tests/corpus/test_corpus.py tests/unit/test_fuzz.py tests/servers/test_jsonl.py tests/unit/test_shortest_double.py tests/unit/test_source.py \
-	  tests/unit/test_chunks.py
+	  tests/unit/test_chunks.py tests/unit/test_restore_payloads.py
 
 # The dumps other projects publish, never copied into the repository: read from ../shared.
 test-peers: $(STAMP)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import UnwritableError
 from ..read import dumpfile
-from ..server.versions import TARGETS, Server, newest_target, server_of
+from ..server.versions import TARGETS, Server, server_of, target_of
 from .common import positive_int, server_version
 
 if TYPE_CHECKING:
@@ -147,20 +147,24 @@ def _commands(dump: dumpfile.Dump, args: argparse.Namespace, server: Server) -> 
 def _payloads(dump: dumpfile.Dump, args: argparse.Namespace, server: Server) -> tuple[Encoder, Losses]:
     """Each key as the RESTORE `rdbspec restore` sends (`rdbspec.restore.restore`): its payload
     laid out for the newest generation the server loads, converted as `rewrite --target` does."""
-    from ..restore.restore import converter_for, laid_out, restore_command
+    from ..restore import payload
+    from ..restore.restore import converter_for, restore_command, unchanged
     from ..write.convert import Losses
 
-    version = newest_target(server)
-    if version is None:
+    name = target_of(server.name, server.version)
+    if name is None:
         raise UnwritableError(f"{server} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
-    converter = converter_for(dump.header, version, False, args.allow_lossy)
+    target = TARGETS[name]
+    converter = converter_for(dump.header, target, args.allow_lossy)
     copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
 
     def encode(record: dumpfile.KeyRecord) -> Iterator[bytes | memoryview]:
         if converter is not None and not converter.holds(record, note=True):
             return
-        _, payload = laid_out(record, converter, copy_from, version, False)
-        assert payload is not None  # no size limit
-        yield from restore_command(record, payload, args.replace)
+        written = record if converter is None else converter.key(record)
+        as_read = copy_from is not None and unchanged(record, written)
+        laid = (payload.copied(record, copy_from, target.version) if as_read and copy_from is not None
+                else payload.written(written, target.version, target.valkey))
+        yield from restore_command(record, laid, args.replace)
 
     return encode, converter if converter is not None else Losses(str(server), args.allow_lossy)

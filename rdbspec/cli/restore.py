@@ -101,7 +101,8 @@ def run_restore(args: argparse.Namespace) -> int:
     except (RdbError, OSError, ServerError, UnwritableError, WriteError) as err:
         progress.done()
         where = error_line(file, err) if isinstance(err, RdbError) else f"rdbspec restore: {_text(err)}"
-        print(where + (_reached(run) if run is not None else ""), file=sys.stderr)
+        print(where + (_reached(run) if run is not None and run.summary.last_key is not None else ""),
+              file=sys.stderr)
         return exit_code(err)
     progress.done()
     assert run is not None

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ServerError
+from ..server.cluster import CLUSTER_SLOTS
 from .connection import Connection
 from .resp import ReplyError
 
-SLOTS = 16384  # redis src/cluster.h CLUSTER_SLOTS
 Node = tuple[str, int]  # a node's host and port
 
 
@@ -43,7 +43,7 @@ class Topology:
     """Which master serves each slot."""
 
     def __init__(self, ranges: list[tuple[int, int, Node]]):
-        self.owners: list[Node | None] = [None] * SLOTS
+        self.owners: list[Node | None] = [None] * CLUSTER_SLOTS
         for start, end, node in ranges:
             for slot in range(start, end + 1):
                 self.owners[slot] = node
@@ -86,6 +86,6 @@ def name_in_slot(slot: int, suffix: bytes) -> bytes:
     """A key name in `slot` ending with `suffix`: `{T}suffix`, T the first decimal number whose
     CRC16 falls in the slot (a hash tag: the name goes where T goes, whatever the suffix)."""
     tag = 0
-    while binascii.crc_hqx(b"%d" % tag, 0) & (SLOTS - 1) != slot:
+    while binascii.crc_hqx(b"%d" % tag, 0) & (CLUSTER_SLOTS - 1) != slot:
         tag += 1
     return b"{%d}%s" % (tag, suffix)

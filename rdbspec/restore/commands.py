@@ -46,18 +46,16 @@ from ..server.streams import (
 )
 from ..server.versions import Server, Version
 from ..write.convert import (
-    DF_FIELD_TTLS,
-    DF_HASH_WITH_EXPIRY,
     DF_MEMBER_TTLS,
     DF_SET_WITH_EXPIRY,
     ENTRIES_READ,
-    FIELD_TTLS,
     FUNCTIONS,
     IDMP,
     NACK_ZONES,
     PRE_GA_FUNCTIONS,
     STREAM_METADATA,
     Losses,
+    field_ttls,
 )
 
 Command = list[bytes]
@@ -234,7 +232,7 @@ def _hash(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losses:
         return
     with_ttls = FIELD_TTL_COMMANDS.on(server)
     if not with_ttls:
-        losses.drop(DF_FIELD_TTLS if record.value_kind == DF_HASH_WITH_EXPIRY else FIELD_TTLS, record)
+        losses.drop(field_ttls(record.value_kind), record)
     for rows in chunks:
         yield from _batched([b"HSET", key], ((field, value) for field, value, _ in rows), max_bytes)
         if with_ttls:

@@ -27,6 +27,7 @@ DEFAULT_PORT = 6379
 # what a server takes of one bulk string unless configured otherwise (redis.conf proto-max-bulk-len)
 DEFAULT_MAX_BULK = 512 << 20
 RECEIVE_BYTES = 1 << 16
+SEND_BYTES = 1 << 16  # commands gathered before a write: a system call a key would cost more than the key
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class Connection:
         self.address = address
         self.sock = self._connect(timeout)
         self.replies = Replies(self._receive)
+        self.out = bytearray()  # what `send` has gathered and not written yet
         try:
             if address.password is not None:
                 credentials = (address.user, address.password) if address.user else (address.password,)
@@ -157,14 +159,31 @@ class Connection:
         return ConnectionError(getattr(err, "errno", None), f"connection lost: {text}", self.address.url)
 
     def send(self, *data: bytes | memoryview) -> None:
+        """Commands' bytes, gathered and written `SEND_BYTES` at a time (a large part as it is, never
+        copied), and written whole before a reply is read."""
+        for part in data:
+            if len(part) < SEND_BYTES:
+                self.out += part
+                if len(self.out) >= SEND_BYTES:
+                    self.flush()
+            else:
+                self.flush()
+                self._write(part)
+
+    def flush(self) -> None:
+        if self.out:
+            self._write(self.out)
+            self.out = bytearray()
+
+    def _write(self, data: bytes | bytearray | memoryview) -> None:
         try:
-            for part in data:
-                self.sock.sendall(part)
+            self.sock.sendall(data)
         except OSError as err:
             raise self.lost(err) from None
 
     def reply(self) -> Reply:
         """The next reply (a ReplyError returned as it is: a pipeline's error belongs to its command)."""
+        self.flush()
         try:
             return self.replies.next()
         except ConnectionResetError as err:

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from rdbspec_generated import WriteIo
 from rdbspec_generated import rdb as _rdb
-from rdbspec_generated import rdb_string as _rdb_string
-from rdbspec_generated._runtime import Io, WriteInputs
+from rdbspec_generated._runtime import WriteInputs
 
 from ..read.checksum import crc64_update
 from ..read.dumpfile import KeyRecord
@@ -46,26 +45,23 @@ class Payload:
         return b"".join([*map(bytes, self.parts), self.footer])
 
 
-def value_span(record: KeyRecord, buffer: DumpBuffer) -> tuple[int, int]:
-    """Where the value of a key read from `buffer` is: its record but the type byte and the name
-    (read again by the generated parser of a name: an int-encoded or LZF name has no fixed size)."""
-    start = record.offset + 1
-    _, value_start = _rdb_string.RdbString._read(Io(buffer, start, record.offset + record.size), start, None, None)
-    return value_start, record.offset + record.size
+SMALL = 1 << 16  # a value up to this size is copied into one piece: two calls of the CRC, one bytes object
 
 
-def size_copied(record: KeyRecord, buffer: DumpBuffer) -> int:
+def size_copied(record: KeyRecord) -> int:
     """The bytes `copied` gives (its payload is not built to know it)."""
-    start, end = value_span(record, buffer)
-    return 1 + end - start + FOOTER_BYTES
+    return 1 + record.offset + record.size - record.value_offset + FOOTER_BYTES
 
 
 def copied(record: KeyRecord, buffer: DumpBuffer, version: int) -> Payload:
     """The payload of a key as it was read from `buffer` (its value's bytes not decoded), for a
     server that loads its layout, labelled with that server's RDB `version`."""
-    start, end = value_span(record, buffer)
+    start, end = record.value_offset, record.offset + record.size
+    if end - start <= SMALL:
+        data = buffer[record.offset:record.offset + 1] + buffer[start:end]
+        return Payload([data], _footer(crc64_update(0, data), version))
     view = memoryview(buffer)
-    head = bytes([buffer[record.offset]])
+    head = bytes(view[record.offset:record.offset + 1])
     parts: list[bytes | memoryview] = [head]
     crc = crc64_update(0, head)
     for at in range(start, end, COPY_CHUNK):

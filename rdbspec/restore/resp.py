@@ -14,6 +14,7 @@ from typing import Union
 from ..errors import RdbspecError
 
 CRLF = b"\r\n"
+OK = b"+OK\r\n"
 Arg = Union[bytes, bytearray, memoryview, str, int, float]
 Reply = Union[bytes, int, None, "ReplyError", list["Reply"]]
 
@@ -105,6 +106,15 @@ class Replies:
             raise ProtocolError("a bulk string does not end with CRLF")
         self._at += size + 2
         return data
+
+    def oks(self, most: int) -> int:
+        """How many of the next replies, up to `most`, are `+OK` (those read), without an object a
+        reply: what a pipeline of writes mostly reads back. Only replies already received are looked at."""
+        count = min(most, (len(self._buffer) - self._at) // len(OK))
+        while count and self._buffer[self._at:self._at + count * len(OK)] != OK * count:
+            count //= 2  # a shorter run of them, ending before the first other reply
+        self._at += count * len(OK)
+        return count
 
     def next(self) -> Reply:
         """The next reply: bytes, int, None, a ReplyError (returned, not raised: a pipeline's

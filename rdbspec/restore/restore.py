@@ -32,19 +32,26 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import ServerError, UnwritableError
 from ..read import dumpfile
 from ..rewrite import Keeps, Selection
-from ..server.versions import TARGETS, Server, newest_target
+from ..server.versions import TARGETS, Target, target_of
 from ..write.convert import Converter
 from ..write.layouts import key_hash_slot
 from ..write.writer import DumpBuffer
 from . import payload as payloads
 from .cluster import Node, Redirection, Topology, name_in_slot, redirection
 from .connection import Address, Connection, ServerInfo
-from .resp import CRLF, Arg, ReplyError, array_header, bulk, command
+from .resp import CRLF, ReplyError, bulk, command
 
+try:  # compiled by setup.py from _restore_commands.pyx; absent without a C compiler
+    from . import _restore_commands
+except ImportError:
+    _restore_commands = None  # type: ignore[assignment]
+
+PROGRESS_EVERY = 1000  # keys between two calls of the progress callback
 CommandsOf = Callable[[dumpfile.KeyRecord, bytes, int], Iterator[Sequence[bytes]]]
 
 
@@ -72,19 +79,17 @@ class Options:
 @dataclass
 class Summary:
     """What a restore did: keys restored, skipped by reason, dropped by the conversion, the last
-    key sent (what a failure names), the bytes of payloads and commands sent."""
+    key sent (what a failure names)."""
 
     restored: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     dropped: Counter[str] = field(default_factory=Counter)
     chunked: int = 0  # of the restored, keys sent as plain commands
-    sent_bytes: int = 0
     last_key: bytes | None = None
     target: str = ""
 
 
-@dataclass
-class _Pending:
+class _Pending(NamedTuple):
     """A command sent whose reply is not read yet: what it is about, and its bytes (resent on MOVED)."""
 
     name: str  # the command's
@@ -110,19 +115,27 @@ class Restore:
         if self.topology is not None and address.db not in (None, 0):
             raise ServerError("ERR SELECT is not allowed in cluster mode: a cluster has database 0 only",
                               address.url, "SELECT")
-        self.target_version, self.valkey = _target_of(self.info)
+        self.target = _target_of(self.info)
         self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
         self.connections: dict[Node, Connection] = {}
         self.db: dict[Node, int] = {}  # the database each connection has selected
         self.pending: dict[Node, deque[_Pending]] = {}
         self.failure: ServerError | None = None
+        self.home: Node = (address.host, address.port)  # a standalone server's
+        self._connection(self.home if self.topology is None else self.topology.masters()[0])
+        self.window = options.window
+        self.same_dbs = not options.db_map and address.db is None  # each key goes to its own database
+        # the RESTORE commands built in C of the dump being read (`run`)
+        self.in_c: _restore_commands.RestoreCommands | None = None
+        self.replace = options.existing is Existing.REPLACE
+        selection = options.selection
+        # None: every key is kept (no call a key)
+        self.keeps = None if isinstance(selection, Selection) and selection == Selection() else selection.keeps
 
     # -- connections -------------------------------------------------------------------------------
 
     def _node_of(self, key: bytes) -> Node:
-        if self.topology is None:
-            return (self.address.host, self.address.port)
-        return self.topology.owner(key_hash_slot(key))
+        return self.home if self.topology is None else self.topology.owner(key_hash_slot(key))
 
     def _connection(self, node: Node) -> Connection:
         connection = self.connections.get(node)
@@ -155,10 +168,13 @@ class Restore:
                 self._check_databases(dump)
         with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
             copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
+            self.in_c = (_restore_commands.RestoreCommands(copy_from, self.target.version, self.replace)
+                         if _restore_commands is not None and copy_from is not None else None)
             size = len(dump.source.buffer)
-            for record in dump.keys():
-                self._restore_key(record, converter, copy_from)
-                if self.progress is not None:
+            now_ms = self.options.now_ms if self.options.now_ms is not None else int(time.time() * 1000)
+            for count, record in enumerate(dump.keys()):
+                self._restore_key(record, converter, copy_from, now_ms)
+                if self.progress is not None and not count % PROGRESS_EVERY:
                     self.progress(record.offset, size)
             self._drain()
         if converter is not None:
@@ -167,7 +183,7 @@ class Restore:
 
     def _converter(self, header: dumpfile.Header) -> Converter | None:
         """A conversion for the target, when some value of the dump may need another layout there."""
-        return converter_for(header, self.target_version, self.valkey, self.options.allow_lossy)
+        return converter_for(header, self.target, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
         """A cluster holds database 0 only: every selected key's database must go there."""
@@ -186,42 +202,64 @@ class Restore:
     # -- a key -------------------------------------------------------------------------------------
 
     def _restore_key(self, record: dumpfile.KeyRecord, converter: Converter | None,
-                     copy_from: DumpBuffer | None) -> None:
-        options = self.options
-        if not options.selection.keeps(record):
+                     copy_from: DumpBuffer | None, now_ms: int) -> None:
+        if self.keeps is not None and not self.keeps(record):
             return
-        now = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
-        if record.expire_at_ms is not None and record.expire_at_ms <= now:
+        if record.expire_at_ms is not None and record.expire_at_ms <= now_ms:
             self.summary.skipped["already expired"] += 1
             return
         if converter is not None and not converter.holds(record, note=True):
             return
-        written, payload = laid_out(record, converter, copy_from, self.target_version, self.valkey, self.max_payload)
+        written = record if converter is None else converter.key(record)
         self.summary.last_key = record.key
-        node = self._node_of(record.key)
-        self._select(node, self._db_of(record))
-        if payload is None:
-            self._send_commands(node, written)
-            return
-        replace = self.options.existing is Existing.REPLACE
-        self._send(node, _Pending("RESTORE", record.key, restore_command(record, payload, replace), counts=True))
+        node = self.home if self.topology is None else self.topology.owner(key_hash_slot(record.key))
+        db = record.db if self.same_dbs else self._db_of(record)
+        if self.db.get(node) != db:
+            self._select(node, db)
+        if copy_from is not None and unchanged(record, written):
+            size = payloads.size_copied(record)
+            if size > self.max_payload:
+                self._send_commands(node, record)
+                return
+            if self.in_c is not None and size <= payloads.SMALL:
+                restore = self.in_c.command(record.offset, record.value_offset, record.offset + record.size,
+                                            record.key, record.expire_at_ms, record.idle, record.freq)
+                self._send(node, _Pending("RESTORE", record.key, (restore,), True))
+                return
+            payload = payloads.copied(record, copy_from, self.target.version)
+        else:
+            payload = payloads.written(written, self.target.version, self.target.valkey)
+            if payload.size > self.max_payload:
+                self._send_commands(node, written)
+                return
+        self._send(node, _Pending("RESTORE", record.key, restore_command(record, payload, self.replace), True))
 
     def _select(self, node: Node, db: int) -> None:
         self._connection(node)
-        if self.db[node] != db:
-            self._send(node, _Pending("SELECT", None, [command("SELECT", db)], counts=False))
-            self.db[node] = db
+        self._send(node, _Pending("SELECT", None, [command("SELECT", db)], False))
+        self.db[node] = db
 
     # -- sending and replies -----------------------------------------------------------------------
 
     def _send(self, node: Node, pending: _Pending) -> None:
-        connection = self._connection(node)
+        connection = self.connections.get(node) or self._connection(node)
         queue = self.pending[node]
-        while len(queue) >= self.options.window:
-            self._read_reply(node)
+        if len(queue) >= self.window:  # half the window's replies read at once: a read a reply would cost more
+            self._read_replies(node, len(queue) - self.window // 2)
         connection.send(*pending.parts)
-        self.summary.sent_bytes += sum(len(part) for part in pending.parts)
         queue.append(pending)
+
+    def _read_replies(self, node: Node, count: int) -> None:
+        """The next `count` replies of the node's connection: the OKs in a run at once."""
+        queue, replies = self.pending[node], self.connections[node].replies
+        while count > 0:
+            oks = replies.oks(count)
+            for _ in range(oks):
+                self.summary.restored += queue.popleft().counts
+            count -= oks
+            if count > 0:
+                self._read_reply(node)
+                count -= 1
 
     def _read_reply(self, node: Node) -> None:
         pending = self.pending[node].popleft()
@@ -257,8 +295,8 @@ class Restore:
     def _drain(self) -> None:
         """Reads every reply not read yet; raises the first refusal met."""
         for node, queue in self.pending.items():
-            while queue:
-                self._read_reply(node)
+            self.connections[node].flush()
+            self._read_replies(node, len(queue))
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure
@@ -294,61 +332,56 @@ class Restore:
         self.summary.chunked += 1
 
 
-def _target_of(info: ServerInfo) -> tuple[int, bool]:
-    """The RDB version (and whether Valkey's numbering) of the newest target generation the server
-    loads: the largest of `TARGETS` at most its version."""
-    version = newest_target(Server(info.family, info.version))
-    if version is None:
-        raise UnwritableError(f"{info.name} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
-    return version, False
-
-
-def converter_for(header: dumpfile.Header, version: int, valkey: bool, allow_lossy: bool) -> Converter | None:
-    """A conversion for a target of RDB `version`, when some value of a dump of `header` may need
-    another layout there."""
-    if _loads_as_is(header, version, valkey):
-        return None
-    return Converter(version, allow_lossy)
-
-
-def _loads_as_is(header: dumpfile.Header, version: int, valkey: bool) -> bool:
-    """Whether a server of RDB `version` loads every value of a dump of `header` as it is."""
-    return header.dialect != "dragonfly" and header.magic.startswith("VALKEY") == valkey and header.version <= version
-
-
-def laid_out(record: dumpfile.KeyRecord, converter: Converter | None, copy_from: DumpBuffer | None, version: int,
-             valkey: bool, max_payload: int | None = None) -> tuple[dumpfile.KeyRecord, payloads.Payload | None]:
-    """The key as a target of RDB `version` gets it (`converter`'s layout) and its RESTORE payload:
-    its value's bytes as read from `copy_from` where the conversion leaves it as it was (no
-    conversion: every value), else written; None for a payload over `max_payload`, which is not
-    built when it is known before (the key goes as plain commands)."""
-    written = record if converter is None else converter.key(record)
-    as_read = copy_from is not None and (converter is None or (
-        written.rdb_type == record.rdb_type and written._body.value is record._body.value))
-    if as_read and copy_from is not None:
-        if max_payload is not None and payloads.size_copied(record, copy_from) > max_payload:
-            return record, None
-        payload = payloads.copied(record, copy_from, version)
-    else:
-        payload = payloads.written(written, version, valkey)
-    return written, None if max_payload is not None and payload.size > max_payload else payload
-
-
-def restore_command(record: dumpfile.KeyRecord, payload: payloads.Payload, replace: bool) -> list[bytes | memoryview]:
-    """RESTORE's bytes for `record` (with REPLACE, its expiry as ABSTTL, its LRU idle time or LFU
-    counter), its payload as the views it is made of (never joined)."""
-    options: list[Arg] = []
-    if replace:
-        options.append("REPLACE")
+def restore_command(record: dumpfile.KeyRecord, payload: payloads.Payload,
+                    replace: bool) -> list[bytes | memoryview]:
+    """`RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s | FREQ f]`: one piece for a payload of
+    one, else the payload's pieces as they are (never joined)."""
+    options = [b"REPLACE"] if replace else []
     if record.expire_at_ms is not None:
-        options.append("ABSTTL")
+        options.append(b"ABSTTL")
     if record.idle is not None:
-        options += ["IDLETIME", record.idle]
+        options += (b"IDLETIME", b"%d" % record.idle)
     elif record.freq is not None:
-        options += ["FREQ", record.freq]
-    ttl = record.expire_at_ms or 0
-    return [array_header(4 + len(options)), bulk("RESTORE"), bulk(record.key), bulk(ttl),
-            b"$%d\r\n" % payload.size, *payload.parts, payload.footer, CRLF, *map(bulk, options)]
+        options += (b"FREQ", b"%d" % record.freq)
+    ttl = b"%d" % (record.expire_at_ms or 0)
+    key = record.key
+    head = b"*%d\r\n$7\r\nRESTORE\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n" % (
+        4 + len(options), len(key), key, len(ttl), ttl, payload.size)
+    tail = payload.footer + CRLF + b"".join(map(bulk, options))
+    if len(payload.parts) == 1:
+        return [head + payload.parts[0] + tail]
+    return [head, *payload.parts, tail]
+
+
+def _target_of(info: ServerInfo) -> Target:
+    """The newest target generation the server loads (`rdbspec.server.versions.target_of`)."""
+    name = target_of(info.family, info.version)
+    if name is None:
+        raise UnwritableError(f"{info.name} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
+    return TARGETS[name]
+
+
+def converter_for(header: dumpfile.Header, target: Target, allow_lossy: bool) -> Converter | None:
+    """A conversion for `target`, when some value of a dump of `header` may need another layout there."""
+    if _loads_as_is(header, target):
+        return None
+    return Converter.for_target(target, allow_lossy)
+
+
+def unchanged(record: dumpfile.KeyRecord, written: dumpfile.KeyRecord) -> bool:
+    """Whether the key as the target gets it (`written`: converted) is `record` as it was read: its
+    payload is then its value's bytes as read (`payload.copied`). Without a conversion, every key."""
+    return written is record or (written.rdb_type == record.rdb_type and written._body.value is record._body.value)
+
+
+def _loads_as_is(header: dumpfile.Header, target: Target) -> bool:
+    """Whether the server of `target` loads every value of a dump of `header` as it is: a dump of
+    its magic up to its version, or of Redis's layouts it loads (Valkey 9: Redis's up to RDB 11)."""
+    if header.dialect == "dragonfly":
+        return False
+    if header.magic.startswith("VALKEY"):
+        return target.valkey and header.version <= target.version
+    return header.version <= target.layouts
 
 
 def restore(paths: Iterable[str], address: Address, options: Options, commands_of: CommandsOf | None = None,

@@ -31,19 +31,23 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from rdbspec_generated.enums import AuxWhen
 
 from ..errors import UnwritableError
 from ..read import dumpfile, location
-from ..server.templates import TEMPLATES_RDB
 from ..server.versions import Version
-from ..write.convert import VALKEY_HASH_2, Converter
+from ..write.convert import FIELD_TTL_HASHES, Converter
 from ..write.layouts import key_hash_slot
 from ..write.writer import DumpBuffer, Writer
 from . import command_file
+
+SLOT_INFO_RDB = 12  # Redis 7.4's, the first with SLOT_INFO (redis src/rdb.c rdbSaveDb)
+# the numbers of Valkey 9's `slot-info`: the slot, its keys, those with an expiry, those with volatile items
+VALKEY_9_SLOT_COUNTS = 4
 
 
 @dataclass
@@ -98,7 +102,9 @@ class SlotCounts:
     """The counts a cluster node writes before each slot's first key (rdbSaveDb): as Redis
     7.4+'s SLOT_INFO (`numbers` 3) or Valkey 8+'s `slot-info` AUX field (3 numbers, or 4 from
     Valkey 9: the keys, the keys with an expiry, the keys with volatile items: hashes with field
-    TTLs). The server writes the keys slot by slot, so the counts go where the slot changes."""
+    TTLs, which a conversion for Valkey 9 makes its HASH_2). The server writes the keys slot by slot,
+    each slot's counts once before its first key; keys in another order (a split:
+    `rdbspec.rewrite.split`) get them once too, before the first."""
 
     opcode: bool
     numbers: int
@@ -110,13 +116,13 @@ class SlotCounts:
         where = (record.db, key_hash_slot(record.key))
         self.keys[where] += 1
         self.expires[where] += record.expire_at_ms is not None
-        if self.numbers > 3 and record.value_kind == VALKEY_HASH_2 and record.field_expire_at_ms:
+        if self.numbers > 3 and record.value_kind in FIELD_TTL_HASHES and record.field_expire_at_ms:
             self.volatile[where] += 1
 
     def write(self, writer: Writer, record: dumpfile.KeyRecord) -> None:
         """The counts of the record's slot, when it is the first key of that slot."""
         slot = key_hash_slot(record.key)
-        if writer.slot == slot:
+        if slot in writer.slots:
             return
         where = (record.db, slot)
         if self.opcode:
@@ -127,15 +133,24 @@ class SlotCounts:
 
 
 def slot_counts(dump: dumpfile.Dump, converter: Converter | None) -> SlotCounts | None:
-    """How a dump read up to its first key writes its slots' counts: as it did (a conversion:
-    SLOT_INFO for a target of RDB 12, as Redis 7.4+ writes it, none below, where the loader
-    would refuse the opcode; the counts are sizing hints, which a loader does without)."""
+    """How a dump read up to its first key writes its slots' counts: as it did, or as the
+    target of a conversion writes them (`target_slot_counts`)."""
     valkey = [value for name, value in dump.aux if name == b"slot-info"]
     if not dump.slot_info and not valkey:
         return None
     if converter is not None:
-        return SlotCounts(True, 3) if converter.version >= 12 else None
+        return target_slot_counts(converter)
     return SlotCounts(True, 3) if dump.slot_info else SlotCounts(False, valkey[0].count(b",") + 1)
+
+
+def target_slot_counts(converter: Converter) -> SlotCounts | None:
+    """How the target of a conversion writes a cluster node's slots' counts: SLOT_INFO from RDB
+    12, as Redis 7.4+ writes it, none below, where the loader would refuse the opcode; for Valkey 9
+    its `slot-info` AUX fields of 4 numbers (valkey src/rdb.c rdbSaveDb). The counts are sizing
+    hints, which a loader does without."""
+    if converter.valkey:
+        return SlotCounts(False, VALKEY_9_SLOT_COUNTS)
+    return SlotCounts(True, 3) if converter.version >= SLOT_INFO_RDB else None
 
 
 def plan(path: str | os.PathLike, selection: Keeps, converter: Converter | None = None) -> Plan:
@@ -180,7 +195,7 @@ def _refuse_unwritten(dump: dumpfile.Dump, head: list, converter: Converter | No
         raise UnwritableError(f"the dump holds AUX fields among its keys ({names}), which rdbspec rewrite "
                               "does not write")
     templates = dump.hash_templates[sum(record.kind == dumpfile.HASH_TEMPLATE for record in head):]
-    if templates and (converter is None or converter.version >= TEMPLATES_RDB):
+    if templates and (converter is None or converter.templates):
         raise UnwritableError(f"the dump holds hash templates among its keys (ids {templates[:5]}), which "
                               "rdbspec rewrite does not write")
 
@@ -218,7 +233,7 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
             with dumpfile.open(source, parsers=None if converter is None else "python") as dump:
                 copy_from = _copy_from(dump, found)
                 if db == passes[0]:
-                    _write_head(writer, dump.head(), dump.head_span(), copy_from, converter)
+                    write_head(writer, dump.head_spans(), copy_from, converter)
                 for record in dump.keys():
                     if (db is None or record.db == db) and selection.keeps(record) and (
                             converter is None or converter.holds(record)):
@@ -234,7 +249,7 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
     """One read: the keyspace the commands leave (kept in memory), then written."""
     with dumpfile.open(source, parsers="python") as dump:
         found = _plan_of(dump, converter)
-        head, span, copy_from = dump.head(), dump.head_span(), _copy_from(dump, found)
+        head, spans, copy_from = dump.head(), dump.head_spans(), _copy_from(dump, found)
         keys = command_file.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
                            commands.node_max_bytes, commands.node_max_entries)
         _refuse_unwritten(dump, head, converter)
@@ -250,7 +265,7 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
         for record in records:
             found.count(record, selection, converter)
         with _writer(destination, found, converter) as writer:
-            _write_head(writer, head, span, copy_from, converter)
+            write_head(writer, spans, copy_from, converter)
             for record in records:
                 if selection.keeps(record) and (converter is None or converter.holds(record)):
                     _write_key(writer, record, found, converter, copy_from if id(record) in as_read else None)
@@ -261,7 +276,7 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
 def _writer(destination: str | os.PathLike, found: Plan, converter: Converter | None) -> Writer:
     if converter is None:
         return Writer(destination, found.version, valkey=found.valkey_magic, checksum=found.checksum)
-    return Writer(destination, converter.version, checksum=found.checksum)
+    return Writer(destination, converter.version, valkey=converter.valkey, checksum=found.checksum)
 
 
 def _copy_from(dump: dumpfile.Dump, found: Plan) -> DumpBuffer | None:
@@ -270,30 +285,37 @@ def _copy_from(dump: dumpfile.Dump, found: Plan) -> DumpBuffer | None:
     return None if found.dragonfly else dump.source.buffer
 
 
-def _write_head(writer: Writer, head: list, span: tuple[int, int], copy_from: DumpBuffer | None,
-                converter: Converter | None) -> None:
-    """The records before the databases, as read: copied (`span` of `copy_from`), or, for a
-    conversion, written again but those the target does not hold (their strings keep the form
-    the server gave them)."""
-    if converter is None and copy_from is not None:
-        writer.copy(copy_from, *span)
-        for record in head:  # what the keys after them read (hash templates), known to the writer
-            writer.note(record)
-        return
-    for record in head:
-        if converter is None or converter.head(record):
+def write_head(writer: Writer, head: list[tuple[Any, int, int]], copy_from: DumpBuffer | None,
+               converter: Converter | None, leave_out: Callable[[Any], bool] | None = None) -> None:
+    """The records before the databases (`head`: each with its span, `Dump.head_spans`) as read,
+    but those `leave_out` says: copied from `copy_from`, or, for a conversion, written again but
+    those the target does not hold (their strings keep the form the server gave them)."""
+    for record, start, end in head:
+        if leave_out is not None and leave_out(record):
+            continue
+        if converter is None and copy_from is not None:
+            writer.copy(copy_from, start, end)  # spans that follow each other are written as one
+            writer.note(record)  # what the keys after them read (hash templates), known to the writer
+        elif converter is None or converter.head(record):
             writer.record(record.opcode, record.body)
 
 
 def _write_key(writer: Writer, record: dumpfile.KeyRecord, found: Plan, converter: Converter | None,
                copy_from: DumpBuffer | None) -> None:
-    """A kept key, after its database's header and its slot's counts when it is the first there:
-    copied from `copy_from` (the buffer it was read from; None: it is not as it was read) unless
-    the conversion gives it another record, which the generated writers write."""
+    """A kept key, after its database's header and its slot's counts when it is the first there
+    (`write_value`)."""
     if writer.db != record.db:
         writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
     if found.slots is not None:
         found.slots.write(writer, record)
+    write_value(writer, record, converter, copy_from)
+
+
+def write_value(writer: Writer, record: dumpfile.KeyRecord, converter: Converter | None,
+                copy_from: DumpBuffer | None) -> None:
+    """A key with its own records before it: copied from `copy_from` (the buffer it was read
+    from; None: it is not as it was read) unless the conversion gives it another record, which
+    the generated writers write."""
     written = record if converter is None else converter.key(record)  # the same record: nothing changes
     if written is record and copy_from is not None:
         writer.copy_key(record, copy_from)

@@ -310,7 +310,7 @@ def written(keys: Keyspace, rdb_version: int, valkey: bool) -> Iterator[dumpfile
             record = key.record
             if record is None:  # made by a command: a stream
                 assert key.stream is not None
-                code = 21 if valkey else stream_type(rdb_version)
+                code = stream_type(rdb_version, valkey)
                 yield new_key_record(db, name, code, key.stream.to_value(code), rdb_version, valkey,
                                      expire_at_ms=key.expire_at_ms)
                 continue

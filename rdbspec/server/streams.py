@@ -125,11 +125,13 @@ def stream_version(stream: Stored, as_version: Version | None = None) -> Version
 
 
 
-def stream_type(version: int) -> ValueType:
+def stream_type(version: int, valkey: bool = False) -> ValueType:
     """The stream type a server of RDB `version` writes (rdbSaveObjectType): the first before RDB
     10, the second (consumer group metadata) for RDB 10, the third (entries_read) for RDB 11 and
-    12 (and every Valkey), the fourth (IDMP) for RDB 13 (Redis 8.6), the fifth (NACK zones) from
-    RDB 14 (Redis 8.8)."""
+    12 and every VALKEY dump (`valkey`: Valkey has no later stream type), the fourth (IDMP) for
+    RDB 13 (Redis 8.6), the fifth (NACK zones) from RDB 14 (Redis 8.8)."""
+    if valkey:
+        return ValueType.STREAM_LISTPACKS_3
     if version < 10:
         return ValueType.STREAM_LISTPACKS
     if version == 10:

@@ -18,7 +18,8 @@ from pathlib import Path
 from .. import rewrite
 from ..errors import EXIT_CODES, RdbError, UnwritableError, WriteError, exit_code, file_error_line, internal_error_line
 from ..read import dragonfly, dumpfile, location
-from ..write.convert import TARGETS, Converter
+from ..server.versions import TARGETS
+from ..write.convert import Converter
 from .options import ReadOptions
 
 
@@ -88,7 +89,7 @@ def write_dump(job: DumpJob) -> DumpResult:
     """Runs in a task: the dump of `job`, or the one line of what stopped it."""
     try:
         os.makedirs(os.path.dirname(job.destination), exist_ok=True)
-        converter = Converter(TARGETS[job.target], job.allow_lossy) if job.target is not None else None
+        converter = Converter.for_target(TARGETS[job.target], job.allow_lossy) if job.target is not None else None
         options = ReadOptions.parse(dict(job.options))
         location.configure(options.store)
         found = rewrite.rewrite(job.source, job.destination, _Filters(options), converter)

@@ -22,6 +22,9 @@ made by one command with all its elements, under the redis.conf limits of `Serve
   it turned into one) while small; a hashtable otherwise;
 * a hash, HSET (src/t_hash.c hashTypeTryConversion): a listpack (RDB 9: ziplist) of the pairs in
   order while they are few and short, a hashtable otherwise;
+* a Valkey 9 hash with field TTLs, HSET then HPEXPIREAT (valkey src/rdb.c rdbSaveObjectType,
+  rdbSaveObject): a HASH_2 of every field with its expiry, in the order given (a field given a TTL
+  turns the hash into a hashtable, whatever its size), while a field has one; else as HSET;
 * a Valkey 9.2 path hash, PHMSET (valkey src/rdb.c rdbSaveObject, OBJ_PATH_HASH): its paths in the
   radix tree's byte order, each with its fields in the order given (a small payload hash keeps
   insertion order), a later value of a field replacing the earlier as PHSET does;
@@ -67,7 +70,7 @@ LISTPACK_BLOB, ZIPLIST_BLOB, INTSET_BLOB = BlobKind.LISTPACK, BlobKind.ZIPLIST, 
 STREAM_LISTPACK_BLOB = BlobKind.STREAM_LISTPACK
 # the value types new keys take (the spec's rdb::value_type: redis src/rdb.h RDB_TYPE_*)
 STRING, SET, ZSET_2, HASH = ValueType.STRING, ValueType.SET, ValueType.ZSET_2, ValueType.HASH
-VALKEY_PATH_HASH = ValueType.VALKEY_PATH_HASH
+VALKEY_HASH_2, VALKEY_PATH_HASH = ValueType.VALKEY_HASH_2, ValueType.VALKEY_PATH_HASH
 LIST_QUICKLIST, LIST_QUICKLIST_2 = ValueType.LIST_QUICKLIST, ValueType.LIST_QUICKLIST_2
 SET_INTSET, SET_LISTPACK = ValueType.SET_INTSET, ValueType.SET_LISTPACK
 ZSET_ZIPLIST, ZSET_LISTPACK = ValueType.ZSET_ZIPLIST, ValueType.ZSET_LISTPACK
@@ -85,6 +88,7 @@ SIZE_SAFETY_LIMIT = 8192
 SIZE_ESTIMATE_OVERHEAD = 8
 PACKED_THRESHOLD = 1 << 30
 EMPTY_LISTPACK, EMPTY_ZIPLIST = 7, 11  # lpNew, ziplistNew: the header and the end byte
+EXPIRY_NONE = -1  # a HASH_2 field without a TTL (valkey src/rdb.c rdbSaveObject)
 
 
 def new_key_record(db: int, key: bytes, rdb_type: int, value: Any, version: int, valkey: bool,
@@ -270,6 +274,21 @@ class Layouts:
             entries = [x for f, v in merged.items() for x in (stored(f), stored(v))]
             return (HASH_LISTPACK if self.version >= 10 else HASH_ZIPLIST), self._packed(entries)
         return HASH, hash_table(merged.items(), self.compress)
+
+    def hash_with_ttls(self, rows: Mapping[bytes, tuple[bytes, int | None]]
+                       | Iterable[tuple[bytes, bytes, int | None]]) -> tuple[int, Any]:
+        """HSET of the fields, then HPEXPIREAT of those with an expiry (Unix ms; None: none), as
+        Valkey 9 saves the hash (see the module doc): the type byte (of a VALKEY dump) and the
+        value. A later row of a field replaces the earlier, in its place."""
+        given = [(f, *rest) for f, rest in rows.items()] if isinstance(rows, Mapping) else rows
+        merged = {f: (v, t) for f, v, t in given}
+        if any(t is not None and t < 0 for _, t in merged.values()):
+            raise ValueError("a field's expiry is a Unix time in ms: not negative")
+        if all(t is None for _, t in merged.values()):  # no volatile field: rdbSaveObjectType's plain hash
+            return self.hash([(f, v) for f, (v, _) in merged.items()])
+        return type_byte(VALKEY_HASH_2), _hash.ValkeyHash2._new(entries=[
+            _hash.ValkeyHash2Entry._new(field=rdb_string(f, self.compress), value=rdb_string(v, self.compress),
+                                        expire_ms=EXPIRY_NONE if t is None else t) for f, (v, t) in merged.items()])
 
     def path_hash(self, paths: Mapping[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]
                   | Iterable[tuple[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]]) -> tuple[int, Any]:

@@ -66,7 +66,7 @@ from ..read.values import (
 )
 from ..server.streams import stream_type
 from ..server.templates import TEMPLATES_RDB, template_fields
-from ..server.versions import PATH_HASH_RDB
+from ..server.versions import PATH_HASH_RDB, Target
 from .layouts import (
     LISTPACK_BLOB,
     Layouts,
@@ -118,11 +118,12 @@ class Writer:
         self.checksum = checksum
         self._crc = 0
         self._copying: tuple[DumpBuffer, int, int] | None = None  # the span `copy` has not written yet
-        self._closed = False
+        self._finished = self._closed = False
         self.db: int | None = None  # the database SELECTDB opened last
-        self.slot: int | None = None  # the cluster slot whose counts were written last in it
+        self.slots: set[int] = set()  # the cluster slots whose counts were written in it
         self.bytes_written = 0
-        self._write(("VALKEY%03d" if valkey else "REDIS%04d") % version)
+        self.magic = Target(version, valkey).magic
+        self._write(self.magic)
 
     def __enter__(self) -> Writer:
         return self
@@ -222,7 +223,7 @@ class Writer:
         """A database's header (rdbSaveDb): SELECTDB, then RESIZEDB with the number of keys that
         follow and how many of them expire. Without the counts, no RESIZEDB (a hint the server
         sizes its tables by; without it, as in dumps before RDB 7, it grows them as it loads)."""
-        self.db, self.slot = db, None
+        self.db, self.slots = db, set()
         self.record(RecordKind.SELECT_DB, _rdb.SelectDb._new(db_number=rdb_len(db)))
         if keys is not None:
             self.record(RecordKind.RESIZE_DB,
@@ -231,14 +232,14 @@ class Writer:
     def slot_info(self, slot: int, keys: int, expires: int) -> None:
         """A cluster slot's key counts before its first key (Redis 7.4+ cluster mode, rdbSaveDb:
         SLOT_INFO; a sizing hint its loader takes in cluster mode and skips otherwise)."""
-        self.slot = slot
+        self.slots.add(slot)
         self.record(RecordKind.SLOT_INFO, _rdb.SlotInfo._new(slot_id=rdb_len(slot), slot_size=rdb_len(keys),
                                                   expires_slot_size=rdb_len(expires)))
 
     def slot_info_aux(self, slot: int, counts: Sequence[int]) -> None:
         """The same hint as Valkey 8+ writes it (valkey src/rdb.c rdbSaveDb): an AUX field
         `slot-info` of "slot,keys,expires" (9.x adds the keys with volatile items)."""
-        self.slot = slot
+        self.slots.add(slot)
         self.aux(b"slot-info", b",".join(b"%d" % n for n in (slot, *counts)))
 
     def key(self, key: KeyRecord) -> None:
@@ -308,6 +309,17 @@ class Writer:
         """ZADD of every member and score."""
         self._new_key(key, *self.layouts.zset(pairs), **meta)
 
+    def hash_with_ttls(self, key: bytes, fields: Mapping[bytes, tuple[bytes, int | None]]
+                       | Iterable[tuple[bytes, bytes, int | None]], **meta: int | None) -> None:
+        """HSET of every field and value, then HPEXPIREAT of those given an expiry (field: (value,
+        Unix ms or None), or (field, value, ms or None) rows): Valkey 9's HASH_2
+        (`Layouts.hash_with_ttls`), which only a VALKEY dump holds (`valkey=True`); a plain hash
+        when no field has an expiry."""
+        if not self.root.is_valkey:
+            raise UnwritableError(f"a hash with field TTLs is written as Valkey 9's HASH_2, in a VALKEY dump, not in "
+                                  f"{self.magic}")
+        self._new_key(key, *self.layouts.hash_with_ttls(fields), **meta)
+
     def path_hash(self, key: bytes,
                   paths: Mapping[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]
                   | Iterable[tuple[bytes, Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]]]],
@@ -315,10 +327,10 @@ class Writer:
         """PHMSET of each path's fields (`Layouts.path_hash`): Valkey 9.2's path hash, which only
         a VALKEY dump of RDB 81 or later holds (`valkey=True`)."""
         if not self.root.is_valkey or self.version < PATH_HASH_RDB:
-            magic = ("VALKEY%03d" if self.root.is_valkey else "REDIS%04d") % self.version
             raise UnwritableError(f"a path hash (Valkey 9.2) is written in a VALKEY dump of RDB {PATH_HASH_RDB} or "
-                                  f"later, not in {magic}")
+                                  f"later, not in {self.magic}")
         self._new_key(key, *self.layouts.path_hash(paths), **meta)
+
     def template_hash(self, key: bytes, pairs: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]],
                       template_id: int | None = None, array: bool = False, names_listpack: bool = True,
                       **meta: int | None) -> None:
@@ -361,9 +373,9 @@ class Writer:
 
     def stream(self, key: bytes, stream: EditableStream, **meta: int | None) -> None:
         """A stream as `EditableStream.append` (XADD with the config's node limits) and its
-        groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11, 26
-        for RDB 13, 27 from RDB 14)."""
-        code = stream_type(self.version)
+        groups made it, in the stream type of the version (15, 19 from RDB 10, 21 from RDB 11 and
+        in a VALKEY dump, 26 for RDB 13, 27 from RDB 14)."""
+        code = stream_type(self.version, self.root.is_valkey)
         self._new_key(key, code, stream.to_value(code, self.compress), **meta)
 
     def array(self, key: bytes, elements: Mapping[int, bytes | int | float] | Iterable[tuple[int, bytes | int | float]],
@@ -386,9 +398,10 @@ class Writer:
 
     # -- the end ---------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """EOF and the checksum; the file then takes the destination's name."""
-        if self._closed:
+    def finish(self) -> None:
+        """EOF and the checksum: the temporary file is whole on disk, not yet renamed (a caller
+        writing several files finishes them all before `close()` renames any)."""
+        if self._finished or self._closed:
             return
         try:
             self._write(bytes([RecordKind.EOF]))
@@ -398,6 +411,17 @@ class Writer:
             os.fchmod(self._handle.fileno(), _created_file_mode())  # the temporary file's is 0600
             os.fsync(self._handle.fileno())
             self._handle.close()
+        except BaseException:
+            self.abort()
+            raise
+        self._finished = True
+
+    def close(self) -> None:
+        """`finish()`, then the file takes the destination's name."""
+        if self._closed:
+            return
+        self.finish()
+        try:
             os.replace(self._handle.name, self.path)
         except BaseException:
             self.abort()

@@ -324,7 +324,7 @@ def test_dump_restore_payloads(tmp_path: Path) -> None:
     assert select == [b"SELECT", b"2"]
     assert restore[:3] == [b"RESTORE", b"l", b"4102444800000"] and restore[4:] == [b"REPLACE", b"ABSTTL"]
     payload = restore[3]
-    assert payload[-10:-8] == (11).to_bytes(2, "little")  # the newest generation Valkey 9.1 loads: RDB 11
+    assert payload[-10:-8] == (80).to_bytes(2, "little")  # the newest generation Valkey 9.1 loads: VALKEY080
     assert int.from_bytes(payload[-8:], "little") == crc64(payload[:-8])
     with rdbspec.open(path) as dump:
         assert payload[0] == next(dump.keys()).rdb_type
