@@ -180,9 +180,7 @@ class Restore:
 
     def _converter(self, header: dumpfile.Header) -> Converter | None:
         """A conversion for the target, when some value of the dump may need another layout there."""
-        if _loads_as_is(header, self.target):
-            return None
-        return Converter.for_target(self.target, self.options.allow_lossy)
+        return converter_for(header, self.target, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
         """Every selected key's database must be one the server has (a cluster node: 0 alone, but
@@ -221,10 +219,7 @@ class Restore:
         db = record.db if self.same_dbs else self._db_of(record)
         if self.db.get(node) != db:
             self._select(node, db)
-        # a value the conversion leaves as it was is sent as its bytes (no conversion: every value)
-        as_read = copy_from is not None and (converter is None or (
-            written.rdb_type == record.rdb_type and written._body.value is record._body.value))
-        if as_read and copy_from is not None:
+        if copy_from is not None and unchanged(record, written):
             size = payloads.size_copied(record)
             if size > self.max_payload:
                 self._send_commands(node, record)
@@ -369,6 +364,19 @@ def _target_of(info: ServerInfo) -> Target:
     if name is None:
         raise UnwritableError(f"{info.name} loads none of the RDB versions written ({', '.join(sorted(TARGETS))})")
     return TARGETS[name]
+
+
+def converter_for(header: dumpfile.Header, target: Target, allow_lossy: bool) -> Converter | None:
+    """A conversion for `target`, when some value of a dump of `header` may need another layout there."""
+    if _loads_as_is(header, target):
+        return None
+    return Converter.for_target(target, allow_lossy)
+
+
+def unchanged(record: dumpfile.KeyRecord, written: dumpfile.KeyRecord) -> bool:
+    """Whether the key as the target gets it (`written`: converted) is `record` as it was read: its
+    payload is then its value's bytes as read (`payload.copied`). Without a conversion, every key."""
+    return written is record or (written.rdb_type == record.rdb_type and written._body.value is record._body.value)
 
 
 def _loads_as_is(header: dumpfile.Header, target: Target) -> bool:
