@@ -82,7 +82,7 @@ def test_a_restored_corpus_dump_holds_what_its_server_reported(path: Path, kind:
     strict = rdbspec("restore", str(path), "--to", url)
     if version > LOSSLESS_UP_TO[kind] and strict.returncode != 0:
         assert strict.returncode == EXIT_CODES["unwritable"], strict.stderr
-        assert "--allow-lossy drops it" in strict.stderr and "keys restored before" in strict.stderr
+        assert len(strict.stderr.splitlines()) == 1 and "--allow-lossy drops it" in strict.stderr
         target.client().flushall()
         lossy = rdbspec("restore", str(path), "--to", url, "--allow-lossy")
         assert lossy.returncode == 0, lossy.stderr
