@@ -23,7 +23,7 @@ import pytest
 from rdbspec import cli
 from rdbspec.errors import EXIT_CODES
 from tests.support import readme, servers
-from tests.support.expected import capture
+from tests.support.expected import capture, expiries
 from tests.support.resp import commands_in
 from tests.support.servers import binary_for
 
@@ -159,11 +159,7 @@ def test_a_corpus_dump_replayed_holds_what_its_server_reported(path: Path, kind:
     target = redis_server_factory(binary_for(kind))
     replay(target, commands)
     expected = json.loads(path.with_suffix(".expected.json").read_text())
-    # a server before 7.0 tells expiries as PTTL (capture adds it to its clock)
-    written = {(record["db"], record["key"].encode()): record["expire_at_ms"]
-               for records in expected["databases"].values() for record in records
-               if record["expire_at_ms"] is not None and isinstance(record["key"], str)}
-    held = capture(target.client(), requested_expire_at=written)
+    held = capture(target.client(), requested_expire_at=expiries(expected))
     # Redis 6.0 opened a stream node by the bytes of the last one without the new entry's (redis
     # 6.0 src/t_stream.c streamAppendItem; 6.2 on count them): the servers here split its entries
     # into other nodes
@@ -180,7 +176,8 @@ def test_a_corpus_dump_replayed_holds_what_its_server_reported(path: Path, kind:
         # src/rdb.c rdbLoadObject); the entries XDEL deletes set it, and XSETID cannot set 0-0 back
         # (src/t_stream.c xsetidCommand)
         tombstone = frozenset(("max-deleted-entry-id",) if rdb_version < 10 else ())
-        assert differences(capture(loaded.client(), requested_expire_at=written), held, nodes | tombstone) == []
+        served = capture(loaded.client(), requested_expire_at=expiries(expected))
+        assert differences(served, held, nodes | tombstone) == []
 
 
 # -- a big hash and a big stream, cut small ------------------------------------------------------
@@ -255,10 +252,7 @@ def test_restore_payloads_replayed_hold_what_the_server_reported(path: Path, kin
     target = redis_server_factory(binary_for(kind))
     replay(target, commands)
     expected = json.loads(path.with_suffix(".expected.json").read_text())
-    written = {(record["db"], record["key"].encode()): record["expire_at_ms"]
-               for records in expected["databases"].values() for record in records
-               if record["expire_at_ms"] is not None and isinstance(record["key"], str)}
-    assert differences(expected, capture(target.client(), requested_expire_at=written)) == []
+    assert differences(expected, capture(target.client(), requested_expire_at=expiries(expected))) == []
     if rdb_version <= loads:
         assert digests(target) == digests(redis_server_factory(binary_for(kind), rdb=path))
 
