@@ -401,7 +401,7 @@ def target_lines(got: RestoreRun) -> list[str]:
     """The target's verdict on this run, as the Targets section gives it."""
     measured = restore_rate(got.all_results, got.backend)
     shown = "; ".join(f"{m.file}: {m.text}" for m in measured) or "—"
-    return [f"Target: {RESTORE_TARGET}, {got.backend} backend: **{verdict(measured)}**. {shown}."]
+    return [f"Target: {RESTORE_TARGET}, {got.backend} backend: {verdict(measured)}. {shown}."]
 
 
 def section(got: RestoreRun) -> list[str]:

@@ -174,10 +174,8 @@ def keys_per_s(r: Result) -> float | None:
     return keys / r.median if keys is not None and r.median else None
 
 
-def _restore_state(r: Result | None) -> str | None:
-    """Why a restore's result is not a figure (absent, failed, wrong count), or None when it is one."""
-    if r is None:
-        return "not run"
+def _restore_state(r: Result) -> str | None:
+    """Why a restore's result is not a figure (failed, wrong count), or None when it is one."""
     if r.status != "ok":
         return r.status
     return "wrong (the server held other keys than the dump's)" if r.invalid else None
@@ -186,20 +184,21 @@ def _restore_state(r: Result | None) -> str | None:
 def restore_rate(results: list[Result], backend: str) -> list[Measured]:
     """`rdbspec restore` (on `backend`) against librdb's plain commands per mix dump: keys/s of each and their
     ratio (rdbspec ÷ librdb, ≥ 1 meets it). A file where rdbspec failed or left the server with other keys
-    misses it; one where librdb did is shown, not judged."""
+    misses it; one where librdb did is shown, not judged; one where librdb did not run is left out."""
     ours = {r.dataset.name: r for r in results if r.contender == RESTORE_OURS and r.backend == backend
             and r.status != "skipped"}
     theirs = {r.dataset.name: r for r in results if r.contender == RESTORE_LIBRDB}
     out = []
     for f, a in ours.items():
         b = theirs.get(f)
+        if b is None or b.status == "skipped":
+            continue
         why_a, why_b = _restore_state(a), _restore_state(b)
         if why_a is not None:
             out.append(Measured(f, f"rdbspec restore {why_a}", False))
         elif why_b is not None:
             out.append(Measured(f, f"librdb {why_b}: not compared", None))
         else:
-            assert b is not None
             ra, rb = keys_per_s(a), keys_per_s(b)
             if ra and rb:
                 out.append(Measured(f, f"{ra / rb:.2f}× ({rate_text(ra)} keys/s in {a.median:.3g} s vs librdb "
