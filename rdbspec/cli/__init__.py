@@ -1,4 +1,5 @@
-"""The `rdbspec` command line: dump, info, keys, prefixes (and report, the stream commands, rewrite, pipeline).
+"""The `rdbspec` command line: dump, info, keys, prefixes (and report, the stream commands, rewrite, split,
+pipeline).
 
 Bad input ends with one line on stderr (the problem, the byte offset, the key being read)
 and the exit code of `errors.EXIT_CODES`; lines already written stay valid JSON Lines. Any other
@@ -10,7 +11,8 @@ whole file, in one process; with --jobs, one per byte range read by a worker (`e
 
 The other commands' lines are in this package too, one module each: `common` (what every command
 shares: argument types, the options of a command reading one dump, the progress line, the error
-line), `report`, `streams` (the stream commands), `pipeline` (the Spark pipeline). Imports:
+line), `report`, `streams` (the stream commands), `split` (a dump cut by cluster slots), `pipeline`
+(the Spark pipeline). Imports:
 anything below; what one command alone needs is imported when that command runs.
 """
 
@@ -57,12 +59,12 @@ from ..read.streams import Stream
 from ..read.values import STREAM_KINDS
 from ..report.data import element_count
 from ..report.prefixes import PrefixTree
-from ..server.versions import NEWEST, OLDEST, TARGETS, Target
 from .common import (
     TYPES,
     AnyCaseSubParsers,
     Progress,
     add_memory_options,
+    add_target_options,
     dump_command,
     each_range,
     error_line,
@@ -71,11 +73,13 @@ from .common import (
     parse_version,
     positive_int,
     separator,
+    target_of_args,
     type_name,
 )
 from .pipeline import register as register_pipeline
 from .report import register as register_report
 from .restore import register as register_restore
+from .split import register as register_split
 from .streams import register as register_stream_commands
 
 
@@ -403,13 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="only keys matching this regular expression (searched in the key's bytes)")
     rewrite.add_argument("--exclude-key", type=key_pattern, metavar="REGEX",
                          help="leave out keys matching this regular expression")
-    target = rewrite.add_mutually_exclusive_group()
-    target.add_argument("--target", choices=sorted(TARGETS),
-                        help="write for this server: its RDB version and value layouts")
-    target.add_argument("--rdb-version", type=int, metavar="N",
-                        help=f"write RDB version N ({OLDEST} to {NEWEST}) and its value layouts")
-    rewrite.add_argument("--allow-lossy", action="store_true",
-                         help="drop what the target cannot hold (listed at the end) instead of refusing it")
+    add_target_options(rewrite)
     rewrite.add_argument("--commands", metavar="FILE",
                          help="apply these commands first, one a line as redis-cli reads them: XADD, XDEL, XTRIM, "
                               "XSETID, XGROUP, XREADGROUP, XACK, XCLAIM, XAUTOCLAIM, DEL, EXPIRE, PERSIST, RENAME, "
@@ -422,6 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.add_argument("--stream-node-max-entries", type=int, default=100, metavar="N",
                          help="the server's stream-node-max-entries (default 100)")
     rewrite.set_defaults(standalone=run_rewrite)
+    register_split(sub)
     register_stream_commands(sub)
     register_pipeline(sub)
     register_restore(sub)
@@ -441,7 +440,7 @@ def run_rewrite(args: argparse.Namespace) -> int:
     from ..write import convert
 
     selection = rewrite.Selection(frozenset(args.db or ()), frozenset(args.type or ()), args.key, args.exclude_key)
-    target = TARGETS[args.target] if args.target else Target(args.rdb_version) if args.rdb_version is not None else None
+    target = target_of_args(args)
     try:
         converter = convert.Converter.for_target(target, args.allow_lossy) if target is not None else None
         commands = None

@@ -159,6 +159,25 @@ class Progress:
             sys.stderr.write("\r" + " " * 40 + "\r")
 
 
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """--target NAME or --rdb-version N, and --allow-lossy: the server generation a command
+    writes for (`target_version`; `rdbspec.write.convert`)."""
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--target", choices=sorted(versions.TARGETS),
+                        help="write for this server: its RDB version and value layouts")
+    target.add_argument("--rdb-version", type=int, metavar="N",
+                        help=f"write RDB version N ({versions.OLDEST} to {versions.NEWEST}) and its value layouts")
+    parser.add_argument("--allow-lossy", action="store_true",
+                        help="drop what the target cannot hold (listed at the end) instead of refusing it")
+
+
+def target_of_args(args: argparse.Namespace) -> versions.Target | None:
+    """The target `add_target_options` asks for; None: the input's own (no conversion)."""
+    if args.target:
+        return versions.TARGETS[args.target]
+    return versions.Target(args.rdb_version) if args.rdb_version is not None else None
+
+
 def error_line(path: str, err: BaseException) -> str:
     """`rdbspec: PATH: problem (key K)` for an error reading `path`, K the key whose record was
     being read (an IntegrityError names its key in its own message); an OSError names the file it

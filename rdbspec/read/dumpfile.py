@@ -402,12 +402,11 @@ class Dump:
         self.head()
         return self._pending[-1][2] if self._pending else self._offset
 
-    def head_span(self) -> tuple[int, int]:
-        """Where the records of `head()` lie in the file, [start, end) (asked before `keys()`)."""
+    def head_spans(self) -> list[tuple[Any, int, int]]:
+        """The records of `head()`, each with where it lies in the file, [start, end) (asked
+        before `keys()`)."""
         self.head()
-        pending = self._pending
-        start = pending[0][1] if pending else self._offset
-        return start, next((begin for record, begin, _ in pending if record.kind not in HEAD_KINDS), self._offset)
+        return [item for item in self._pending if item[0].kind in HEAD_KINDS]
 
     def _read_leading_aux(self) -> None:
         while True:

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ServerError
+from ..server.cluster import CLUSTER_SLOTS, SlotRange, runs
 from .connection import Connection
 from .resp import ReplyError
 
-SLOTS = 16384  # redis src/cluster.h CLUSTER_SLOTS
 Node = tuple[str, int]  # a node's host and port
 
 
@@ -40,14 +40,10 @@ def redirection(reply: ReplyError) -> Redirection | None:
 
 
 class Topology:
-    """Which master serves each slot."""
+    """Which master serves each slot (`owners`: None where none does)."""
 
-    def __init__(self, ranges: list[tuple[int, int, Node]]):
-        self.owners: list[Node | None] = [None] * SLOTS
-        for start, end, node in ranges:
-            for slot in range(start, end + 1):
-                self.owners[slot] = node
-        self.ranges = sorted(ranges)
+    def __init__(self, owners: list[Node | None]):
+        self.owners = owners
 
     @classmethod
     def of(cls, connection: Connection) -> Topology:
@@ -56,16 +52,24 @@ class Topology:
         reached at the host this connection reached (clusterReplyMultiBulkSlots leaves the
         host to the client when `cluster-preferred-endpoint-type unknown-endpoint`)."""
         reply = connection.call("CLUSTER", "SLOTS")
-        ranges: list[tuple[int, int, Node]] = []
+        owners: list[Node | None] = [None] * CLUSTER_SLOTS
         for entry in reply if isinstance(reply, list) else ():
             match entry:
-                case [int(start), int(end), [bytes(host), int(port), *_], *_]:
+                case [int(start), int(end), [bytes(host), int(port), *_], *_] if 0 <= start <= end < CLUSTER_SLOTS:
                     reached = host.decode() if host not in (b"", b"?") else connection.address.host
-                    ranges.append((start, end, (reached, port)))
+                    owners[start:end + 1] = [(reached, port)] * (end + 1 - start)
                 case _:
                     raise ServerError(f"an answer that is no slot range: {entry!r:.80}", connection.address.url,
                                       "CLUSTER SLOTS")
-        return cls(ranges)
+        return cls(owners)
+
+    def updated(self, read: Topology, moved: Redirection) -> Topology:
+        """The topology `read` again after `moved`, the slot MOVED named served by the node it
+        named (a node may answer CLUSTER SLOTS before it knows of the move it redirects for), a slot
+        it tells no master of by the one this topology knew."""
+        owners = [new if new is not None else old for new, old in zip(read.owners, self.owners, strict=True)]
+        owners[moved.slot] = moved.node
+        return Topology(owners)
 
     def owner(self, slot: int) -> Node:
         node = self.owners[slot]
@@ -74,18 +78,18 @@ class Topology:
         return node
 
     def masters(self) -> list[Node]:
-        return sorted({node for _, _, node in self.ranges})
+        return sorted({node for node in self.owners if node is not None})
 
-    def node_ranges(self) -> Iterator[tuple[Node, list[tuple[int, int]]]]:
+    def node_ranges(self) -> Iterator[tuple[Node, list[SlotRange]]]:
         """Each master and the slot ranges it serves, in slot order."""
         for node in self.masters():
-            yield node, [(start, end) for start, end, owner in self.ranges if owner == node]
+            yield node, runs(slot for slot, owner in enumerate(self.owners) if owner == node)
 
 
 def name_in_slot(slot: int, suffix: bytes) -> bytes:
     """A key name in `slot` ending with `suffix`: `{T}suffix`, T the first decimal number whose
     CRC16 falls in the slot (a hash tag: the name goes where T goes, whatever the suffix)."""
     tag = 0
-    while binascii.crc_hqx(b"%d" % tag, 0) & (SLOTS - 1) != slot:
+    while binascii.crc_hqx(b"%d" % tag, 0) & (CLUSTER_SLOTS - 1) != slot:
         tag += 1
     return b"{%d}%s" % (tag, suffix)

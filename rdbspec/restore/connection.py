@@ -26,6 +26,7 @@ from .resp import Arg, ProtocolError, Replies, Reply, ReplyError, command
 DEFAULT_PORT = 6379
 # what a server takes of one bulk string unless configured otherwise (redis.conf proto-max-bulk-len)
 DEFAULT_MAX_BULK = 512 << 20
+DEFAULT_DATABASES = 16  # redis.conf `databases`
 RECEIVE_BYTES = 1 << 16
 SEND_BYTES = 1 << 16  # commands gathered before a write: a system call a key would cost more than the key
 
@@ -99,12 +100,14 @@ class Address:
 @dataclass(frozen=True)
 class ServerInfo:
     """What the restore asks a server: its family ("redis" or "valkey": Valkey's INFO has
-    `valkey_version`), its version, the largest bulk string it takes, whether it is a cluster node."""
+    `valkey_version`), its version, the largest bulk string it takes, whether it is a cluster node,
+    and how many databases it has (a cluster node: 1, but Valkey 9's `cluster-databases`)."""
 
     family: str
     version: Version
     max_bulk: int
     cluster: bool
+    databases: int
 
     @property
     def name(self) -> str:
@@ -200,18 +203,25 @@ class Connection:
 
     def info(self) -> ServerInfo:
         """The server's family, version and limits (INFO server, INFO cluster, CONFIG GET
-        proto-max-bulk-len: a user whose ACL denies CONFIG gets the default)."""
+        proto-max-bulk-len, databases or cluster-databases)."""
         fields = _info_fields(self.call("INFO", "server")) | _info_fields(self.call("INFO", "cluster"))
         family = "valkey" if "valkey_version" in fields else "redis"
         version = parse_version(fields.get(f"{family}_version", "0.0"))
-        max_bulk = DEFAULT_MAX_BULK
+        cluster = fields.get("cluster_enabled") == "1"
+        max_bulk = self._config("proto-max-bulk-len", DEFAULT_MAX_BULK)
+        databases = self._config("cluster-databases", 1) if cluster else self._config("databases", DEFAULT_DATABASES)
+        return ServerInfo(family, version, max_bulk, cluster, databases)
+
+    def _config(self, name: str, default: int) -> int:
+        """A number of CONFIG GET: `default` when the server has no such setting, or the user's
+        ACL denies CONFIG."""
         try:
-            reply = self.call("CONFIG", "GET", "proto-max-bulk-len")
-            if isinstance(reply, list) and len(reply) == 2 and isinstance(reply[1], bytes):
-                max_bulk = int(reply[1])
+            reply = self.call("CONFIG", "GET", name)
         except ServerError:
-            pass
-        return ServerInfo(family, version, max_bulk, fields.get("cluster_enabled") == "1")
+            return default
+        if isinstance(reply, list) and len(reply) == 2 and isinstance(reply[1], bytes) and reply[1].isdigit():
+            return int(reply[1])
+        return default
 
     def close(self) -> None:
         try:

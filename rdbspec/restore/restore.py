@@ -21,8 +21,9 @@ migrateCommand: `RESTORE key ttl payload [REPLACE] ABSTTL [IDLETIME s | FREQ f]`
   read (they are counted); a server that goes away is a ConnectionError naming it (exit 6).
 * In a cluster (INFO's `cluster_enabled`), the slots' masters are read (`cluster.Topology`), a key
   goes to the master of its slot, MOVED reads the topology again and resends, ASK sends the one
-  command to the node named after ASKING; a cluster has database 0 only, so the keys of any other
-  database need `db_map` (read before anything is sent: nothing is restored otherwise).
+  command to the node named after ASKING. A cluster node has database 0 only (but Valkey 9's
+  `cluster-databases`), so the keys of any other database need `db_map`, as those of a database a
+  server has not (`databases`): read before anything is sent, nothing is restored otherwise.
 """
 
 from __future__ import annotations
@@ -112,9 +113,6 @@ class Restore:
         self.info = self.seed.info()
         self.summary.target = f"{self.info.name} at {address.url}"
         self.topology = Topology.of(self.seed) if self.info.cluster else None
-        if self.topology is not None and address.db not in (None, 0):
-            raise ServerError("ERR SELECT is not allowed in cluster mode: a cluster has database 0 only",
-                              address.url, "SELECT")
         self.target = _target_of(self.info)
         self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
         self.connections: dict[Node, Connection] = {}
@@ -164,8 +162,7 @@ class Restore:
         """Restores the selected keys of the dump at `path`; the summary counts every dump run so far."""
         with dumpfile.open(path) as dump:
             converter = self._converter(dump.header)
-            if self.topology is not None:
-                self._check_databases(dump)
+            self._check_databases(dump)
         with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
             copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
             self.in_c = (_restore_commands.RestoreCommands(copy_from, self.target.version, self.replace)
@@ -188,12 +185,18 @@ class Restore:
         return Converter.for_target(self.target, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
-        """A cluster holds database 0 only: every selected key's database must go there."""
-        elsewhere = sorted({record.db for record in dump.keys() if self.options.selection.keeps(record)
-                            and self._db_of(record) != 0})
-        if elsewhere:
-            raise UnwritableError(f"the dump holds keys in database {', '.join(map(str, elsewhere))} and a cluster has "
-                                  "database 0 only: give --db-map SRC:0 (or select databases with --db)")
+        """Every selected key's database must be one the server has (a cluster node: 0 alone, but
+        Valkey 9's `cluster-databases`; a server: its `databases`): read before anything is sent."""
+        databases = self.info.databases
+        outside = sorted({self._db_of(record) for record in dump.keys() if self.options.selection.keeps(record)}
+                         - set(range(databases)))
+        if not outside:
+            return
+        has = f"database 0 only ({'cluster-' if self.info.cluster else ''}databases 1)" if databases == 1 else (
+            f"databases 0 to {databases - 1}")
+        raise UnwritableError(f"the keys would go to database {', '.join(map(str, outside))} and the "
+                              f"{'cluster' if self.info.cluster else 'server'} has {has}: give --db-map SRC:DST "
+                              "(or select databases with --db)")
 
     def _db_of(self, record: dumpfile.KeyRecord) -> int:
         mapped = self.options.db_map.get(record.db)
@@ -285,7 +288,8 @@ class Restore:
         """MOVED: the topology is read again and the command resent to the slot's master; ASK: the
         one command is sent to the node named, after ASKING (clusterRedirectClient)."""
         if moved.kind == "MOVED":
-            self.topology = Topology.of(self._connection(moved.node))
+            assert self.topology is not None
+            self.topology = self.topology.updated(Topology.of(self._connection(moved.node)), moved)
             self._select(moved.node, 0)
             self._send(self._node_of(pending.key or b""), pending)
             return
@@ -299,9 +303,10 @@ class Restore:
 
     def _drain(self) -> None:
         """Reads every reply not read yet; raises the first refusal met."""
-        for node, queue in self.pending.items():
-            self.connections[node].flush()
-            self._read_replies(node, len(queue))
+        while any(self.pending.values()):  # a redirection queues its command again, maybe on a node drained
+            for node, queue in list(self.pending.items()):
+                self.connections[node].flush()
+                self._read_replies(node, len(queue))
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise failure

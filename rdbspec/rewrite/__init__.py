@@ -31,8 +31,9 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from rdbspec_generated.enums import AuxWhen
 
@@ -102,7 +103,8 @@ class SlotCounts:
     7.4+'s SLOT_INFO (`numbers` 3) or Valkey 8+'s `slot-info` AUX field (3 numbers, or 4 from
     Valkey 9: the keys, the keys with an expiry, the keys with volatile items: hashes with field
     TTLs, which a conversion for Valkey 9 makes its HASH_2). The server writes the keys slot by slot,
-    so the counts go where the slot changes."""
+    each slot's counts once before its first key; keys in another order (a split:
+    `rdbspec.rewrite.split`) get them once too, before the first."""
 
     opcode: bool
     numbers: int
@@ -120,7 +122,7 @@ class SlotCounts:
     def write(self, writer: Writer, record: dumpfile.KeyRecord) -> None:
         """The counts of the record's slot, when it is the first key of that slot."""
         slot = key_hash_slot(record.key)
-        if writer.slot == slot:
+        if slot in writer.slots:
             return
         where = (record.db, slot)
         if self.opcode:
@@ -131,18 +133,24 @@ class SlotCounts:
 
 
 def slot_counts(dump: dumpfile.Dump, converter: Converter | None) -> SlotCounts | None:
-    """How a dump read up to its first key writes its slots' counts: as it did (a conversion:
-    SLOT_INFO for a target of RDB 12, as Redis 7.4+ writes it, none below, where the loader
-    would refuse the opcode; for Valkey 9 its `slot-info` AUX fields of 4 numbers, valkey src/rdb.c
-    rdbSaveDb; the counts are sizing hints, which a loader does without)."""
+    """How a dump read up to its first key writes its slots' counts: as it did, or as the
+    target of a conversion writes them (`target_slot_counts`)."""
     valkey = [value for name, value in dump.aux if name == b"slot-info"]
     if not dump.slot_info and not valkey:
         return None
     if converter is not None:
-        if converter.valkey:
-            return SlotCounts(False, VALKEY_9_SLOT_COUNTS)
-        return SlotCounts(True, 3) if converter.version >= SLOT_INFO_RDB else None
+        return target_slot_counts(converter)
     return SlotCounts(True, 3) if dump.slot_info else SlotCounts(False, valkey[0].count(b",") + 1)
+
+
+def target_slot_counts(converter: Converter) -> SlotCounts | None:
+    """How the target of a conversion writes a cluster node's slots' counts: SLOT_INFO from RDB
+    12, as Redis 7.4+ writes it, none below, where the loader would refuse the opcode; for Valkey 9
+    its `slot-info` AUX fields of 4 numbers (valkey src/rdb.c rdbSaveDb). The counts are sizing
+    hints, which a loader does without."""
+    if converter.valkey:
+        return SlotCounts(False, VALKEY_9_SLOT_COUNTS)
+    return SlotCounts(True, 3) if converter.version >= SLOT_INFO_RDB else None
 
 
 def plan(path: str | os.PathLike, selection: Keeps, converter: Converter | None = None) -> Plan:
@@ -225,7 +233,7 @@ def rewrite(source: str | os.PathLike, destination: str | os.PathLike, selection
             with dumpfile.open(source, parsers=None if converter is None else "python") as dump:
                 copy_from = _copy_from(dump, found)
                 if db == passes[0]:
-                    _write_head(writer, dump.head(), dump.head_span(), copy_from, converter)
+                    write_head(writer, dump.head_spans(), copy_from, converter)
                 for record in dump.keys():
                     if (db is None or record.db == db) and selection.keeps(record) and (
                             converter is None or converter.holds(record)):
@@ -241,7 +249,7 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
     """One read: the keyspace the commands leave (kept in memory), then written."""
     with dumpfile.open(source, parsers="python") as dump:
         found = _plan_of(dump, converter)
-        head, span, copy_from = dump.head(), dump.head_span(), _copy_from(dump, found)
+        head, spans, copy_from = dump.head(), dump.head_spans(), _copy_from(dump, found)
         keys = command_file.apply(dump, commands.path, commands.lines, commands.now_ms, commands.version,
                            commands.node_max_bytes, commands.node_max_entries)
         _refuse_unwritten(dump, head, converter)
@@ -257,7 +265,7 @@ def _rewrite_edited(source: str | os.PathLike, destination: str | os.PathLike, s
         for record in records:
             found.count(record, selection, converter)
         with _writer(destination, found, converter) as writer:
-            _write_head(writer, head, span, copy_from, converter)
+            write_head(writer, spans, copy_from, converter)
             for record in records:
                 if selection.keeps(record) and (converter is None or converter.holds(record)):
                     _write_key(writer, record, found, converter, copy_from if id(record) in as_read else None)
@@ -277,30 +285,37 @@ def _copy_from(dump: dumpfile.Dump, found: Plan) -> DumpBuffer | None:
     return None if found.dragonfly else dump.source.buffer
 
 
-def _write_head(writer: Writer, head: list, span: tuple[int, int], copy_from: DumpBuffer | None,
-                converter: Converter | None) -> None:
-    """The records before the databases, as read: copied (`span` of `copy_from`), or, for a
-    conversion, written again but those the target does not hold (their strings keep the form
-    the server gave them)."""
-    if converter is None and copy_from is not None:
-        writer.copy(copy_from, *span)
-        for record in head:  # what the keys after them read (hash templates), known to the writer
-            writer.note(record)
-        return
-    for record in head:
-        if converter is None or converter.head(record):
+def write_head(writer: Writer, head: list[tuple[Any, int, int]], copy_from: DumpBuffer | None,
+               converter: Converter | None, leave_out: Callable[[Any], bool] | None = None) -> None:
+    """The records before the databases (`head`: each with its span, `Dump.head_spans`) as read,
+    but those `leave_out` says: copied from `copy_from`, or, for a conversion, written again but
+    those the target does not hold (their strings keep the form the server gave them)."""
+    for record, start, end in head:
+        if leave_out is not None and leave_out(record):
+            continue
+        if converter is None and copy_from is not None:
+            writer.copy(copy_from, start, end)  # spans that follow each other are written as one
+            writer.note(record)  # what the keys after them read (hash templates), known to the writer
+        elif converter is None or converter.head(record):
             writer.record(record.opcode, record.body)
 
 
 def _write_key(writer: Writer, record: dumpfile.KeyRecord, found: Plan, converter: Converter | None,
                copy_from: DumpBuffer | None) -> None:
-    """A kept key, after its database's header and its slot's counts when it is the first there:
-    copied from `copy_from` (the buffer it was read from; None: it is not as it was read) unless
-    the conversion gives it another record, which the generated writers write."""
+    """A kept key, after its database's header and its slot's counts when it is the first there
+    (`write_value`)."""
     if writer.db != record.db:
         writer.select_db(record.db, found.keys[record.db], found.expires[record.db])
     if found.slots is not None:
         found.slots.write(writer, record)
+    write_value(writer, record, converter, copy_from)
+
+
+def write_value(writer: Writer, record: dumpfile.KeyRecord, converter: Converter | None,
+                copy_from: DumpBuffer | None) -> None:
+    """A key with its own records before it: copied from `copy_from` (the buffer it was read
+    from; None: it is not as it was read) unless the conversion gives it another record, which
+    the generated writers write."""
     written = record if converter is None else converter.key(record)  # the same record: nothing changes
     if written is record and copy_from is not None:
         writer.copy_key(record, copy_from)

@@ -118,9 +118,9 @@ class Writer:
         self.checksum = checksum
         self._crc = 0
         self._copying: tuple[DumpBuffer, int, int] | None = None  # the span `copy` has not written yet
-        self._closed = False
+        self._finished = self._closed = False
         self.db: int | None = None  # the database SELECTDB opened last
-        self.slot: int | None = None  # the cluster slot whose counts were written last in it
+        self.slots: set[int] = set()  # the cluster slots whose counts were written in it
         self.bytes_written = 0
         self.magic = Target(version, valkey).magic
         self._write(self.magic)
@@ -223,7 +223,7 @@ class Writer:
         """A database's header (rdbSaveDb): SELECTDB, then RESIZEDB with the number of keys that
         follow and how many of them expire. Without the counts, no RESIZEDB (a hint the server
         sizes its tables by; without it, as in dumps before RDB 7, it grows them as it loads)."""
-        self.db, self.slot = db, None
+        self.db, self.slots = db, set()
         self.record(RecordKind.SELECT_DB, _rdb.SelectDb._new(db_number=rdb_len(db)))
         if keys is not None:
             self.record(RecordKind.RESIZE_DB,
@@ -232,14 +232,14 @@ class Writer:
     def slot_info(self, slot: int, keys: int, expires: int) -> None:
         """A cluster slot's key counts before its first key (Redis 7.4+ cluster mode, rdbSaveDb:
         SLOT_INFO; a sizing hint its loader takes in cluster mode and skips otherwise)."""
-        self.slot = slot
+        self.slots.add(slot)
         self.record(RecordKind.SLOT_INFO, _rdb.SlotInfo._new(slot_id=rdb_len(slot), slot_size=rdb_len(keys),
                                                   expires_slot_size=rdb_len(expires)))
 
     def slot_info_aux(self, slot: int, counts: Sequence[int]) -> None:
         """The same hint as Valkey 8+ writes it (valkey src/rdb.c rdbSaveDb): an AUX field
         `slot-info` of "slot,keys,expires" (9.x adds the keys with volatile items)."""
-        self.slot = slot
+        self.slots.add(slot)
         self.aux(b"slot-info", b",".join(b"%d" % n for n in (slot, *counts)))
 
     def key(self, key: KeyRecord) -> None:
@@ -398,9 +398,10 @@ class Writer:
 
     # -- the end ---------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """EOF and the checksum; the file then takes the destination's name."""
-        if self._closed:
+    def finish(self) -> None:
+        """EOF and the checksum: the temporary file is whole on disk, not yet renamed (a caller
+        writing several files finishes them all before `close()` renames any)."""
+        if self._finished or self._closed:
             return
         try:
             self._write(bytes([RecordKind.EOF]))
@@ -410,6 +411,17 @@ class Writer:
             os.fchmod(self._handle.fileno(), _created_file_mode())  # the temporary file's is 0600
             os.fsync(self._handle.fileno())
             self._handle.close()
+        except BaseException:
+            self.abort()
+            raise
+        self._finished = True
+
+    def close(self) -> None:
+        """`finish()`, then the file takes the destination's name."""
+        if self._closed:
+            return
+        self.finish()
+        try:
             os.replace(self._handle.name, self.path)
         except BaseException:
             self.abort()

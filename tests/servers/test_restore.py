@@ -25,6 +25,7 @@ from rdbspec.errors import EXIT_CODES
 from tests.support import readme, servers, tls
 from tests.support.expected import capture, compare, from_s, records_from_expected
 from tests.support.servers import RedisServer, binary_for
+from tests.support.valkey_cluster import ValkeyCluster
 
 TESTS = Path(__file__).resolve().parents[1]
 REAL = sorted((TESTS / "corpus" / "real").glob("*/*.rdb"))
@@ -240,21 +241,24 @@ def test_filters_a_db_map_and_expired_keys(redis_server_factory) -> None:
 
 
 def test_the_readme_restores(redis_server_factory, tmp_path: Path) -> None:
-    """README's `restore` block, as written, into a Valkey 9.1 ($TARGET) and a Redis 7.0 asking for
-    a password ($SECURED)."""
+    """README's `restore` block, as written, into a Valkey 9.1 ($TARGET), a Redis 7.0 asking for a
+    password ($SECURED) and a Valkey 9.1 cluster of three masters ($CLUSTER)."""
     (block,) = readme.run_by("tests/servers/test_restore.py")
     target = redis_server_factory(binary_for("valkey"))
     secured = redis_server_factory(binary_for("debian"))
     secured.client().config_set("requirepass", "s3cret")
     work = readme.make_workdir(tmp_path)
-    done = readme.run_block(block, work, {"TARGET": f"redis://127.0.0.1:{target.port}",
-                                          "SECURED": f"redis://127.0.0.1:{secured.port}"})
-    assert done.returncode == 0, done.stderr
+    with ValkeyCluster() as cluster:
+        done = readme.run_block(block, work, {"TARGET": f"redis://127.0.0.1:{target.port}",
+                                              "SECURED": f"redis://127.0.0.1:{secured.port}", "CLUSTER": cluster.seed})
+        assert done.returncode == 0, done.stderr
+        in_cluster = {key for node in cluster.nodes for key in node.client().scan_iter()}
     with rdbspec_open(work / "dump.rdb") as dump:
         keys = [(r.db, r.key, r.type_name) for r in dump.keys()]
     with rdbspec_open(work / "backups" / "streams.rdb") as dump:
         streams = [(3, r.key, r.type_name) for r in dump.keys()]
     assert set(_digests(target)) == {(db, key) for db, key, _ in keys + streams}
+    assert in_cluster == {key for _, key, _ in keys}
     assert set(_digests(secured, "s3cret")) == {(0, key) for db, key, kind in keys
                                                   if db == 0 and kind == "hash" and not key.startswith(b"hx:")}
 

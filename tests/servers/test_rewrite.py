@@ -209,7 +209,7 @@ def test_redis_slot_info_is_counted_again_and_left_out_below_rdb_12(tmp_path: Pa
         out.select_db(0, len(keys), 2)
         for key in keys:
             slot = key_hash_slot(key)
-            if out.slot != slot:
+            if slot not in out.slots:
                 out.slot_info(slot, sum(key_hash_slot(k) == slot for k in keys),
                               sum(key_hash_slot(k) == slot and k.endswith(b"1") for k in keys))
             out.string(key, b"v", expire_at_ms=1893456000000 if key.endswith(b"1") else None)

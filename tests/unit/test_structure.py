@@ -46,6 +46,8 @@ DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspe
             ("rdbspec.cli.pipeline", "rdbspec.report.html"), ("rdbspec.cli.pipeline", "rdbspec.report.data"),
             ("rdbspec.cli", "rdbspec.write.convert"), ("rdbspec.cli", "rdbspec.rewrite"),
             ("rdbspec.cli", "rdbspec.rewrite.command_file"),
+            ("rdbspec.cli.split", "rdbspec.rewrite.split"), ("rdbspec.cli.split", "rdbspec.write.convert"),
+            ("rdbspec.cli.split", "rdbspec.restore.connection"), ("rdbspec.cli.split", "rdbspec.restore.cluster"),
             ("rdbspec.cli.report", "rdbspec.report.html"),
             ("rdbspec.cli.restore", "rdbspec.restore.connection"), ("rdbspec.cli.restore", "rdbspec.restore.restore"),
             ("rdbspec.cli.restore", "rdbspec.rewrite"),
