@@ -49,7 +49,7 @@ from .datasets import Dataset, read_build_info, server_version
 from .mix import option_help
 from .mix_content import MIX_FIELDS
 from .peers import PEERS_ENV, peers_dir
-from .report import RESTORE_HEADING, mb, seconds
+from .report import RESTORE_HEADING, mb, seconds, versions
 from .runner import (
     REPO,
     Contender,
@@ -266,6 +266,7 @@ class RestoreRun:
     shown: dict[str, str] = field(default_factory=dict)  # contender -> its command as shown
     backend: str = "native"
     server: str = ""  # "Redis 7.0.15 (/usr/bin/redis-server)"
+    rdbspec: str = ""  # its version and commit, as the report's Versions section gives them
     runs: int = 3
     timeout: float = 600.0
     argv: list[str] = field(default_factory=list)
@@ -283,7 +284,8 @@ def run(files: list[Dataset], runs: int, timeout: float, single_run_above: float
         memory_limit: int | None = None, argv: list[str] | None = None) -> RestoreRun:
     """Every contender on every file, into a server of its own a file."""
     backend = "native" if native_available() is None else "python"
-    got = RestoreRun([], [], backend=backend, runs=runs, timeout=timeout, argv=argv or [])
+    got = RestoreRun([], [], backend=backend, runs=runs, timeout=timeout, argv=argv or [],
+                     rdbspec=versions()["rdbspec"])
     if backend == "python":
         got.notes.append("native backend not built: rdbspec ran on the Python backend")
     binary = debian_binary()
@@ -411,7 +413,8 @@ def section(got: RestoreRun) -> list[str]:
            "and versions above may describe another run. Each dump of the content mix (its section above says "
            f"what each holds) restored into {got.server or 'Redis 7.0'} started by the bench on 127.0.0.1 "
            "(tests/support/servers.py: no persistence), one server a dump, emptied by `FLUSHALL SYNC` before "
-           f"every run (untimed). rdbspec runs on the {got.backend} backend (RDBSPEC_BACKEND={got.backend}). "
+           f"every run (untimed). rdbspec {got.rdbspec} runs on the {got.backend} backend "
+           f"(RDBSPEC_BACKEND={got.backend}). "
            "The contenders, each a separate process:", ""]
     out += [f"* {name}: `{got.shown[name]}`" for name in got.contenders]
     if not got.datasets or not got.contenders:
