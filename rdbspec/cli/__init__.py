@@ -78,6 +78,8 @@ from .common import (
 )
 from .pipeline import register as register_pipeline
 from .report import register as register_report
+from .resp import add_options as add_resp_options
+from .resp import write_resp
 from .restore import register as register_restore
 from .split import register as register_split
 from .streams import register as register_stream_commands
@@ -107,6 +109,9 @@ def _filtered(dump: dumpfile.Dump, keep: Callable[[dumpfile.KeyRecord], bool] | 
 
 
 def cmd_dump(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
+    if args.format == "resp":
+        write_resp(dump, args, _selected(dump, args), out)
+        return
     out.flush()  # JSON Lines are UTF-8 bytes: written below the text layer
     key: list[tuple[_LinePart, BinaryIO]] = []  # the part splits of a key read so far
     for piece, part, spool in each_range(dump, args, out, _dump_lines, streaming=True, parts=True):
@@ -376,7 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     common = partial(dump_command, sub)
 
     dump = common("dump", "every key as JSON Lines")
-    dump.add_argument("--include-deleted", action="store_true", help="stream entries deleted but still stored")
+    dump.add_argument("--include-deleted", action="store_true",
+                      help="stream entries deleted but still stored (JSON Lines)")
+    add_resp_options(dump)
     dump.set_defaults(run=cmd_dump)
     info = common("info", "header, AUX fields, counts, checksum")
     info.add_argument("--json", action="store_true", help="all of it as one JSON object")
@@ -499,7 +506,8 @@ def run_dump_command(args: argparse.Namespace) -> int:
     try:
         if written:
             out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
+        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum,
+                           parsers=getattr(args, "parsers", None)) as dump:
             args.run(dump, args, out)
         out.flush()
         if whole:
@@ -519,7 +527,7 @@ def run_dump_command(args: argparse.Namespace) -> int:
             sys.stderr.write(failure.traceback)
         print(failure.line, file=sys.stderr)
         return failure.code
-    except (RdbError, OSError) as err:
+    except (RdbError, OSError, UnwritableError, WriteError) as err:  # Unwritable: what `dump --format resp` refuses
         print_warnings(dump.warnings if dump is not None else ())
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)

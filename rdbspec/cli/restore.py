@@ -95,7 +95,7 @@ def run_restore(args: argparse.Namespace) -> int:
     run: Restore | None = None
     file = args.file[0]
     try:
-        with Restore(address, options, None, progress.update) as run:
+        with Restore(address, options, progress.update) as run:
             for file in args.file:
                 run.run(file)
     except (RdbError, OSError, ServerError, UnwritableError, WriteError) as err:

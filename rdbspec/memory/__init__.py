@@ -15,11 +15,8 @@ gives a value, which decides its cost).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
 from ..read import dumpfile
-from ..server.versions import parse_version
+from ..server.versions import Server, parse_server, server_of
 from ..write.layouts import ServerConfig
 from .allocators import ALLOCATORS
 from .redis import RedisModel
@@ -28,45 +25,6 @@ from .valkey import ValkeyModel
 __all__ = ["ALLOCATORS", "RedisModel", "Server", "ValkeyModel", "model", "model_for", "parse_server", "server_of"]
 
 VALKEY_HASHTABLES = (8, 1)  # the Valkey version whose objects hold their keys (valkey src/object.c)
-
-
-@dataclass(frozen=True)
-class Server:
-    """A server family ("redis" or "valkey") and version (major, minor)."""
-
-    name: str
-    version: tuple[int, int]
-
-    def __str__(self) -> str:
-        return f"{self.name}-{self.version[0]}.{self.version[1]}"
-
-
-def parse_server(text: str) -> Server:
-    """`7.0`, `redis-7.0` or `valkey-9.1`."""
-    name, _, number = text.strip().lower().rpartition("-")
-    name = name or "redis"
-    try:
-        version = parse_version(number)
-    except ValueError:
-        raise ValueError(f"not a server version like 7.0 or valkey-9.1: {text!r}") from None
-    if name not in ("redis", "valkey"):
-        raise ValueError(f"not a server version like 7.0 or valkey-9.1: {text!r}")
-    return Server(name, version)
-
-
-def server_of(aux: Iterable[tuple[bytes, bytes]], rdb_version: int) -> Server:
-    """The server that wrote the dump (rdbSaveInfoAuxFields): `valkey-ver` (Valkey 8.0 and
-    later, which write `redis-ver` 7.2.4 too), else `redis-ver`, else the oldest Redis writing
-    its RDB version."""
-    fields = dict(aux)
-    for field, name in ((b"valkey-ver", "valkey"), (b"redis-ver", "redis")):
-        written = fields.get(field)
-        if written is not None:
-            try:
-                return parse_server(f"{name}-{written.decode('ascii')}")
-            except (ValueError, UnicodeDecodeError):
-                pass
-    return Server("redis", (6, 0) if rdb_version <= 9 else (7, 0) if rdb_version == 10 else (7, 2))
 
 
 def model(server: Server, allocator: str = "jemalloc", config: ServerConfig | None = None) -> RedisModel:

@@ -199,6 +199,15 @@ class KeyRecord:
         for part in packed.parts:
             yield values.Packed(packed.shape, [part], packed.scores).elements()
 
+    def field_ttl_rows(self) -> Iterator[list[values.HashRow]] | None:
+        """A hash with field TTLs (`values.TTL_ROWS`) a chunk at a time, each field as (name, value,
+        TTL in unix ms or None), read as the chunks are iterated: a hashtable-encoded one of any
+        size in bounded memory. None for any other value. Checks and warnings as for `value`."""
+        rows = values.TTL_ROWS.get(self.value_kind)
+        if rows is None:
+            return None
+        return self._chunks(self._decoding(rows))
+
     def plain_string(self) -> bytes | None:
         """A string key's value, read without the decoders' bookkeeping (a string has no check
         the server skips, so no warning); None for any other type, or once `value` was read.

@@ -35,7 +35,7 @@ from rdbspec_generated.rdb_string import RdbLen
 
 from ..errors import IntegrityError, InternalError, RdbError
 from ..server.numbers import MASK64
-from ..server.streams import UNKNOWN_ENTRIES_READ, StreamId
+from ..server.streams import IDMP_DEFAULTS, UNKNOWN_ENTRIES_READ, StreamId
 from .elements import CHUNK_ROWS, container, first_repeated, text, texts, values
 
 try:  # compiled by setup.py from _stream_ids.pyx; absent without a C compiler
@@ -436,6 +436,13 @@ class Idmp:
     producers: list[IdmpProducer]
     iids_added: int
     iids_duplicates: int
+
+    @property
+    def is_default(self) -> bool:
+        """What a stream never given IDMP settings or producers holds (what a target without IDMP
+        loses nothing of dropping)."""
+        return ((self.duration_s, self.max_entries) == IDMP_DEFAULTS and not self.producers
+                and self.iids_added == 0 and self.iids_duplicates == 0)
 
 
 @dataclass

@@ -195,14 +195,19 @@ class Decoded:
     member_expire_at_ms: list[tuple[bytes, int]] | None = None  # sets with member TTLs (Dragonfly 32)
 
 
-def _hash_with_ttls(rows: list[tuple[bytes, bytes, int | None]]) -> Decoded:
+# a field of a hash with field TTLs: its name, its value and its TTL (absolute unix ms, None for none)
+HashRow = tuple[bytes, bytes, "int | None"]
+
+
+def _hash_with_ttls(chunks: Iterable[list[HashRow]]) -> Decoded:
+    rows = list(itertools.chain.from_iterable(chunks))
     return Decoded([(f, v) for f, v, _ in rows], [(f, t) for f, _, t in rows if t is not None])
 
 
-def _listpack_triples(lp: Any) -> Decoded:
+def _listpack_rows(lp: Any) -> Iterator[list[HashRow]]:
     flat = texts(lp.entries)
     ttls: list[Any] = values(lp.entries)  # integers: the server appends a TTL as one (lpAppendInteger)
-    return _hash_with_ttls(list(zip(flat[0::3], flat[1::3], [t or None for t in ttls[2::3]])))
+    yield list(zip(flat[0::3], flat[1::3], [t or None for t in ttls[2::3]]))
 
 
 # A Valkey path hash as `values.decode` gives it: each path and its (field, value) pairs
@@ -279,9 +284,38 @@ def df_chunks(chunk_list: Any) -> bytes:
 def chunk_rows(v: Any, width: int) -> Iterator[tuple[bytes, ...]]:
     """Each element of a value read in chunks (`chunks_entries`) as the texts of its `width`
     entries (integers as their decimal text)."""
+    for rows in row_chunks(v, width):
+        yield from rows
+
+
+def row_chunks(v: Any, width: int) -> Iterator[list[tuple[bytes, ...]]]:
+    """`chunk_rows` a chunk at a time."""
     for chunk in v.chunks_entries(CHUNK_ROWS):
         flat = texts(chunk)
-        yield from zip(*(flat[i::width] for i in range(width)))
+        yield list(zip(*(flat[i::width] for i in range(width))))
+
+
+def _metadata_rows(v: Any) -> Iterator[list[HashRow]]:
+    """A Redis 7.4 HASH_METADATA's fields: a TTL is stored + 1 from the hash's min_expire, 0 for none."""
+    base = v.min_expire - 1
+    for rows in row_chunks(v, 3):
+        yield [(f, value, int(ttl) + base if ttl != b"0" else None) for ttl, f, value in rows]
+
+
+# The hashes with field TTLs, each field's row (`HashRow`) a chunk at a time, read as they are
+# iterated: a hashtable-encoded one (types 22 and 24 of Redis 7.4 RC and GA, Dragonfly's 31) in
+# bounded chunks, a listpack (23, 25) or a Valkey HASH_2 (whose parser reads it whole) as one
+TTL_ROWS: dict[int, Callable[[Any], Iterator[list[HashRow]]]] = {
+    ValueType.HASH_METADATA_PRE_GA: lambda v: ([(f, value, int(ttl) or None) for ttl, f, value in rows]
+                                               for rows in row_chunks(v, 3)),
+    ValueType.HASH_LISTPACK_EX_PRE_GA: lambda v: _listpack_rows(container(v.listpack)),
+    ValueType.HASH_METADATA: _metadata_rows,
+    ValueType.HASH_LISTPACK_EX: lambda v: _listpack_rows(container(v.listpack)),
+    ValueType.DF_HASH_WITH_EXPIRY: lambda v: ([(f, value, df_member_expiry_ms(ttl)) for f, value, ttl in rows]
+                                              for rows in row_chunks(v, 3)),
+    ValueType.VALKEY_HASH_2: lambda v: iter([[(text(e.field), text(e.value), e.expire_ms if e.expire_ms != -1
+                                               else None) for e in v.entries]]),
+}
 
 
 def _df_set(v: Any) -> Decoded:
@@ -338,6 +372,11 @@ def _template_hash(names: list[bytes], values: list[bytes]) -> Decoded:
     return Decoded(list(zip(names, values)))
 
 
+def _ttl_decoder(rows: Callable[[Any], Iterator[list[HashRow]]]) -> Callable[[Any, int], Decoded]:
+    """The decoder of a hash with field TTLs whose rows `rows` reads."""
+    return lambda v, t: _hash_with_ttls(rows(v))
+
+
 DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     ValueType.STRING: lambda v, t: Decoded(text(v)),
     ValueType.LIST: lambda v, t: Decoded(PACKERS[ValueType.LIST](v).elements()),
@@ -361,18 +400,11 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     ValueType.STREAM_LISTPACKS_2: lambda v, t: Decoded(Stream.from_spec(v, t)),
     ValueType.SET_LISTPACK: lambda v, t: Decoded(texts(container(v).entries)),
     ValueType.STREAM_LISTPACKS_3: lambda v, t: Decoded(Stream.from_spec(v, t)),
-    ValueType.HASH_METADATA_PRE_GA: lambda v, t: _hash_with_ttls([(f, value, int(ttl) or None)
-                                                                  for ttl, f, value in chunk_rows(v, 3)]),
-    ValueType.HASH_LISTPACK_EX_PRE_GA: lambda v, t: _listpack_triples(container(v.listpack)),
-    ValueType.HASH_METADATA: lambda v, t: _hash_with_ttls(
-        [(f, value, int(ttl) + v.min_expire - 1 if ttl != b"0" else None) for ttl, f, value in chunk_rows(v, 3)]),
-    ValueType.HASH_LISTPACK_EX: lambda v, t: _listpack_triples(container(v.listpack)),
+    **{kind: _ttl_decoder(rows) for kind, rows in TTL_ROWS.items()},
     ValueType.STREAM_LISTPACKS_4: lambda v, t: Decoded(Stream.from_spec(v, t)),
     ValueType.STREAM_LISTPACKS_5: lambda v, t: Decoded(Stream.from_spec(v, t)),
     ValueType.ARRAY: lambda v, t: Decoded(sparse_array(v)),
     ValueType.DF_JSON: lambda v, t: Decoded(text(v)),
-    ValueType.DF_HASH_WITH_EXPIRY: lambda v, t: _hash_with_ttls([(f, value, df_member_expiry_ms(ttl))
-                                                                 for f, value, ttl in chunk_rows(v, 3)]),
     ValueType.DF_SET_WITH_EXPIRY: lambda v, t: _df_set(v),
     ValueType.DF_SBF: lambda v, t: Decoded(_df_sbf(v, chunked=False)),
     ValueType.DF_SBF2: lambda v, t: Decoded(_df_sbf(v, chunked=True)),
@@ -380,8 +412,6 @@ DECODERS: dict[int, Callable[[Any, int], Decoded]] = {
     ValueType.DF_TOPK: lambda v, t: Decoded(_df_topk(v)),
     ValueType.DF_CUCKOO: lambda v, t: Decoded(_df_cuckoo(v)),
     ValueType.DF_JSON_LEGACY: lambda v, t: Decoded(text(v)),
-    ValueType.VALKEY_HASH_2: lambda v, t: _hash_with_ttls(
-        [(text(e.field), text(e.value), e.expire_ms if e.expire_ms != -1 else None) for e in v.entries]),
     ValueType.VALKEY_PATH_HASH: lambda v, t: Decoded(path_hash(v)),
     # a values listpack's first entry is a template id: the values follow it
     HASH_TMPL_LP: lambda v, t: _template_hash(carried_names(v.fields), texts(container(v.values).entries)[1:]),

@@ -3,7 +3,7 @@
 that goes as it was read): the command's bytes with the payload of `payload.copied` in one piece,
 the CRC-64 computed here. Nothing here reads the bytes it copies: the spans come from the
 generated parser that read the record, and are checked against the buffer. Compiled by setup.py;
-without it `restore` builds the same bytes in Python (`payload.copied`, `Restore._restore_command`)."""
+without it `restore` builds the same bytes in Python (`payload.copied`, `restore.restore_command`)."""
 
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy

@@ -31,17 +31,18 @@ from __future__ import annotations
 import enum
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import ServerError, UnwritableError
 from ..read import dumpfile
 from ..rewrite import Keeps, Selection
-from ..server.versions import TARGETS, Target, target_of
-from ..write.convert import Converter
+from ..server.versions import TARGETS, Server, Target, target_of
+from ..write.convert import Converter, Losses
 from ..write.layouts import key_hash_slot
 from ..write.writer import DumpBuffer
+from . import commands
 from . import payload as payloads
 from .cluster import Node, Redirection, Topology, name_in_slot, redirection
 from .connection import Address, Connection, ServerInfo
@@ -53,7 +54,6 @@ except ImportError:
     _restore_commands = None  # type: ignore[assignment]
 
 PROGRESS_EVERY = 1000  # keys between two calls of the progress callback
-CommandsOf = Callable[[dumpfile.KeyRecord, bytes, int], Iterator[Sequence[bytes]]]
 
 
 class Existing(enum.Enum):
@@ -102,11 +102,9 @@ class _Pending(NamedTuple):
 class Restore:
     """A restore into the server at `address` (see the module doc); `run` restores a dump."""
 
-    def __init__(self, address: Address, options: Options, commands_of: CommandsOf | None = None,
-                 progress: Callable[[int, int], None] | None = None):
+    def __init__(self, address: Address, options: Options, progress: Callable[[int, int], None] | None = None):
         self.address = address
         self.options = options
-        self.commands_of = commands_of
         self.progress = progress
         self.summary = Summary()
         self.seed = Connection(address)
@@ -114,6 +112,8 @@ class Restore:
         self.summary.target = f"{self.info.name} at {address.url}"
         self.topology = Topology.of(self.seed) if self.info.cluster else None
         self.target = _target_of(self.info)
+        self.server = Server(self.info.family, self.info.version)
+        self.losses = Losses(self.info.name, options.allow_lossy)
         self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
         self.connections: dict[Node, Connection] = {}
         self.db: dict[Node, int] = {}  # the database each connection has selected
@@ -163,6 +163,8 @@ class Restore:
         with dumpfile.open(path) as dump:
             converter = self._converter(dump.header)
             self._check_databases(dump)
+        # what the target cannot hold, as a value's plain commands meet it too (a conversion's own)
+        self.losses = converter if converter is not None else Losses(self.info.name, self.options.allow_lossy)
         with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
             copy_from = None if dump.header.dialect == "dragonfly" else dump.source.buffer
             self.in_c = (_restore_commands.RestoreCommands(copy_from, self.target.version, self.replace)
@@ -174,15 +176,12 @@ class Restore:
                 if self.progress is not None and not count % PROGRESS_EVERY:
                     self.progress(record.offset, size)
             self._drain()
-        if converter is not None:
-            self.summary.dropped.update(converter.dropped)
+        self.summary.dropped.update(self.losses.dropped)
         return self.summary
 
     def _converter(self, header: dumpfile.Header) -> Converter | None:
         """A conversion for the target, when some value of the dump may need another layout there."""
-        if _loads_as_is(header, self.target):
-            return None
-        return Converter.for_target(self.target, self.options.allow_lossy)
+        return converter_for(header, self.target, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
         """Every selected key's database must be one the server has (a cluster node: 0 alone, but
@@ -221,10 +220,7 @@ class Restore:
         db = record.db if self.same_dbs else self._db_of(record)
         if self.db.get(node) != db:
             self._select(node, db)
-        # a value the conversion leaves as it was is sent as its bytes (no conversion: every value)
-        as_read = copy_from is not None and (converter is None or (
-            written.rdb_type == record.rdb_type and written._body.value is record._body.value))
-        if as_read and copy_from is not None:
+        if copy_from is not None and unchanged(record, written):
             size = payloads.size_copied(record)
             if size > self.max_payload:
                 self._send_commands(node, record)
@@ -317,13 +313,11 @@ class Restore:
         """The plain commands that build the value, under a name in the key's slot, then RENAME (or
         RENAMENX) over the key: the key appears whole, or not at all. Sent after every reply before
         is read (an existing key is then known), the building commands pipelined."""
-        if self.commands_of is None:
-            raise UnwritableError(f"key {record.key!r}: its payload is larger than the target takes in one command "
-                                  f"({self.max_payload} bytes) and this restore sends no plain commands")
         self._drain()
         building = name_in_slot(key_hash_slot(record.key), b"rdbspec-restore:" + record.key)
         self._send(node, _Pending("DEL", None, [command("DEL", building)], counts=False))
-        for args in self.commands_of(record, building, self.max_payload):
+        for args in commands.key_commands(record, self.max_payload, self.server, self.losses, name=building,
+                                          expiry=False):
             self._send(node, _Pending(args[0].decode(), record.key, [command(*args)], counts=False))
         if record.expire_at_ms is not None:
             self._send(node, _Pending("PEXPIREAT", record.key, [command("PEXPIREAT", building, record.expire_at_ms)],
@@ -371,6 +365,19 @@ def _target_of(info: ServerInfo) -> Target:
     return TARGETS[name]
 
 
+def converter_for(header: dumpfile.Header, target: Target, allow_lossy: bool) -> Converter | None:
+    """A conversion for `target`, when some value of a dump of `header` may need another layout there."""
+    if _loads_as_is(header, target):
+        return None
+    return Converter.for_target(target, allow_lossy)
+
+
+def unchanged(record: dumpfile.KeyRecord, written: dumpfile.KeyRecord) -> bool:
+    """Whether the key as the target gets it (`written`: converted) is `record` as it was read: its
+    payload is then its value's bytes as read (`payload.copied`). Without a conversion, every key."""
+    return written is record or (written.rdb_type == record.rdb_type and written._body.value is record._body.value)
+
+
 def _loads_as_is(header: dumpfile.Header, target: Target) -> bool:
     """Whether the server of `target` loads every value of a dump of `header` as it is: a dump of
     its magic up to its version, or of Redis's layouts it loads (Valkey 9: Redis's up to RDB 11)."""
@@ -381,10 +388,10 @@ def _loads_as_is(header: dumpfile.Header, target: Target) -> bool:
     return header.version <= target.layouts
 
 
-def restore(paths: Iterable[str], address: Address, options: Options, commands_of: CommandsOf | None = None,
+def restore(paths: Iterable[str], address: Address, options: Options,
             progress: Callable[[int, int], None] | None = None) -> Summary:
     """Restores the dumps at `paths` into the server at `address` (see the module doc)."""
-    with Restore(address, options, commands_of, progress) as run:
+    with Restore(address, options, progress) as run:
         for path in paths:
             run.run(path)
         return run.summary

@@ -194,11 +194,33 @@ class StoredGroup(Protocol):
 
 
 def loaded(stream: Stored) -> Loaded:
-    """Stored metadata (types 19+), or what rdb.c derives for a type-15 stream: entries_added =
-    length, no tombstone, first_id = the first live entry (streamGetEdgeID: max ID if empty)."""
+    """Stored metadata (types 19+), or what rdb.c derives for a type-15 stream (`derived`)."""
     if stream.entries_added is not None:
         return Loaded(stream.entries_added, stream.max_deleted_entry_id or ZERO_ID, stream.first_id or ZERO_ID)
+    return derived(stream)
+
+
+def derived(stream: Stored) -> Loaded:
+    """What redis src/rdb.c rdbLoadObject sets for a stream of the first type, which stores no
+    metadata: entries_added = length, no tombstone, first_id = the first live entry
+    (streamGetEdgeID: max ID if empty)."""
     return Loaded(stream.length, ZERO_ID, stream.first_live_id() or MAX_ID)
+
+
+def metadata_derived(stream: Stored) -> bool:
+    """Whether the stream's metadata (entries_added, first and max-deleted IDs) is what a loader
+    computes for the first stream type (`derived`): what a copy that holds none of it (a type-15
+    stream, a server before 7.0) loses nothing of."""
+    return stream.entries_added is None or loaded(stream) == derived(stream)
+
+
+def entries_read_derived(stream: Stored, group: StoredGroup) -> bool:
+    """Whether the group's read counter is the one a loader estimates for a group of the first
+    stream type, which stores none (rdb.c, `estimate_entries_read` by the 7.0 rules): what a copy
+    without it loses nothing of."""
+    if stream.type_code < ValueType.STREAM_LISTPACKS_2:
+        return True
+    return group.entries_read == estimate_entries_read(stream, derived(stream), group.last_delivered_id, (7, 0))
 
 
 def has_tombstones_from(stream: Counted, meta: Loaded, start: StreamId, version: Version) -> bool:

@@ -1,11 +1,13 @@
-"""Server generations: a server version (`Version`, "X.Y" as `parse_version` reads it), and the
-generations a dump can be rewritten for (`rdbspec rewrite --target NAME`, the pipeline's
-`--dumps-target`): the RDB version and magic each one's server writes (`Target`), and the newest
-of them a live server loads (`target_of`). A module of its own, so that the command line names
-them without loading the writers (`rdbspec.write.convert`)."""
+"""Server generations: a server version (`Version`, "X.Y" as `parse_version` reads it), a server
+(`Server`: its family and version, "valkey-9.1" as `parse_server` reads it; `server_of` the one
+that wrote a dump), and the generations a dump can be rewritten for (`rdbspec rewrite --target
+NAME`, the pipeline's `--dumps-target`): the RDB version and magic each one's server writes
+(`Target`), and the newest of them a live server loads (`target_of`). A module of its own, so that
+the command line names them without loading the writers (`rdbspec.write.convert`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # a server release as (major, minor): what the rules that changed between releases compare
@@ -18,6 +20,45 @@ def parse_version(text: str) -> Version:
     if len(parts) < 2 or not all(part.isdigit() and part.isascii() for part in parts[:2]):
         raise ValueError(f"not a version X.Y: {text!r}")
     return int(parts[0]), int(parts[1])
+
+
+@dataclass(frozen=True)
+class Server:
+    """A server family ("redis" or "valkey": `SERVERS`) and version (major, minor)."""
+
+    name: str
+    version: Version
+
+    def __str__(self) -> str:
+        return f"{self.name}-{self.version[0]}.{self.version[1]}"
+
+
+def parse_server(text: str) -> Server:
+    """`7.0`, `redis-7.0` or `valkey-9.1`."""
+    name, _, number = text.strip().lower().rpartition("-")
+    name = name or "redis"
+    try:
+        version = parse_version(number)
+    except ValueError:
+        raise ValueError(f"not a server version like 7.0 or valkey-9.1: {text!r}") from None
+    if name not in SERVERS:
+        raise ValueError(f"not a server version like 7.0 or valkey-9.1: {text!r}")
+    return Server(name, version)
+
+
+def server_of(aux: Iterable[tuple[bytes, bytes]], rdb_version: int) -> Server:
+    """The server that wrote the dump (rdbSaveInfoAuxFields): `valkey-ver` (Valkey 8.0 and
+    later, which write `redis-ver` 7.2.4 too), else `redis-ver`, else the oldest Redis writing
+    its RDB version."""
+    fields = dict(aux)
+    for field, name in ((b"valkey-ver", "valkey"), (b"redis-ver", "redis")):
+        written = fields.get(field)
+        if written is not None:
+            try:
+                return parse_server(f"{name}-{written.decode('ascii')}")
+            except (ValueError, UnicodeDecodeError):
+                pass
+    return Server("redis", (6, 0) if rdb_version <= 9 else (7, 0) if rdb_version == 10 else (7, 2))
 
 
 @dataclass(frozen=True)

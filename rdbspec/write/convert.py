@@ -68,7 +68,14 @@ from ..errors import UnwritableError
 from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, HASH_TEMPLATE, SLOT_IMPORT, KeyRecord
 from ..read.elements import container, text, texts
 from ..read.values import TEMPLATE_KINDS
-from ..server.streams import IDMP_DEFAULTS, UNKNOWN_ENTRIES_READ, group_entries_read, loaded, stream_type
+from ..server.streams import (
+    UNKNOWN_ENTRIES_READ,
+    entries_read_derived,
+    group_entries_read,
+    loaded,
+    metadata_derived,
+    stream_type,
+)
 from ..server.templates import TEMPLATES_RDB
 from ..server.versions import NEWEST, OLDEST, TARGETS, VALKEY_9_RDB, Target
 from .layouts import (
@@ -111,9 +118,47 @@ NO_OLDER_FORM: dict[int, str] = {**dict.fromkeys(DRAGONFLY_ONLY, "Dragonfly"),
                                  ValueType.VALKEY_PATH_HASH: "Valkey 9.2", ValueType.ARRAY: "Redis 8.8"}
 # the AUX fields Dragonfly writes of its snapshot files (dragonfly src/server/rdb_save.cc SaveAux)
 DRAGONFLY_AUX = frozenset((b"df-ver", b"snapshot-id", b"shard-id", b"shard-count", b"table-mem"))
+# what a target may not hold, as `Losses.drop` names it (`field_ttls`: a hash's field TTLs)
+DF_MEMBER_TTLS = "set member TTLs (Dragonfly type 32)"
+FUNCTIONS = "function libraries (FUNCTION2: Redis 7.0+)"
+PRE_GA_FUNCTIONS = "pre-release functions (FUNCTION opcode 246: Redis 7.0-rc1 and rc2 only)"
+STREAM_METADATA = "stream metadata (entries_added, first and max-deleted IDs: type 19+)"
+ENTRIES_READ = "consumer group entries_read (type 19+)"
+IDMP = "stream IDMP settings and producers (types 26 and 27)"
+NACK_ZONES = "stream NACK zones (type 27: pending entries XNACK released)"
 
 
-class Converter:
+def field_ttls(kind: int) -> str:
+    """The field TTLs of a hash of value kind `kind` (one of `FIELD_TTL_HASHES`), as `drop` names them."""
+    return f"hash field TTLs ({FIELD_TTL_HASHES[kind]})"
+
+
+class Losses:
+    """What a target (`name`: "RDB 9", "VALKEY080", "redis-6.2"...) cannot hold of a dump: refused
+    by name (`UnwritableError`), or, with `allow_lossy`, counted in `dropped`."""
+
+    def __init__(self, name: str, allow_lossy: bool = False):
+        self.name = name
+        self.allow_lossy = allow_lossy
+        self.dropped: Counter[str] = Counter()
+
+    def drop(self, what: str, record: KeyRecord | None = None) -> None:
+        """`what` cannot be held by the target: refused, or counted with `allow_lossy`."""
+        if not self.allow_lossy:
+            where = f" (key {record.key!r} in db {record.db})" if record is not None else ""
+            raise UnwritableError(f"{self.name} cannot hold {what}{where}; --allow-lossy drops it")
+        self.dropped[what] += 1
+
+    def no_older_form(self, record: KeyRecord) -> bool:
+        """Whether the key is of a type no target holds (`NO_OLDER_FORM`: Dragonfly's own types, a
+        Valkey path hash, a Redis 8.8 sparse array), told to `drop`."""
+        producer = NO_OLDER_FORM.get(record.value_kind)
+        if producer is not None:
+            self.drop(f"{producer} {record.type_name} keys (type {record.rdb_type})", record)
+        return producer is not None
+
+
+class Converter(Losses):
     """Gives keys the layout of RDB `version`, under Valkey's magic with `valkey` (version 80:
     Valkey 9's layouts; see the module doc)."""
 
@@ -124,17 +169,12 @@ class Converter:
         if not valkey and not OLDEST <= version <= NEWEST:
             raise UnwritableError(f"RDB {version} is not written: versions {OLDEST} to {NEWEST} "
                                   f"({', '.join(f'{n} {t.magic}' for n, t in TARGETS.items())})")
+        # the target as its refusals name it: its RDB version, or its magic for Valkey 9
+        super().__init__(Target(version, valkey).magic if valkey else f"RDB {version}", allow_lossy)
         self.version = version
         self.valkey = valkey
         self.layouts = Target(version, valkey).layouts  # what the rules of the module doc compare
-        self.allow_lossy = allow_lossy
         self.compress = compress
-        self.dropped: Counter[str] = Counter()
-
-    @property
-    def name(self) -> str:
-        """The target as its refusals name it: its RDB version, or its magic for Valkey 9."""
-        return Target(self.version, self.valkey).magic if self.valkey else f"RDB {self.version}"
 
     @property
     def templates(self) -> bool:
@@ -146,23 +186,13 @@ class Converter:
         """The converter that writes what `target`'s server writes (`rdbspec.server.versions.TARGETS`)."""
         return cls(target.version, allow_lossy, compress, target.valkey)
 
-    def drop(self, what: str, record: KeyRecord | None = None) -> None:
-        """`what` cannot be held by the target: refused, or counted with `allow_lossy`."""
-        if not self.allow_lossy:
-            where = f" (key {record.key!r} in db {record.db})" if record is not None else ""
-            raise UnwritableError(f"{self.name} cannot hold {what}{where}; --allow-lossy drops it")
-        self.dropped[what] += 1
-
     def holds(self, record: KeyRecord, note: bool = False) -> bool:
         """Whether the key is written: not a Dragonfly type Redis has none of (JSON, Bloom,
         count-min, top-k, cuckoo filters), nor a Valkey path hash, nor a Redis 8.8 sparse array (no
         target knows type 28); with `note`, told to `drop` the first time it is met."""
-        producer = NO_OLDER_FORM.get(record.value_kind)
-        if producer is None:
-            return True
         if note:
-            self.drop(f"{producer} {record.type_name} keys (type {record.rdb_type})", record)
-        return False
+            return not self.no_older_form(record)
+        return record.value_kind not in NO_OLDER_FORM
 
     def head(self, record: Any) -> bool:
         """Whether a record before the databases (AUX, function, module data) is written. A
@@ -171,10 +201,10 @@ class Converter:
         if record.kind == AUX and text(record.body.key) in DRAGONFLY_AUX:
             return False
         if record.kind == FUNCTION2 and self.layouts < 10:
-            self.drop("function libraries (FUNCTION2: Redis 7.0+)")
+            self.drop(FUNCTIONS)
             return False
         if record.kind == FUNCTION_PRE_GA:  # every release refuses it (rdbFunctionLoad)
-            self.drop("pre-release functions (FUNCTION opcode 246: Redis 7.0-rc1 and rc2 only)")
+            self.drop(PRE_GA_FUNCTIONS)
             return False
         if record.kind == SLOT_IMPORT and not self.valkey:  # Valkey 9's; no Redis knows the opcode
             self.drop("slot import jobs (SLOT_IMPORT: Valkey 9 atomic slot migration)")
@@ -201,7 +231,7 @@ class Converter:
         elif kind in TEMPLATE_KINDS and not self.templates:
             rdb_type, value = HASH, self._hash(record.value)
         elif kind == DF_SET_WITH_EXPIRY:
-            self.drop("set member TTLs (Dragonfly type 32)", record)
+            self.drop(DF_MEMBER_TTLS, record)
             rdb_type, value = self._set(record.value)
         if rdb_type == record.rdb_type and value is record._body.value and self.version == record._body.rdb_version:
             return record
@@ -243,7 +273,7 @@ class Converter:
         if kind not in (VALKEY_HASH_2, DF_HASH_WITH_EXPIRY) and self.version >= FIELD_TTLS_RDB:
             return rdb_type, value
         if record.field_expire_at_ms:
-            self.drop(f"hash field TTLs ({FIELD_TTL_HASHES[kind]})", record)
+            self.drop(field_ttls(kind), record)
         return HASH, self._hash(record.value)
 
     # -- streams -------------------------------------------------------------------------------
@@ -252,8 +282,6 @@ class Converter:
         """The stream value with the metadata of the target's stream type (see the module doc)."""
         target, source = stream_type(self.version, self.valkey), value.type_code
         stream = record.value
-        as_15 = dataclasses.replace(stream, type_code=15, first_id=None, max_deleted_entry_id=None,
-                                    entries_added=None)  # what a loader knows of it as type 15
         out = _stream.StreamValue._new(type_code=target, nodes=value.nodes, length=value.length, last_id=value.last_id)
         if target >= 19 and source >= 19:
             out.first_id, out.max_deleted_entry_id = value.first_id, value.max_deleted_entry_id
@@ -262,17 +290,17 @@ class Converter:
             meta = loaded(stream)
             out.first_id, out.max_deleted_entry_id = id_value(meta.first_id), id_value(meta.max_deleted)
             out.entries_added = rdb_len(meta.entries_added)
-        elif source >= 19 and loaded(stream) != loaded(as_15):
-            self.drop("stream metadata (entries_added, first and max-deleted IDs: type 19+)", record)
-        if value.idmp is not None and not _default_idmp(value.idmp):
-            self.drop("stream IDMP settings and producers (types 26 and 27)", record)
+        elif not metadata_derived(stream):
+            self.drop(STREAM_METADATA, record)
+        if stream.idmp is not None and not stream.idmp.is_default:
+            self.drop(IDMP, record)
         if any(model.nacked for model in stream.groups):
-            self.drop("stream NACK zones (type 27: pending entries XNACK released)", record)
-        out.groups = [self._group(record, stream, as_15, g, model, target)
+            self.drop(NACK_ZONES, record)
+        out.groups = [self._group(record, stream, g, model, target)
                       for g, model in zip(value.groups, stream.groups)]
         return out
 
-    def _group(self, record: KeyRecord, stream: Any, as_15: Any, g: Any, model: Any, target: int) -> Any:
+    def _group(self, record: KeyRecord, stream: Any, g: Any, model: Any, target: int) -> Any:
         """The group with the fields of the target's stream type (a NACK zone's entries stay in
         the PEL, pending for no consumer)."""
         out = _stream.StreamGroup._new(type_code=target, name=g.name, last_id=g.last_id, pel=g.pel)
@@ -280,8 +308,8 @@ class Converter:
             read = group_entries_read(stream, model)  # stored, or estimated as a loader of type 15 does
             out.entries_read = g.entries_read if g.type_code >= ValueType.STREAM_LISTPACKS_2 else rdb_len(
                 UNKNOWN_ENTRIES_READ if read is None else read)
-        elif g.type_code >= ValueType.STREAM_LISTPACKS_2 and model.entries_read != group_entries_read(as_15, model):
-            self.drop("consumer group entries_read (type 19+)", record)
+        elif not entries_read_derived(stream, model):
+            self.drop(ENTRIES_READ, record)
         out.consumers = []
         for c in g.consumers:
             consumer = _stream.StreamConsumer._new(type_code=target, name=c.name, seen_time=c.seen_time, pel=c.pel)
@@ -291,10 +319,3 @@ class Converter:
                 self.drop("consumer active time (type 21)", record)
             out.consumers.append(consumer)
         return out
-
-
-def _default_idmp(idmp: Any) -> bool:
-    """An IDMP block that a stream never given IDMP settings or producers has (what a target
-    without IDMP loses nothing of dropping)."""
-    return ((idmp.duration.value, idmp.max_entries.value) == IDMP_DEFAULTS and not idmp.producers
-            and idmp.iids_added.value == 0 and idmp.iids_duplicates.value == 0)

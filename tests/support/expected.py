@@ -849,6 +849,14 @@ def _compare_group(
 # -- the other direction (for tests of compare itself) ------------------------------------------
 
 
+def expiries(expected: Mapping[str, Any]) -> dict[tuple[int, bytes], int]:
+    """(db, key): the expiry the source server reported, for ``capture``'s ``requested_expire_at``
+    (a server before 7.0 tells expiries as PTTL, which capture adds to its clock)."""
+    return {(int(record["db"]), from_s(record["key"])): int(record["expire_at_ms"])
+            for records in (expected.get("databases") or {}).values() for record in records
+            if record["expire_at_ms"] is not None}
+
+
 def records_from_expected(expected: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The ``rdbspec dump`` records a correct parser would print for this expected.json."""
     out = []

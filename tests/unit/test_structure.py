@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, set[str]]] = [
 # the optional extra `spark`, from one that every command loads, so that the command line starts
 # without Spark (about 80 ms) and runs without the extra installed; and, in the command line's
 # modules, of what one command alone needs (the writers, the report page, the stream commands,
-# the pipeline's dumps and report), loaded by that command, so that the others start without it
+# the pipeline's dumps and report, the restore's commands), loaded by that command, so that the others start without it
 # (about 25 ms a command); and of the public face's writing side (`rdbspec.Writer`...), loaded
 # when first asked for, so that every `import rdbspec.<module>` does not load the writers.
 DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
@@ -53,6 +53,9 @@ DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspe
             ("rdbspec.cli.restore", "rdbspec.rewrite"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.commands"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.reply"),
+            ("rdbspec.cli.resp", "rdbspec.restore.commands"), ("rdbspec.cli.resp", "rdbspec.restore.resp"),
+            ("rdbspec.cli.resp", "rdbspec.write.convert"), ("rdbspec.cli.resp", "rdbspec.restore.restore"),
+            ("rdbspec.cli.resp", "rdbspec.restore.payload"),
             ("rdbspec", "rdbspec.write.writer"), ("rdbspec", "rdbspec.write.layouts"),
             ("rdbspec", "rdbspec.write.stream")}
 PACKAGE_LAYER = {package: rank for rank, (_, packages) in enumerate(LAYERS) for package in packages}
