@@ -111,10 +111,14 @@ class Restore:
         self.progress = progress
         self.summary = Summary()
         self.seed = Connection(address)
-        self.info = self.seed.info()
+        try:
+            self.info = self.seed.info()
+            self.topology = Topology.of(self.seed) if self.info.cluster else None
+            self.target = _target_of(self.info)
+        except BaseException:
+            self.seed.close()
+            raise
         self.summary.target = f"{self.info.name} at {address.url}"
-        self.topology = Topology.of(self.seed) if self.info.cluster else None
-        self.target = _target_of(self.info)
         self.server = Server(self.info.family, self.info.version)
         self.losses = Losses(self.info.name, options.allow_lossy)
         self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
