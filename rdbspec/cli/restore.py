@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_restore(args: argparse.Namespace) -> int:
-    from ..restore.connection import Address, Tls
+    from ..net.connection import Address, Tls
     from ..restore.restore import Existing, Options, Restore
     from ..rewrite import Selection
 

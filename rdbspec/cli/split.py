@@ -4,7 +4,7 @@ holding the keys of the slots the node serves (`rdbspec.rewrite.split`).
 The topology: `--slots` takes one argument per node, each the node's slot ranges comma-separated
 (`0-5460` or `0-100,200-300`, as `rdbspec.server.cluster.parse_ranges` reads them), and may be
 given again for more nodes; node N's file is `node-N.rdb`, N counted from 0 in the order given.
-`--cluster URL` reads it from a live node (`rdbspec.restore.connection`: the URL as redis-cli reads
+`--cluster URL` reads it from a live node (`rdbspec.net.connection`: the URL as redis-cli reads
 it, the password also from REDISCLI_AUTH; `rdbspec.restore.cluster.Topology`: CLUSTER SLOTS): one
 file per master, named by its address, `HOST-PORT.rdb`. Ranges that overlap, a dump holding keys
 in a database other than 0 without `--db`, keys in slots no node serves and a URL that names no
@@ -97,8 +97,8 @@ def run_split(args: argparse.Namespace) -> int:
 def _nodes(args: argparse.Namespace) -> list[Node]:
     """The nodes of --slots, or the masters of the cluster --cluster names, in the order of their
     first slot (CLUSTER SLOTS: `rdbspec.restore.cluster.Topology`)."""
+    from ..net.connection import Address, Connection
     from ..restore.cluster import Topology
-    from ..restore.connection import Address, Connection
     from ..rewrite.split import Node
 
     if args.slots is not None:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ServerError
+from ..net.connection import Connection
+from ..net.resp import ReplyError
 from ..server.cluster import CLUSTER_SLOTS, SlotRange, runs
-from .connection import Connection
-from .resp import ReplyError
 
 Node = tuple[str, int]  # a node's host and port
 
