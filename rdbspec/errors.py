@@ -20,6 +20,7 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     ├── WriteError                    a generated writer refuses a value (spec path)              7
     ├── UnwritableError               what rdbspec does not write, named                          7
     ├── ServerError                   a live server refused a command (its reply, the key)        8
+    │   └── SyncRefusedError            a live server will not send its RDB to a replica          8
     ├── ReplyError                    a server's error reply as a pipeline reads it (a value)
     ├── ProtocolError                 bytes that are no RESP2 reply: not a server (as exit 6)
     ├── InternalError                 a bug of rdbspec met while reading (offset, key)           70
@@ -34,7 +35,8 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     └── JavaMissingError              no Java 17+ for Spark                                      69
 
 An input file or output that cannot be opened, read or written is the `OSError` Python raises
-(exit 6); so is a server that cannot be reached or goes away (`ConnectionError`, naming its URL).
+(exit 6); so is a server that cannot be reached or goes away (`ConnectionError`, naming its URL;
+while its RDB comes, the byte reached).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from ..errors import (
     EXIT_CODES,
     InternalError,
     RdbError,
+    ServerError,
     UnwritableError,
     WriteError,
     as_internal,
@@ -54,7 +55,7 @@ from ..jsonl import (
     write_records,
     write_rows,
 )
-from ..read import backend, dumpfile, parallel, values
+from ..read import backend, dumpfile, location, parallel, values
 from ..read.streams import Stream
 from ..read.values import STREAM_KINDS
 from ..report.data import element_count
@@ -70,6 +71,7 @@ from .common import (
     error_line,
     key_filter,
     key_pattern,
+    open_dump,
     parse_version,
     positive_int,
     separator,
@@ -477,7 +479,10 @@ GC_YOUNGEST = 100_000
 
 def main(argv: list[str] | None = None) -> int:
     gc.set_threshold(GC_YOUNGEST, 50, 1000)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "save", None) is not None and not location.is_server(args.file):
+        parser.error(f"--save keeps the RDB of a live server (redis://…), and {args.file} is not one")
     try:
         backend.name()
     except backend.BackendError as err:  # RDBSPEC_BACKEND names none, or the native one is not built
@@ -506,8 +511,7 @@ def run_dump_command(args: argparse.Namespace) -> int:
     try:
         if written:
             out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum,
-                           parsers=getattr(args, "parsers", None)) as dump:
+        with open_dump(args, getattr(args, "parsers", None)) as dump:
             args.run(dump, args, out)
         out.flush()
         if whole:
@@ -527,7 +531,7 @@ def run_dump_command(args: argparse.Namespace) -> int:
             sys.stderr.write(failure.traceback)
         print(failure.line, file=sys.stderr)
         return failure.code
-    except (RdbError, OSError, UnwritableError, WriteError) as err:  # Unwritable: what `dump --format resp` refuses
+    except (RdbError, OSError, UnwritableError, WriteError, ServerError) as err:  # Unwritable: `dump --format resp`
         print_warnings(dump.warnings if dump is not None else ())
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)

@@ -6,6 +6,10 @@ a temporary file, which is mapped as a plain dump would be (`Source.compressed` 
 so a compressed dump of any size never sits in memory, from a file or from stdin alike. Valkey's
 loader does the same (valkey src/rdb.c rdbLoad, rdbInitStreamReader): input that does not start
 with the envelope's magic is a plain file, read as it is.
+
+A live server (`redis://…`, `rediss://…`) sends its RDB as it would to a replica
+(`rdbspec.net.replica`); the parsers read a whole buffer (a mapping), so the RDB is received
+into a temporary file (or the file `save` names) and mapped once it is complete.
 """
 
 from __future__ import annotations
@@ -161,11 +165,20 @@ def _map(handle: IO[bytes], name: str, compressed: str | None = None) -> Source:
     return Source(_Mapping(handle.fileno(), 0, access=mmap.ACCESS_READ), name, [handle], compressed)
 
 
-def open_source(path: str | os.PathLike[str]) -> Source:
-    """Maps a regular file; spools a pipe, stdin (`-`) or an object of a store (a URL:
-    `location`) to a temporary file as it is read, so memory never holds the whole input. A
-    compressed Valkey dump is unwrapped on the way (see the module doc)."""
+# (bytes received, the length announced or None) while a live server's RDB comes
+Progress = Callable[[int, "int | None"], None]
+
+
+def open_source(path: str | os.PathLike[str], save: str | os.PathLike[str] | None = None,
+                progress: Progress | None = None) -> Source:
+    """Maps a regular file; spools a pipe, stdin (`-`), an object of a store (a URL:
+    `location`) or a live server's RDB to a temporary file as it is read, so memory never holds
+    the whole input. A compressed Valkey dump is unwrapped on the way (see the module doc).
+    Of a server, `save` names the file that keeps the RDB (instead of a temporary one) and
+    `progress` is told of its bytes as they come."""
     name = os.fspath(path)
+    if location.is_server(name):
+        return _from_server(name, save, progress)
     if name == "-":
         return _spool(sys.stdin.buffer, "<stdin>")
     if location.is_url(name):
@@ -213,6 +226,31 @@ def _spool(stream: Readable, name: str) -> Source:
         spool.close()
         raise
     return _map(spool, name)
+
+
+def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progress | None) -> Source:
+    """The RDB of the server `url` names, taken as a replica takes it, into `save` or a
+    temporary file (a `save` that the transfer does not complete is removed: no half dump under
+    the user's name), then mapped."""
+    from ..net.connection import Address  # loaded by the commands that read a server only (ssl)
+    from ..net.replica import take_rdb
+
+    address = Address.parse(url)
+    spool = open(save, "w+b") if save is not None else tempfile.TemporaryFile(prefix="rdbspec-")  # noqa: SIM115
+    try:
+        take_rdb(address, spool, progress)
+        spool.flush()
+        spool.seek(0)
+        probe = _probe(spool)
+    except BaseException:
+        spool.close()
+        if save is not None:
+            os.unlink(save)
+        raise
+    if probe.startswith(VCS_MAGIC):  # a server saving with rdbcompression lz4 sends that form too
+        with spool:
+            return _unwrap(spool, probe, address.url)
+    return _map(spool, address.url)
 
 
 # -- Valkey's whole-file compression (rdbcompression lz4): spec/vcs.ksy --------------------------

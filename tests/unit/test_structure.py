@@ -34,14 +34,17 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("command line", {"rdbspec.cli", "rdbspec.__main__"}),
     ("public face", {"rdbspec"}),
 ]
-# The only imports made inside a function: (importer, module). Of a module that imports pyspark,
-# the optional extra `spark`, from one that every command loads, so that the command line starts
-# without Spark (about 80 ms) and runs without the extra installed; and, in the command line's
-# modules, of what one command alone needs (the writers, the report page, the stream commands,
-# the pipeline's dumps and report, the restore's commands), loaded by that command, so that the others start without it
-# (about 25 ms a command); and of the public face's writing side (`rdbspec.Writer`...), loaded
-# when first asked for, so that every `import rdbspec.<module>` does not load the writers.
-DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
+# The only imports made inside a function: (importer, module). Of the network by the reading side's
+# sources, which every command loads and few use for a live server (ssl costs about 5 ms); of a
+# module that imports pyspark, the optional extra `spark`, from one that every command loads, so
+# that the command line starts without Spark (about 80 ms) and runs without the extra installed;
+# and, in the command line's modules, of what one command alone needs (the writers, the report page,
+# the stream commands, the pipeline's dumps and report, the restore's commands), loaded by that
+# command, so that the others start without it (about 25 ms a command); and of the public face's
+# writing side (`rdbspec.Writer`...), loaded when first asked for, so that every `import
+# rdbspec.<module>` does not load the writers.
+DEFERRED = {("rdbspec.read.source", "rdbspec.net.connection"), ("rdbspec.read.source", "rdbspec.net.replica"),
+            ("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
             ("rdbspec.cli.pipeline", "rdbspec.spark.launch"), ("rdbspec.cli.pipeline", "rdbspec.spark.report"),
             ("rdbspec.cli.pipeline", "rdbspec.spark.dumps"),
             ("rdbspec.cli.pipeline", "rdbspec.report.html"), ("rdbspec.cli.pipeline", "rdbspec.report.data"),
