@@ -64,6 +64,7 @@ from .common import (
     TYPES,
     AnyCaseSubParsers,
     Progress,
+    add_file_arguments,
     add_memory_options,
     add_target_options,
     dump_command,
@@ -74,6 +75,7 @@ from .common import (
     open_dump,
     parse_version,
     positive_int,
+    readable_twice,
     separator,
     target_of_args,
     type_name,
@@ -407,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_report(sub)
     rewrite = sub.add_parser("rewrite", help="write the dump again, whole or only some databases, keys, types",
                              description=REWRITE_DESCRIPTION)
-    rewrite.add_argument("file", help="dump file to read (never modified)")
+    add_file_arguments(rewrite)
     rewrite.add_argument("-o", "--output", required=True, help="the dump to write (written whole, or not at all)")
     rewrite.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
     rewrite.add_argument("--type", action="append", type=type_name, metavar="TYPE",
@@ -457,11 +459,12 @@ def run_rewrite(args: argparse.Namespace) -> int:
             now = args.now if args.now is not None else int(time.time() * 1000)
             commands = rewrite.Commands(args.commands, command_file.read_commands(args.commands), now, args.as_version,
                                         args.stream_node_max_bytes, args.stream_node_max_entries)
-        found = rewrite.rewrite(args.file, args.output, selection, converter, commands)
+        with readable_twice(args.file, args.save) as path:
+            found = rewrite.rewrite(path, args.output, selection, converter, commands)
     except (ValueError, command_file.CommandFileError) as err:  # the output would replace the input; a bad command
         print(f"rdbspec rewrite: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]
-    except (RdbError, OSError, UnwritableError, WriteError) as err:
+    except (RdbError, OSError, UnwritableError, WriteError, ServerError) as err:
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
     kept = sum(found.keys.values())

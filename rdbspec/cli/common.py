@@ -12,6 +12,7 @@ import io
 import os
 import re
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ from typing import Any, BinaryIO, TextIO
 from .. import memory
 from ..errors import IntegrityError, RdbError, ServerError, as_internal, exit_code, internal_error_line
 from ..jsonl import dumps, s
-from ..read import dumpfile, location, parallel
+from ..read import dumpfile, location, parallel, source
 from ..read.values import TYPE_NAMES
 from ..server import versions
 from ..server.versions import Version
@@ -125,6 +126,20 @@ def open_dump(args: argparse.Namespace, parsers: str | None = None) -> dumpfile.
     with a progress line on a terminal while it comes."""
     return dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
                          progress=receiving(args.file) if location.is_server(args.file) else None)
+
+
+@contextlib.contextmanager
+def readable_twice(path: str, save: str | None = None) -> Iterator[str]:
+    """A path that a command reading its dump more than once (rewrite, split, restore) may open
+    again: a live server's RDB received first, into `save` or a temporary file removed at the end
+    (the server is read once, and every read sees the same RDB); any other path as it is."""
+    if not location.is_server(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="rdbspec-") as directory:
+        into = save if save is not None else os.path.join(directory, "server.rdb")
+        source.receive(path, into, receiving(path))
+        yield into
 
 
 def receiving(url: str) -> Callable[[int, int | None], None] | None:

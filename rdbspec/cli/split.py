@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
 from ..server.cluster import format_ranges, parse_ranges
-from .common import add_target_options, error_line, os_error_text, target_of_args
+from .common import add_file_arguments, add_target_options, error_line, os_error_text, readable_twice, target_of_args
 
 if TYPE_CHECKING:
     from ..rewrite.split import Node
@@ -46,7 +46,7 @@ def slot_ranges(text: str) -> tuple[tuple[int, int], ...]:
 def register(sub: argparse._SubParsersAction) -> None:
     split = sub.add_parser("split", help="one dump per cluster node: the keys of the slots each serves",
                            description=DESCRIPTION)
-    split.add_argument("file", help="dump file to read (never modified)")
+    add_file_arguments(split)
     split.add_argument("-o", "--output", required=True, metavar="DIR",
                        help="the directory the nodes' dumps are written in (made when missing)")
     topology = split.add_mutually_exclusive_group(required=True)
@@ -74,7 +74,8 @@ def run_split(args: argparse.Namespace) -> int:
     try:
         nodes = _nodes(args)
         converter = convert.Converter.for_target(target, args.allow_lossy) if target is not None else None
-        found = split.split(args.file, args.output, nodes, args.db, converter)
+        with readable_twice(args.file, args.save) as path:
+            found = split.split(path, args.output, nodes, args.db, converter)
     except ValueError as err:  # a bad URL or topology, databases that do not fit; an output would replace the input
         print(f"rdbspec split: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]

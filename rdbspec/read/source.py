@@ -187,14 +187,26 @@ def open_source(path: str | os.PathLike[str], save: str | os.PathLike[str] | Non
     handle = open(location.local_path(name), "rb")  # noqa: SIM115 - closed by Source.close
     try:
         regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-        probe = _probe(handle) if regular else b""
-        if regular and not probe.startswith(VCS_MAGIC):
+    except BaseException:
+        handle.close()
+        raise
+    if regular:
+        return _file(handle, name)
+    with handle:
+        return _spool(handle, name)
+
+
+def _file(handle: IO[bytes], name: str) -> Source:
+    """A regular file read from its start: mapped, or unwrapped when compressed."""
+    try:
+        probe = _probe(handle)
+        if not probe.startswith(VCS_MAGIC):
             return _map(handle, name)
     except BaseException:
         handle.close()
         raise
     with handle:
-        return _unwrap(handle, probe, name) if regular else _spool(handle, name)
+        return _unwrap(handle, probe, name)
 
 
 def ranges_source(url: str, size: int, ranges: list[tuple[int, int]]) -> Source:
@@ -229,28 +241,39 @@ def _spool(stream: Readable, name: str) -> Source:
 
 
 def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progress | None) -> Source:
-    """The RDB of the server `url` names, taken as a replica takes it, into `save` or a
-    temporary file (a `save` that the transfer does not complete is removed: no half dump under
-    the user's name), then mapped."""
+    """The RDB of the server `url` names, taken as a replica takes it, into `save` (`receive`) or
+    an anonymous temporary file, then mapped (unwrapped first when compressed)."""
     from ..net.connection import Address  # loaded by the commands that read a server only (ssl)
     from ..net.replica import take_rdb
 
-    address = Address.parse(url)
-    spool = open(save, "w+b") if save is not None else tempfile.TemporaryFile(prefix="rdbspec-")  # noqa: SIM115
+    name = Address.parse(url).url
+    if save is not None:
+        receive(url, save, progress)
+        return _file(open(save, "rb"), name)  # noqa: SIM115 - closed by Source.close
+    spool = tempfile.TemporaryFile(prefix="rdbspec-")
     try:
-        take_rdb(address, spool, progress)
+        take_rdb(Address.parse(url), spool, progress)
         spool.flush()
         spool.seek(0)
-        probe = _probe(spool)
     except BaseException:
         spool.close()
-        if save is not None:
-            os.unlink(save)
         raise
-    if probe.startswith(VCS_MAGIC):  # a server saving with rdbcompression lz4 sends that form too
-        with spool:
-            return _unwrap(spool, probe, address.url)
-    return _map(spool, address.url)
+    return _file(spool, name)
+
+
+def receive(url: str, into: str | os.PathLike[str], progress: Progress | None = None) -> None:
+    """The RDB of the live server `url` names, taken as a replica takes it, into the file `into`;
+    a transfer that does not complete removes it (no half dump under the user's name)."""
+    from ..net.connection import Address
+    from ..net.replica import take_rdb
+
+    with open(into, "wb") as out:
+        try:
+            take_rdb(Address.parse(url), out, progress)
+        except BaseException:
+            out.close()
+            os.unlink(into)
+            raise
 
 
 # -- Valkey's whole-file compression (rdbcompression lz4): spec/vcs.ksy --------------------------

@@ -179,3 +179,38 @@ def test_the_library_opens_a_live_server(redis_server_factory) -> None:
         assert [(r.key, r.value) for r in dump.keys()] == [(b"k", b"v")]
         assert dump.source.name == f"redis://127.0.0.1:{server.port}"
     assert no_replica_left(server)
+
+
+def test_the_commands_that_read_twice_and_the_rest_read_a_server_once(redis_server_factory, tmp_path: Path) -> None:
+    """prefixes, report, rewrite, split and restore from a live server: each as from the file the
+    server saves (rewrite, split and restore receive the RDB first, their reads then see one RDB)."""
+    server = redis_server_factory(binary_for("debian"), {"repl-diskless-sync": "yes", "repl-diskless-sync-delay": 0})
+    populate(server.client(), seed=7, scale=0.2, dbs=(0,))
+    saved = str(server.save(tmp_path / "saved.rdb"))
+    url = f"redis://127.0.0.1:{server.port}"
+
+    assert rdbspec("prefixes", url).stdout == rdbspec("prefixes", saved).stdout
+    report = rdbspec("report", url, "-o", str(tmp_path / "report.html"))
+    assert report.returncode == 0, report.stderr
+    assert no_replica_left(server)
+
+    rewritten = rdbspec("rewrite", url, "-o", str(tmp_path / "rewritten.rdb"), "--save", str(tmp_path / "kept.rdb"))
+    assert rewritten.returncode == 0, rewritten.stderr
+    assert rdbspec("dump", str(tmp_path / "rewritten.rdb")).stdout == rdbspec("dump", saved).stdout
+    assert (tmp_path / "kept.rdb").is_file()
+    assert no_replica_left(server)
+
+    for source, out in ((url, "live"), (saved, "file")):
+        cut = rdbspec("split", source, "-o", str(tmp_path / out), "--slots", "0-8191", "8192-16383")
+        assert cut.returncode == 0, cut.stderr
+    for node in ("node-0.rdb", "node-1.rdb"):
+        assert rdbspec("dump", str(tmp_path / "live" / node)).stdout == \
+            rdbspec("dump", str(tmp_path / "file" / node)).stdout
+    assert no_replica_left(server)
+
+    target = redis_server_factory(binary_for("debian"))
+    restored = rdbspec("restore", url, "--to", f"redis://127.0.0.1:{target.port}")
+    assert restored.returncode == 0, restored.stderr
+    assert no_replica_left(server)
+    with server.client() as source_client, target.client() as target_client:
+        assert target_client.execute_command("DEBUG", "DIGEST") == source_client.execute_command("DEBUG", "DIGEST")
