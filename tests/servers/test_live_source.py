@@ -20,7 +20,7 @@ import pytest
 
 from rdbspec import open as rdbspec_open
 from rdbspec.errors import EXIT_CODES
-from tests.support import servers
+from tests.support import readme, servers
 from tests.support.populate import populate
 from tests.support.servers import RedisServer, binary_for
 
@@ -214,3 +214,23 @@ def test_the_commands_that_read_twice_and_the_rest_read_a_server_once(redis_serv
     assert no_replica_left(server)
     with server.client() as source_client, target.client() as target_client:
         assert target_client.execute_command("DEBUG", "DIGEST") == source_client.execute_command("DEBUG", "DIGEST")
+
+
+def test_the_readme_reads_live_servers(redis_server_factory, tmp_path: Path) -> None:
+    """README's block, as written, on a Valkey 9.1 ($SERVER) and a Redis 7.0 asking for a
+    password ($SECURED)."""
+    (block,) = readme.run_by("tests/servers/test_live_source.py")
+    server = redis_server_factory(binary_for("valkey"))
+    populate(server.client(), seed=3, scale=0.1)
+    secured = redis_server_factory(binary_for("debian"))
+    secured.client().hset("h", "f", "v")
+    secured.client().config_set("requirepass", "s3cret")
+    work = readme.make_workdir(tmp_path)
+    done = readme.run_block(block, work, {"SERVER": f"redis://127.0.0.1:{server.port}",
+                                          "SECURED": f"redis://127.0.0.1:{secured.port}"})
+    assert done.returncode == 0, done.stderr
+    assert '"key":"h"' in done.stdout
+    with rdbspec_open(work / "server.rdb") as dump:
+        assert len((work / "keys.jsonl").read_text().splitlines()) == sum(1 for r in dump.keys() if r.db == 0)
+    assert (work / "copy.rdb").is_file()
+    assert no_replica_left(server)
