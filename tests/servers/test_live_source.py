@@ -20,7 +20,7 @@ import pytest
 
 from rdbspec import open as rdbspec_open
 from rdbspec.errors import EXIT_CODES
-from tests.support import readme, servers
+from tests.support import readme, servers, tls
 from tests.support.populate import populate
 from tests.support.servers import RedisServer, binary_for
 
@@ -35,8 +35,9 @@ MOMENT_AUX = {"ctime", "used-mem"}
 redis_server_factory = servers.redis_server_factory
 
 
-def rdbspec(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rdbspec", *args], capture_output=True, text=True, timeout=timeout)
+def rdbspec(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rdbspec", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
 
 
 def no_replica_left(server: RedisServer, within_s: float = 5.0) -> bool:
@@ -233,4 +234,25 @@ def test_the_readme_reads_live_servers(redis_server_factory, tmp_path: Path) -> 
     with rdbspec_open(work / "server.rdb") as dump:
         assert len((work / "keys.jsonl").read_text().splitlines()) == sum(1 for r in dump.keys() if r.db == 0)
     assert (work / "copy.rdb").is_file()
+    assert no_replica_left(server)
+
+
+def test_a_tls_server(redis_server_factory, tmp_path: Path) -> None:
+    """rediss:// to a Redis 7.0 serving TLS: its certificate checked against the system's CAs,
+    which SSL_CERT_FILE names (OpenSSL's default verify paths): refused in one line without it."""
+    paths = tls.certificates(tmp_path)
+    port = servers.free_port()
+    server = redis_server_factory(binary_for("debian"), {"tls-port": port, "tls-cert-file": str(paths["cert"]),
+                                                         "tls-key-file": str(paths["key"]),
+                                                         "tls-ca-cert-file": str(paths["ca"]),
+                                                         "tls-auth-clients": "no", "repl-diskless-sync": "yes",
+                                                         "repl-diskless-sync-delay": 0})
+    populate(server.client(), seed=5, scale=0.1, dbs=(0,))
+    url = f"rediss://127.0.0.1:{port}"
+    unknown = rdbspec("keys", url)
+    assert unknown.returncode == EXIT_CODES["io"] and len(unknown.stderr.splitlines()) == 1, unknown.stderr
+    assert "CERTIFICATE_VERIFY_FAILED" in unknown.stderr
+    checked = rdbspec("keys", url, env={"SSL_CERT_FILE": str(paths["ca"])})
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout == rdbspec("keys", f"redis://127.0.0.1:{server.port}").stdout
     assert no_replica_left(server)
