@@ -17,7 +17,7 @@ import socket
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import ServerError
 from ..server.versions import Version, parse_version
@@ -91,10 +91,20 @@ class Address:
     @property
     def url(self) -> str:
         """The URL without its password (what a message names)."""
+        return self._url(f"{self.user}@" if self.user else "")
+
+    @property
+    def connect_url(self) -> str:
+        """The URL with its credentials, percent-encoded: what another process (a Spark task)
+        connects with, where this one's environment (REDISCLI_AUTH) may not be."""
+        if self.password is None:
+            return self.url
+        return self._url(f"{quote(self.user or '', safe='')}:{quote(self.password, safe='')}@")
+
+    def _url(self, credentials: str) -> str:
         scheme = "rediss" if self.tls is not None else "redis"
         host = f"[{self.host}]" if ":" in self.host else self.host
-        user = f"{self.user}@" if self.user else ""
-        return f"{scheme}://{user}{host}:{self.port}" + (f"/{self.db}" if self.db is not None else "")
+        return f"{scheme}://{credentials}{host}:{self.port}" + (f"/{self.db}" if self.db is not None else "")
 
 
 @dataclass(frozen=True)

@@ -349,7 +349,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
     relative path is opened in `directory` (the driver's working directory) and named as given."""
     out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
     table = opts.table
-    path = split.path
+    path = location.shown(split.path)  # a live server's URL names it without its password
     dump = None
     records = 0
     try:
@@ -441,7 +441,9 @@ def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
     if opts.table in ("files", "aux"):
         return [Split(f) for f in files]
     cutting = CUTTINGS[opts.table]
-    return [s for f in files for s in plan(f, opts.split_size, cutting.parts, cutting.streams_only, EVERY_CUTTING)]
+    # a live server is one task, which takes its RDB as a replica does: it cannot be read in ranges
+    return [s for f in files for s in ([Split(f)] if location.is_server(f) else
+                                       plan(f, opts.split_size, cutting.parts, cutting.streams_only, EVERY_CUTTING))]
 
 
 class RdbReader(DataSourceReader):

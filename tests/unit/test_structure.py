@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("public face", {"rdbspec"}),
 ]
 # The only imports made inside a function: (importer, module). Of the network by the reading side's
-# sources, which every command loads and few use for a live server (ssl costs about 5 ms); of a
+# sources and the Spark paths, which every command loads and few use for a live server (ssl costs about 5 ms); of a
 # module that imports pyspark, the optional extra `spark`, from one that every command loads, so
 # that the command line starts without Spark (about 80 ms) and runs without the extra installed;
 # and, in the command line's modules, of what one command alone needs (the writers, the report page,
@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, set[str]]] = [
 # writing side (`rdbspec.Writer`...), loaded when first asked for, so that every `import
 # rdbspec.<module>` does not load the writers.
 DEFERRED = {("rdbspec.read.source", "rdbspec.net.connection"), ("rdbspec.read.source", "rdbspec.net.replica"),
+            ("rdbspec.spark.options", "rdbspec.restore.cluster"),
             ("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
             ("rdbspec.cli.pipeline", "rdbspec.spark.launch"), ("rdbspec.cli.pipeline", "rdbspec.spark.report"),
             ("rdbspec.cli.pipeline", "rdbspec.spark.dumps"),
