@@ -64,6 +64,7 @@ from .common import (
     TYPES,
     AnyCaseSubParsers,
     Progress,
+    add_cluster_option,
     add_file_arguments,
     add_memory_options,
     add_target_options,
@@ -192,14 +193,19 @@ KEY_COLUMNS = ["db", "key", "type", "encoding", "size_in_file", "elements"]
 
 
 def cmd_keys(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    header = KEY_COLUMNS + ["memory"] * args.memory
-    if not args.top:
+    """One row a key; with --cluster, each node's keys (its --top) in turn, each row naming its node."""
+    header = _key_header(args)
+    if args.first:
         _write_header(out, header, args.csv)
     top: list[list] = []
     for _, rows, _ in each_range(dump, args, out, _key_rows, streaming=not args.top):
         top = _largest(top + rows, args) if args.top else top
     if args.top:
-        _write_table(out, header, iter(top), args.csv)
+        _write_rows(out, header, iter(top), args.csv)
+
+
+def _key_header(args: argparse.Namespace) -> list[str]:
+    return ["node"] * (args.node is not None) + KEY_COLUMNS + ["memory"] * args.memory
 
 
 def _key_rows(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
@@ -207,18 +213,19 @@ def _key_rows(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[d
     """`keys`' rows of the keys of `records` (all: None): with --top, the largest (returned),
     else all of them, written."""
     usage = [memory.model_for(dump, args.as_version, args.allocator).usage] if args.memory else []
-    rows: Iterator[list] = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r), *(f(r) for f in usage)]
-                            for r in _selected(dump, args, records))
+    node = [args.node] if args.node is not None else []
+    rows: Iterator[list] = ([*node, r.db, r.key, r.type_name, r.encoding, r.size, element_count(r),
+                             *(f(r) for f in usage)] for r in _selected(dump, args, records))
     if args.top:
         return _largest(rows, args)
-    _write_rows(out, KEY_COLUMNS + ["memory"] * args.memory, rows, args.csv)
+    _write_rows(out, _key_header(args), rows, args.csv)
     return None
 
 
 def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
     """The --top rows with the most memory (--memory; a key whose memory is not sized as 0) or bytes
     in the file, in file order among equals."""
-    by = (KEY_COLUMNS + ["memory"]).index("memory" if args.memory else "size_in_file")
+    by = _key_header(args).index("memory" if args.memory else "size_in_file")
     return sorted(rows, key=lambda row: -(row[by] or 0))[:args.top]
 
 
@@ -389,14 +396,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help="stream entries deleted but still stored (JSON Lines)")
     add_resp_options(dump)
     dump.set_defaults(run=cmd_dump)
+    add_cluster_option(dump)
     info = common("info", "header, AUX fields, counts, checksum")
-    info.add_argument("--json", action="store_true", help="all of it as one JSON object")
+    info.add_argument("--json", action="store_true", help="all of it as one JSON object (with --cluster: one a node)")
+    add_cluster_option(info)
     info.set_defaults(run=cmd_info)
     keys = common("keys", "one row per key: type, encoding, size in the file, elements")
     keys.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
     keys.add_argument("--top", type=positive_int, metavar="N",
                       help="only the N largest keys (by memory with --memory, else by size in the file)")
     add_memory_options(keys)
+    add_cluster_option(keys)
     keys.set_defaults(run=cmd_keys)
     prefixes = common("prefixes", "keys, elements and memory summed by key prefix, the most memory first")
     prefixes.add_argument("--separator", type=separator, default=b":", help="what splits a key into parts (default :)")
@@ -486,6 +496,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "save", None) is not None and not location.is_server(args.file):
         parser.error(f"--save keeps the RDB of a live server (redis://…), and {args.file} is not one")
+    if getattr(args, "cluster", False) and not location.is_server(args.file):
+        parser.error(f"--cluster reads the masters of a live cluster (redis://…), and {args.file} is not one")
+    if getattr(args, "cluster", False) and args.save is not None:
+        parser.error("--save keeps one server's RDB: not with --cluster")
     try:
         backend.name()
     except backend.BackendError as err:  # RDBSPEC_BACKEND names none, or the native one is not built
@@ -503,6 +517,15 @@ def main(argv: list[str] | None = None) -> int:
         return exit_code(err)
 
 
+def _sources(args: argparse.Namespace) -> list[str]:
+    """What FILE names: itself, or with --cluster each master of the cluster it is a node of."""
+    if not getattr(args, "cluster", False):
+        return [args.file]
+    from ..restore.cluster import servers_of
+
+    return servers_of(args.file)
+
+
 def run_dump_command(args: argparse.Namespace) -> int:
     """`dump`, `info`, `keys`, `prefixes`, `report`: bad input ends with one line and its exit
     code. A command whose output is one document (`whole_output`: the report) writes it beside
@@ -511,16 +534,20 @@ def run_dump_command(args: argparse.Namespace) -> int:
     out = sys.stdout
     whole = getattr(args, "whole_output", False) and args.output
     written = f"{args.output}.rdbspec-partial" if whole else args.output
+    source = args.file
     try:
         if written:
             out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        with open_dump(args, getattr(args, "parsers", None)) as dump:
-            args.run(dump, args, out)
+        for number, source in enumerate(_sources(args)):
+            args.node = location.shown(source) if getattr(args, "cluster", False) else None
+            args.first = number == 0
+            with open_dump(args, getattr(args, "parsers", None), source) as dump:
+                args.run(dump, args, out)
+            print_warnings(dump.warnings)
         out.flush()
         if whole:
             out.close()
             os.replace(written, args.output)
-        print_warnings(dump.warnings)
         return EXIT_CODES["ok"]
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not an error; keep Python from complaining at exit
@@ -536,7 +563,7 @@ def run_dump_command(args: argparse.Namespace) -> int:
         return failure.code
     except (RdbError, OSError, UnwritableError, WriteError, ServerError) as err:  # Unwritable: `dump --format resp`
         print_warnings(dump.warnings if dump is not None else ())
-        print(error_line(args.file, err), file=sys.stderr)
+        print(error_line(source, err), file=sys.stderr)
         return exit_code(err)
     except InternalError:
         raise

