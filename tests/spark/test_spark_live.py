@@ -77,3 +77,28 @@ def test_a_cluster_seed_reads_every_master_a_task_each(spark, tmp_path: Path) ->
         keys = spark.read.format("rdb").option("table", "keys").load(cluster.seed).collect()
         assert len(keys) == 306 and {row["file"] for row in keys} == nodes  # each key names its node
         assert all(no_replica_left(node) for node in cluster.nodes)
+
+
+def test_the_pipeline_over_a_live_server(spark, redis_server_factory, tmp_path: Path, monkeypatch) -> None:
+    """`rdbspec pipeline redis://…` writes the tables: those of the file the server saves."""
+    import argparse
+    import io
+
+    from rdbspec.cli import pipeline
+    from rdbspec.spark import launch
+    from tests.spark.test_spark import _Unstoppable
+
+    server = redis_server_factory(binary_for("valkey"))
+    populate(server.client(), seed=13, scale=0.1)
+    saved = str(server.save(tmp_path / "saved.rdb"))
+    parser = argparse.ArgumentParser()
+    pipeline.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["pipeline", f"redis://127.0.0.1:{server.port}", "--out", str(tmp_path / "out"),
+                              "--tables", "keys,streams"])
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
+    assert pipeline.run(args, io.StringIO()) == 0
+    for table in ("keys", "streams"):
+        written = spark.read.parquet(str(tmp_path / "out" / table))
+        assert sorted(repr(tuple(r)) for r in written.select(*[c for c in written.columns if c not in WHERE])
+                      .collect()) == _rows(spark, table, [saved])
+    assert no_replica_left(server)
