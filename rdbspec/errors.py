@@ -48,8 +48,9 @@ from dataclasses import dataclass
 from rdbspec_generated import ParseError, RdbError, RdbspecError, TruncatedError, WriteError
 
 __all__ = ["ChecksumError", "FrameChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError",
-           "RdbspecError", "RdbWarning", "ServerError", "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES",
-           "as_internal", "exit_code", "file_error_line", "internal_error_line", "print_warnings"]
+           "RdbspecError", "RdbWarning", "ServerError", "SyncRefusedError", "TruncatedError", "UnwritableError",
+           "WriteError", "EXIT_CODES", "as_internal", "exit_code", "file_error_line", "internal_error_line",
+           "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -103,6 +104,16 @@ class ServerError(RdbspecError):
         super().__init__(f"{url} refused {command}{about}: {reply}")
         self.reply, self.url, self.command, self.key = reply, url, command, key
         self.code = reply.split(" ", 1)[0]
+
+
+class SyncRefusedError(ServerError):
+    """The server will not send its RDB to a replica: SYNC and PSYNC renamed away or denied by an
+    ACL (managed services do so), a replica without its master, a server loading its data."""
+
+    def __init__(self, reply: str, url: str, command: str):
+        super().__init__(reply, url, command)
+        self.args = (f"{url} does not send its RDB to a replica ({command}: {reply}); read a backup of it "
+                     "instead (the dump file it saves, or the export its service offers)",)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO
 
-from ..errors import ServerError
+from ..errors import ServerError, SyncRefusedError
 from .connection import Address, Connection, info_fields
 from .resp import command
 
@@ -37,16 +37,6 @@ REFUSALS = (b"NOMASTERLINK", b"LOADING", b"MASTERDOWN")  # PSYNC errors the repl
 
 # (bytes of the RDB received, its length or None in the diskless form)
 Progress = Callable[[int, "int | None"], None]
-
-
-class SyncRefusedError(ServerError):
-    """The server will not send its RDB to a replica: SYNC and PSYNC renamed away or denied by an
-    ACL (managed services do so), a replica without its master, a server loading its data."""
-
-    def __init__(self, reply: str, url: str, command: str):
-        super().__init__(reply, url, command)
-        self.args = (f"{url} does not send its RDB to a replica ({command}: {reply}); read a backup of it "
-                     "instead (the dump file it saves, or the export its service offers)",)
 
 
 def take_rdb(address: Address, out: IO[bytes], progress: Progress | None = None,

@@ -122,7 +122,7 @@ from pyspark.sql.types import (
 )
 
 from .. import memory
-from ..errors import RdbError, RdbspecError, as_internal, file_error_line, internal_error_line
+from ..errors import RdbError, RdbspecError, ServerError, as_internal, file_error_line, internal_error_line
 from ..read import backend, location
 from ..read.splits import Cutting, Split, open_split, plan, read_nodes
 from ..read.streams import EntryColumns
@@ -389,7 +389,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
         elif table == "files":
             out.add(file=path, db=None, version=dump.header.version, dialect=dump.header.dialect,
                     keys=records, checksum=dump.checksum_status, error=None)
-    except (RdbError, OSError) as err:
+    except (RdbError, OSError, ServerError) as err:  # ServerError: a live server that refuses its RDB
         message = file_error_line(path, err, getattr(dump, "last_key", None))
         if not opts.ignore_corrupt_files:
             raise CorruptFileError(message) from None

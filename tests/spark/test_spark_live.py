@@ -102,3 +102,20 @@ def test_the_pipeline_over_a_live_server(spark, redis_server_factory, tmp_path: 
         assert sorted(repr(tuple(r)) for r in written.select(*[c for c in written.columns if c not in WHERE])
                       .collect()) == _rows(spark, table, [saved])
     assert no_replica_left(server)
+
+
+def test_a_server_that_refuses_sync_fails_the_query_in_one_line(spark, redis_server_factory) -> None:
+    """A task whose server will not send its RDB fails the query naming the server, and the
+    pipeline's line for it is that refusal (exit 8)."""
+    from pyspark.errors import PythonException
+
+    from rdbspec.cli.pipeline import job_failure
+    from rdbspec.errors import EXIT_CODES
+
+    server = redis_server_factory(binary_for("valkey"), {"rename-command": [("SYNC", ""), ("PSYNC", "")]})
+    url = f"redis://127.0.0.1:{server.port}"
+    with pytest.raises(PythonException) as failed:
+        spark.read.format("rdb").option("table", "keys").load(url).collect()
+    failure = job_failure(failed.value)
+    assert failure.code == EXIT_CODES["refused"]
+    assert str(failure).startswith(f"{url}: SyncRefusedError: {url} does not send its RDB to a replica (SYNC: ")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from rdbspec import open as rdbspec_open
-from rdbspec.errors import EXIT_CODES
+from rdbspec.errors import EXIT_CODES, SyncRefusedError
 from rdbspec.net.connection import Address
-from rdbspec.net.replica import SyncRefusedError, take_rdb
+from rdbspec.net.replica import take_rdb
 
 SAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "sample.rdb").read_bytes()
 MARK = b"0123456789abcdef0123456789abcdef01234567"  # 40 characters, as the master's random mark
