@@ -496,9 +496,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "save", None) is not None and not location.is_server(args.file):
         parser.error(f"--save keeps the RDB of a live server (redis://…), and {args.file} is not one")
-    if getattr(args, "cluster", False) and not location.is_server(args.file):
+    if getattr(args, "every_master", False) and not location.is_server(args.file):
         parser.error(f"--cluster reads the masters of a live cluster (redis://…), and {args.file} is not one")
-    if getattr(args, "cluster", False) and args.save is not None:
+    if getattr(args, "every_master", False) and args.save is not None:
         parser.error("--save keeps one server's RDB: not with --cluster")
     try:
         backend.name()
@@ -519,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _sources(args: argparse.Namespace) -> list[str]:
     """What FILE names: itself, or with --cluster each master of the cluster it is a node of."""
-    if not getattr(args, "cluster", False):
+    if not getattr(args, "every_master", False):
         return [args.file]
     from ..restore.cluster import servers_of
 
@@ -539,7 +539,7 @@ def run_dump_command(args: argparse.Namespace) -> int:
         if written:
             out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         for number, source in enumerate(_sources(args)):
-            args.node = location.shown(source) if getattr(args, "cluster", False) else None
+            args.node = location.shown(source) if getattr(args, "every_master", False) else None
             args.first = number == 0
             with open_dump(args, getattr(args, "parsers", None), source) as dump:
                 args.run(dump, args, out)

@@ -123,7 +123,7 @@ def add_file_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_cluster_option(parser: argparse.ArgumentParser) -> None:
     """--cluster: FILE is a node of a cluster, whose every master is read."""
-    parser.add_argument("--cluster", action="store_true",
+    parser.add_argument("--cluster", action="store_true", dest="every_master",
                         help="FILE is a node of a cluster (redis://…): read every master's RDB, one after another, "
                              "each row naming its node")
 
