@@ -13,7 +13,10 @@ estimates against what the servers answer to MEMORY USAGE for dumps they write d
 Before it, the content mix (bench/mix.py, issue 26): dumps of one kind of content each (a session
 cache, hashes, sorted sets, streams with consumer groups, long lists, one big key a file;
 bench/mix_content.py), `rdbspec dump` against librdb's and HDT3213/rdb's JSON export and the peak
-RSS of each rdbspec command. Before that, the Spark workers' memory (bench/spark_memory.py, issue
+RSS of each rdbspec command, then the restore into a live server (bench/restore.py, issue 30):
+`rdbspec restore` against librdb's `rdb-cli ... redis` (plain commands and -r) and, when `rdbspec dump`
+has --format resp, its output through `redis-cli --pipe`, each dump of the mix into a local Redis 7.0,
+the server's keys checked after every run. Before that, the Spark workers' memory (bench/spark_memory.py, issue
 26): the peak RSS of each of Spark's Python workers in a `keys` read of the mix's big hash and a
 `stream_entries` read of a stream of 10M entries, and the reader's warm rows/s against the floor
 source's. After it, the cold start (bench/cold_start.py, issue 29): the pipeline's first query on
@@ -30,6 +33,8 @@ bench/results/latest.md.
     python -m bench --memory-only    # the memory accuracy comparison only (also: --only memory)
     python -m bench --mix-only       # the content mix only (also: --only mix; --file picks its files),
                                      # its section merged into bench/results/latest.md
+    python -m bench --restore-only   # the restore into a live server only (also: --only restore; --file
+                                     # picks files of the mix), its section and target rows merged likewise
     python -m bench --spark-memory-only
                                      # the Spark workers' memory and the reader against the floor only
                                      # (also: --only spark-memory), merged into bench/results/latest.md

@@ -1,6 +1,6 @@
 """`python -m bench [--quick] [--large] [--only X] [--file F] [--runs N] [--timeout S] [--profile]
-[--memory-only | --no-memory] [--mix-only | --no-mix] [--spark-memory-only | --no-spark-memory]
-[--cold-start-only | --no-cold-start]`
+[--memory-only | --no-memory] [--mix-only | --no-mix] [--restore-only | --no-restore]
+[--spark-memory-only | --no-spark-memory] [--cold-start-only | --no-cold-start]`
 (see bench/__init__.py)."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ import compileall
 import sys
 from pathlib import Path
 
-from . import cold_start, memory, mix, mix_content, spark_memory
+from . import cold_start, memory, mix, mix_content, restore, spark_memory
 from . import datasets as ds_mod
 from .contenders import contenders
-from .report import AFTER_MIX, document, merge_section
+from .report import AFTER_MIX, AFTER_RESTORE, document, merge_rows, merge_section
 from .runner import Result, measure, warm_page_cache
+from .targets import restore_rows
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ROOT = RESULTS_DIR.parent.parent
@@ -75,6 +76,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-mix", action="store_true",
                    help="leave the content mix out (it runs after the contenders on a plain run, without --only "
                         "or --file; --only mix is --mix-only)")
+    p.add_argument("--restore-only", action="store_true",
+                   help="only the restore into a live server (bench/restore.py: `rdbspec restore`, librdb's "
+                        "`rdb-cli ... redis` with and without -r and, when `rdbspec dump` has --format resp, its "
+                        "output through `redis-cli --pipe`, on each dump of the content mix into a local Redis "
+                        "7.0; --file picks files of the mix), its section and the restore target's rows merged "
+                        "into the report file, the other sections kept")
+    p.add_argument("--no-restore", action="store_true",
+                   help="leave the restore out (it runs after the content mix on a plain run, without --only or "
+                        "--file; --only restore is --restore-only)")
     p.add_argument("--spark-memory-only", action="store_true",
                    help="only the Spark workers' memory (bench/spark_memory.py: the peak RSS of each Python worker "
                         "of a `keys` read of the mix's big hash and a `stream_entries` read of a 10M-entry stream, "
@@ -116,6 +126,16 @@ def wants_mix(args: argparse.Namespace) -> bool:
     return not (args.no_mix or args.only or args.file)
 
 
+def restore_only(args: argparse.Namespace) -> bool:
+    """--restore-only, or --only restore and no other --only."""
+    return args.restore_only or bool(args.only) and all(o.lower() == "restore" for o in args.only)
+
+
+def wants_restore(args: argparse.Namespace) -> bool:
+    """The restore also runs after the content mix on a plain run (no --only, --file or --no-restore)."""
+    return not (args.no_restore or args.only or args.file)
+
+
 def spark_memory_only(args: argparse.Namespace) -> bool:
     """--spark-memory-only, or --only spark-memory and no other --only."""
     return args.spark_memory_only or bool(args.only) and all(o.lower() == "spark-memory" for o in args.only)
@@ -149,11 +169,16 @@ def run_spark_memory(args: argparse.Namespace, argv: list[str], spark_results: l
     return spark_memory.section(got)
 
 
-def merge_into(output: Path, heading: str, section: list[str], before: tuple[str, ...], whole: str) -> None:
-    """Writes `section` into the report file `output` in place of its own, the other sections kept; `whole`
-    (a report of that section alone) when there is no such file."""
+def merge_into(output: Path, heading: str, section: list[str], before: tuple[str, ...], whole: str,
+               target_rows: list[str] | None = None) -> None:
+    """Writes `section` into the report file `output` in place of its own, the other sections kept, and
+    `target_rows` into its Targets table in place of theirs; `whole` (a report of that section alone) when
+    there is no such file."""
     old = output.read_text() if output.is_file() else None
-    write(merge_section(old, heading, section, before) if old is not None else whole, output)
+    if old is None:
+        write(whole, output)
+        return
+    write(merge_rows(merge_section(old, heading, section, before), "## Targets", target_rows or []), output)
 
 
 def run_mix(args: argparse.Namespace, argv: list[str], memory_limit: int | None) -> list[str]:
@@ -162,6 +187,15 @@ def run_mix(args: argparse.Namespace, argv: list[str], memory_limit: int | None)
     got = mix.run(files, args.runs, args.timeout, args.single_run_above, log, memory_limit, argv)
     got.notes[:0] = notes
     return mix.section(got)
+
+
+def run_restore(args: argparse.Namespace, argv: list[str], memory_limit: int | None) -> restore.RestoreRun:
+    """The restore into a live server on the content mix's dumps (built when missing)."""
+    files, notes = mix_content.datasets(args.quick, args.rebuild, log,
+                                        names=args.file if restore_only(args) else None)
+    got = restore.run(files, args.runs, args.timeout, args.single_run_above, log, memory_limit, argv)
+    got.notes[:0] = notes
+    return got
 
 
 def write(text: str, output: Path) -> None:
@@ -191,6 +225,13 @@ def main(argv: list[str] | None = None) -> int:
         section = run_mix(args, argv, memory_limit)
         merge_into(args.output or RESULTS_DIR / "latest.md", mix.HEADING, section, AFTER_MIX,
                    document([], [], [], argv, args.runs, args.timeout, memory_limit, mix=section))
+        return 0
+    if restore_only(args):  # its section and its target's rows replace theirs; the rest of the file stays
+        got = run_restore(args, argv, memory_limit)
+        section = restore.section(got)
+        merge_into(args.output or RESULTS_DIR / "latest.md", restore.HEADING, section, AFTER_RESTORE,
+                   document([], [], [], argv, args.runs, args.timeout, memory_limit, restore=section,
+                            restore_results=got.all_results), restore_rows(got.all_results))
         return 0
     if spark_memory_only(args):
         section = run_spark_memory(args, argv, None)
@@ -233,9 +274,11 @@ def main(argv: list[str] | None = None) -> int:
                    if wants_spark_memory(args) else None)
     cold_lines = run_cold_start(args, argv) if wants_cold_start(args) else None
     mix_lines = run_mix(args, argv, memory_limit) if wants_mix(args) else None
+    restored = run_restore(args, argv, memory_limit) if wants_restore(args) else None
     memory_lines = memory.section(*memory.run(log)) if wants_memory(args) else None
     write(document(results, files, notes, argv, args.runs, args.timeout, memory_limit, memory_lines, mix_lines,
-                   spark_lines, cold_lines), args.output or RESULTS_DIR / "latest.md")
+                   spark_lines, cold_lines, restore.section(restored) if restored else None,
+                   restored.all_results if restored else None), args.output or RESULTS_DIR / "latest.md")
     return 0
 
 

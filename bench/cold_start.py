@@ -22,13 +22,13 @@ from pathlib import Path
 
 from .contenders import spark_available
 from .datasets import Dataset
-from .report import seconds
+from .report import AFTER_MIX, seconds
 from .runner import REPO, Contender, Result, invalidate, measure, python
 
 Log = Callable[[str], None]
 HEADING = "## Spark: cold start"
 # Where the section goes in a report that has none: after the Spark sections
-BEFORE = ("## Content mix", "## Memory accuracy", "## Targets", "## Notes")
+BEFORE = ("## Content mix", *AFTER_MIX)
 SAMPLE = REPO / "examples" / "sample.rdb"
 TABLE = "files"
 # The cold path, step by step: (first mark, last mark, what happens between them, whose time it is)

@@ -12,7 +12,7 @@ from pathlib import Path
 from .contenders import FULL_DECODE, SPARK_BASELINE, labelled
 from .datasets import Dataset, server_version, servers
 from .runner import REPO, Result
-from .targets import RSS_TARGET_MB
+from .targets import RSS_TARGET_MB, TABLE_HEAD
 from .targets import section as targets_section
 
 
@@ -196,9 +196,11 @@ def rss_target(results: list[Result]) -> list[str]:
     return out + [""]
 
 
+RESTORE_HEADING = "## Restore into a live server"  # bench/restore.py's section
 # The sections a whole report has after the content mix, in order: a mix section merged into a report
 # without one goes before the first of them.
-AFTER_MIX = ("## Memory accuracy", "## Targets", "## Notes")
+AFTER_MIX = (RESTORE_HEADING, "## Memory accuracy", "## Targets", "## Notes")
+AFTER_RESTORE = AFTER_MIX[1:]
 
 
 def merge_section(report: str, heading: str, section: list[str], before: tuple[str, ...] = AFTER_MIX) -> str:
@@ -216,13 +218,36 @@ def merge_section(report: str, heading: str, section: list[str], before: tuple[s
     return "\n".join(lines[:start] + section + lines[end:]) + "\n"
 
 
+def merge_rows(report: str, heading: str, rows: list[str]) -> str:
+    """`report` with each table row of `rows` in the table of the section under `heading` (the Targets one):
+    in place of the row that starts with the same two cells (target, backend), else after its last row.
+    Unchanged when the report has no such section or table."""
+    lines = report.splitlines()
+    if heading not in lines or TABLE_HEAD not in lines[lines.index(heading):]:
+        return report
+    start = lines.index(TABLE_HEAD, lines.index(heading))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("|")), len(lines))
+    table = lines[start:end]
+    for row in rows:
+        key = "|".join(row.split("|")[:3]) + "|"
+        at = next((i for i, line in enumerate(table) if line.startswith(key)), None)
+        if at is None:
+            table.append(row)
+        else:
+            table[at] = row
+    return "\n".join(lines[:start] + table + lines[end:]) + "\n"
+
+
 def document(results: list[Result], datasets: list[Dataset], notes: list[str], argv: list[str],
              runs: int, timeout: float, memory_limit: int | None = None, memory: list[str] | None = None,
              mix: list[str] | None = None, spark_memory: list[str] | None = None,
-             cold_start: list[str] | None = None) -> str:
+             cold_start: list[str] | None = None, restore: list[str] | None = None,
+             restore_results: list[Result] | None = None) -> str:
     """The whole report; `memory` is the memory accuracy section (bench.memory.section), `mix` the
-    content mix's (bench.mix.section), `spark_memory` the Spark workers' (bench.spark_memory.section)
-    and `cold_start` the pipeline's first query's (bench.cold_start.section), when they ran."""
+    content mix's (bench.mix.section), `spark_memory` the Spark workers' (bench.spark_memory.section),
+    `cold_start` the pipeline's first query's (bench.cold_start.section) and `restore` the restore into
+    a live server's (bench.restore.section, whose `restore_results` the Targets section judges too),
+    when they ran."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# rdbspec benchmark ({when})", "", f"Command: `python -m bench {' '.join(argv)}`".rstrip(), "",
              "## Machine", ""]
@@ -292,9 +317,11 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
         parts += [""] + cold_start
     if mix is not None:
         parts += [""] + mix
+    if restore is not None:
+        parts += [""] + restore
     if memory is not None:
         parts += [""] + memory
-    parts += targets_section(results, notes)
+    parts += targets_section(results + (restore_results or []), notes)
     if notes:
         parts += ["## Notes", ""] + [f"* {n}" for n in notes] + [""]
     return "\n".join(parts)

@@ -44,14 +44,14 @@ from .contenders import (
     spark_floor_contenders,
 )
 from .datasets import Dataset
-from .report import mb, seconds
+from .report import AFTER_MIX, mb, seconds
 from .runner import Contender, ProcessPeak, Result, invalidate, measure, python, warm_page_cache
 from .targets import SPARK_FLOOR_SHARE, SPARK_SPLIT_1, SPARK_WORKER_MB, Measured, spark_floor_share, verdict
 
 Log = Callable[[str], None]
 HEADING = "## Spark: Python worker memory"
 # Where the section goes in a report that has none: after the Spark group's section
-BEFORE = ("## Content mix", "## Memory accuracy", "## Targets", "## Notes")
+BEFORE = ("## Content mix", *AFTER_MIX)
 STREAM_ENTRIES = 10_000_000
 MASTER = "local[1]"
 DAEMON = "-m pyspark.daemon"

@@ -1,6 +1,7 @@
-"""The report's "Targets" section: each target of the compiled-backend issue (#14), and issue 26's
-Spark reader against the floor source, per rdbspec backend, with the measured ratio and whether it is
-met. Only valid results count (runner.Result.valid: ran to the end and counted every stream entry); a
+"""The report's "Targets" section: each target of the compiled-backend issue (#14), issue 26's Spark
+reader against the floor source and issue 30's restore into a live server against librdb's, per rdbspec
+backend, with the measured ratio and whether it is met. Only valid results count (runner.Result.valid:
+ran to the end and counted every stream entry; a restore left the server holding the dump's keys); a
 target without one says "not measured"."""
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ SPARK_SPLIT_1, SPARK_SPLIT_2 = "spark local[1] split", "spark local[2] split"
 SPARK_FLOOR_SHARE = 0.90  # the rdb source's warm rows/s ÷ the floor source's, on local[1] (issue 26)
 SPARK_WORKER_MB = 300  # the peak RSS of each Spark Python worker (issue 26: bench/spark_memory.py)
 SPARK_STORE_SHARE = 0.8  # warm stream_entries rows/s from S3 (moto on loopback) ÷ from the file (issue 29)
+# The restore's contenders (bench/restore.py, issue 30), as its results name them: rdbspec's against librdb's
+# plain commands is the target
+RESTORE_OURS = "rdbspec restore"
+RESTORE_LIBRDB, RESTORE_LIBRDB_R = "librdb redis", "librdb redis -r"
+RESTORE_RESP = "rdbspec dump --format resp → redis-cli --pipe"
 
 
 @dataclass
@@ -156,6 +162,63 @@ def spark_cluster_scaling(results: list[Result], backend: str) -> list[Measured]
                                                      labelled(SPARK_CLUSTER_2, backend))]
 
 
+def restored_keys(r: Result) -> int | None:
+    """The median of the keys the server held after each run of a restore (bench/restore.py)."""
+    median = r.extra_median("keys")
+    return None if median is None else round(median)
+
+
+def keys_per_s(r: Result) -> float | None:
+    """A restore's keys/s: the keys the server held after it ÷ its median wall."""
+    keys = restored_keys(r)
+    return keys / r.median if keys is not None and r.median else None
+
+
+def _restore_state(r: Result) -> str | None:
+    """Why a restore's result is not a figure (failed, wrong count), or None when it is one."""
+    if r.status != "ok":
+        return r.status
+    return "wrong (the server held other keys than the dump's)" if r.invalid else None
+
+
+def restore_rate(results: list[Result], backend: str) -> list[Measured]:
+    """`rdbspec restore` (on `backend`) against librdb's plain commands per mix dump: keys/s of each and their
+    ratio (rdbspec ÷ librdb, ≥ 1 meets it). A file where rdbspec failed or left the server with other keys
+    misses it; one where librdb did is shown, not judged; one where librdb did not run is left out."""
+    ours = {r.dataset.name: r for r in results if r.contender == RESTORE_OURS and r.backend == backend
+            and r.status != "skipped"}
+    theirs = {r.dataset.name: r for r in results if r.contender == RESTORE_LIBRDB}
+    out = []
+    for f, a in ours.items():
+        b = theirs.get(f)
+        if b is None or b.status == "skipped":
+            continue
+        why_a, why_b = _restore_state(a), _restore_state(b)
+        if why_a is not None:
+            out.append(Measured(f, f"rdbspec restore {why_a}", False))
+        elif why_b is not None:
+            out.append(Measured(f, f"librdb {why_b}: not compared", None))
+        else:
+            ra, rb = keys_per_s(a), keys_per_s(b)
+            if ra and rb:
+                out.append(Measured(f, f"{ra / rb:.2f}× ({rate_text(ra)} keys/s in {a.median:.3g} s vs librdb "
+                                       f"{rate_text(rb)} keys/s in {b.median:.3g} s)", ra >= rb))
+    return out
+
+
+def rate_text(x: float) -> str:
+    """keys/s as the report writes them: 0.52, 38, 4,210, 157k, 1.23M."""
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e5:
+        return f"{x / 1e3:,.0f}k"
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
+
+
+RESTORE_TARGET = ("`rdbspec restore` keys/s ≥ librdb's (`rdb-cli … redis`, plain commands) on every mix dump, into "
+                  "Redis 7.0 (rdbspec ÷ librdb, keys/s)")
+
+
 @dataclass(frozen=True)
 class Target:
     text: str
@@ -186,6 +249,7 @@ def targets() -> list[Target]:
                "2 workers ÷ 1 (reported: docs/spark-scaling.md's model)", spark_cluster_scaling),
         Target("official Kaitai compiler's Python output: its wall ÷ rdbspec full decode (reported, no bound)",
                lambda rs, b: _ratio(rs, OFFICIAL, labelled(FULL_DECODE, b), "full decode", None)),
+        Target(RESTORE_TARGET, restore_rate),
     ]
     return out
 
@@ -200,20 +264,34 @@ def verdict(measured: list[Measured]) -> str:
     return f"**missed** ({', '.join(missed)})" if missed else "met"
 
 
+def rows(results: list[Result], chosen: list[Target] | None = None) -> list[str]:
+    """The table rows of the `chosen` targets (default: all), one per target and rdbspec backend that ran."""
+    backends = list(dict.fromkeys(r.backend for r in results if r.backend))
+    out = []
+    for t in targets() if chosen is None else chosen:
+        for b in backends:
+            measured = t.measure(results, b)
+            shown = "; ".join(f"{m.file}: {m.text}" for m in measured) or "—"
+            out.append(f"| {t.text} | {b} | {shown} | {verdict(measured)} |")
+    return out
+
+
+def restore_rows(results: list[Result]) -> list[str]:
+    """The restore target's rows alone (what `python -m bench --restore-only` puts in the Targets section)."""
+    return rows(results, [t for t in targets() if t.text == RESTORE_TARGET])
+
+
 def section(results: list[Result], notes: list[str]) -> list[str]:
     """The Markdown lines of the Targets section."""
-    backends = list(dict.fromkeys(r.backend for r in results if r.backend))
-    if not backends:
+    if not any(r.backend for r in results):
         return []
     out = ["## Targets", "",
            "Issue #14's targets, per rdbspec backend, from this run's medians on each file where both sides ran "
            "and did the whole work (a result with a miscount or a failed check run is left out). Ratios are "
            "rdbspec ÷ the reference unless said otherwise.", ""]
     out += [f"* {n}" for n in notes if n.startswith("native backend not built")]
-    out += ["", "| target | backend | measured (per file) | verdict |", "|---|---|---|---|"]
-    for t in targets():
-        for b in backends:
-            measured = t.measure(results, b)
-            shown = "; ".join(f"{m.file}: {m.text}" for m in measured) or "—"
-            out.append(f"| {t.text} | {b} | {shown} | {verdict(measured)} |")
-    return out + [""]
+    out += ["", TABLE_HEAD, "|---|---|---|---|"]
+    return out + rows(results) + [""]
+
+
+TABLE_HEAD = "| target | backend | measured (per file) | verdict |"

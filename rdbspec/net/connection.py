@@ -28,6 +28,7 @@ DEFAULT_PORT = 6379
 DEFAULT_MAX_BULK = 512 << 20
 DEFAULT_DATABASES = 16  # redis.conf `databases`
 RECEIVE_BYTES = 1 << 16
+TLS_HANDSHAKE_S = 5.0
 SEND_BYTES = 1 << 16  # commands gathered before a write: a system call a key would cost more than the key
 
 
@@ -154,7 +155,11 @@ class Connection:
         if address.tls is None:
             return sock
         try:
-            return address.tls.context().wrap_socket(sock, server_hostname=address.tls.sni or address.host)
+            # a server without TLS never answers the ClientHello: it waits for the end of a command line
+            sock.settimeout(TLS_HANDSHAKE_S)
+            wrapped = address.tls.context().wrap_socket(sock, server_hostname=address.tls.sni or address.host)
+            wrapped.settimeout(timeout)
+            return wrapped
         except (ssl.SSLError, OSError) as err:
             sock.close()
             raise ConnectionError(None, f"TLS handshake failed ({getattr(err, 'reason', None) or err}): is "

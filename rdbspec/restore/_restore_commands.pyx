@@ -102,6 +102,14 @@ cdef class RestoreCommands:
         self.version = version
         self.replace = replace
 
+    def command_of(self, record, Py_ssize_t most):
+        """`command` of a key record (`rdbspec.read.dumpfile.KeyRecord`), None when its payload
+        would be over `most` bytes."""
+        cdef Py_ssize_t offset = record.offset, end = offset + record.size, value_offset = record.value_offset
+        if 1 + end - value_offset + 10 > most:
+            return None
+        return self.command(offset, value_offset, end, record.key, record.expire_at_ms, record.idle, record.freq)
+
     def command(self, Py_ssize_t offset, Py_ssize_t value_offset, Py_ssize_t end, bytes key, expire_at_ms,
                 idle, freq) -> bytes:
         """`RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s | FREQ f]` of the key whose type byte

@@ -22,8 +22,8 @@ migrateCommand: `RESTORE key ttl payload [REPLACE] ABSTTL [IDLETIME s | FREQ f]`
 * In a cluster (INFO's `cluster_enabled`), the slots' masters are read (`cluster.Topology`), a key
   goes to the master of its slot, MOVED reads the topology again and resends, ASK sends the one
   command to the node named after ASKING. A cluster node has database 0 only (but Valkey 9's
-  `cluster-databases`), so the keys of any other database need `db_map`, as those of a database a
-  server has not (`databases`): read before anything is sent, nothing is restored otherwise.
+  `cluster-databases`), so the keys of any other database need `db_map`: read before anything is
+  sent, nothing is restored otherwise (a server refuses a database it has not in SELECT).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -53,6 +53,9 @@ try:  # compiled by setup.py from _restore_commands.pyx; absent without a C comp
 except ImportError:
     _restore_commands = None  # type: ignore[assignment]
 
+# replies read at once when a connection's window is full: few enough that the server always has
+# commands to run while the next are made, enough that a read serves many
+REPLIES_AT_ONCE = 64
 PROGRESS_EVERY = 1000  # keys between two calls of the progress callback
 
 
@@ -117,7 +120,8 @@ class Restore:
         self.max_payload = min(options.max_payload or self.info.max_bulk, self.info.max_bulk)
         self.connections: dict[Node, Connection] = {}
         self.db: dict[Node, int] = {}  # the database each connection has selected
-        self.pending: dict[Node, deque[_Pending]] = {}
+        # what each connection sent and has not had the reply of yet (a key alone: `_restore_copies`)
+        self.pending: dict[Node, deque[_Pending | bytes]] = {}
         self.failure: ServerError | None = None
         self.home: Node = (address.host, address.port)  # a standalone server's
         self._connection(self.home if self.topology is None else self.topology.masters()[0])
@@ -162,7 +166,8 @@ class Restore:
         """Restores the selected keys of the dump at `path`; the summary counts every dump run so far."""
         with dumpfile.open(path) as dump:
             converter = self._converter(dump.header)
-            self._check_databases(dump)
+            if self.topology is not None:  # a server's own SELECT refuses a database it has not
+                self._check_databases(dump)
         # what the target cannot hold, as a value's plain commands meet it too (a conversion's own)
         self.losses = converter if converter is not None else Losses(self.info.name, self.options.allow_lossy)
         with dumpfile.open(path, parsers=None if converter is None else "python") as dump:
@@ -171,10 +176,14 @@ class Restore:
                          if _restore_commands is not None and copy_from is not None else None)
             size = len(dump.source.buffer)
             now_ms = self.options.now_ms if self.options.now_ms is not None else int(time.time() * 1000)
-            for count, record in enumerate(dump.keys()):
-                self._restore_key(record, converter, copy_from, now_ms)
-                if self.progress is not None and not count % PROGRESS_EVERY:
-                    self.progress(record.offset, size)
+            if (copy_from is not None and self.in_c is not None and converter is None and self.keeps is None
+                    and self.topology is None and self.same_dbs):
+                self._restore_copies(dump.keys(), copy_from, now_ms, size)
+            else:
+                for count, record in enumerate(dump.keys()):
+                    self._restore_key(record, converter, copy_from, now_ms)
+                    if self.progress is not None and not count % PROGRESS_EVERY:
+                        self.progress(record.offset, size)
             self._drain()
         self.summary.dropped.update(self.losses.dropped)
         return self.summary
@@ -184,18 +193,16 @@ class Restore:
         return converter_for(header, self.target, self.options.allow_lossy)
 
     def _check_databases(self, dump: dumpfile.Dump) -> None:
-        """Every selected key's database must be one the server has (a cluster node: 0 alone, but
-        Valkey 9's `cluster-databases`; a server: its `databases`): read before anything is sent."""
+        """Every selected key's database must be one the cluster has (0 alone, but Valkey 9's
+        `cluster-databases`): read before anything is sent."""
         databases = self.info.databases
         outside = sorted({self._db_of(record) for record in dump.keys() if self.options.selection.keeps(record)}
                          - set(range(databases)))
         if not outside:
             return
-        has = f"database 0 only ({'cluster-' if self.info.cluster else ''}databases 1)" if databases == 1 else (
-            f"databases 0 to {databases - 1}")
-        raise UnwritableError(f"the keys would go to database {', '.join(map(str, outside))} and the "
-                              f"{'cluster' if self.info.cluster else 'server'} has {has}: give --db-map SRC:DST "
-                              "(or select databases with --db)")
+        has = "database 0 only (cluster-databases 1)" if databases == 1 else f"databases 0 to {databases - 1}"
+        raise UnwritableError(f"the keys would go to database {', '.join(map(str, outside))} and the cluster has "
+                              f"{has}: give --db-map SRC:DST (or select databases with --db)")
 
     def _db_of(self, record: dumpfile.KeyRecord) -> int:
         mapped = self.options.db_map.get(record.db)
@@ -238,6 +245,33 @@ class Restore:
                 return
         self._send(node, _Pending("RESTORE", record.key, restore_command(record, payload, self.replace), True))
 
+    def _restore_copies(self, records: Iterator[dumpfile.KeyRecord], copy_from: DumpBuffer, now_ms: int,
+                        size: int) -> None:
+        """`_restore_key` of every key where each goes as it was read to its own database of one
+        server: the RESTORE built in C, queued as its key alone (what `_read_reply` needs of it). A
+        value too large for that goes by `_restore_key`."""
+        assert self.in_c is not None
+        node, command_of = self.home, self.in_c.command_of
+        connection, queue, window, summary = self.connections[node], self.pending[node], self.window, self.summary
+        most = min(payloads.SMALL, self.max_payload)
+        for count, record in enumerate(records):
+            if record.expire_at_ms is not None and record.expire_at_ms <= now_ms:
+                summary.skipped["already expired"] += 1
+                continue
+            data = command_of(record, most)
+            if data is None:
+                self._restore_key(record, None, copy_from, now_ms)
+                continue
+            summary.last_key = record.key
+            if self.db[node] != record.db:
+                self._select(node, record.db)
+            if len(queue) >= window:
+                self._read_replies(node, min(REPLIES_AT_ONCE, len(queue)))
+            connection.send(data)
+            queue.append(record.key)
+            if self.progress is not None and not count % PROGRESS_EVERY:
+                self.progress(record.offset, size)
+
     def _select(self, node: Node, db: int) -> None:
         self._connection(node)
         self._send(node, _Pending("SELECT", None, [command("SELECT", db)], False))
@@ -248,8 +282,8 @@ class Restore:
     def _send(self, node: Node, pending: _Pending) -> None:
         connection = self.connections.get(node) or self._connection(node)
         queue = self.pending[node]
-        if len(queue) >= self.window:  # half the window's replies read at once: a read a reply would cost more
-            self._read_replies(node, len(queue) - self.window // 2)
+        if len(queue) >= self.window:  # some replies read at once: a read a reply would cost more
+            self._read_replies(node, min(REPLIES_AT_ONCE, len(queue)))
         connection.send(*pending.parts)
         queue.append(pending)
 
@@ -259,14 +293,17 @@ class Restore:
         while count > 0:
             oks = replies.oks(count)
             for _ in range(oks):
-                self.summary.restored += queue.popleft().counts
+                sent = queue.popleft()
+                self.summary.restored += sent.counts if isinstance(sent, _Pending) else 1
             count -= oks
             if count > 0:
                 self._read_reply(node)
                 count -= 1
 
     def _read_reply(self, node: Node) -> None:
-        pending = self.pending[node].popleft()
+        sent = self.pending[node].popleft()
+        # a key alone: a RESTORE of `_restore_copies`, never redirected (one server)
+        pending = sent if isinstance(sent, _Pending) else _Pending("RESTORE", sent, (), True)
         reply = self.connections[node].reply()
         if not isinstance(reply, ReplyError):
             self.summary.restored += pending.counts

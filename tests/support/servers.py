@@ -144,6 +144,7 @@ class RedisServer:
         self.workdir: Path | None = None
         self.dir: Path | None = None
         self.dbfilename = str(self.config.get("dbfilename", "dump.rdb"))
+        self.password: str | None = None  # what `require_password` set
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -249,7 +250,8 @@ class RedisServer:
         if self.process is not None and self.process.poll() is None:
             # A bare connection: redis-py's client would retry (with backoff) when the server
             # closes the socket in answer to SHUTDOWN.
-            conn = redis.Connection(host=self.host, port=self.port or 0, socket_timeout=2, retry=None)
+            conn = redis.Connection(host=self.host, port=self.port or 0, socket_timeout=2, retry=None,
+                                    password=self.password)
             try:
                 conn.send_command("SHUTDOWN", "NOSAVE")
             except (redis.ConnectionError, redis.TimeoutError, OSError):
@@ -291,6 +293,12 @@ class RedisServer:
             raise ServerError("server not started")
         kwargs.setdefault("socket_timeout", 60)
         return redis.Redis(host=self.host, port=self.port, db=db, **kwargs)
+
+    def require_password(self, password: str) -> None:
+        """From now on, clients AUTH with `password` (CONFIG SET requirepass; `stop` still shuts it down)."""
+        with self.client() as c:
+            c.config_set("requirepass", password)
+        self.password = password
 
     def save(self, copy_to: str | os.PathLike[str] | None = None) -> Path:
         """Run SAVE and return the path of the dump it wrote.

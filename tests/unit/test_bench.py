@@ -4,13 +4,16 @@ Targets tests are given, and only what the report says about them is checked."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from bench import cold_start
+from bench.__main__ import parse_args, restore_only, wants_restore
 from bench.contenders import (
     DUMP_CLI,
     FULL_DECODE,
@@ -27,9 +30,29 @@ from bench.memory import Target, Tool, Truth, accuracy, rdbspec_key, run_tool
 from bench.memory import table as memory_table
 from bench.mix import MixRun, same_output
 from bench.peers import PEERS_ENV, peer_contenders
-from bench.report import spark_table
-from bench.runner import Contender, OutputCheck, Result, RunFailedError, measure, run_check
-from bench.targets import SPARK_SPLIT_1, SPARK_SPLIT_2, section
+from bench.report import merge_rows, spark_table
+from bench.restore import KeyCount, Restorer, RestoreRun, resp_pipe, restorers, section, timed_run, wrong_counts
+from bench.runner import (
+    Contender,
+    OutputCheck,
+    Result,
+    RunFailedError,
+    invalidate,
+    measure,
+    run_check,
+    run_process,
+)
+from bench.targets import (
+    RESTORE_LIBRDB,
+    RESTORE_LIBRDB_R,
+    RESTORE_OURS,
+    RESTORE_RESP,
+    RESTORE_TARGET,
+    SPARK_SPLIT_1,
+    SPARK_SPLIT_2,
+    TABLE_HEAD,
+)
+from bench.targets import section as targets_section
 
 ENTRY, KEY = b'{ "id":"', b'\n    "'  # librdb's markers: 8 and 6 bytes long
 
@@ -110,7 +133,7 @@ def test_targets_section_says_met_missed_and_not_measured(tmp_path: Path) -> Non
         result(tmp_path, labelled(KEYS_ONLY, "python"), 0.5, invalid=["counted 1 keys, expected 2"]),
         result(tmp_path, REDIS_LOAD, 0.4, backend=None),
     ]
-    lines = section(results, ["native backend not built: ..."])
+    lines = targets_section(results, ["native backend not built: ..."])
     assert "* native backend not built: ..." in lines
     librdb = row(lines, "`rdbspec dump FILE > /dev/null` faster than librdb")
     assert "rdb10-test: 0.80× (1 s vs librdb-cli 1.25 s)" in librdb and librdb.endswith("| met |")
@@ -156,7 +179,7 @@ def test_spark_targets_are_judged_on_the_warm_query_with_the_cold_one_beside(tmp
                spark_result(tmp_path, SPARK_SPLIT_2, cold=5.0, warm=1.0),
                spark_result(tmp_path, SPARK_FLOOR_1, cold=5.0, warm=1.2, backend=None),
                spark_result(tmp_path, SPARK_FLOOR_2, cold=5.0, warm=1.0, backend=None)]
-    lines = section(results, [])
+    lines = targets_section(results, [])
     rate = row(lines, "Spark stream_entries")
     assert "rdb10-test: 625k rows/s warm (1,000,000 rows in 1.6 s); cold 200k rows/s (5 s)" in rate
     assert rate.endswith("| met |")  # 625k warm, although 200k cold
@@ -261,3 +284,119 @@ def test_the_mix_compares_what_each_dump_row_wrote(tmp_path: Path) -> None:
     differ = same_output(run_of("ab" * 32, "cd" * 32, "ab" * 32))
     assert differ[2] == (f"* `{ds.name}`: **the outputs differ**: rdbspec dump {'ab' * 8}; "
                          f"rdbspec dump --jobs 1 {'cd' * 8}; rdbspec dump --jobs 2 {'ab' * 8}")
+
+
+# -- the restore into a live server (bench/restore.py): its bookkeeping, with a fake server ----------
+
+
+def test_a_dumps_keys_expire_once_the_time_is_past_their_expiry() -> None:
+    counts = KeyCount(5, (100, 200, 200, 300))  # one key without a TTL
+    assert [counts.unexpired(t) for t in (99, 100, 101, 200, 201, 300, 301)] == [5, 5, 4, 4, 2, 2, 1]
+
+
+def restore_contender(tmp_path: Path, held: list[int], counts: KeyCount, flushed: list[float]) -> Contender:
+    """A restore whose process does nothing, on a fake server whose key count after run i is held[i]."""
+    runs = iter(held)
+    nothing = Restorer("restore", "true", lambda dump, port: ["true"])
+    custom = timed_run(nothing, flushed.append, lambda timeout: next(runs), counts, 1, None)
+    return Contender("restore", "test", custom=custom, reports=True, group="restore")
+
+
+def test_a_restore_that_leaves_other_keys_than_the_dumps_is_wrong(tmp_path: Path) -> None:
+    ds = dataset(tmp_path, 0, 3)
+    far = 1 << 60  # a TTL that will not run out; 1: long expired
+    for held, counts, wrong in (
+        ([3, 3], KeyCount(3, (far,)), []),
+        ([3, 2], KeyCount(3, (far,)), ["run 2: the server held 2 keys, expected 3 (the dump's 3 less those expired)"]),
+        ([3, 3], KeyCount(3, (1,)), ["run 1: the server held 3 keys, expected 2 (the dump's 3 less those expired)",
+                                     "run 2: the server held 3 keys, expected 2 (the dump's 3 less those expired)"]),
+    ):
+        flushed: list[float] = []
+        got = measure(restore_contender(tmp_path, held, counts, flushed), ds, 2, 60, 100, lambda msg: None)
+        invalidate(got, wrong_counts(got, counts.total))
+        assert len(flushed) == 2 and len(got.walls) == 2  # the server emptied before each run
+        assert got.invalid == wrong and got.valid == (not wrong)
+
+
+def restore_result(tmp_path: Path, name: str, walls: list[float], keys: int, backend: str | None = None,
+                   wrong: bool = False) -> Result:
+    ds = dataset(tmp_path, 0, keys)
+    extras: list[dict[str, object]] = [{"keys": keys - wrong, "expected_low": keys, "expected_high": keys}
+                                       for _ in walls]
+    got = Result(name, ds, walls=walls, extras=extras, group="restore", backend=backend)
+    invalidate(got, wrong_counts(got, keys))
+    return got
+
+
+def test_the_restore_section_gives_keys_per_second_the_ratio_and_the_target(tmp_path: Path) -> None:
+    ds = dataclasses.replace(dataset(tmp_path, 0, 1000), streams=0)
+    got = RestoreRun([ds], [RESTORE_OURS, RESTORE_LIBRDB, RESTORE_LIBRDB_R], backend="native",
+                     shown={RESTORE_OURS: "ours", RESTORE_LIBRDB: "theirs", RESTORE_LIBRDB_R: "theirs -r"},
+                     expired={ds.name: 7})
+    for r in (restore_result(tmp_path, RESTORE_OURS, [0.5, 0.4, 0.6], 1000, backend="native"),
+              restore_result(tmp_path, RESTORE_LIBRDB, [2.0], 1000),
+              restore_result(tmp_path, RESTORE_LIBRDB_R, [0.1], 1000, wrong=True)):
+        got.results[(r.contender, ds.name)] = r
+    lines = section(got)
+    walls, rss = [line for line in lines if line.startswith(f"| `{ds.name}`")]
+    assert walls.endswith("| 1,000 (7 expired) | — | 0.500 s (0.200 s) · 2,000 keys/s | 2.000 s · 500 keys/s "
+                          "| **wrong**: 999 keys · 0.100 s | 4.00× |")
+    assert rss == f"| `{ds.name}` | — · 0.500 s | — · 2.000 s | — · 0.100 s |"
+    head = lines[lines.index("### Wall time and keys/s") + 4]
+    assert head.endswith(f"| {RESTORE_OURS} ÷ {RESTORE_LIBRDB} (keys/s) |")
+    assert f"Target: {RESTORE_TARGET}, native backend: met. rdb10-test: 4.00× (2,000 keys/s in 0.5 s vs librdb " \
+           "500 keys/s in 2 s)." in lines
+    assert any(line.startswith(f"* {RESTORE_LIBRDB_R} on rdb10-test: ok (wrong key count): run 1: the server held "
+                               "999 keys") for line in lines)
+    # rdbspec's own count wrong: the target is missed on that file, whatever its time
+    got.results[(RESTORE_OURS, ds.name)] = restore_result(tmp_path, RESTORE_OURS, [0.1], 1000, "native", wrong=True)
+    measured = row(targets_section(got.all_results, []), RESTORE_TARGET.split(" (")[0])
+    assert measured.endswith("| native | rdb10-test: rdbspec restore wrong (the server held other keys than the "
+                             "dump's) | **missed** (rdb10-test) |")
+    del got.results[(RESTORE_LIBRDB, ds.name)]  # no librdb: nothing to judge against
+    assert row(targets_section(got.all_results, []), RESTORE_TARGET.split(" (")[0]).endswith(
+        "| native | — | not measured |")
+
+
+def test_the_restores_contenders_are_those_that_can_run(tmp_path: Path) -> None:
+    librdb = tmp_path / "librdb-cli"
+    librdb.write_text("#!/bin/sh\n")
+    librdb.chmod(0o755)
+    without = "usage: rdbspec dump [--jobs N] file\n  --jobs N    decode the file in N processes\n"
+    made, notes = restorers("native", None, without, "/usr/bin/redis-cli", tmp_path)
+    assert [r.name for r in made] == [RESTORE_OURS, RESTORE_LIBRDB, RESTORE_LIBRDB_R]
+    assert notes == [f"`{RESTORE_RESP}` not run: this rdbspec's `dump --help` lists no `--format resp`"]
+    assert made[0].argv(Path("d.rdb"), 7) == [sys.executable, "-m", "rdbspec", "restore", "d.rdb", "--to",
+                                              "redis://127.0.0.1:7"]
+    assert made[0].env == {"RDBSPEC_BACKEND": "native"} and made[1].env is None
+    assert made[2].argv(Path("d.rdb"), 7) == [str(librdb), "d.rdb", "-l", os.devnull, "redis", "-r", "-h",
+                                              "127.0.0.1", "-p", "7"]
+    with_resp = without + ("  --format {json,resp}  json: JSON Lines (the default); resp: the commands\n"
+                           "                        redis-cli --pipe replays\n")
+    made, notes = restorers("native", "no such command", with_resp, "/usr/bin/redis-cli", tmp_path / "none")
+    assert [r.name for r in made] == [RESTORE_RESP] and len(notes) == 2
+    shell = made[0].argv(Path("a dump.rdb"), 7)
+    assert shell[:2] == ["bash", "-c"] and shell[2].startswith("set -o pipefail; ")
+    assert f"{sys.executable} -m rdbspec dump 'a dump.rdb' --format resp | /usr/bin/redis-cli -h 127.0.0.1 -p 7 " \
+           "--pipe >&2" in shell[2]
+
+
+def test_the_pipe_fails_when_rdbspec_dump_does_although_redis_cli_exits_0(tmp_path: Path) -> None:
+    cli = tmp_path / "redis-cli"
+    cli.write_text("#!/bin/sh\ncat > /dev/null\necho 'errors: 0, replies: 0'\n")
+    cli.chmod(0o755)
+    pipe = resp_pipe("native", str(cli))
+    with pytest.raises(RunFailedError):  # the dump is 9 bytes: not a dump
+        run_process(pipe.argv(dataset(tmp_path, 0, 0).path, 7), 60, env=pipe.env, discard_stdout=True)
+
+
+def test_a_restore_only_run_puts_its_target_rows_in_the_reports_table() -> None:
+    report = "\n".join(["# r", "", "## Targets", "", TABLE_HEAD, "|---|---|---|---|", "| a | native | 1 | met |",
+                        "| b | native | 2 | met |", "", "## Notes", ""]) + "\n"
+    merged = merge_rows(report, "## Targets", ["| b | native | 3 | **missed** (x) |", "| c | native | 4 | met |"])
+    assert merged.splitlines()[6:10] == ["| a | native | 1 | met |", "| b | native | 3 | **missed** (x) |",
+                                         "| c | native | 4 | met |", ""]
+    assert merge_rows("# r\n\n## Notes\n", "## Targets", ["| c | native | 4 | met |"]) == "# r\n\n## Notes\n"
+    args = parse_args(["--only", "restore"])
+    assert restore_only(args) and not wants_restore(args)
+    assert wants_restore(parse_args([])) and not wants_restore(parse_args(["--no-restore"]))

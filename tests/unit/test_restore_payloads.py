@@ -6,6 +6,7 @@ built in Python, for every key of the corpus and for keys with every option."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,19 @@ def test_replies_read_from_a_stream_and_runs_of_ok() -> None:
 
 def test_a_command_is_an_array_of_bulk_strings() -> None:
     assert command("SET", b"k\r\n", 12, 1.5) == b"*4\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$2\r\n12\r\n$3\r\n1.5\r\n"
+
+
+def test_the_command_of_a_record_and_the_largest_payload_built_so(tmp_path: Path) -> None:
+    path = tmp_path / "k.rdb"
+    with Writer(path, 9) as out:
+        out.select_db(0)
+        out.string(b"small", b"v" * 10, expire_at_ms=1893456000000)
+        out.string(b"large", random.Random(1).randbytes(5000))  # bytes LZF cannot shorten
+    with rdbspec.open(path) as dump:
+        in_c = _restore_commands.RestoreCommands(dump.source.buffer, 9, False)
+        small, large = dump.keys()
+        assert in_c.command_of(small, 4096) == in_c.command(small.offset, small.value_offset,
+                                                            small.offset + small.size, small.key,
+                                                            small.expire_at_ms, None, None)
+        assert in_c.command_of(large, 4096) is None
+        assert in_c.command_of(large, payload.size_copied(large)) is not None
