@@ -132,8 +132,9 @@ def open_dump(args: argparse.Namespace, parsers: str | None = None, path: str | 
     """The dump at `path` (else FILE, `add_file_arguments`): a live server's RDB is kept in
     --save's file, with a progress line on a terminal while it comes."""
     path = args.file if path is None else path
-    return dumpfile.open(path, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
-                         progress=receiving(path) if location.is_server(path) else None)
+    with receiving(path) as progress:
+        return dumpfile.open(path, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
+                             progress=progress)
 
 
 @contextlib.contextmanager
@@ -146,14 +147,18 @@ def readable_twice(path: str, save: str | None = None) -> Iterator[str]:
         return
     with tempfile.TemporaryDirectory(prefix="rdbspec-") as directory:
         into = save if save is not None else os.path.join(directory, "server.rdb")
-        source.receive(path, into, receiving(path))
+        with receiving(path) as progress:
+            source.receive(path, into, progress)
         yield into
 
 
-def receiving(url: str) -> Callable[[int, int | None], None] | None:
-    """A progress line on stderr while a live server's RDB comes, only when stderr is a terminal."""
+@contextlib.contextmanager
+def receiving(url: str) -> Iterator[Callable[[int, int | None], None] | None]:
+    """A progress line on stderr while a live server's RDB comes (None: stderr is no terminal),
+    cleared once it has come."""
     if not sys.stderr.isatty():
-        return None
+        yield None
+        return
     shown = location.shown(url)
     last = [0.0]
 
@@ -164,7 +169,12 @@ def receiving(url: str) -> Callable[[int, int | None], None] | None:
             of = f" of {length}" if length is not None else ""
             sys.stderr.write(f"\r\x1b[Kreceived {got}{of} bytes from {shown}")
             sys.stderr.flush()
-    return update
+    try:
+        yield update
+    finally:
+        if last[0]:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
 
 def key_filter(args: argparse.Namespace) -> Callable[[dumpfile.KeyRecord], bool] | None:
