@@ -20,6 +20,7 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     ├── WriteError                    a generated writer refuses a value (spec path)              7
     ├── UnwritableError               what rdbspec does not write, named                          7
     ├── ServerError                   a live server refused a command (its reply, the key)        8
+    │   └── SyncRefusedError            a live server will not send its RDB to a replica          8
     ├── ReplyError                    a server's error reply as a pipeline reads it (a value)
     ├── ProtocolError                 bytes that are no RESP2 reply: not a server (as exit 6)
     ├── InternalError                 a bug of rdbspec met while reading (offset, key)           70
@@ -34,7 +35,8 @@ catches them all. With each class, the exit code the CLI ends with (`EXIT_CODES`
     └── JavaMissingError              no Java 17+ for Spark                                      69
 
 An input file or output that cannot be opened, read or written is the `OSError` Python raises
-(exit 6); so is a server that cannot be reached or goes away (`ConnectionError`, naming its URL).
+(exit 6); so is a server that cannot be reached or goes away (`ConnectionError`, naming its URL;
+while its RDB comes, the byte reached).
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ from dataclasses import dataclass
 from rdbspec_generated import ParseError, RdbError, RdbspecError, TruncatedError, WriteError
 
 __all__ = ["ChecksumError", "FrameChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError",
-           "RdbspecError", "RdbWarning", "ServerError", "TruncatedError", "UnwritableError", "WriteError", "EXIT_CODES",
-           "as_internal", "exit_code", "file_error_line", "internal_error_line", "print_warnings"]
+           "RdbspecError", "RdbWarning", "ServerError", "SyncRefusedError", "TruncatedError", "UnwritableError",
+           "WriteError", "EXIT_CODES", "as_internal", "exit_code", "file_error_line", "internal_error_line",
+           "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -101,6 +104,16 @@ class ServerError(RdbspecError):
         super().__init__(f"{url} refused {command}{about}: {reply}")
         self.reply, self.url, self.command, self.key = reply, url, command, key
         self.code = reply.split(" ", 1)[0]
+
+
+class SyncRefusedError(ServerError):
+    """The server will not send its RDB to a replica: SYNC and PSYNC renamed away or denied by an
+    ACL (managed services do so), a replica without its master, a server loading its data."""
+
+    def __init__(self, reply: str, url: str, command: str):
+        super().__init__(reply, url, command)
+        self.args = (f"{url} does not send its RDB to a replica ({command}: {reply}); read a backup of it "
+                     "instead (the dump file it saves, or the export its service offers)",)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from ..errors import (
     EXIT_CODES,
     InternalError,
     RdbError,
+    ServerError,
     UnwritableError,
     WriteError,
     as_internal,
@@ -54,7 +55,7 @@ from ..jsonl import (
     write_records,
     write_rows,
 )
-from ..read import backend, dumpfile, parallel, values
+from ..read import backend, dumpfile, location, parallel, values
 from ..read.streams import Stream
 from ..read.values import STREAM_KINDS
 from ..report.data import element_count
@@ -63,6 +64,8 @@ from .common import (
     TYPES,
     AnyCaseSubParsers,
     Progress,
+    add_cluster_option,
+    add_file_arguments,
     add_memory_options,
     add_target_options,
     dump_command,
@@ -70,8 +73,10 @@ from .common import (
     error_line,
     key_filter,
     key_pattern,
+    open_dump,
     parse_version,
     positive_int,
+    readable_twice,
     separator,
     target_of_args,
     type_name,
@@ -188,14 +193,19 @@ KEY_COLUMNS = ["db", "key", "type", "encoding", "size_in_file", "elements"]
 
 
 def cmd_keys(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    header = KEY_COLUMNS + ["memory"] * args.memory
-    if not args.top:
+    """One row a key; with --cluster, each node's keys (its --top) in turn, each row naming its node."""
+    header = _key_header(args)
+    if args.first:
         _write_header(out, header, args.csv)
     top: list[list] = []
     for _, rows, _ in each_range(dump, args, out, _key_rows, streaming=not args.top):
         top = _largest(top + rows, args) if args.top else top
     if args.top:
-        _write_table(out, header, iter(top), args.csv)
+        _write_rows(out, header, iter(top), args.csv)
+
+
+def _key_header(args: argparse.Namespace) -> list[str]:
+    return ["node"] * (args.node is not None) + KEY_COLUMNS + ["memory"] * args.memory
 
 
 def _key_rows(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
@@ -203,18 +213,19 @@ def _key_rows(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[d
     """`keys`' rows of the keys of `records` (all: None): with --top, the largest (returned),
     else all of them, written."""
     usage = [memory.model_for(dump, args.as_version, args.allocator).usage] if args.memory else []
-    rows: Iterator[list] = ([r.db, r.key, r.type_name, r.encoding, r.size, element_count(r), *(f(r) for f in usage)]
-                            for r in _selected(dump, args, records))
+    node = [args.node] if args.node is not None else []
+    rows: Iterator[list] = ([*node, r.db, r.key, r.type_name, r.encoding, r.size, element_count(r),
+                             *(f(r) for f in usage)] for r in _selected(dump, args, records))
     if args.top:
         return _largest(rows, args)
-    _write_rows(out, KEY_COLUMNS + ["memory"] * args.memory, rows, args.csv)
+    _write_rows(out, _key_header(args), rows, args.csv)
     return None
 
 
 def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
     """The --top rows with the most memory (--memory; a key whose memory is not sized as 0) or bytes
     in the file, in file order among equals."""
-    by = (KEY_COLUMNS + ["memory"]).index("memory" if args.memory else "size_in_file")
+    by = _key_header(args).index("memory" if args.memory else "size_in_file")
     return sorted(rows, key=lambda row: -(row[by] or 0))[:args.top]
 
 
@@ -385,14 +396,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help="stream entries deleted but still stored (JSON Lines)")
     add_resp_options(dump)
     dump.set_defaults(run=cmd_dump)
+    add_cluster_option(dump)
     info = common("info", "header, AUX fields, counts, checksum")
-    info.add_argument("--json", action="store_true", help="all of it as one JSON object")
+    info.add_argument("--json", action="store_true", help="all of it as one JSON object (with --cluster: one a node)")
+    add_cluster_option(info)
     info.set_defaults(run=cmd_info)
     keys = common("keys", "one row per key: type, encoding, size in the file, elements")
     keys.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
     keys.add_argument("--top", type=positive_int, metavar="N",
                       help="only the N largest keys (by memory with --memory, else by size in the file)")
     add_memory_options(keys)
+    add_cluster_option(keys)
     keys.set_defaults(run=cmd_keys)
     prefixes = common("prefixes", "keys, elements and memory summed by key prefix, the most memory first")
     prefixes.add_argument("--separator", type=separator, default=b":", help="what splits a key into parts (default :)")
@@ -405,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_report(sub)
     rewrite = sub.add_parser("rewrite", help="write the dump again, whole or only some databases, keys, types",
                              description=REWRITE_DESCRIPTION)
-    rewrite.add_argument("file", help="dump file to read (never modified)")
+    add_file_arguments(rewrite)
     rewrite.add_argument("-o", "--output", required=True, help="the dump to write (written whole, or not at all)")
     rewrite.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
     rewrite.add_argument("--type", action="append", type=type_name, metavar="TYPE",
@@ -455,11 +469,12 @@ def run_rewrite(args: argparse.Namespace) -> int:
             now = args.now if args.now is not None else int(time.time() * 1000)
             commands = rewrite.Commands(args.commands, command_file.read_commands(args.commands), now, args.as_version,
                                         args.stream_node_max_bytes, args.stream_node_max_entries)
-        found = rewrite.rewrite(args.file, args.output, selection, converter, commands)
+        with readable_twice(args.file, args.save) as path:
+            found = rewrite.rewrite(path, args.output, selection, converter, commands)
     except (ValueError, command_file.CommandFileError) as err:  # the output would replace the input; a bad command
         print(f"rdbspec rewrite: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]
-    except (RdbError, OSError, UnwritableError, WriteError) as err:
+    except (RdbError, OSError, UnwritableError, WriteError, ServerError) as err:
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
     kept = sum(found.keys.values())
@@ -477,7 +492,14 @@ GC_YOUNGEST = 100_000
 
 def main(argv: list[str] | None = None) -> int:
     gc.set_threshold(GC_YOUNGEST, 50, 1000)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "save", None) is not None and not location.is_server(args.file):
+        parser.error(f"--save keeps the RDB of a live server (redis://…), and {args.file} is not one")
+    if getattr(args, "every_master", False) and not location.is_server(args.file):
+        parser.error(f"--cluster reads the masters of a live cluster (redis://…), and {args.file} is not one")
+    if getattr(args, "every_master", False) and args.save is not None:
+        parser.error("--save keeps one server's RDB: not with --cluster")
     try:
         backend.name()
     except backend.BackendError as err:  # RDBSPEC_BACKEND names none, or the native one is not built
@@ -495,6 +517,15 @@ def main(argv: list[str] | None = None) -> int:
         return exit_code(err)
 
 
+def _sources(args: argparse.Namespace) -> list[str]:
+    """What FILE names: itself, or with --cluster each master of the cluster it is a node of."""
+    if not getattr(args, "every_master", False):
+        return [args.file]
+    from ..restore.cluster import servers_of
+
+    return servers_of(args.file)
+
+
 def run_dump_command(args: argparse.Namespace) -> int:
     """`dump`, `info`, `keys`, `prefixes`, `report`: bad input ends with one line and its exit
     code. A command whose output is one document (`whole_output`: the report) writes it beside
@@ -503,17 +534,20 @@ def run_dump_command(args: argparse.Namespace) -> int:
     out = sys.stdout
     whole = getattr(args, "whole_output", False) and args.output
     written = f"{args.output}.rdbspec-partial" if whole else args.output
+    source = args.file
     try:
         if written:
             out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum,
-                           parsers=getattr(args, "parsers", None)) as dump:
-            args.run(dump, args, out)
+        for number, source in enumerate(_sources(args)):
+            args.node = location.shown(source) if getattr(args, "every_master", False) else None
+            args.first = number == 0
+            with open_dump(args, getattr(args, "parsers", None), source) as dump:
+                args.run(dump, args, out)
+            print_warnings(dump.warnings)
         out.flush()
         if whole:
             out.close()
             os.replace(written, args.output)
-        print_warnings(dump.warnings)
         return EXIT_CODES["ok"]
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not an error; keep Python from complaining at exit
@@ -527,9 +561,9 @@ def run_dump_command(args: argparse.Namespace) -> int:
             sys.stderr.write(failure.traceback)
         print(failure.line, file=sys.stderr)
         return failure.code
-    except (RdbError, OSError, UnwritableError, WriteError) as err:  # Unwritable: what `dump --format resp` refuses
+    except (RdbError, OSError, UnwritableError, WriteError, ServerError) as err:  # Unwritable: `dump --format resp`
         print_warnings(dump.warnings if dump is not None else ())
-        print(error_line(args.file, err), file=sys.stderr)
+        print(error_line(source, err), file=sys.stderr)
         return exit_code(err)
     except InternalError:
         raise

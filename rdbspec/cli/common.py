@@ -12,15 +12,16 @@ import io
 import os
 import re
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TextIO
 
 from .. import memory
-from ..errors import IntegrityError, RdbError, as_internal, exit_code, internal_error_line
+from ..errors import IntegrityError, RdbError, ServerError, as_internal, exit_code, internal_error_line
 from ..jsonl import dumps, s
-from ..read import dumpfile, parallel
+from ..read import dumpfile, location, parallel, source
 from ..read.values import TYPE_NAMES
 from ..server import versions
 from ..server.versions import Version
@@ -95,7 +96,7 @@ def dump_command(sub: argparse._SubParsersAction, name: str, help_text: str,
     """A subcommand that reads one dump: FILE, the key filters (`key_filter`), --no-verify-checksum
     and -o; its `run(dump, args, out)` is called by the command line's run_dump_command."""
     p = sub.add_parser(name, help=help_text)
-    p.add_argument("file", help="dump file, or - for stdin")
+    add_file_arguments(p)
     p.add_argument("--db", type=int, action="append", help="only this database (repeatable)")
     p.add_argument("--type", action="append", type=type_name, metavar="TYPE",
                    help=f"only this type (repeatable): {', '.join(TYPES)}")
@@ -108,6 +109,72 @@ def dump_command(sub: argparse._SubParsersAction, name: str, help_text: str,
                    help="decode the file in N processes, a range of it each, for the same output (default: the "
                         "cores this process may use); 1, stdin, a Dragonfly dump or a file under 8 MiB: one process")
     return p
+
+
+FILE_HELP = ("dump file, - for stdin, or a live server as redis://[user:password@]host[:port] or rediss://… "
+             "(its RDB taken as a replica takes it; the password also from REDISCLI_AUTH)")
+
+
+def add_file_arguments(parser: argparse.ArgumentParser) -> None:
+    """FILE, and --save for a FILE that is a live server."""
+    parser.add_argument("file", help=FILE_HELP)
+    parser.add_argument("--save", metavar="FILE", help="with a redis:// FILE: keep the RDB the server sent in FILE")
+
+
+def add_cluster_option(parser: argparse.ArgumentParser) -> None:
+    """--cluster: FILE is a node of a cluster, whose every master is read."""
+    parser.add_argument("--cluster", action="store_true", dest="every_master",
+                        help="FILE is a node of a cluster (redis://…): read every master's RDB, one after another, "
+                             "each row naming its node")
+
+
+def open_dump(args: argparse.Namespace, parsers: str | None = None, path: str | None = None) -> dumpfile.Dump:
+    """The dump at `path` (else FILE, `add_file_arguments`): a live server's RDB is kept in
+    --save's file, with a progress line on a terminal while it comes."""
+    path = args.file if path is None else path
+    with receiving(path) as progress:
+        return dumpfile.open(path, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
+                             progress=progress)
+
+
+@contextlib.contextmanager
+def readable_twice(path: str, save: str | None = None) -> Iterator[str]:
+    """A path that a command reading its dump more than once (rewrite, split, restore) may open
+    again: a live server's RDB received first, into `save` or a temporary file removed at the end
+    (the server is read once, and every read sees the same RDB); any other path as it is."""
+    if not location.is_server(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="rdbspec-") as directory:
+        into = save if save is not None else os.path.join(directory, "server.rdb")
+        with receiving(path) as progress:
+            source.receive(path, into, progress)
+        yield into
+
+
+@contextlib.contextmanager
+def receiving(url: str) -> Iterator[Callable[[int, int | None], None] | None]:
+    """A progress line on stderr while a live server's RDB comes (None: stderr is no terminal),
+    cleared once it has come."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    shown = location.shown(url)
+    last = [0.0]
+
+    def update(got: int, length: int | None) -> None:
+        now = time.monotonic()
+        if now - last[0] > 0.5:
+            last[0] = now
+            of = f" of {length}" if length is not None else ""
+            sys.stderr.write(f"\r\x1b[Kreceived {got}{of} bytes from {shown}")
+            sys.stderr.flush()
+    try:
+        yield update
+    finally:
+        if last[0]:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
 
 def key_filter(args: argparse.Namespace) -> Callable[[dumpfile.KeyRecord], bool] | None:
@@ -186,7 +253,9 @@ def error_line(path: str, err: BaseException) -> str:
     where = f" (key {dumps(s(key))})" if key is not None else ""
     if isinstance(err, OSError) and err.filename is not None and err.strerror:
         return f"rdbspec: {os_error_text(err)}{where}"
-    return f"rdbspec: {path}: {err}{where}"
+    if isinstance(err, ServerError):  # a live server's refusal names its URL
+        return f"rdbspec: {err}"
+    return f"rdbspec: {location.shown(path)}: {err}{where}"
 
 
 def os_error_text(err: OSError) -> str:

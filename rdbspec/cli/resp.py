@@ -84,8 +84,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def write_resp(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord],
                out: TextIO) -> None:
     """The commands of the dump's function libraries and of the keys of `records` (see the module doc)."""
+    from ..net.resp import command
     from ..restore.commands import function_commands
-    from ..restore.resp import command
 
     server = args.as_version or server_of(dump.aux, dump.header.version)
     encode, losses = (_payloads if args.restore_payloads else _commands)(dump, args, server)
@@ -131,8 +131,8 @@ Encoder = Callable[[dumpfile.KeyRecord], Iterator[bytes | memoryview]]
 
 def _commands(dump: dumpfile.Dump, args: argparse.Namespace, server: Server) -> tuple[Encoder, Losses]:
     """Each key as the plain commands that build it (`rdbspec.restore.commands`)."""
+    from ..net.resp import command
     from ..restore.commands import key_commands
-    from ..restore.resp import command
     from ..write.convert import Losses
 
     losses = Losses(str(server), args.allow_lossy)

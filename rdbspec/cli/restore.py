@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
-from .common import Progress, error_line, key_pattern, positive_int, type_name
+from .common import Progress, error_line, key_pattern, positive_int, readable_twice, type_name
 
 if TYPE_CHECKING:
     from ..restore.restore import Restore
@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "its slot's master) as RESTORE with the payload the server's DUMP writes, laid "
                                    "out for that server's version; a value too large for one command as the plain "
                                    "commands that build it.")
-    p.add_argument("file", nargs="+", help="dump files (local paths or object-store URLs)")
+    p.add_argument("file", nargs="+", help="dump files (local paths, object-store URLs, or live servers as "
+                                           "redis://… and rediss://…: their RDB taken as a replica takes it)")
     p.add_argument("--to", required=True, metavar="URL",
                    help="redis://[[user]:password@]host[:port][/db] or rediss://… (TLS); without a password in "
                         "the URL, REDISCLI_AUTH's; a /db puts every key in that database")
@@ -79,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_restore(args: argparse.Namespace) -> int:
-    from ..restore.connection import Address, Tls
+    from ..net.connection import Address, Tls
     from ..restore.restore import Existing, Options, Restore
     from ..rewrite import Selection
 
@@ -97,7 +98,8 @@ def run_restore(args: argparse.Namespace) -> int:
     try:
         with Restore(address, options, progress.update) as run:
             for file in args.file:
-                run.run(file)
+                with readable_twice(file) as path:
+                    run.run(path)
     except (RdbError, OSError, ServerError, UnwritableError, WriteError) as err:
         progress.done()
         where = error_line(file, err) if isinstance(err, RdbError) else f"rdbspec restore: {_text(err)}"

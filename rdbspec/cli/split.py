@@ -4,7 +4,7 @@ holding the keys of the slots the node serves (`rdbspec.rewrite.split`).
 The topology: `--slots` takes one argument per node, each the node's slot ranges comma-separated
 (`0-5460` or `0-100,200-300`, as `rdbspec.server.cluster.parse_ranges` reads them), and may be
 given again for more nodes; node N's file is `node-N.rdb`, N counted from 0 in the order given.
-`--cluster URL` reads it from a live node (`rdbspec.restore.connection`: the URL as redis-cli reads
+`--cluster URL` reads it from a live node (`rdbspec.net.connection`: the URL as redis-cli reads
 it, the password also from REDISCLI_AUTH; `rdbspec.restore.cluster.Topology`: CLUSTER SLOTS): one
 file per master, named by its address, `HOST-PORT.rdb`. Ranges that overlap, a dump holding keys
 in a database other than 0 without `--db`, keys in slots no node serves and a URL that names no
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
 from ..server.cluster import format_ranges, parse_ranges
-from .common import add_target_options, error_line, os_error_text, target_of_args
+from .common import add_file_arguments, add_target_options, error_line, os_error_text, readable_twice, target_of_args
 
 if TYPE_CHECKING:
     from ..rewrite.split import Node
@@ -46,7 +46,7 @@ def slot_ranges(text: str) -> tuple[tuple[int, int], ...]:
 def register(sub: argparse._SubParsersAction) -> None:
     split = sub.add_parser("split", help="one dump per cluster node: the keys of the slots each serves",
                            description=DESCRIPTION)
-    split.add_argument("file", help="dump file to read (never modified)")
+    add_file_arguments(split)
     split.add_argument("-o", "--output", required=True, metavar="DIR",
                        help="the directory the nodes' dumps are written in (made when missing)")
     topology = split.add_mutually_exclusive_group(required=True)
@@ -74,7 +74,8 @@ def run_split(args: argparse.Namespace) -> int:
     try:
         nodes = _nodes(args)
         converter = convert.Converter.for_target(target, args.allow_lossy) if target is not None else None
-        found = split.split(args.file, args.output, nodes, args.db, converter)
+        with readable_twice(args.file, args.save) as path:
+            found = split.split(path, args.output, nodes, args.db, converter)
     except ValueError as err:  # a bad URL or topology, databases that do not fit; an output would replace the input
         print(f"rdbspec split: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]
@@ -97,8 +98,8 @@ def run_split(args: argparse.Namespace) -> int:
 def _nodes(args: argparse.Namespace) -> list[Node]:
     """The nodes of --slots, or the masters of the cluster --cluster names, in the order of their
     first slot (CLUSTER SLOTS: `rdbspec.restore.cluster.Topology`)."""
+    from ..net.connection import Address, Connection
     from ..restore.cluster import Topology
-    from ..restore.connection import Address, Connection
     from ..rewrite.split import Node
 
     if args.slots is not None:

@@ -10,9 +10,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from ..errors import RdbError, exit_code, print_warnings
-from ..read import dumpfile
-from .common import AnyCaseSubParsers, error_line, parse_version
+from ..errors import RdbError, ServerError, exit_code, print_warnings
+from .common import AnyCaseSubParsers, add_file_arguments, error_line, open_dump, parse_version
 
 XREAD_WORDS = (b"count", b"streams")  # where XREAD's own syntax starts, in any case
 
@@ -64,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
     argv = _argv(args)
     dump = None
     try:
-        with dumpfile.open(args.file, verify_checksum=not args.no_verify_checksum) as dump:
+        with open_dump(args) as dump:
             lookup = dump_lookup(dump, args.db, _keys_of(argv), now_ms)
             reply = execute(dump_context(dump, lookup, now_ms, args.as_version), argv)
     except CommandError as err:
         print_warnings(dump.warnings if dump is not None else ())
         print(f"(error) {err.message}", file=sys.stderr)
         return 1
-    except (RdbError, OSError) as err:
+    except (RdbError, OSError, ServerError) as err:
         print_warnings(dump.warnings if dump is not None else ())
         print(error_line(args.file, err), file=sys.stderr)
         return exit_code(err)
@@ -116,7 +115,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _parser(sub: argparse._SubParsersAction, name: str, help_text: str, command: str,
             one_key: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text, epilog=EPILOG)
-    p.add_argument("file", help="dump file, or - for stdin")
+    add_file_arguments(p)
     if one_key:
         p.add_argument("key", help="the stream's key")
     p.set_defaults(standalone=run, stream_command=command)

@@ -239,7 +239,7 @@ SUMMARY_NAME = re.compile(r"^(?P<base>.+)-summary\.dfs$")
 def is_dfs(path: str | os.PathLike[str]) -> bool:
     """True for a `-summary.dfs` file, a `-NNNN.dfs` shard file, or a directory."""
     name = os.fspath(path)
-    if name == "-":
+    if name == "-" or location.is_server(name):
         return False
     return is_dfs_name(name) or location.path_of(name).is_dir()
 

@@ -21,7 +21,7 @@ from . import backend, dragonfly, location, values
 from .checksum import crc64
 from .dragonfly import ENVELOPES
 from .elements import text
-from .source import Source, bytes_source, open_source
+from .source import Progress, Source, bytes_source, open_source
 from .streams import Stream
 
 # the record kinds this module reads by name (the spec's `rdb::record_kind`)
@@ -659,15 +659,18 @@ def snapshot_files(path: str | os.PathLike[str]) -> list[location.AnyPath]:
 
 
 def open(path: str | os.PathLike[str], verify_checksum: bool = True, whole_set: bool = True,  # noqa: A001
-         parsers: str | None = None) -> Dump:
-    """Opens a dump file (mapped, not read whole), or stdin/a pipe with `-`; a Dragonfly DFS
+         parsers: str | None = None, save: str | os.PathLike[str] | None = None,
+         progress: Progress | None = None) -> Dump:
+    """Opens a dump file (mapped, not read whole), stdin/a pipe with `-`, or a live server's
+    RDB (`redis://…`, taken as a replica takes it; `save` keeps a copy of it, `progress` hears
+    of its bytes as they come: `source.open_source`); a Dragonfly DFS
     set (`<name>-summary.dfs`, one of its `<name>-NNNN.dfs` shard files, or their directory)
     opens as one dump of every shard, unless `whole_set` is false (one DFS file alone).
     `parsers` ("python", "native") picks the generated parsers (by default the backend in use):
     writing needs the Python ones, whose objects have writers."""
     if whole_set and dragonfly.is_dfs(path):
         return DfsDump(path, verify_checksum, parsers)
-    return Dump(open_source(path), verify_checksum, parsers)
+    return Dump(open_source(path, save, progress), verify_checksum, parsers)
 
 
 def parse(data: bytes, verify_checksum: bool = True, parsers: str | None = None) -> Dump:

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
 
 # the URL schemes read through pyarrow.fs, and the store each names
 SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "abfs", "abfss": "abfs", "hdfs": "hdfs"}
@@ -105,6 +106,27 @@ def is_url(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a URL of a store read through pyarrow.fs (file:// is a local path)."""
     found = _URL.match(os.fspath(path)) if isinstance(path, str) else None
     return found is not None and found["scheme"].lower() in SCHEMES
+
+
+SERVER_SCHEMES = ("redis", "rediss")  # a live server, read as a replica (rdbspec.net.replica)
+
+
+def is_server(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a live server's URL (`redis://…`, `rediss://…`)."""
+    found = _URL.match(path) if isinstance(path, str) else None
+    return found is not None and found["scheme"].lower() in SERVER_SCHEMES
+
+
+def shown(path: str) -> str:
+    """`path` as a message names it: a server's URL without its password."""
+    if not is_server(path):
+        return path
+    parts = urlsplit(path)
+    if parts.password is None:
+        return path
+    user = f"{parts.username}@" if parts.username else ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=user + host))
 
 
 def local_path(path: str) -> str:

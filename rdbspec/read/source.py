@@ -6,6 +6,10 @@ a temporary file, which is mapped as a plain dump would be (`Source.compressed` 
 so a compressed dump of any size never sits in memory, from a file or from stdin alike. Valkey's
 loader does the same (valkey src/rdb.c rdbLoad, rdbInitStreamReader): input that does not start
 with the envelope's magic is a plain file, read as it is.
+
+A live server (`redis://…`, `rediss://…`) sends its RDB as it would to a replica
+(`rdbspec.net.replica`); the parsers read a whole buffer (a mapping), so the RDB is received
+into a temporary file (or the file `save` names) and mapped once it is complete.
 """
 
 from __future__ import annotations
@@ -161,11 +165,20 @@ def _map(handle: IO[bytes], name: str, compressed: str | None = None) -> Source:
     return Source(_Mapping(handle.fileno(), 0, access=mmap.ACCESS_READ), name, [handle], compressed)
 
 
-def open_source(path: str | os.PathLike[str]) -> Source:
-    """Maps a regular file; spools a pipe, stdin (`-`) or an object of a store (a URL:
-    `location`) to a temporary file as it is read, so memory never holds the whole input. A
-    compressed Valkey dump is unwrapped on the way (see the module doc)."""
+# (bytes received, the length announced or None) while a live server's RDB comes
+Progress = Callable[[int, "int | None"], None]
+
+
+def open_source(path: str | os.PathLike[str], save: str | os.PathLike[str] | None = None,
+                progress: Progress | None = None) -> Source:
+    """Maps a regular file; spools a pipe, stdin (`-`), an object of a store (a URL:
+    `location`) or a live server's RDB to a temporary file as it is read, so memory never holds
+    the whole input. A compressed Valkey dump is unwrapped on the way (see the module doc).
+    Of a server, `save` names the file that keeps the RDB (instead of a temporary one) and
+    `progress` is told of its bytes as they come."""
     name = os.fspath(path)
+    if location.is_server(name):
+        return _from_server(name, save, progress)
     if name == "-":
         return _spool(sys.stdin.buffer, "<stdin>")
     if location.is_url(name):
@@ -174,14 +187,26 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     handle = open(location.local_path(name), "rb")  # noqa: SIM115 - closed by Source.close
     try:
         regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-        probe = _probe(handle) if regular else b""
-        if regular and not probe.startswith(VCS_MAGIC):
+    except BaseException:
+        handle.close()
+        raise
+    if regular:
+        return _file(handle, name)
+    with handle:
+        return _spool(handle, name)
+
+
+def _file(handle: IO[bytes], name: str) -> Source:
+    """A regular file read from its start: mapped, or unwrapped when compressed."""
+    try:
+        probe = _probe(handle)
+        if not probe.startswith(VCS_MAGIC):
             return _map(handle, name)
     except BaseException:
         handle.close()
         raise
     with handle:
-        return _unwrap(handle, probe, name) if regular else _spool(handle, name)
+        return _unwrap(handle, probe, name)
 
 
 def ranges_source(url: str, size: int, ranges: list[tuple[int, int]]) -> Source:
@@ -213,6 +238,42 @@ def _spool(stream: Readable, name: str) -> Source:
         spool.close()
         raise
     return _map(spool, name)
+
+
+def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progress | None) -> Source:
+    """The RDB of the server `url` names, taken as a replica takes it, into `save` (`receive`) or
+    an anonymous temporary file, then mapped (unwrapped first when compressed)."""
+    from ..net.connection import Address  # loaded by the commands that read a server only (ssl)
+    from ..net.replica import take_rdb
+
+    name = Address.parse(url).url
+    if save is not None:
+        receive(url, save, progress)
+        return _file(open(save, "rb"), name)  # noqa: SIM115 - closed by Source.close
+    spool = tempfile.TemporaryFile(prefix="rdbspec-")
+    try:
+        take_rdb(Address.parse(url), spool, progress)
+        spool.flush()
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return _file(spool, name)
+
+
+def receive(url: str, into: str | os.PathLike[str], progress: Progress | None = None) -> None:
+    """The RDB of the live server `url` names, taken as a replica takes it, into the file `into`;
+    a transfer that does not complete removes it (no half dump under the user's name)."""
+    from ..net.connection import Address
+    from ..net.replica import take_rdb
+
+    with open(into, "wb") as out:
+        try:
+            take_rdb(Address.parse(url), out, progress)
+        except BaseException:
+            out.close()
+            os.unlink(into)
+            raise
 
 
 # -- Valkey's whole-file compression (rdbcompression lz4): spec/vcs.ksy --------------------------

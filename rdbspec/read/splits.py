@@ -140,7 +140,8 @@ def open_split(split: Split, verify_checksum: bool = True, directory: str = "") 
     before the databases and the split's own bytes (`location.fetch`: the rest of the object is
     not downloaded)."""
     if split.size is None:
-        path = split.path if location.is_url(split.path) else os.path.join(directory, split.path)
+        remote = location.is_url(split.path) or location.is_server(split.path)
+        path = split.path if remote else os.path.join(directory, split.path)
         return dumpfile.open(path, verify_checksum=verify_checksum, whole_set=False)
     end = split.size if split.end is None else split.end
     source = ranges_source(split.path, split.size, [(0, split.head_end), (split.start or 0, end)])

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ServerError
+from ..net.connection import Address, Connection
+from ..net.resp import ReplyError
 from ..server.cluster import CLUSTER_SLOTS, SlotRange, runs
-from .connection import Connection
-from .resp import ReplyError
 
 Node = tuple[str, int]  # a node's host and port
 
@@ -84,6 +84,18 @@ class Topology:
         """Each master and the slot ranges it serves, in slot order."""
         for node in self.masters():
             yield node, runs(slot for slot, owner in enumerate(self.owners) if owner == node)
+
+
+def servers_of(url: str) -> list[str]:
+    """The live servers whose RDBs hold the keyspace `url` names: the server itself, or, when it
+    is a cluster node (INFO cluster), every master of its cluster (CLUSTER SLOTS), in the order of
+    their addresses, each a URL with the same credentials (`Address.connect_url`)."""
+    address = Address.parse(url)
+    with Connection(address, select=False) as connection:
+        if not connection.info().cluster:
+            return [url]
+        masters = Topology.of(connection).masters()
+    return [address.at(host, port).connect_url for host, port in masters]
 
 
 def name_in_slot(slot: int, suffix: bytes) -> bytes:

@@ -6,7 +6,7 @@ xorObjectDigest: the elements, the field TTLs' presence, the key's expiry's), an
 what XINFO STREAM FULL and XPENDING answer there but the consumers' seen and active times, which
 no command sets.
 
-Each command is a list of byte strings (`rdbspec.restore.resp.command` gives its bytes), at most
+Each command is a list of byte strings (`rdbspec.net.resp.command` gives its bytes), at most
 `max_bytes` of them where a value can be cut: a list, set, sorted set or hash is pushed as many
 elements a command as fit (RPUSH, SADD, ZADD, HSET; each element at least), a string over the
 limit is SET then APPENDed. A value is read a chunk at a time (`KeyRecord.elements`,

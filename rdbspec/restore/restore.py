@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import ServerError, UnwritableError
+from ..net.connection import Address, Connection, ServerInfo
+from ..net.resp import CRLF, ReplyError, bulk, command
 from ..read import dumpfile
 from ..rewrite import Keeps, Selection
 from ..server.versions import TARGETS, Server, Target, target_of
@@ -45,8 +47,6 @@ from ..write.writer import DumpBuffer
 from . import commands
 from . import payload as payloads
 from .cluster import Node, Redirection, Topology, name_in_slot, redirection
-from .connection import Address, Connection, ServerInfo
-from .resp import CRLF, ReplyError, bulk, command
 
 try:  # compiled by setup.py from _restore_commands.pyx; absent without a C compiler
     from . import _restore_commands

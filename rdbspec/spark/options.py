@@ -107,6 +107,11 @@ def resolve_paths(specs: list[str], dir_filter: str = "*.rdb") -> list[str]:
     out: dict[str, None] = {}  # in order, without duplicates
     for spec in specs:
         for part in _split(spec):
+            if location.is_server(part):  # a live server, or each master of a cluster
+                from ..restore.cluster import servers_of  # the network: only for a live server (ssl)
+
+                out.update(dict.fromkeys(servers_of(part)))
+                continue
             part = part if location.is_url(part) else location.local_path(part)
             for found, kind in _matches(part):
                 for file in _listdir(found, dir_filter) if kind == "directory" else [found]:

@@ -122,7 +122,7 @@ from pyspark.sql.types import (
 )
 
 from .. import memory
-from ..errors import RdbError, RdbspecError, as_internal, file_error_line, internal_error_line
+from ..errors import RdbError, RdbspecError, ServerError, as_internal, file_error_line, internal_error_line
 from ..read import backend, location
 from ..read.splits import Cutting, Split, open_split, plan, read_nodes
 from ..read.streams import EntryColumns
@@ -349,7 +349,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
     relative path is opened in `directory` (the driver's working directory) and named as given."""
     out = _Batcher(SCHEMAS[opts.table], opts.batch_size)
     table = opts.table
-    path = split.path
+    path = location.shown(split.path)  # a live server's URL names it without its password
     dump = None
     records = 0
     try:
@@ -389,7 +389,7 @@ def read_split(split: Split, opts: ReadOptions, warn: Callable[[str], None] | No
         elif table == "files":
             out.add(file=path, db=None, version=dump.header.version, dialect=dump.header.dialect,
                     keys=records, checksum=dump.checksum_status, error=None)
-    except (RdbError, OSError) as err:
+    except (RdbError, OSError, ServerError) as err:  # ServerError: a live server that refuses its RDB
         message = file_error_line(path, err, getattr(dump, "last_key", None))
         if not opts.ignore_corrupt_files:
             raise CorruptFileError(message) from None
@@ -441,7 +441,9 @@ def plan_splits(files: list[str], opts: ReadOptions) -> list[Split]:
     if opts.table in ("files", "aux"):
         return [Split(f) for f in files]
     cutting = CUTTINGS[opts.table]
-    return [s for f in files for s in plan(f, opts.split_size, cutting.parts, cutting.streams_only, EVERY_CUTTING)]
+    # a live server is one task, which takes its RDB as a replica does: it cannot be read in ranges
+    return [s for f in files for s in ([Split(f)] if location.is_server(f) else
+                                       plan(f, opts.split_size, cutting.parts, cutting.streams_only, EVERY_CUTTING))]
 
 
 class RdbReader(DataSourceReader):

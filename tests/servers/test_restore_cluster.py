@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from rdbspec.errors import EXIT_CODES
+from rdbspec.net.connection import Address
 from rdbspec.read import dumpfile
-from rdbspec.restore.connection import Address
 from rdbspec.restore.restore import Existing, Options, Restore
 from rdbspec.write.layouts import key_hash_slot
 from tests.support import servers, valkey_cluster

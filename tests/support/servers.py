@@ -50,6 +50,9 @@ from tests.support.binaries import (
 )
 
 ConfigValue = str | int | float | bool
+# a directive's value: one word, several (a tuple: `rename-command SYNC ""`), or a list of those
+# (the directive once per item)
+Directive = ConfigValue | tuple[ConfigValue, ...] | list[ConfigValue | tuple[ConfigValue, ...]]
 
 # Names that Redis < 7.0 only knows in their ziplist spelling (7.0+ accepts both).
 _ZIPLIST_ALIASES = {
@@ -76,6 +79,12 @@ def _quote(value: ConfigValue) -> str:
     if text and re.fullmatch(r"[A-Za-z0-9_./:+\-@]+", text):
         return text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _lines(name: str, value: Directive) -> str:
+    """The lines of redis.conf that set `name` to `value` (see Directive)."""
+    items = value if isinstance(value, list) else [value]
+    return "".join(f"{name} {' '.join(map(_quote, item if isinstance(item, tuple) else (item,)))}\n" for item in items)
 
 
 def die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -118,14 +127,14 @@ class RedisServer:
     def __init__(
         self,
         binary: str | os.PathLike[str],
-        config: Mapping[str, ConfigValue] | None = None,
+        config: Mapping[str, Directive] | None = None,
         *,
         rdb: str | os.PathLike[str] | None = None,
         start_timeout: float = 20.0,
     ) -> None:
         self.binary = Path(binary)
         self.version_output, self.version = binary_version(self.binary)
-        self.config: dict[str, ConfigValue] = dict(config or {})
+        self.config: dict[str, Directive] = dict(config or {})
         self.rdb_source = Path(rdb) if rdb is not None else None
         self.start_timeout = start_timeout
         self.port: int | None = None
@@ -160,9 +169,9 @@ class RedisServer:
         except (OSError, AssertionError):
             return "(no log)"
 
-    def _directives(self) -> dict[str, ConfigValue]:
+    def _directives(self) -> dict[str, Directive]:
         assert self.workdir is not None and self.port is not None
-        base: dict[str, ConfigValue] = {
+        base: dict[str, Directive] = {
             "bind": "127.0.0.1",
             "port": self.port,
             "protected-mode": "yes",
@@ -195,7 +204,7 @@ class RedisServer:
             if self.rdb_source is not None:
                 shutil.copyfile(self.rdb_source, self.dir / self.dbfilename)
             conf = self.workdir / "redis.conf"
-            conf.write_text("".join(f"{k} {_quote(v)}\n" for k, v in directives.items()))
+            conf.write_text("".join(_lines(k, v) for k, v in directives.items()))
             self.process = subprocess.Popen(
                 [str(self.binary), str(conf)],
                 stdin=subprocess.DEVNULL,
@@ -374,7 +383,7 @@ def redis_server_factory() -> Iterator[ServerFactory]:
 
     def make(
         binary: str | os.PathLike[str],
-        config: Mapping[str, ConfigValue] | None = None,
+        config: Mapping[str, Directive] | None = None,
         *,
         rdb: str | os.PathLike[str] | None = None,
     ) -> RedisServer:

@@ -47,7 +47,8 @@ def test_blocks_run_elsewhere_are_run_there() -> None:
     """A block marked as run by another test names a test file that reads the blocks so marked."""
     elsewhere = {b.run_by for b in readme.blocks() if b.run_by is not None}
     assert elsewhere == {"tests/spark/test_cluster.py", "tests/spark/test_connect.py", "tests/servers/test_restore.py",
-                         "tests/servers/test_split.py", "tests/servers/test_resp.py"}
+                         "tests/servers/test_split.py", "tests/servers/test_resp.py",
+                         "tests/servers/test_live_source.py"}
     for test_file in elsewhere:
         assert f'readme.run_by("{test_file}")' in (REPO / test_file).read_text(encoding="utf-8"), test_file
 

@@ -21,10 +21,10 @@ import pytest
 import rdbspec
 from rdbspec import cli
 from rdbspec.errors import EXIT_CODES, UnwritableError
+from rdbspec.net.resp import command
 from rdbspec.read.checksum import crc64
 from rdbspec.read.dumpfile import KeyRecord
 from rdbspec.restore.commands import Command, function_commands, key_commands
-from rdbspec.restore.resp import command
 from rdbspec.server.versions import Server, parse_server
 from rdbspec.write.convert import Losses
 from rdbspec.write.stream import EditableConsumer, EditableGroup, EditableStream, Pending

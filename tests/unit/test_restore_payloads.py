@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import rdbspec
+from rdbspec.net.resp import Replies, ReplyError, command
 from rdbspec.read.checksum import crc64
 from rdbspec.restore import _restore_commands, payload
-from rdbspec.restore.resp import Replies, ReplyError, command
 from rdbspec.restore.restore import restore_command
 from rdbspec.write.writer import Writer
 

@@ -23,9 +23,9 @@ from rdbspec_generated.enums import RecordKind
 import rdbspec
 from rdbspec import cli, rewrite
 from rdbspec.errors import EXIT_CODES, UnwritableError
+from rdbspec.net.resp import Replies
 from rdbspec.read.dumpfile import FunctionLibrary
 from rdbspec.read.elements import text
-from rdbspec.restore.resp import Replies
 from rdbspec.rewrite import split
 from rdbspec.server.cluster import format_ranges, owners, parse_ranges
 from rdbspec.server.versions import TARGETS

@@ -23,6 +23,7 @@ PACKAGE = ROOT / "rdbspec"
 LAYERS: list[tuple[str, set[str]]] = [
     ("the errors", {"rdbspec.errors"}),
     ("the server's rules", {"rdbspec.server"}),
+    ("the network", {"rdbspec.net"}),
     ("reading", {"rdbspec.read"}),
     ("writing", {"rdbspec.write"}),
     ("outputs of a read", {"rdbspec.jsonl", "rdbspec.memory"}),
@@ -33,27 +34,31 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("command line", {"rdbspec.cli", "rdbspec.__main__"}),
     ("public face", {"rdbspec"}),
 ]
-# The only imports made inside a function: (importer, module). Of a module that imports pyspark,
-# the optional extra `spark`, from one that every command loads, so that the command line starts
-# without Spark (about 80 ms) and runs without the extra installed; and, in the command line's
-# modules, of what one command alone needs (the writers, the report page, the stream commands,
-# the pipeline's dumps and report, the restore's commands), loaded by that command, so that the others start without it
-# (about 25 ms a command); and of the public face's writing side (`rdbspec.Writer`...), loaded
-# when first asked for, so that every `import rdbspec.<module>` does not load the writers.
-DEFERRED = {("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
+# The only imports made inside a function: (importer, module). Of the network by the reading side's
+# sources and the Spark paths, which every command loads and few use for a live server (ssl costs about 5 ms); of a
+# module that imports pyspark, the optional extra `spark`, from one that every command loads, so
+# that the command line starts without Spark (about 80 ms) and runs without the extra installed;
+# and, in the command line's modules, of what one command alone needs (the writers, the report page,
+# the stream commands, the pipeline's dumps and report, the restore's commands), loaded by that
+# command, so that the others start without it (about 25 ms a command); and of the public face's
+# writing side (`rdbspec.Writer`...), loaded when first asked for, so that every `import
+# rdbspec.<module>` does not load the writers.
+DEFERRED = {("rdbspec.read.source", "rdbspec.net.connection"), ("rdbspec.read.source", "rdbspec.net.replica"),
+            ("rdbspec.spark.options", "rdbspec.restore.cluster"), ("rdbspec.cli", "rdbspec.restore.cluster"),
+            ("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
             ("rdbspec.cli.pipeline", "rdbspec.spark.launch"), ("rdbspec.cli.pipeline", "rdbspec.spark.report"),
             ("rdbspec.cli.pipeline", "rdbspec.spark.dumps"),
             ("rdbspec.cli.pipeline", "rdbspec.report.html"), ("rdbspec.cli.pipeline", "rdbspec.report.data"),
             ("rdbspec.cli", "rdbspec.write.convert"), ("rdbspec.cli", "rdbspec.rewrite"),
             ("rdbspec.cli", "rdbspec.rewrite.command_file"),
             ("rdbspec.cli.split", "rdbspec.rewrite.split"), ("rdbspec.cli.split", "rdbspec.write.convert"),
-            ("rdbspec.cli.split", "rdbspec.restore.connection"), ("rdbspec.cli.split", "rdbspec.restore.cluster"),
+            ("rdbspec.cli.split", "rdbspec.net.connection"), ("rdbspec.cli.split", "rdbspec.restore.cluster"),
             ("rdbspec.cli.report", "rdbspec.report.html"),
-            ("rdbspec.cli.restore", "rdbspec.restore.connection"), ("rdbspec.cli.restore", "rdbspec.restore.restore"),
+            ("rdbspec.cli.restore", "rdbspec.net.connection"), ("rdbspec.cli.restore", "rdbspec.restore.restore"),
             ("rdbspec.cli.restore", "rdbspec.rewrite"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.commands"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.reply"),
-            ("rdbspec.cli.resp", "rdbspec.restore.commands"), ("rdbspec.cli.resp", "rdbspec.restore.resp"),
+            ("rdbspec.cli.resp", "rdbspec.restore.commands"), ("rdbspec.cli.resp", "rdbspec.net.resp"),
             ("rdbspec.cli.resp", "rdbspec.write.convert"), ("rdbspec.cli.resp", "rdbspec.restore.restore"),
             ("rdbspec.cli.resp", "rdbspec.restore.payload"),
             ("rdbspec", "rdbspec.write.writer"), ("rdbspec", "rdbspec.write.layouts"),

@@ -17,7 +17,7 @@ import socket
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import ServerError
 from ..server.versions import Version, parse_version
@@ -92,10 +92,20 @@ class Address:
     @property
     def url(self) -> str:
         """The URL without its password (what a message names)."""
+        return self._url(f"{self.user}@" if self.user else "")
+
+    @property
+    def connect_url(self) -> str:
+        """The URL with its credentials, percent-encoded: what another process (a Spark task)
+        connects with, where this one's environment (REDISCLI_AUTH) may not be."""
+        if self.password is None:
+            return self.url
+        return self._url(f"{quote(self.user or '', safe='')}:{quote(self.password, safe='')}@")
+
+    def _url(self, credentials: str) -> str:
         scheme = "rediss" if self.tls is not None else "redis"
         host = f"[{self.host}]" if ":" in self.host else self.host
-        user = f"{self.user}@" if self.user else ""
-        return f"{scheme}://{user}{host}:{self.port}" + (f"/{self.db}" if self.db is not None else "")
+        return f"{scheme}://{credentials}{host}:{self.port}" + (f"/{self.db}" if self.db is not None else "")
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,7 @@ class Connection:
     def __init__(self, address: Address, timeout: float | None = 30.0, select: bool = True):
         self.address = address
         self.sock = self._connect(timeout)
-        self.replies = Replies(self._receive)
+        self.replies = Replies(self.receive)
         self.out = bytearray()  # what `send` has gathered and not written yet
         try:
             if address.password is not None:
@@ -155,9 +165,10 @@ class Connection:
             raise ConnectionError(None, f"TLS handshake failed ({getattr(err, 'reason', None) or err}): is "
                                         "the server speaking TLS?", address.url) from None
 
-    def _receive(self) -> bytes:
+    def receive(self, most: int = RECEIVE_BYTES) -> bytes:
+        """What the server sent next, up to `most` bytes (b"" once it closed the connection)."""
         try:
-            return self.sock.recv(RECEIVE_BYTES)
+            return self.sock.recv(most)
         except OSError as err:
             raise self.lost(err) from None
 
@@ -209,7 +220,7 @@ class Connection:
     def info(self) -> ServerInfo:
         """The server's family, version and limits (INFO server, INFO cluster, CONFIG GET
         proto-max-bulk-len, databases or cluster-databases)."""
-        fields = _info_fields(self.call("INFO", "server")) | _info_fields(self.call("INFO", "cluster"))
+        fields = info_fields(self.call("INFO", "server")) | info_fields(self.call("INFO", "cluster"))
         family = "valkey" if "valkey_version" in fields else "redis"
         version = parse_version(fields.get(f"{family}_version", "0.0"))
         cluster = fields.get("cluster_enabled") == "1"
@@ -249,6 +260,7 @@ def command_words(args: Sequence[Arg]) -> str:
     return " ".join(w if len(w) <= 60 else w[:57] + "..." for w in words)
 
 
-def _info_fields(reply: Reply) -> dict[str, str]:
+def info_fields(reply: Reply) -> dict[str, str]:
+    """INFO's `name:value` lines."""
     text = reply.decode(errors="replace") if isinstance(reply, bytes) else ""
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line and not line.startswith("#"))

@@ -107,6 +107,14 @@ class Replies:
         self._at += size + 2
         return data
 
+    def unread(self) -> bytes:
+        """The bytes received after the last reply read, taken out: what follows the replies in a
+        stream that is not made of replies (a replica's RDB)."""
+        rest = bytes(self._buffer[self._at:])
+        self._buffer.clear()
+        self._at = 0
+        return rest
+
     def oks(self, most: int) -> int:
         """How many of the next replies, up to `most`, are `+OK` (those read), without an object a
         reply: what a pipeline of writes mostly reads back. Only replies already received are looked at."""
