@@ -13,8 +13,6 @@ figure is the median of its duration over the runs.
 
 from __future__ import annotations
 
-import datetime
-import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +20,7 @@ from pathlib import Path
 
 from .contenders import spark_available
 from .datasets import Dataset
-from .report import AFTER_MIX, seconds
+from .report import AFTER_MIX, finished_stamp, seconds
 from .runner import REPO, Contender, Result, invalidate, measure, python
 
 Log = Callable[[str], None]
@@ -92,8 +90,7 @@ def run(runs: int, timeout: float, log: Log, argv: list[str] | None = None) -> C
     got.result = measure(c, ds, runs, timeout, float("inf"), log)
     invalidate(got.result, [f"the warm query wrote {e.get('warm_rows')} rows, the cold one {e.get('rows')}"
                             for e in got.result.extras if e.get("rows") != e.get("warm_rows")])
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    got.finished = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} (load average {load})"
+    got.finished = finished_stamp()
     return got
 
 

@@ -16,8 +16,6 @@ past ``--timeout`` is killed and reported as a timeout, as in the main table.
 
 from __future__ import annotations
 
-import datetime
-import os
 import re
 import tempfile
 from collections.abc import Callable
@@ -28,7 +26,7 @@ from .contenders import dump_contender, dump_help, native_available, rdbspec_arg
 from .datasets import Dataset, read_build_info
 from .mix_content import MIX_FIELDS
 from .peers import PEERS, peer_contenders
-from .report import mb, seconds
+from .report import finished_stamp, mb, seconds
 from .runner import Contender, Result, measure, warm_page_cache
 from .targets import RSS_TARGET_MB
 
@@ -118,8 +116,7 @@ def run(files: list[Dataset], runs: int, timeout: float, single_run_above: float
                                                                  memory_limit)
                 for written in Path(tmp).iterdir():  # a rewrite of the big hash is as big as the dump
                     written.unlink()
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    got.finished = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} (load average {load})"
+    got.finished = finished_stamp()
     return got
 
 

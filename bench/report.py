@@ -38,6 +38,12 @@ def machine() -> dict[str, str]:
             "load average at report time": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
+def finished_stamp() -> str:
+    """When a section's run finished, and the load then: "2026-11-27 06:21 UTC (load average 1.99 2.84 3.02)"."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} (load average {load})"
+
+
 def _dist(name: str) -> str:
     try:
         return metadata.version(name)

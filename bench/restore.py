@@ -25,7 +25,6 @@ commands' on every mix dump).
 from __future__ import annotations
 
 import bisect
-import datetime
 import json
 import math
 import os
@@ -49,7 +48,7 @@ from .datasets import Dataset, read_build_info, server_version
 from .mix import option_help
 from .mix_content import MIX_FIELDS
 from .peers import PEERS_ENV, peers_dir
-from .report import RESTORE_HEADING, mb, seconds, versions
+from .report import RESTORE_HEADING, finished_stamp, mb, seconds, versions
 from .runner import (
     REPO,
     Contender,
@@ -328,8 +327,7 @@ def run(files: list[Dataset], runs: int, timeout: float, single_run_above: float
 
 
 def _finish(got: RestoreRun) -> RestoreRun:
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    got.finished = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} (load average {load})"
+    got.finished = finished_stamp()
     return got
 
 

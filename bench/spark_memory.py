@@ -26,8 +26,6 @@ Beside them, the warm stream_entries rows/s of the `rdb` source ÷ the `rdb-floo
 
 from __future__ import annotations
 
-import datetime
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,7 +42,7 @@ from .contenders import (
     spark_floor_contenders,
 )
 from .datasets import Dataset
-from .report import AFTER_MIX, mb, seconds
+from .report import AFTER_MIX, finished_stamp, mb, seconds
 from .runner import Contender, ProcessPeak, Result, invalidate, measure, python, warm_page_cache
 from .targets import SPARK_FLOOR_SHARE, SPARK_SPLIT_1, SPARK_WORKER_MB, Measured, spark_floor_share, verdict
 
@@ -205,8 +203,7 @@ def run(quick: bool, rebuild: bool, runs: int, timeout: float, single_run_above:
         spark_results = got.floor_results
     for backend in dict.fromkeys(r.backend for r in spark_results if r.backend):
         got.floor[backend] = spark_floor_share(spark_results, backend)
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    got.finished = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} (load average {load})"
+    got.finished = finished_stamp()
     return got
 
 

@@ -8,7 +8,7 @@ strings ($, $-1 the null one), arrays (*, *-1 the null one); a RESP3 type byte i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Union
 
 from ..errors import RdbspecError
@@ -61,14 +61,6 @@ def bulk(value: Arg) -> bytes:
     """One argument: `$LEN`, its bytes, CRLF."""
     data = _arg(value)
     return b"$%d\r\n%s\r\n" % (len(data), data)
-
-
-def command_size(args: Sequence[bytes]) -> int:
-    """The bytes `command(*args)` takes, without building it."""
-    size = len(b"*%d\r\n" % len(args))
-    for arg in args:
-        size += len(b"$%d\r\n" % len(arg)) + len(arg) + 2
-    return size
 
 
 class Replies:

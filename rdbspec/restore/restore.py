@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -227,7 +227,7 @@ class Restore:
             return
         written = record if converter is None else converter.key(record)
         self.summary.last_key = record.key
-        node = self.home if self.topology is None else self.topology.owner(key_hash_slot(record.key))
+        node = self._node_of(record.key)
         db = record.db if self.same_dbs else self._db_of(record)
         if self.db.get(node) != db:
             self._select(node, db)
@@ -427,12 +427,3 @@ def _loads_as_is(header: dumpfile.Header, target: Target) -> bool:
     if header.magic.startswith("VALKEY"):
         return target.valkey and header.version <= target.version
     return header.version <= target.layouts
-
-
-def restore(paths: Iterable[str], address: Address, options: Options,
-            progress: Callable[[int, int], None] | None = None) -> Summary:
-    """Restores the dumps at `paths` into the server at `address` (see the module doc)."""
-    with Restore(address, options, progress) as run:
-        for path in paths:
-            run.run(path)
-        return run.summary
