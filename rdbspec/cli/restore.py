@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
-from .common import Progress, error_line, key_pattern, positive_int, readable_twice, type_name
+from .common import Progress, error_line, key_pattern, os_error_text, positive_int, readable_twice, type_name
 
 if TYPE_CHECKING:
     from ..restore.restore import Restore
@@ -102,7 +102,10 @@ def run_restore(args: argparse.Namespace) -> int:
                     run.run(path)
     except (RdbError, OSError, ServerError, UnwritableError, WriteError) as err:
         progress.done()
-        where = error_line(file, err) if isinstance(err, RdbError) else f"rdbspec restore: {_text(err)}"
+        if isinstance(err, RdbError):
+            where = error_line(file, err)
+        else:
+            where = f"rdbspec restore: {os_error_text(err) if isinstance(err, OSError) else err}"
         print(where + (_reached(run) if run is not None and run.summary.last_key is not None else ""),
               file=sys.stderr)
         return exit_code(err)
@@ -110,12 +113,6 @@ def run_restore(args: argparse.Namespace) -> int:
     assert run is not None
     _print_summary(run)
     return EXIT_CODES["ok"]
-
-
-def _text(err: BaseException) -> str:
-    if isinstance(err, OSError) and err.filename is not None and err.strerror:
-        return f"{err.filename}: {err.strerror}"
-    return str(err)
 
 
 def _reached(run: Restore) -> str:
