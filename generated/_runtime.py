@@ -78,6 +78,12 @@ def truncated(io: Io, pos: int, need: object, spec_path: str) -> TruncatedError:
     return io.error(TruncatedError, f"needs {need} bytes, {max(io.end - pos, 0)} remain", pos, spec_path)
 
 
+def count_exceeds(io: Io, pos: int, count: int, remain: int, spec_path: str) -> TruncatedError:
+    """A declared count that the `remain` bytes left cannot hold: they end before its elements
+    (bytes still arriving, a live server's RDB, are read again once more have come)."""
+    return io.error(TruncatedError, f"count {count} exceeds the {remain} bytes that remain", pos, spec_path)
+
+
 def invalid(io: Io, pos: int, spec_path: str, message: str) -> ParseError:
     return io.error(ParseError, message, pos, spec_path)
 

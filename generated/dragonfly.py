@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -117,12 +118,7 @@ class DfHashWithExpiry:
         # entries: The fields.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_hash_with_expiry.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_hash_with_expiry.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = DfHashEntry._skip(io, pos, None, root)
@@ -139,12 +135,7 @@ class DfHashWithExpiry:
         # entries: The fields.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_hash_with_expiry.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_hash_with_expiry.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = DfHashEntry._skip(io, pos, None, root)
@@ -214,12 +205,7 @@ class DfHashWithExpiry:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_hash_with_expiry.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_hash_with_expiry.entries")
         for entries_index in range(entries_count):
             entries_item, pos = DfHashEntry._read(io, pos, self, root)
             yield entries_item
@@ -397,12 +383,7 @@ class DfSetWithExpiry:
         # entries: The members.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_set_with_expiry.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_set_with_expiry.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = DfSetEntry._skip(io, pos, None, root)
@@ -419,12 +400,7 @@ class DfSetWithExpiry:
         # entries: The members.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_set_with_expiry.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_set_with_expiry.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = DfSetEntry._skip(io, pos, None, root)
@@ -494,12 +470,7 @@ class DfSetWithExpiry:
         pos = self._lazy_entries
         entries_count = self.num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_set_with_expiry.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_set_with_expiry.entries")
         for entries_index in range(entries_count):
             entries_item, pos = DfSetEntry._read(io, pos, self, root)
             yield entries_item
@@ -681,9 +652,7 @@ class DfSbf:
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "dragonfly:df_sbf.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf.filters")
         filters = []
         for filters_index in range(filters_count):
             filters_item, pos = DfSbfFilter._read(io, pos, self, root)
@@ -723,9 +692,7 @@ class DfSbf:
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "dragonfly:df_sbf.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf.filters")
         filters = None
         for filters_index in range(filters_count):
             pos = DfSbfFilter._skip(io, pos, None, root)
@@ -961,9 +928,7 @@ class DfSbf2:
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "dragonfly:df_sbf2.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf2.filters")
         filters = []
         for filters_index in range(filters_count):
             filters_item, pos = DfSbf2Filter._read(io, pos, self, root)
@@ -1003,9 +968,7 @@ class DfSbf2:
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "dragonfly:df_sbf2.filters", f"count {filters_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf2.filters")
         filters = None
         for filters_index in range(filters_count):
             pos = DfSbf2Filter._skip(io, pos, None, root)
@@ -1493,12 +1456,7 @@ class DfCms:
         # counters: The counters, row by row.
         counters_count = width.value * depth.value
         if counters_count < 0 or counters_count > (end - pos) // 8:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_cms.counters",
-                f"count {counters_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_cms.counters")
         counters = []
         for counters_index in range(counters_count):
             if pos + 8 > end:
@@ -1524,12 +1482,7 @@ class DfCms:
         # counters: The counters, row by row.
         counters_count = width.value * depth.value
         if counters_count < 0 or counters_count > (end - pos) // 8:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_cms.counters",
-                f"count {counters_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_cms.counters")
         counters = None
         for counters_index in range(counters_count):
             if pos + 8 > end:
@@ -1647,9 +1600,7 @@ class DfTopk:
         # heap: The heap items.
         heap_count = heap_size.value
         if heap_count < 0 or heap_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "dragonfly:df_topk.heap", f"count {heap_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, heap_count, end - pos, "dragonfly:df_topk.heap")
         heap = []
         for heap_index in range(heap_count):
             heap_item, pos = DfTopkItem._read(io, pos, self, root)
@@ -1670,12 +1621,7 @@ class DfTopk:
         # counters: The counters.
         counters_count = counter_bytes_value // 4
         if counters_count < 0 or counters_count > (end - pos) // 4:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_topk.counters",
-                f"count {counters_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_topk.counters")
         counters = []
         for counters_index in range(counters_count):
             if pos + 4 > end:
@@ -1713,9 +1659,7 @@ class DfTopk:
         # heap: The heap items.
         heap_count = heap_size.value
         if heap_count < 0 or heap_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "dragonfly:df_topk.heap", f"count {heap_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, heap_count, end - pos, "dragonfly:df_topk.heap")
         heap = None
         for heap_index in range(heap_count):
             pos = DfTopkItem._skip(io, pos, None, root)
@@ -1734,12 +1678,7 @@ class DfTopk:
         # counters: The counters.
         counters_count = counter_bytes_value // 4
         if counters_count < 0 or counters_count > (end - pos) // 4:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_topk.counters",
-                f"count {counters_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_topk.counters")
         counters = None
         for counters_index in range(counters_count):
             if pos + 4 > end:
@@ -1991,12 +1930,7 @@ class DfCuckoo:
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_cuckoo.filters",
-                f"count {filters_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_cuckoo.filters")
         filters = []
         for filters_index in range(filters_count):
             filters_item, pos = DfCuckooFilter._read(io, pos, self, root)
@@ -2032,12 +1966,7 @@ class DfCuckoo:
         # filters: The filters.
         filters_count = num_filters.value
         if filters_count < 0 or filters_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:df_cuckoo.filters",
-                f"count {filters_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_cuckoo.filters")
         filters = None
         for filters_index in range(filters_count):
             pos = DfCuckooFilter._skip(io, pos, None, root)
@@ -2526,12 +2455,7 @@ class ShardDocIndex:
         # docs: The documents.
         docs_count = count_.value
         if docs_count < 0 or docs_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:shard_doc_index.docs",
-                f"count {docs_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, docs_count, end - pos, "dragonfly:shard_doc_index.docs")
         docs = []
         for docs_index in range(docs_count):
             docs_item, pos = ShardDoc._read(io, pos, self, root)
@@ -2703,12 +2627,7 @@ class VectorIndex:
         # nodes: The nodes.
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 16:
-            raise invalid(
-                io,
-                pos,
-                "dragonfly:vector_index.nodes",
-                f"count {nodes_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "dragonfly:vector_index.nodes")
         nodes = []
         for nodes_index in range(nodes_count):
             nodes_item, pos = HnswNode._read(io, pos, self, root)
@@ -2823,9 +2742,7 @@ class HnswNode:
         # levels: Links for levels 0..level.
         levels_count = level + 1
         if levels_count < 0 or levels_count > (end - pos) // 4:
-            raise invalid(
-                io, pos, "dragonfly:hnsw_node.levels", f"count {levels_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, levels_count, end - pos, "dragonfly:hnsw_node.levels")
         levels = []
         for levels_index in range(levels_count):
             levels_item, pos = HnswLinks._read(io, pos, self, root)
@@ -2922,9 +2839,7 @@ class HnswLinks:
         # links: Linked internal ids.
         links_count = num_links
         if links_count < 0 or links_count > (end - pos) // 4:
-            raise invalid(
-                io, pos, "dragonfly:hnsw_links.links", f"count {links_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, links_count, end - pos, "dragonfly:hnsw_links.links")
         links = []
         for links_index in range(links_count):
             if pos + 4 > end:

@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -121,9 +122,7 @@ class HashTable:
         # entries: The field/value pairs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = HashPair._skip(io, pos, None, root)
@@ -158,9 +157,7 @@ class HashTable:
         # entries: The field/value pairs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = HashPair._skip(io, pos, None, root)
@@ -230,9 +227,7 @@ class HashTable:
         pos = self._lazy_entries if start is None else start
         entries_count = self.num_fields.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
         for entries_index in range(entries_count):
             entries_item, pos = HashPair._read(io, pos, self, root)
             yield entries_item
@@ -271,9 +266,7 @@ class HashTable:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "hash:hash_table.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
         cuts = []
         cut_at = pos - step
         for entries_index in range(entries_count):
@@ -408,12 +401,7 @@ class HashMetadataPreGa:
         # entries: The fields with their absolute TTLs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_metadata_pre_ga.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata_pre_ga.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = HashTtlEntryPreGa._skip(io, pos, None, root)
@@ -430,12 +418,7 @@ class HashMetadataPreGa:
         # entries: The fields with their absolute TTLs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_metadata_pre_ga.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata_pre_ga.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = HashTtlEntryPreGa._skip(io, pos, None, root)
@@ -507,12 +490,7 @@ class HashMetadataPreGa:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_metadata_pre_ga.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata_pre_ga.entries")
         for entries_index in range(entries_count):
             entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
             yield entries_item
@@ -763,12 +741,7 @@ class HashMetadata:
         # entries: The fields with their relative TTLs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_metadata.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
@@ -790,12 +763,7 @@ class HashMetadata:
         # entries: The fields with their relative TTLs.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_metadata.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = HashTtlEntry._skip(io, pos, None, root, min_expire)
@@ -876,12 +844,7 @@ class HashMetadata:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_metadata.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata.entries")
         for entries_index in range(entries_count):
             entries_item, pos = HashTtlEntry._read(io, pos, self, root, self.min_expire)
             yield entries_item
@@ -1146,12 +1109,7 @@ class ValkeyHash2:
         # entries: The fields with their expiry.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 10:
-            raise invalid(
-                io,
-                pos,
-                "hash:valkey_hash_2.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_hash_2.entries")
         entries = []
         for entries_index in range(entries_count):
             entries_item, pos = ValkeyHash2Entry._read(io, pos, self, root)
@@ -1169,12 +1127,7 @@ class ValkeyHash2:
         # entries: The fields with their expiry.
         entries_count = num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 10:
-            raise invalid(
-                io,
-                pos,
-                "hash:valkey_hash_2.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_hash_2.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = ValkeyHash2Entry._skip(io, pos, None, root)
@@ -1378,9 +1331,7 @@ class ValkeyPathHash:
         # paths: The paths with their fields.
         paths_count = num_paths.value
         if paths_count < 0 or paths_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "hash:valkey_path_hash.paths", f"count {paths_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, paths_count, end - pos, "hash:valkey_path_hash.paths")
         paths = []
         for paths_index in range(paths_count):
             paths_item, pos = ValkeyPathHashPath._read(io, pos, self, root)
@@ -1398,9 +1349,7 @@ class ValkeyPathHash:
         # paths: The paths with their fields.
         paths_count = num_paths.value
         if paths_count < 0 or paths_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "hash:valkey_path_hash.paths", f"count {paths_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, paths_count, end - pos, "hash:valkey_path_hash.paths")
         paths = None
         for paths_index in range(paths_count):
             pos = ValkeyPathHashPath._skip(io, pos, None, root)
@@ -1497,12 +1446,7 @@ class ValkeyPathHashPath:
         # entries: The field/value pairs.
         entries_count = num_fields_value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "hash:valkey_path_hash_path.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_path_hash_path.entries")
         entries = []
         for entries_index in range(entries_count):
             entries_item, pos = HashPair._read(io, pos, self, root)
@@ -1532,12 +1476,7 @@ class ValkeyPathHashPath:
         # entries: The field/value pairs.
         entries_count = num_fields_value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "hash:valkey_path_hash_path.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_path_hash_path.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = HashPair._skip(io, pos, None, root)
@@ -1638,9 +1577,7 @@ class TemplateNames:
         # names: The names, in the template's order. Compared as their bytes read as ISO-8859-1 text
         names_count = count_
         if names_count < 0 or names_count > end - pos:
-            raise invalid(
-                io, pos, "hash:template_names.names", f"count {names_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, names_count, end - pos, "hash:template_names.names")
         names = []
         for names_index in range(names_count):
             names_item_pos = pos
@@ -1673,9 +1610,7 @@ class TemplateNames:
         # names: The names, in the template's order. Compared as their bytes read as ISO-8859-1 text
         names_count = count_
         if names_count < 0 or names_count > end - pos:
-            raise invalid(
-                io, pos, "hash:template_names.names", f"count {names_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, names_count, end - pos, "hash:template_names.names")
         names = []
         for names_index in range(names_count):
             names_item_pos = pos
@@ -2243,12 +2178,7 @@ class HashTmplArray:
         # values: A value for each field name, in their order.
         values_count = fields.num_fields
         if values_count < 0 or values_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_tmpl_array.values",
-                f"count {values_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, values_count, end - pos, "hash:hash_tmpl_array.values")
         values = []
         for values_index in range(values_count):
             values_item, pos = rdb_string.RdbString._read(io, pos, self, root)
@@ -2266,12 +2196,7 @@ class HashTmplArray:
         # values: A value for each field name, in their order.
         values_count = fields.num_fields
         if values_count < 0 or values_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "hash:hash_tmpl_array.values",
-                f"count {values_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, values_count, end - pos, "hash:hash_tmpl_array.values")
         values = None
         for values_index in range(values_count):
             pos = rdb_string.RdbString._skip(io, pos, None, root)

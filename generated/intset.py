@@ -15,6 +15,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -97,9 +98,7 @@ class Intset:
         # members: The members, sorted ascending.
         members_count = length
         if members_count < 0 or members_count > end - pos + 1:
-            raise invalid(
-                io, pos, "intset:intset.members", f"count {members_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, members_count, end - pos, "intset:intset.members")
         members = []
         for members_index in range(members_count):
             members_item_on = encoding
@@ -160,9 +159,7 @@ class Intset:
         # members: The members, sorted ascending.
         members_count = length
         if members_count < 0 or members_count > end - pos + 1:
-            raise invalid(
-                io, pos, "intset:intset.members", f"count {members_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, members_count, end - pos, "intset:intset.members")
         members = None
         for members_index in range(members_count):
             members_item_on = encoding

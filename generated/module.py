@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -619,9 +620,7 @@ class KeyMeta:
         # classes: The metadata classes.
         classes_count = num_classes.value
         if classes_count < 0 or classes_count > (end - pos) // 4:
-            raise invalid(
-                io, pos, "module:key_meta.classes", f"count {classes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, classes_count, end - pos, "module:key_meta.classes")
         classes = []
         for classes_index in range(classes_count):
             classes_item, pos = KeyMetaClass._read(io, pos, self, root)

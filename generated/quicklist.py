@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -75,9 +76,7 @@ class Quicklist:
         # nodes: The nodes, each a ziplist (possibly LZF-compressed).
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
         nodes = None
         for nodes_index in range(nodes_count):
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
@@ -112,9 +111,7 @@ class Quicklist:
         # nodes: The nodes, each a ziplist (possibly LZF-compressed).
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
         nodes = None
         for nodes_index in range(nodes_count):
             pos = rdb_string.RdbBlob._skip(io, pos, None, root, _ZIPLIST)
@@ -188,9 +185,7 @@ class Quicklist:
         pos = self._lazy_nodes if start is None else start
         nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
         for nodes_index in range(nodes_count):
             nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
             yield nodes_item
@@ -204,9 +199,7 @@ class Quicklist:
         pos = self._lazy_nodes
         nodes_count = self.num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
         cuts = []
         cut_at = pos - step
         for nodes_index in range(nodes_count):
@@ -261,9 +254,7 @@ class Quicklist2:
         # nodes: The nodes.
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
         nodes = None
         for nodes_index in range(nodes_count):
             pos = Quicklist2Node._skip(io, pos, None, root)
@@ -298,9 +289,7 @@ class Quicklist2:
         # nodes: The nodes.
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
         nodes = None
         for nodes_index in range(nodes_count):
             pos = Quicklist2Node._skip(io, pos, None, root)
@@ -370,9 +359,7 @@ class Quicklist2:
         pos = self._lazy_nodes if start is None else start
         nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
         for nodes_index in range(nodes_count):
             nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
             yield nodes_item
@@ -386,9 +373,7 @@ class Quicklist2:
         pos = self._lazy_nodes
         nodes_count = self.num_nodes.value
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(
-                io, pos, "quicklist:quicklist_2.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
         cuts = []
         cut_at = pos - step
         for nodes_index in range(nodes_count):

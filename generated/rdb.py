@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -1179,9 +1180,7 @@ class SlotImport:
         # ranges: The slot ranges.
         ranges_count = num_ranges.value
         if ranges_count < 0 or ranges_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "rdb:slot_import.ranges", f"count {ranges_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, ranges_count, end - pos, "rdb:slot_import.ranges")
         ranges = []
         for ranges_index in range(ranges_count):
             ranges_item, pos = SlotRange._read(io, pos, self, root)
@@ -2456,12 +2455,7 @@ class HashTmplArrayRef:
         # values: A value for each field of the template, in its order.
         values_count = template_num_fields
         if values_count < 0 or values_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "rdb:hash_tmpl_array_ref.values",
-                f"count {values_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, values_count, end - pos, "rdb:hash_tmpl_array_ref.values")
         values = []
         for values_index in range(values_count):
             values_item, pos = rdb_string.RdbString._read(io, pos, self, root)
@@ -2497,12 +2491,7 @@ class HashTmplArrayRef:
         # values: A value for each field of the template, in its order.
         values_count = template_num_fields
         if values_count < 0 or values_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "rdb:hash_tmpl_array_ref.values",
-                f"count {values_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, values_count, end - pos, "rdb:hash_tmpl_array_ref.values")
         values = None
         for values_index in range(values_count):
             pos = rdb_string.RdbString._skip(io, pos, None, root)
@@ -2621,9 +2610,7 @@ class StringList:
         # items: The elements.
         items_count = num_items.value
         if items_count < 0 or items_count > end - pos:
-            raise invalid(
-                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
         items = None
         for items_index in range(items_count):
             pos = rdb_string.RdbString._skip(io, pos, None, root)
@@ -2658,9 +2645,7 @@ class StringList:
         # items: The elements.
         items_count = num_items.value
         if items_count < 0 or items_count > end - pos:
-            raise invalid(
-                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
         items = None
         for items_index in range(items_count):
             pos = rdb_string.RdbString._skip(io, pos, None, root)
@@ -2730,9 +2715,7 @@ class StringList:
         pos = self._lazy_items if start is None else start
         items_count = self.num_items.value if count is None else count
         if items_count < 0 or items_count > end - pos:
-            raise invalid(
-                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
         for items_index in range(items_count):
             items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
             yield items_item
@@ -2760,9 +2743,7 @@ class StringList:
         pos = self._lazy_items
         items_count = self.num_items.value
         if items_count < 0 or items_count > end - pos:
-            raise invalid(
-                io, pos, "rdb:string_list.items", f"count {items_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
         cuts = []
         cut_at = pos - step
         for items_index in range(items_count):

@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -152,12 +153,7 @@ class ArrayValue:
         # elements: The elements, in ascending index order as the server writes them.
         elements_count = count_value
         if elements_count < 0 or elements_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "sparse_array:array_value.elements",
-                f"count {elements_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, elements_count, end - pos, "sparse_array:array_value.elements")
         elements = []
         for elements_index in range(elements_count):
             elements_item, pos = ArrayElement._read(io, pos, self, root)
@@ -202,12 +198,7 @@ class ArrayValue:
         # elements: The elements, in ascending index order as the server writes them.
         elements_count = count_value
         if elements_count < 0 or elements_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "sparse_array:array_value.elements",
-                f"count {elements_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, elements_count, end - pos, "sparse_array:array_value.elements")
         elements = None
         for elements_index in range(elements_count):
             pos = ArrayElement._skip(io, pos, None, root)

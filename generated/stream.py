@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -138,9 +139,7 @@ class StreamValue:
         # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
-            raise invalid(
-                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
         nodes = None
         for nodes_index in range(nodes_count):
             pos = StreamNode._skip(io, pos, None, root)
@@ -169,9 +168,7 @@ class StreamValue:
         # groups: The consumer groups, in name order.
         groups_count = num_groups.value
         if groups_count < 0 or groups_count > (end - pos) // 5:
-            raise invalid(
-                io, pos, "stream:stream_value.groups", f"count {groups_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, groups_count, end - pos, "stream:stream_value.groups")
         groups = []
         for groups_index in range(groups_count):
             groups_item, pos = StreamGroup._read(io, pos, self, root, type_code)
@@ -195,9 +192,7 @@ class StreamValue:
         # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
         nodes_count = num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
-            raise invalid(
-                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
         nodes = None
         for nodes_index in range(nodes_count):
             pos = StreamNode._skip(io, pos, None, root)
@@ -225,9 +220,7 @@ class StreamValue:
         # groups: The consumer groups, in name order.
         groups_count = num_groups.value
         if groups_count < 0 or groups_count > (end - pos) // 5:
-            raise invalid(
-                io, pos, "stream:stream_value.groups", f"count {groups_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, groups_count, end - pos, "stream:stream_value.groups")
         groups = None
         for groups_index in range(groups_count):
             pos = StreamGroup._skip(io, pos, None, root, type_code)
@@ -413,9 +406,7 @@ class StreamValue:
         pos = self._lazy_nodes if start is None else start
         nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
-            raise invalid(
-                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
         for nodes_index in range(nodes_count):
             nodes_item, pos = StreamNode._read(io, pos, self, root)
             yield nodes_item
@@ -429,9 +420,7 @@ class StreamValue:
         pos = self._lazy_nodes
         nodes_count = self.num_nodes.value
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
-            raise invalid(
-                io, pos, "stream:stream_value.nodes", f"count {nodes_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
         cuts = []
         cut_at = pos - step
         for nodes_index in range(nodes_count):
@@ -835,9 +824,7 @@ class StreamGroup:
         # pel: The global pending entries list.
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
-            raise invalid(
-                io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_group.pel")
         pel = None
         for pel_index in range(pel_count):
             pos = StreamPelEntry._skip(io, pos, None, root)
@@ -848,12 +835,7 @@ class StreamGroup:
         # consumers: The consumers, in name order.
         consumers_count = num_consumers.value
         if consumers_count < 0 or consumers_count > (end - pos) // 10:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_group.consumers",
-                f"count {consumers_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, consumers_count, end - pos, "stream:stream_group.consumers")
         consumers = []
         for consumers_index in range(consumers_count):
             consumers_item, pos = StreamConsumer._read(io, pos, self, root, type_code)
@@ -871,12 +853,7 @@ class StreamGroup:
         if type_code >= 27:
             nacked_count = num_nacked.value
             if nacked_count < 0 or nacked_count > (end - pos) // 16:
-                raise invalid(
-                    io,
-                    pos,
-                    "stream:stream_group.nacked",
-                    f"count {nacked_count} exceeds the {end - pos} bytes that remain",
-                )
+                raise count_exceeds(io, pos, nacked_count, end - pos, "stream:stream_group.nacked")
             nacked = None
             for nacked_index in range(nacked_count):
                 pos = StreamIdRaw._skip(io, pos, None, root)
@@ -907,9 +884,7 @@ class StreamGroup:
         # pel: The global pending entries list.
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
-            raise invalid(
-                io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_group.pel")
         pel = None
         for pel_index in range(pel_count):
             pos = StreamPelEntry._skip(io, pos, None, root)
@@ -919,12 +894,7 @@ class StreamGroup:
         # consumers: The consumers, in name order.
         consumers_count = num_consumers.value
         if consumers_count < 0 or consumers_count > (end - pos) // 10:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_group.consumers",
-                f"count {consumers_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, consumers_count, end - pos, "stream:stream_group.consumers")
         consumers = None
         for consumers_index in range(consumers_count):
             pos = StreamConsumer._skip(io, pos, None, root, type_code)
@@ -938,12 +908,7 @@ class StreamGroup:
         if type_code >= 27:
             nacked_count = num_nacked.value
             if nacked_count < 0 or nacked_count > (end - pos) // 16:
-                raise invalid(
-                    io,
-                    pos,
-                    "stream:stream_group.nacked",
-                    f"count {nacked_count} exceeds the {end - pos} bytes that remain",
-                )
+                raise count_exceeds(io, pos, nacked_count, end - pos, "stream:stream_group.nacked")
             nacked = None
             for nacked_index in range(nacked_count):
                 pos = StreamIdRaw._skip(io, pos, None, root)
@@ -1140,9 +1105,7 @@ class StreamGroup:
         pos = self._lazy_pel
         pel_count = self.pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
-            raise invalid(
-                io, pos, "stream:stream_group.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_group.pel")
         for pel_index in range(pel_count):
             pel_item, pos = StreamPelEntry._read(io, pos, self, root)
             yield pel_item
@@ -1161,9 +1124,7 @@ class StreamGroup:
             return
         nacked_count = self.num_nacked.value
         if nacked_count < 0 or nacked_count > (end - pos) // 16:
-            raise invalid(
-                io, pos, "stream:stream_group.nacked", f"count {nacked_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, nacked_count, end - pos, "stream:stream_group.nacked")
         for nacked_index in range(nacked_count):
             nacked_item, pos = StreamIdRaw._read(io, pos, self, root)
             yield nacked_item
@@ -1357,9 +1318,7 @@ class StreamConsumer:
         # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
-            raise invalid(
-                io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_consumer.pel")
         pel = None
         for pel_index in range(pel_count):
             pos = StreamIdRaw._skip(io, pos, None, root)
@@ -1392,9 +1351,7 @@ class StreamConsumer:
         # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
         pel_count = pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
-            raise invalid(
-                io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_consumer.pel")
         pel = None
         for pel_index in range(pel_count):
             pos = StreamIdRaw._skip(io, pos, None, root)
@@ -1491,9 +1448,7 @@ class StreamConsumer:
         pos = self._lazy_pel
         pel_count = self.pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
-            raise invalid(
-                io, pos, "stream:stream_consumer.pel", f"count {pel_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_consumer.pel")
         for pel_index in range(pel_count):
             pel_item, pos = StreamIdRaw._read(io, pos, self, root)
             yield pel_item
@@ -1560,12 +1515,7 @@ class StreamIdmp:
         # producers: The producers, in insertion order.
         producers_count = num_producers.value
         if producers_count < 0 or producers_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_idmp.producers",
-                f"count {producers_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, producers_count, end - pos, "stream:stream_idmp.producers")
         producers = []
         for producers_index in range(producers_count):
             producers_item, pos = StreamIdmpProducer._read(io, pos, self, root)
@@ -1595,12 +1545,7 @@ class StreamIdmp:
         # producers: The producers, in insertion order.
         producers_count = num_producers.value
         if producers_count < 0 or producers_count > (end - pos) // 2:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_idmp.producers",
-                f"count {producers_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, producers_count, end - pos, "stream:stream_idmp.producers")
         producers = None
         for producers_index in range(producers_count):
             pos = StreamIdmpProducer._skip(io, pos, None, root)
@@ -1728,12 +1673,7 @@ class StreamIdmpProducer:
         # iids: The idempotency IDs.
         iids_count = count_.value
         if iids_count < 0 or iids_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_idmp_producer.iids",
-                f"count {iids_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, iids_count, end - pos, "stream:stream_idmp_producer.iids")
         iids = []
         for iids_index in range(iids_count):
             iids_item, pos = StreamIdmpIid._read(io, pos, self, root)
@@ -1754,12 +1694,7 @@ class StreamIdmpProducer:
         # iids: The idempotency IDs.
         iids_count = count_.value
         if iids_count < 0 or iids_count > (end - pos) // 3:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_idmp_producer.iids",
-                f"count {iids_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, iids_count, end - pos, "stream:stream_idmp_producer.iids")
         iids = None
         for iids_index in range(iids_count):
             pos = StreamIdmpIid._skip(io, pos, None, root)
@@ -1958,12 +1893,7 @@ class StreamListpack:
             master.deleted if isinstance(master.deleted, int) else None
         )
         if entries_count < 0 or entries_count > (end - pos) // 4:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_listpack.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "stream:stream_listpack.entries")
         entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
         self.entries = entries
         # terminator: LP_EOF; nothing may follow it.
@@ -2012,12 +1942,7 @@ class StreamListpack:
             master.deleted if isinstance(master.deleted, int) else None
         )
         if entries_count < 0 or entries_count > (end - pos) // 4:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_listpack.entries",
-                f"count {entries_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "stream:stream_listpack.entries")
         for _ in range(entries_count):
             pos = StreamEntry._skip(io, pos, None, root)
         entries = None
@@ -2198,12 +2123,7 @@ class StreamMaster:
         # fields: The master field names.
         fields_count = num_fields_int_value
         if fields_count < 0 or fields_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_master.fields",
-                f"count {fields_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, fields_count, end - pos, "stream:stream_master.fields")
         fields = []
         for fields_index in range(fields_count):
             fields_item, pos = read_lp_entry(io, buf, end, pos, self, root)
@@ -2262,12 +2182,7 @@ class StreamMaster:
         # fields: The master field names.
         fields_count = num_fields_int_value
         if fields_count < 0 or fields_count > end - pos:
-            raise invalid(
-                io,
-                pos,
-                "stream:stream_master.fields",
-                f"count {fields_count} exceeds the {end - pos} bytes that remain",
-            )
+            raise count_exceeds(io, pos, fields_count, end - pos, "stream:stream_master.fields")
         fields = None
         for fields_index in range(fields_count):
             fields_item, pos = read_lp_entry(io, buf, end, pos, None, root)
@@ -2507,12 +2422,7 @@ class StreamEntry:
                 else (2 * num_fields_int_value)
             )
             if items_count < 0 or items_count > end - pos:
-                raise invalid(
-                    io,
-                    pos,
-                    "stream:stream_entry.items",
-                    f"count {items_count} exceeds the {end - pos} bytes that remain",
-                )
+                raise count_exceeds(io, pos, items_count, end - pos, "stream:stream_entry.items")
             items = []
             for items_index in range(items_count):
                 items_item, pos = read_lp_entry(io, buf, end, pos, None, root)

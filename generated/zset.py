@@ -16,6 +16,7 @@ from ._runtime import (  # noqa: F401
     WriteInputs,
     WriteIo,
     _holds,
+    count_exceeds,
     invalid,
     lzf_compress,
     lzf_decompress,
@@ -109,9 +110,7 @@ class ZsetLegacy:
         # entries: The members with their scores.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "zset:zset_legacy.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_legacy.entries")
         entries = []
         for entries_index in range(entries_count):
             entries_item, pos = ZsetEntry._read(io, pos, self, root)
@@ -129,9 +128,7 @@ class ZsetLegacy:
         # entries: The members with their scores.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(
-                io, pos, "zset:zset_legacy.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_legacy.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = ZsetEntry._skip(io, pos, None, root)
@@ -297,9 +294,7 @@ class Zset2:
         # entries: The members with their scores.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(
-                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = Zset2Entry._skip(io, pos, None, root)
@@ -334,9 +329,7 @@ class Zset2:
         # entries: The members with their scores.
         entries_count = num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(
-                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
         entries = None
         for entries_index in range(entries_count):
             pos = Zset2Entry._skip(io, pos, None, root)
@@ -406,9 +399,7 @@ class Zset2:
         pos = self._lazy_entries if start is None else start
         entries_count = self.num_members.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(
-                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
         for entries_index in range(entries_count):
             entries_item, pos = Zset2Entry._read(io, pos, self, root)
             yield entries_item
@@ -441,9 +432,7 @@ class Zset2:
         pos = self._lazy_entries
         entries_count = self.num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(
-                io, pos, "zset:zset_2.entries", f"count {entries_count} exceeds the {end - pos} bytes that remain"
-            )
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
         cuts = []
         cut_at = pos - step
         for entries_index in range(entries_count):

@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -153,7 +153,7 @@ cdef class DfHashWithExpiry:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_hash_with_expiry.entries")
         for entries_index in range(<Py_ssize_t>entries_count):
             entries_item, pos = DfHashEntry._read(io, pos, self, root)
             yield entries_item
@@ -171,7 +171,7 @@ cdef class DfHashWithExpiry:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_hash_with_expiry.entries")
         left = entries_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -206,7 +206,7 @@ cdef DfHashWithExpiry c_read_df_hash_with_expiry(object io, object buf, const un
     # entries: The fields.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
-        raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_hash_with_expiry.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_hash_entry(io, buf, _p, end, pos, None, root)
@@ -224,7 +224,7 @@ cdef Py_ssize_t c_skip_df_hash_with_expiry(object io, object buf, const unsigned
     # entries: The fields.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
-        raise invalid(io, pos, "dragonfly:df_hash_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_hash_with_expiry.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_hash_entry(io, buf, _p, end, pos, None, root)
@@ -390,7 +390,7 @@ cdef class DfSetWithExpiry:
         pos = self._lazy_entries
         entries_count = self.num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_set_with_expiry.entries")
         for entries_index in range(<Py_ssize_t>entries_count):
             entries_item, pos = DfSetEntry._read(io, pos, self, root)
             yield entries_item
@@ -408,7 +408,7 @@ cdef class DfSetWithExpiry:
         pos = self._lazy_entries
         entries_count = self.num_members.value
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_set_with_expiry.entries")
         left = entries_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -442,7 +442,7 @@ cdef DfSetWithExpiry c_read_df_set_with_expiry(object io, object buf, const unsi
     # entries: The members.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_set_with_expiry.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_set_entry(io, buf, _p, end, pos, None, root)
@@ -460,7 +460,7 @@ cdef Py_ssize_t c_skip_df_set_with_expiry(object io, object buf, const unsigned 
     # entries: The members.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_set_with_expiry.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "dragonfly:df_set_with_expiry.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_df_set_entry(io, buf, _p, end, pos, None, root)
@@ -734,7 +734,7 @@ cdef DfSbf c_read_df_sbf(object io, object buf, const unsigned char* _p, Py_ssiz
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf.filters")
     filters = []
     for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_sbf_filter(io, buf, _p, end, &pos, self, root)
@@ -775,7 +775,7 @@ cdef Py_ssize_t c_skip_df_sbf(object io, object buf, const unsigned char* _p, Py
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_sbf.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf.filters")
     filters = None
     for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf_filter(io, buf, _p, end, pos, None, root)
@@ -1070,7 +1070,7 @@ cdef DfSbf2 c_read_df_sbf2(object io, object buf, const unsigned char* _p, Py_ss
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf2.filters")
     filters = []
     for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_sbf2_filter(io, buf, _p, end, &pos, self, root)
@@ -1111,7 +1111,7 @@ cdef Py_ssize_t c_skip_df_sbf2(object io, object buf, const unsigned char* _p, P
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_sbf2.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_sbf2.filters")
     filters = None
     for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_sbf2_filter(io, buf, _p, end, pos, None, root)
@@ -1576,7 +1576,7 @@ cdef DfCms c_read_df_cms(object io, object buf, const unsigned char* _p, Py_ssiz
     # counters: The counters, row by row.
     counters_count = (width.value * depth.value)
     if counters_count < 0 or counters_count > (end - pos) // 8:
-        raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_cms.counters")
     counters = ScalarColumns(buf)
     for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 8 > end:
@@ -1604,7 +1604,7 @@ cdef Py_ssize_t c_skip_df_cms(object io, object buf, const unsigned char* _p, Py
     # counters: The counters, row by row.
     counters_count = (width.value * depth.value)
     if counters_count < 0 or counters_count > (end - pos) // 8:
-        raise invalid(io, pos, "dragonfly:df_cms.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_cms.counters")
     counters = None
     for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 8 > end:
@@ -1832,7 +1832,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     # heap: The heap items.
     heap_count = heap_size.value
     if heap_count < 0 or heap_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, heap_count, end - pos, "dragonfly:df_topk.heap")
     heap = []
     for heap_index in range(<Py_ssize_t>heap_count):
         heap_item = c_read_df_topk_item(io, buf, _p, end, &pos, self, root)
@@ -1848,7 +1848,7 @@ cdef DfTopk c_read_df_topk(object io, object buf, const unsigned char* _p, Py_ss
     # counters: The counters.
     counters_count = (counter_bytes_value // 4)
     if counters_count < 0 or counters_count > (end - pos) // 4:
-        raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_topk.counters")
     counters = ScalarColumns(buf)
     for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 4 > end:
@@ -1890,7 +1890,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     # heap: The heap items.
     heap_count = heap_size.value
     if heap_count < 0 or heap_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:df_topk.heap", f'count {heap_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, heap_count, end - pos, "dragonfly:df_topk.heap")
     heap = None
     for heap_index in range(<Py_ssize_t>heap_count):
         pos = c_skip_df_topk_item(io, buf, _p, end, pos, None, root)
@@ -1904,7 +1904,7 @@ cdef Py_ssize_t c_skip_df_topk(object io, object buf, const unsigned char* _p, P
     # counters: The counters.
     counters_count = (counter_bytes_value // 4)
     if counters_count < 0 or counters_count > (end - pos) // 4:
-        raise invalid(io, pos, "dragonfly:df_topk.counters", f'count {counters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, counters_count, end - pos, "dragonfly:df_topk.counters")
     counters = None
     for counters_index in range(<Py_ssize_t>counters_count):
         if pos + 4 > end:
@@ -2241,7 +2241,7 @@ cdef DfCuckoo c_read_df_cuckoo(object io, object buf, const unsigned char* _p, P
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > end - pos:
-        raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_cuckoo.filters")
     filters = []
     for filters_index in range(<Py_ssize_t>filters_count):
         filters_item = c_read_df_cuckoo_filter(io, buf, _p, end, &pos, self, root)
@@ -2278,7 +2278,7 @@ cdef Py_ssize_t c_skip_df_cuckoo(object io, object buf, const unsigned char* _p,
     # filters: The filters.
     filters_count = num_filters.value
     if filters_count < 0 or filters_count > end - pos:
-        raise invalid(io, pos, "dragonfly:df_cuckoo.filters", f'count {filters_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, filters_count, end - pos, "dragonfly:df_cuckoo.filters")
     filters = None
     for filters_index in range(<Py_ssize_t>filters_count):
         pos = c_skip_df_cuckoo_filter(io, buf, _p, end, pos, None, root)
@@ -2706,7 +2706,7 @@ cdef ShardDocIndex c_read_shard_doc_index(object io, object buf, const unsigned 
     # docs: The documents.
     docs_count = count_.value
     if docs_count < 0 or docs_count > (end - pos) // 2:
-        raise invalid(io, pos, "dragonfly:shard_doc_index.docs", f'count {docs_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, docs_count, end - pos, "dragonfly:shard_doc_index.docs")
     docs = []
     for docs_index in range(<Py_ssize_t>docs_count):
         docs_item = c_read_shard_doc(io, buf, _p, end, &pos, self, root)
@@ -2881,7 +2881,7 @@ cdef VectorIndex c_read_vector_index(object io, object buf, const unsigned char*
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 16:
-        raise invalid(io, pos, "dragonfly:vector_index.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, nodes_count, end - pos, "dragonfly:vector_index.nodes")
     nodes = []
     for nodes_index in range(<Py_ssize_t>nodes_count):
         nodes_item = c_read_hnsw_node(io, buf, _p, end, &pos, self, root)
@@ -2950,7 +2950,7 @@ cdef HnswNode c_read_hnsw_node(object io, object buf, const unsigned char* _p, P
     # levels: Links for levels 0..level.
     levels_count = (level + 1)
     if levels_count < 0 or levels_count > (end - pos) // 4:
-        raise invalid(io, pos, "dragonfly:hnsw_node.levels", f'count {levels_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, levels_count, end - pos, "dragonfly:hnsw_node.levels")
     levels = []
     for levels_index in range(<Py_ssize_t>levels_count):
         levels_item = c_read_hnsw_links(io, buf, _p, end, &pos, self, root)
@@ -3006,7 +3006,7 @@ cdef HnswLinks c_read_hnsw_links(object io, object buf, const unsigned char* _p,
     # links: Linked internal ids.
     links_count = num_links
     if links_count < 0 or links_count > (end - pos) // 4:
-        raise invalid(io, pos, "dragonfly:hnsw_links.links", f'count {links_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, links_count, end - pos, "dragonfly:hnsw_links.links")
     links = ScalarColumns(buf)
     for links_index in range(<Py_ssize_t>links_count):
         if pos + 4 > end:

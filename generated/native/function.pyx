@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns

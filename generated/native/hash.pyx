@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -174,7 +174,7 @@ cdef class HashTable:
         pos = self._lazy_entries if start is None else start
         entries_count = self.num_fields.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
         for entries_index in range(<Py_ssize_t>entries_count):
             entries_item, pos = HashPair._read(io, pos, self, root)
             yield entries_item
@@ -192,7 +192,7 @@ cdef class HashTable:
         pos = self._lazy_entries if start is None else start
         entries_count = self.num_fields.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 2:
-            raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
         left = entries_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -223,7 +223,7 @@ cdef class HashTable:
             pos = self._lazy_entries
             entries_count = self.num_fields.value
             if entries_count < 0 or entries_count > (end - pos) // 2:
-                raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+                raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
             cuts = []
             cut_at = pos - step
             for entries_index in range(<Py_ssize_t>entries_count):
@@ -255,7 +255,7 @@ cdef HashTable c_read_hash_table(object io, object buf, const unsigned char* _p,
     # entries: The field/value pairs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
@@ -292,7 +292,7 @@ cdef Py_ssize_t c_skip_hash_table(object io, object buf, const unsigned char* _p
     # entries: The field/value pairs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "hash:hash_table.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_table.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
@@ -452,7 +452,7 @@ cdef class HashMetadataPreGa:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata_pre_ga.entries")
         for entries_index in range(<Py_ssize_t>entries_count):
             entries_item, pos = HashTtlEntryPreGa._read(io, pos, self, root)
             yield entries_item
@@ -471,7 +471,7 @@ cdef class HashMetadataPreGa:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata_pre_ga.entries")
         left = entries_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -507,7 +507,7 @@ cdef HashMetadataPreGa c_read_hash_metadata_pre_ga(object io, object buf, const 
     # entries: The fields with their absolute TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
-        raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata_pre_ga.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, None, root)
@@ -525,7 +525,7 @@ cdef Py_ssize_t c_skip_hash_metadata_pre_ga(object io, object buf, const unsigne
     # entries: The fields with their absolute TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
-        raise invalid(io, pos, "hash:hash_metadata_pre_ga.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata_pre_ga.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry_pre_ga(io, buf, _p, end, pos, None, root)
@@ -780,7 +780,7 @@ cdef class HashMetadata:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata.entries")
         for entries_index in range(<Py_ssize_t>entries_count):
             entries_item, pos = HashTtlEntry._read(io, pos, self, root, self.min_expire)
             yield entries_item
@@ -799,7 +799,7 @@ cdef class HashMetadata:
         pos = self._lazy_entries
         entries_count = self.num_fields.value
         if entries_count < 0 or entries_count > (end - pos) // 3:
-            raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata.entries")
         left = entries_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -841,7 +841,7 @@ cdef HashMetadata c_read_hash_metadata(object io, object buf, const unsigned cha
     # entries: The fields with their relative TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
-        raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry(io, buf, _p, end, pos, None, root, min_expire)
@@ -864,7 +864,7 @@ cdef Py_ssize_t c_skip_hash_metadata(object io, object buf, const unsigned char*
     # entries: The fields with their relative TTLs.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 3:
-        raise invalid(io, pos, "hash:hash_metadata.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:hash_metadata.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_ttl_entry(io, buf, _p, end, pos, None, root, min_expire)
@@ -1138,7 +1138,7 @@ cdef ValkeyHash2 c_read_valkey_hash_2(object io, object buf, const unsigned char
     # entries: The fields with their expiry.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 10:
-        raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_hash_2.entries")
     entries = []
     for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_valkey_hash_2_entry(io, buf, _p, end, &pos, self, root)
@@ -1157,7 +1157,7 @@ cdef Py_ssize_t c_skip_valkey_hash_2(object io, object buf, const unsigned char*
     # entries: The fields with their expiry.
     entries_count = num_fields.value
     if entries_count < 0 or entries_count > (end - pos) // 10:
-        raise invalid(io, pos, "hash:valkey_hash_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_hash_2.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_valkey_hash_2_entry(io, buf, _p, end, pos, None, root)
@@ -1339,7 +1339,7 @@ cdef ValkeyPathHash c_read_valkey_path_hash(object io, object buf, const unsigne
     # paths: The paths with their fields.
     paths_count = num_paths.value
     if paths_count < 0 or paths_count > (end - pos) // 2:
-        raise invalid(io, pos, "hash:valkey_path_hash.paths", f'count {paths_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, paths_count, end - pos, "hash:valkey_path_hash.paths")
     paths = []
     for paths_index in range(<Py_ssize_t>paths_count):
         paths_item = c_read_valkey_path_hash_path(io, buf, _p, end, &pos, self, root)
@@ -1358,7 +1358,7 @@ cdef Py_ssize_t c_skip_valkey_path_hash(object io, object buf, const unsigned ch
     # paths: The paths with their fields.
     paths_count = num_paths.value
     if paths_count < 0 or paths_count > (end - pos) // 2:
-        raise invalid(io, pos, "hash:valkey_path_hash.paths", f'count {paths_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, paths_count, end - pos, "hash:valkey_path_hash.paths")
     paths = None
     for paths_index in range(<Py_ssize_t>paths_count):
         pos = c_skip_valkey_path_hash_path(io, buf, _p, end, pos, None, root)
@@ -1459,7 +1459,7 @@ cdef ValkeyPathHashPath c_read_valkey_path_hash_path(object io, object buf, cons
     # entries: The field/value pairs.
     entries_count = num_fields_value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "hash:valkey_path_hash_path.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_path_hash_path.entries")
     entries = []
     for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_hash_pair(io, buf, _p, end, &pos, self, root)
@@ -1487,7 +1487,7 @@ cdef Py_ssize_t c_skip_valkey_path_hash_path(object io, object buf, const unsign
     # entries: The field/value pairs.
     entries_count = num_fields_value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "hash:valkey_path_hash_path.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "hash:valkey_path_hash_path.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_hash_pair(io, buf, _p, end, pos, None, root)
@@ -1552,7 +1552,7 @@ cdef TemplateNames c_read_template_names(object io, object buf, const unsigned c
     # names: The names, in the template's order. Compared as their bytes read as ISO-8859-1 text
     names_count = count_
     if names_count < 0 or names_count > end - pos:
-        raise invalid(io, pos, "hash:template_names.names", f'count {names_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, names_count, end - pos, "hash:template_names.names")
     names = []
     for names_index in range(<Py_ssize_t>names_count):
         names_item_pos = pos
@@ -1576,7 +1576,7 @@ cdef Py_ssize_t c_skip_template_names(object io, object buf, const unsigned char
     # names: The names, in the template's order. Compared as their bytes read as ISO-8859-1 text
     names_count = count_
     if names_count < 0 or names_count > end - pos:
-        raise invalid(io, pos, "hash:template_names.names", f'count {names_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, names_count, end - pos, "hash:template_names.names")
     names = []
     for names_index in range(<Py_ssize_t>names_count):
         names_item_pos = pos
@@ -1988,7 +1988,7 @@ cdef HashTmplArray c_read_hash_tmpl_array(object io, object buf, const unsigned 
     # values: A value for each field name, in their order.
     values_count = fields.num_fields
     if values_count < 0 or values_count > end - pos:
-        raise invalid(io, pos, "hash:hash_tmpl_array.values", f'count {values_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, values_count, end - pos, "hash:hash_tmpl_array.values")
     values = []
     for values_index in range(<Py_ssize_t>values_count):
         values_item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -2007,7 +2007,7 @@ cdef Py_ssize_t c_skip_hash_tmpl_array(object io, object buf, const unsigned cha
     # values: A value for each field name, in their order.
     values_count = fields.num_fields
     if values_count < 0 or values_count > end - pos:
-        raise invalid(io, pos, "hash:hash_tmpl_array.values", f'count {values_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, values_count, end - pos, "hash:hash_tmpl_array.values")
     values = None
     for values_index in range(<Py_ssize_t>values_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)

@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -94,7 +94,7 @@ cdef Intset c_read_intset(object io, object buf, const unsigned char* _p, Py_ssi
     # members: The members, sorted ascending.
     members_count = length
     if members_count < 0 or members_count > end - pos + 1:
-        raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, members_count, end - pos, "intset:intset.members")
     members = ScalarColumns(buf)
     for members_index in range(<Py_ssize_t>members_count):
         members_item_on = encoding
@@ -144,7 +144,7 @@ cdef Py_ssize_t c_skip_intset(object io, object buf, const unsigned char* _p, Py
     # members: The members, sorted ascending.
     members_count = length
     if members_count < 0 or members_count > end - pos + 1:
-        raise invalid(io, pos, "intset:intset.members", f'count {members_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, members_count, end - pos, "intset:intset.members")
     members = None
     for members_index in range(<Py_ssize_t>members_count):
         members_item_on = encoding

@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -645,7 +645,7 @@ cdef KeyMeta c_read_key_meta(object io, object buf, const unsigned char* _p, Py_
     # classes: The metadata classes.
     classes_count = num_classes.value
     if classes_count < 0 or classes_count > (end - pos) // 4:
-        raise invalid(io, pos, "module:key_meta.classes", f'count {classes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, classes_count, end - pos, "module:key_meta.classes")
     classes = []
     for classes_index in range(<Py_ssize_t>classes_count):
         classes_item = c_read_key_meta_class(io, buf, _p, end, &pos, self, root)

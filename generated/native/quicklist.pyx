@@ -12,7 +12,7 @@ cimport cython
 import struct
 
 from . import rdb_string
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -133,7 +133,7 @@ cdef class Quicklist:
         pos = self._lazy_nodes if start is None else start
         nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
         for nodes_index in range(<Py_ssize_t>nodes_count):
             nodes_item, pos = rdb_string.RdbBlob._read(io, pos, self, root, _ZIPLIST)
             yield nodes_item
@@ -153,7 +153,7 @@ cdef class Quicklist:
             pos = self._lazy_nodes
             nodes_count = self.num_nodes.value
             if nodes_count < 0 or nodes_count > end - pos:
-                raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+                raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
             cuts = []
             cut_at = pos - step
             for nodes_index in range(<Py_ssize_t>nodes_count):
@@ -185,7 +185,7 @@ cdef Quicklist c_read_quicklist(object io, object buf, const unsigned char* _p, 
     # nodes: The nodes, each a ziplist (possibly LZF-compressed).
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
-        raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
@@ -222,7 +222,7 @@ cdef Py_ssize_t c_skip_quicklist(object io, object buf, const unsigned char* _p,
     # nodes: The nodes, each a ziplist (possibly LZF-compressed).
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
-        raise invalid(io, pos, "quicklist:quicklist.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist.nodes")
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = rdb_string__c_skip_rdb_blob(io, buf, _p, end, pos, None, root, _ZIPLIST)
@@ -323,7 +323,7 @@ cdef class Quicklist2:
         pos = self._lazy_nodes if start is None else start
         nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > end - pos:
-            raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
         for nodes_index in range(<Py_ssize_t>nodes_count):
             nodes_item, pos = Quicklist2Node._read(io, pos, self, root)
             yield nodes_item
@@ -343,7 +343,7 @@ cdef class Quicklist2:
             pos = self._lazy_nodes
             nodes_count = self.num_nodes.value
             if nodes_count < 0 or nodes_count > end - pos:
-                raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+                raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
             cuts = []
             cut_at = pos - step
             for nodes_index in range(<Py_ssize_t>nodes_count):
@@ -375,7 +375,7 @@ cdef Quicklist2 c_read_quicklist_2(object io, object buf, const unsigned char* _
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
-        raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_quicklist_2_node(io, buf, _p, end, pos, None, root)
@@ -412,7 +412,7 @@ cdef Py_ssize_t c_skip_quicklist_2(object io, object buf, const unsigned char* _
     # nodes: The nodes.
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > end - pos:
-        raise invalid(io, pos, "quicklist:quicklist_2.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, nodes_count, end - pos, "quicklist:quicklist_2.nodes")
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_quicklist_2_node(io, buf, _p, end, pos, None, root)

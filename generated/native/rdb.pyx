@@ -12,7 +12,7 @@ cimport cython
 import struct
 
 from . import rdb_string
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -1040,7 +1040,7 @@ cdef SlotImport c_read_slot_import(object io, object buf, const unsigned char* _
     # ranges: The slot ranges.
     ranges_count = num_ranges.value
     if ranges_count < 0 or ranges_count > (end - pos) // 2:
-        raise invalid(io, pos, "rdb:slot_import.ranges", f'count {ranges_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, ranges_count, end - pos, "rdb:slot_import.ranges")
     ranges = []
     for ranges_index in range(<Py_ssize_t>ranges_count):
         ranges_item = c_read_slot_range(io, buf, _p, end, &pos, self, root)
@@ -1879,7 +1879,7 @@ cdef HashTmplArrayRef c_read_hash_tmpl_array_ref(object io, object buf, const un
     # values: A value for each field of the template, in its order.
     values_count = template_num_fields
     if values_count < 0 or values_count > end - pos:
-        raise invalid(io, pos, "rdb:hash_tmpl_array_ref.values", f'count {values_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, values_count, end - pos, "rdb:hash_tmpl_array_ref.values")
     values = []
     for values_index in range(<Py_ssize_t>values_count):
         values_item = rdb_string__c_read_rdb_string(io, buf, _p, end, &pos, self, root)
@@ -1909,7 +1909,7 @@ cdef Py_ssize_t c_skip_hash_tmpl_array_ref(object io, object buf, const unsigned
     # values: A value for each field of the template, in its order.
     values_count = template_num_fields
     if values_count < 0 or values_count > end - pos:
-        raise invalid(io, pos, "rdb:hash_tmpl_array_ref.values", f'count {values_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, values_count, end - pos, "rdb:hash_tmpl_array_ref.values")
     values = None
     for values_index in range(<Py_ssize_t>values_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
@@ -2009,7 +2009,7 @@ cdef class StringList:
         pos = self._lazy_items if start is None else start
         items_count = self.num_items.value if count is None else count
         if items_count < 0 or items_count > end - pos:
-            raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
         for items_index in range(<Py_ssize_t>items_count):
             items_item, pos = rdb_string.RdbString._read(io, pos, self, root)
             yield items_item
@@ -2027,7 +2027,7 @@ cdef class StringList:
         pos = self._lazy_items if start is None else start
         items_count = self.num_items.value if count is None else count
         if items_count < 0 or items_count > end - pos:
-            raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
         left = items_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -2057,7 +2057,7 @@ cdef class StringList:
             pos = self._lazy_items
             items_count = self.num_items.value
             if items_count < 0 or items_count > end - pos:
-                raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+                raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
             cuts = []
             cut_at = pos - step
             for items_index in range(<Py_ssize_t>items_count):
@@ -2089,7 +2089,7 @@ cdef StringList c_read_string_list(object io, object buf, const unsigned char* _
     # items: The elements.
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:
-        raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
     items = None
     for items_index in range(<Py_ssize_t>items_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)
@@ -2126,7 +2126,7 @@ cdef Py_ssize_t c_skip_string_list(object io, object buf, const unsigned char* _
     # items: The elements.
     items_count = num_items.value
     if items_count < 0 or items_count > end - pos:
-        raise invalid(io, pos, "rdb:string_list.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, items_count, end - pos, "rdb:string_list.items")
     items = None
     for items_index in range(<Py_ssize_t>items_count):
         pos = rdb_string__c_skip_rdb_string(io, buf, _p, end, pos, None, root)

@@ -12,7 +12,7 @@ cimport cython
 import struct
 
 from . import intset, listpack, stream, ziplist, zipmap
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns

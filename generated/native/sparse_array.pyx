@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -214,7 +214,7 @@ cdef ArrayValue c_read_array_value(object io, object buf, const unsigned char* _
     # elements: The elements, in ascending index order as the server writes them.
     elements_count = count_value
     if elements_count < 0 or elements_count > (end - pos) // 2:
-        raise invalid(io, pos, "sparse_array:array_value.elements", f'count {elements_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, elements_count, end - pos, "sparse_array:array_value.elements")
     elements = []
     for elements_index in range(<Py_ssize_t>elements_count):
         elements_item = c_read_array_element(io, buf, _p, end, &pos, self, root)
@@ -254,7 +254,7 @@ cdef Py_ssize_t c_skip_array_value(object io, object buf, const unsigned char* _
     # elements: The elements, in ascending index order as the server writes them.
     elements_count = count_value
     if elements_count < 0 or elements_count > (end - pos) // 2:
-        raise invalid(io, pos, "sparse_array:array_value.elements", f'count {elements_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, elements_count, end - pos, "sparse_array:array_value.elements")
     elements = None
     for elements_index in range(<Py_ssize_t>elements_count):
         pos = c_skip_array_element(io, buf, _p, end, pos, None, root)

@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -212,7 +212,7 @@ cdef class StreamValue:
         pos = self._lazy_nodes if start is None else start
         nodes_count = self.num_nodes.value if count is None else count
         if nodes_count < 0 or nodes_count > (end - pos) // 18:
-            raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
         for nodes_index in range(<Py_ssize_t>nodes_count):
             nodes_item, pos = StreamNode._read(io, pos, self, root)
             yield nodes_item
@@ -232,7 +232,7 @@ cdef class StreamValue:
             pos = self._lazy_nodes
             nodes_count = self.num_nodes.value
             if nodes_count < 0 or nodes_count > (end - pos) // 18:
-                raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+                raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
             cuts = []
             cut_at = pos - step
             for nodes_index in range(<Py_ssize_t>nodes_count):
@@ -272,7 +272,7 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
-        raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
@@ -301,7 +301,7 @@ cdef StreamValue c_read_stream_value(object io, object buf, const unsigned char*
     # groups: The consumer groups, in name order.
     groups_count = num_groups.value
     if groups_count < 0 or groups_count > (end - pos) // 5:
-        raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, groups_count, end - pos, "stream:stream_value.groups")
     groups = []
     for groups_index in range(<Py_ssize_t>groups_count):
         groups_item = c_read_stream_group(io, buf, _p, end, &pos, self, root, type_code)
@@ -327,7 +327,7 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
     # nodes: The listpack nodes, in ascending master ID order. Stepped over when the stream is read
     nodes_count = num_nodes.value
     if nodes_count < 0 or nodes_count > (end - pos) // 18:
-        raise invalid(io, pos, "stream:stream_value.nodes", f'count {nodes_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, nodes_count, end - pos, "stream:stream_value.nodes")
     nodes = None
     for nodes_index in range(<Py_ssize_t>nodes_count):
         pos = c_skip_stream_node(io, buf, _p, end, pos, None, root)
@@ -355,7 +355,7 @@ cdef Py_ssize_t c_skip_stream_value(object io, object buf, const unsigned char* 
     # groups: The consumer groups, in name order.
     groups_count = num_groups.value
     if groups_count < 0 or groups_count > (end - pos) // 5:
-        raise invalid(io, pos, "stream:stream_value.groups", f'count {groups_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, groups_count, end - pos, "stream:stream_value.groups")
     groups = None
     for groups_index in range(<Py_ssize_t>groups_count):
         pos = c_skip_stream_group(io, buf, _p, end, pos, None, root, type_code)
@@ -827,7 +827,7 @@ cdef class StreamGroup:
         pos = self._lazy_pel
         pel_count = self.pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
-            raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_group.pel")
         for pel_index in range(<Py_ssize_t>pel_count):
             pel_item, pos = StreamPelEntry._read(io, pos, self, root)
             yield pel_item
@@ -844,7 +844,7 @@ cdef class StreamGroup:
             return
         nacked_count = self.num_nacked.value
         if nacked_count < 0 or nacked_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_group.nacked", f'count {nacked_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, nacked_count, end - pos, "stream:stream_group.nacked")
         for nacked_index in range(<Py_ssize_t>nacked_count):
             nacked_item, pos = StreamIdRaw._read(io, pos, self, root)
             yield nacked_item
@@ -866,7 +866,7 @@ cdef class StreamGroup:
         pos = self._lazy_pel
         pel_count = self.pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 25:
-            raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_group.pel")
         left = pel_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -912,7 +912,7 @@ cdef class StreamGroup:
             return
         nacked_count = self.num_nacked.value
         if nacked_count < 0 or nacked_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_group.nacked", f'count {nacked_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, nacked_count, end - pos, "stream:stream_group.nacked")
         left = nacked_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -972,7 +972,7 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     # pel: The global pending entries list.
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 25:
-        raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_group.pel")
     pel = None
     for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_pel_entry(io, buf, _p, end, pos, None, root)
@@ -983,7 +983,7 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     # consumers: The consumers, in name order.
     consumers_count = num_consumers.value
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
-        raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, consumers_count, end - pos, "stream:stream_group.consumers")
     consumers = []
     for consumers_index in range(<Py_ssize_t>consumers_count):
         consumers_item = c_read_stream_consumer(io, buf, _p, end, &pos, self, root, type_code)
@@ -1001,7 +1001,7 @@ cdef StreamGroup c_read_stream_group(object io, object buf, const unsigned char*
     if (type_code >= 27):
         nacked_count = num_nacked.value
         if nacked_count < 0 or nacked_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_group.nacked", f'count {nacked_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, nacked_count, end - pos, "stream:stream_group.nacked")
         nacked = None
         for nacked_index in range(<Py_ssize_t>nacked_count):
             pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
@@ -1035,7 +1035,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     # pel: The global pending entries list.
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 25:
-        raise invalid(io, pos, "stream:stream_group.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_group.pel")
     pel = None
     for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_pel_entry(io, buf, _p, end, pos, None, root)
@@ -1045,7 +1045,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     # consumers: The consumers, in name order.
     consumers_count = num_consumers.value
     if consumers_count < 0 or consumers_count > (end - pos) // 10:
-        raise invalid(io, pos, "stream:stream_group.consumers", f'count {consumers_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, consumers_count, end - pos, "stream:stream_group.consumers")
     consumers = None
     for consumers_index in range(<Py_ssize_t>consumers_count):
         pos = c_skip_stream_consumer(io, buf, _p, end, pos, None, root, type_code)
@@ -1059,7 +1059,7 @@ cdef Py_ssize_t c_skip_stream_group(object io, object buf, const unsigned char* 
     if (type_code >= 27):
         nacked_count = num_nacked.value
         if nacked_count < 0 or nacked_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_group.nacked", f'count {nacked_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, nacked_count, end - pos, "stream:stream_group.nacked")
         nacked = None
         for nacked_index in range(<Py_ssize_t>nacked_count):
             pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
@@ -1254,7 +1254,7 @@ cdef class StreamConsumer:
         pos = self._lazy_pel
         pel_count = self.pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_consumer.pel")
         for pel_index in range(<Py_ssize_t>pel_count):
             pel_item, pos = StreamIdRaw._read(io, pos, self, root)
             yield pel_item
@@ -1272,7 +1272,7 @@ cdef class StreamConsumer:
         pos = self._lazy_pel
         pel_count = self.pel_size.value
         if pel_count < 0 or pel_count > (end - pos) // 16:
-            raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_consumer.pel")
         left = pel_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -1335,7 +1335,7 @@ cdef StreamConsumer c_read_stream_consumer(object io, object buf, const unsigned
     # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 16:
-        raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_consumer.pel")
     pel = None
     for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
@@ -1369,7 +1369,7 @@ cdef Py_ssize_t c_skip_stream_consumer(object io, object buf, const unsigned cha
     # pel: The consumer PEL; IDs only (each must be in the group's global PEL).
     pel_count = pel_size.value
     if pel_count < 0 or pel_count > (end - pos) // 16:
-        raise invalid(io, pos, "stream:stream_consumer.pel", f'count {pel_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, pel_count, end - pos, "stream:stream_consumer.pel")
     pel = None
     for pel_index in range(<Py_ssize_t>pel_count):
         pos = c_skip_stream_id_raw(io, buf, _p, end, pos, None, root)
@@ -1552,7 +1552,7 @@ cdef StreamIdmp c_read_stream_idmp(object io, object buf, const unsigned char* _
     # producers: The producers, in insertion order.
     producers_count = num_producers.value
     if producers_count < 0 or producers_count > (end - pos) // 2:
-        raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, producers_count, end - pos, "stream:stream_idmp.producers")
     producers = []
     for producers_index in range(<Py_ssize_t>producers_count):
         producers_item = c_read_stream_idmp_producer(io, buf, _p, end, &pos, self, root)
@@ -1583,7 +1583,7 @@ cdef Py_ssize_t c_skip_stream_idmp(object io, object buf, const unsigned char* _
     # producers: The producers, in insertion order.
     producers_count = num_producers.value
     if producers_count < 0 or producers_count > (end - pos) // 2:
-        raise invalid(io, pos, "stream:stream_idmp.producers", f'count {producers_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, producers_count, end - pos, "stream:stream_idmp.producers")
     producers = None
     for producers_index in range(<Py_ssize_t>producers_count):
         pos = c_skip_stream_idmp_producer(io, buf, _p, end, pos, None, root)
@@ -1678,7 +1678,7 @@ cdef StreamIdmpProducer c_read_stream_idmp_producer(object io, object buf, const
     # iids: The idempotency IDs.
     iids_count = count_.value
     if iids_count < 0 or iids_count > (end - pos) // 3:
-        raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, iids_count, end - pos, "stream:stream_idmp_producer.iids")
     iids = []
     for iids_index in range(<Py_ssize_t>iids_count):
         iids_item = c_read_stream_idmp_iid(io, buf, _p, end, &pos, self, root)
@@ -1700,7 +1700,7 @@ cdef Py_ssize_t c_skip_stream_idmp_producer(object io, object buf, const unsigne
     # iids: The idempotency IDs.
     iids_count = count_.value
     if iids_count < 0 or iids_count > (end - pos) // 3:
-        raise invalid(io, pos, "stream:stream_idmp_producer.iids", f'count {iids_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, iids_count, end - pos, "stream:stream_idmp_producer.iids")
     iids = None
     for iids_index in range(<Py_ssize_t>iids_count):
         pos = c_skip_stream_idmp_iid(io, buf, _p, end, pos, None, root)
@@ -1853,7 +1853,7 @@ cdef StreamListpack c_read_stream_listpack(object io, object buf, const unsigned
     # entries: The entries of the node, live and deleted (count + deleted of them).
     entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
     if entries_count < 0 or entries_count > (end - pos) // 4:
-        raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "stream:stream_listpack.entries")
     entries, pos = StreamEntry._read_rows(entries_count, io, pos, self, root)
     self.entries = entries
     # terminator: LP_EOF; nothing may follow it.
@@ -1891,7 +1891,7 @@ cdef Py_ssize_t c_skip_stream_listpack(object io, object buf, const unsigned cha
     # entries: The entries of the node, live and deleted (count + deleted of them).
     entries_count = ((master.count if isinstance(master.count, int) else None) + (master.deleted if isinstance(master.deleted, int) else None))
     if entries_count < 0 or entries_count > (end - pos) // 4:
-        raise invalid(io, pos, "stream:stream_listpack.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "stream:stream_listpack.entries")
     for _ in range(entries_count):
         pos = StreamEntry._skip(io, pos, None, root)
     entries = None
@@ -1979,7 +1979,7 @@ cdef StreamMaster c_read_stream_master(object io, object buf, const unsigned cha
     # fields: The master field names.
     fields_count = num_fields_int_value
     if fields_count < 0 or fields_count > end - pos:
-        raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, fields_count, end - pos, "stream:stream_master.fields")
     fields = ScalarColumns(buf)
     for fields_index in range(<Py_ssize_t>fields_count):
         listpack__c_push_lp_entry(io, buf, _p, end, &pos, self, root, fields)
@@ -2020,7 +2020,7 @@ cdef Py_ssize_t c_skip_stream_master(object io, object buf, const unsigned char*
     # fields: The master field names.
     fields_count = num_fields_int_value
     if fields_count < 0 or fields_count > end - pos:
-        raise invalid(io, pos, "stream:stream_master.fields", f'count {fields_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, fields_count, end - pos, "stream:stream_master.fields")
     fields = None
     for fields_index in range(<Py_ssize_t>fields_count):
         fields_item = listpack__c_read_lp_entry(io, buf, _p, end, &pos, None, root)
@@ -2128,7 +2128,7 @@ cdef class StreamEntry:
                 # items: With SAMEFIELDS, the values of the master fields; otherwise field, value, field, value, ...
                 items_count = (_parent_master_num_fields_int_value if ((flags_int & _SAMEFIELDS) != 0) else (2 * (<object>num_fields_int)))
                 if items_count < 0 or items_count > end - pos:
-                    raise invalid(io, pos, "stream:stream_entry.items", f'count {items_count} exceeds the {end - pos} bytes that remain')
+                    raise count_exceeds(io, pos, items_count, end - pos, "stream:stream_entry.items")
                 items_values = items_column.values
                 for items_index in range(<Py_ssize_t>items_count):
                     listpack__c_push_lp_entry(io, buf, _p, end, &pos, None, root, items_values)

@@ -11,7 +11,7 @@ cimport cython
 
 import struct
 
-from .._runtime import Io, invalid, lzf_decompress, truncated, warn
+from .._runtime import Io, count_exceeds, invalid, lzf_decompress, truncated, warn
 
 from ._readers cimport *
 from ._columns cimport RaggedColumns, ScalarColumns
@@ -151,7 +151,7 @@ cdef ZsetLegacy c_read_zset_legacy(object io, object buf, const unsigned char* _
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_legacy.entries")
     entries = []
     for entries_index in range(<Py_ssize_t>entries_count):
         entries_item = c_read_zset_entry(io, buf, _p, end, &pos, self, root)
@@ -170,7 +170,7 @@ cdef Py_ssize_t c_skip_zset_legacy(object io, object buf, const unsigned char* _
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 2:
-        raise invalid(io, pos, "zset:zset_legacy.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_legacy.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_zset_entry(io, buf, _p, end, pos, None, root)
@@ -342,7 +342,7 @@ cdef class Zset2:
         pos = self._lazy_entries if start is None else start
         entries_count = self.num_members.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
         for entries_index in range(<Py_ssize_t>entries_count):
             entries_item, pos = Zset2Entry._read(io, pos, self, root)
             yield entries_item
@@ -360,7 +360,7 @@ cdef class Zset2:
         pos = self._lazy_entries if start is None else start
         entries_count = self.num_members.value if count is None else count
         if entries_count < 0 or entries_count > (end - pos) // 9:
-            raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+            raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
         left = entries_count
         while left > 0:
             n = min(max(rows, 1), left)
@@ -395,7 +395,7 @@ cdef class Zset2:
             pos = self._lazy_entries
             entries_count = self.num_members.value
             if entries_count < 0 or entries_count > (end - pos) // 9:
-                raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+                raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
             cuts = []
             cut_at = pos - step
             for entries_index in range(<Py_ssize_t>entries_count):
@@ -427,7 +427,7 @@ cdef Zset2 c_read_zset_2(object io, object buf, const unsigned char* _p, Py_ssiz
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
-        raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_zset_2_entry(io, buf, _p, end, pos, None, root)
@@ -464,7 +464,7 @@ cdef Py_ssize_t c_skip_zset_2(object io, object buf, const unsigned char* _p, Py
     # entries: The members with their scores.
     entries_count = num_members.value
     if entries_count < 0 or entries_count > (end - pos) // 9:
-        raise invalid(io, pos, "zset:zset_2.entries", f'count {entries_count} exceeds the {end - pos} bytes that remain')
+        raise count_exceeds(io, pos, entries_count, end - pos, "zset:zset_2.entries")
     entries = None
     for entries_index in range(<Py_ssize_t>entries_count):
         pos = c_skip_zset_2_entry(io, buf, _p, end, pos, None, root)

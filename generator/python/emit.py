@@ -52,7 +52,7 @@ class TypeEmitter:
     # names the generated functions use for themselves: a field of that name gets a `_` suffix
     reserved = frozenset({"pos", "io", "buf", "end", "self", "cls", "root", "parent", "cols", "count", "start",
                           "step", "cuts", "cut_at", "len", "int",
-                          "str", "bytes", "range", "struct", "Io", "invalid", "truncated", "lzf_decompress"})
+                          "str", "bytes", "range", "struct", "Io", "invalid", "truncated", "count_exceeds", "lzf_decompress"})
     processes = {"rdb_lzf": "lzf_decompress"}  # a spec's `process` name: the runtime function
 
     def __init__(self, builder: Builder, t: TypeSpec, mode: str):
@@ -396,8 +396,7 @@ class TypeEmitter:
         else:
             limit = "end - pos" if each == 1 else f"(end - pos) // {each}"
         self.block(f"if {count} < 0 or {count} > {limit}:")
-        message = f"f'count {{{count}}} exceeds the {{end - pos}} bytes that remain'"
-        self.emit(f"raise invalid(io, pos, {self.path(a)}, {message})")
+        self.emit(f"raise count_exceeds(io, pos, {count}, end - pos, {self.path(a)})")
         self.end_block()
 
     def read_columns(self, a: Attribute, local: str) -> None:

@@ -79,6 +79,7 @@ from .common import (
     readable_twice,
     separator,
     target_of_args,
+    tls_of,
     type_name,
 )
 from .pipeline import register as register_pipeline
@@ -395,19 +396,19 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--include-deleted", action="store_true",
                       help="stream entries deleted but still stored (JSON Lines)")
     add_resp_options(dump)
-    dump.set_defaults(run=cmd_dump)
+    dump.set_defaults(run=cmd_dump, reads_once=True)
     add_cluster_option(dump)
     info = common("info", "header, AUX fields, counts, checksum")
     info.add_argument("--json", action="store_true", help="all of it as one JSON object (with --cluster: one a node)")
     add_cluster_option(info)
-    info.set_defaults(run=cmd_info)
+    info.set_defaults(run=cmd_info, reads_once=True)
     keys = common("keys", "one row per key: type, encoding, size in the file, elements")
     keys.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
     keys.add_argument("--top", type=positive_int, metavar="N",
                       help="only the N largest keys (by memory with --memory, else by size in the file)")
     add_memory_options(keys)
     add_cluster_option(keys)
-    keys.set_defaults(run=cmd_keys)
+    keys.set_defaults(run=cmd_keys, reads_once=True)
     prefixes = common("prefixes", "keys, elements and memory summed by key prefix, the most memory first")
     prefixes.add_argument("--separator", type=separator, default=b":", help="what splits a key into parts (default :)")
     prefixes.add_argument("--depth", type=positive_int, default=2, metavar="N",
@@ -415,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     prefixes.add_argument("--top", type=positive_int, metavar="N", help="only the N prefixes with the most memory")
     prefixes.add_argument("--csv", action="store_true", help="CSV with a header row instead of JSON Lines")
     add_memory_options(prefixes, always=True)
-    prefixes.set_defaults(run=cmd_prefixes)
+    prefixes.set_defaults(run=cmd_prefixes, reads_once=True)
     register_report(sub)
     rewrite = sub.add_parser("rewrite", help="write the dump again, whole or only some databases, keys, types",
                              description=REWRITE_DESCRIPTION)
@@ -469,7 +470,7 @@ def run_rewrite(args: argparse.Namespace) -> int:
             now = args.now if args.now is not None else int(time.time() * 1000)
             commands = rewrite.Commands(args.commands, command_file.read_commands(args.commands), now, args.as_version,
                                         args.stream_node_max_bytes, args.stream_node_max_entries)
-        with readable_twice(args.file, args.save) as path:
+        with readable_twice(args.file, args.save, tls_of(args)) as path:
             found = rewrite.rewrite(path, args.output, selection, converter, commands)
     except (ValueError, command_file.CommandFileError) as err:  # the output would replace the input; a bad command
         print(f"rdbspec rewrite: {err}", file=sys.stderr)
@@ -523,7 +524,7 @@ def _sources(args: argparse.Namespace) -> list[str]:
         return [args.file]
     from ..restore.cluster import servers_of
 
-    return servers_of(args.file)
+    return servers_of(args.file, tls_of(args))
 
 
 def run_dump_command(args: argparse.Namespace) -> int:

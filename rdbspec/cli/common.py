@@ -16,7 +16,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from .. import memory
 from ..errors import IntegrityError, RdbError, ServerError, as_internal, exit_code, internal_error_line
@@ -25,6 +25,9 @@ from ..read import dumpfile, location, parallel, source
 from ..read.values import TYPE_NAMES
 from ..server import versions
 from ..server.versions import Version
+
+if TYPE_CHECKING:  # the modules of live servers load ssl: only the commands that reach one import them
+    from ..net.connection import Tls
 
 
 class _AnyCaseNames(dict):
@@ -116,9 +119,27 @@ FILE_HELP = ("dump file, - for stdin, or a live server as redis://[user:password
 
 
 def add_file_arguments(parser: argparse.ArgumentParser) -> None:
-    """FILE, and --save for a FILE that is a live server."""
+    """FILE, and --save and the TLS options for a FILE that is a live server."""
     parser.add_argument("file", help=FILE_HELP)
     parser.add_argument("--save", metavar="FILE", help="with a redis:// FILE: keep the RDB the server sent in FILE")
+    add_tls_options(parser, "a rediss:// FILE")
+
+
+def add_tls_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """The options of `rediss://` servers (`tls_of`), as redis-cli names them."""
+    tls = parser.add_argument_group(f"TLS ({what})")
+    tls.add_argument("--cacert", metavar="FILE", help="the CA certificate that signs the server's")
+    tls.add_argument("--cert", metavar="FILE", help="a client certificate")
+    tls.add_argument("--key-file", metavar="FILE", help="the client certificate's private key")
+    tls.add_argument("--sni", metavar="NAME", help="the name the server's certificate holds (default: the host)")
+    tls.add_argument("--insecure", action="store_true", help="do not check the server's certificate")
+
+
+def tls_of(args: argparse.Namespace) -> Tls:
+    """What `add_tls_options` asks for."""
+    from ..net.connection import Tls  # loaded by the commands that reach a server only (ssl)
+
+    return Tls(args.cacert, args.cert, args.key_file, args.sni, args.insecure)
 
 
 def add_cluster_option(parser: argparse.ArgumentParser) -> None:
@@ -130,51 +151,51 @@ def add_cluster_option(parser: argparse.ArgumentParser) -> None:
 
 def open_dump(args: argparse.Namespace, parsers: str | None = None, path: str | None = None) -> dumpfile.Dump:
     """The dump at `path` (else FILE, `add_file_arguments`): a live server's RDB is kept in
-    --save's file, with a progress line on a terminal while it comes."""
+    --save's file, with a progress line on a terminal while it comes, and parsed as it arrives by
+    a command that reads each key once (`reads_once`: a key's value done with before the next)."""
     path = args.file if path is None else path
-    with receiving(path) as progress:
-        return dumpfile.open(path, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
-                             progress=progress)
+    if not location.is_server(path):
+        return dumpfile.open(path, verify_checksum=not args.no_verify_checksum, parsers=parsers)
+    return dumpfile.open(path, verify_checksum=not args.no_verify_checksum, parsers=parsers, save=args.save,
+                         progress=receiving(path), tls=tls_of(args), once=getattr(args, "reads_once", False))
 
 
 @contextlib.contextmanager
-def readable_twice(path: str, save: str | None = None) -> Iterator[str]:
+def readable_twice(path: str, save: str | None, tls: Tls) -> Iterator[str]:
     """A path that a command reading its dump more than once (rewrite, split, restore) may open
     again: a live server's RDB received first, into `save` or a temporary file removed at the end
     (the server is read once, and every read sees the same RDB); any other path as it is."""
     if not location.is_server(path):
         yield path
         return
+    from ..net.connection import Address
+
     with tempfile.TemporaryDirectory(prefix="rdbspec-") as directory:
         into = save if save is not None else os.path.join(directory, "server.rdb")
-        with receiving(path) as progress:
-            source.receive(path, into, progress)
+        source.receive(Address.parse(path, tls), into, receiving(path))
         yield into
 
 
-@contextlib.contextmanager
-def receiving(url: str) -> Iterator[Callable[[int, int | None], None] | None]:
+def receiving(url: str) -> Callable[[int, int | None], None] | None:
     """A progress line on stderr while a live server's RDB comes (None: stderr is no terminal),
-    cleared once it has come."""
+    cleared when its last byte has come (told as `got == length`)."""
     if not sys.stderr.isatty():
-        yield None
-        return
+        return None
     shown = location.shown(url)
     last = [0.0]
 
     def update(got: int, length: int | None) -> None:
         now = time.monotonic()
-        if now - last[0] > 0.5:
+        if got == length:
+            if last[0]:
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+        elif now - last[0] > 0.5:
             last[0] = now
             of = f" of {length}" if length is not None else ""
             sys.stderr.write(f"\r\x1b[Kreceived {got}{of} bytes from {shown}")
             sys.stderr.flush()
-    try:
-        yield update
-    finally:
-        if last[0]:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+    return update
 
 
 def key_filter(args: argparse.Namespace) -> Callable[[dumpfile.KeyRecord], bool] | None:

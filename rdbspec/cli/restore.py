@@ -14,7 +14,17 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
-from .common import Progress, error_line, key_pattern, os_error_text, positive_int, readable_twice, type_name
+from .common import (
+    Progress,
+    add_tls_options,
+    error_line,
+    key_pattern,
+    os_error_text,
+    positive_int,
+    readable_twice,
+    tls_of,
+    type_name,
+)
 
 if TYPE_CHECKING:
     from ..restore.restore import Restore
@@ -70,22 +80,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "server's proto-max-bulk-len)")
     p.add_argument("--now", type=int, metavar="MS", help="keys expired before this time (Unix ms) are skipped "
                                                           "(default: now)")
-    tls = p.add_argument_group("TLS (rediss://)")
-    tls.add_argument("--cacert", metavar="FILE", help="the CA certificate that signs the server's")
-    tls.add_argument("--cert", metavar="FILE", help="a client certificate")
-    tls.add_argument("--key-file", metavar="FILE", help="the client certificate's private key")
-    tls.add_argument("--sni", metavar="NAME", help="the name the server's certificate holds (default: the host)")
-    tls.add_argument("--insecure", action="store_true", help="do not check the server's certificate")
+    add_tls_options(p, "a rediss:// target, and rediss:// FILEs")
     p.set_defaults(standalone=run_restore)
 
 
 def run_restore(args: argparse.Namespace) -> int:
-    from ..net.connection import Address, Tls
+    from ..net.connection import Address
     from ..restore.restore import Existing, Options, Restore
     from ..rewrite import Selection
 
     try:
-        address = Address.parse(args.to, Tls(args.cacert, args.cert, args.key_file, args.sni, args.insecure))
+        tls = tls_of(args)
+        address = Address.parse(args.to, tls)
     except ValueError as err:
         print(f"rdbspec restore: {err}", file=sys.stderr)
         return EXIT_CODES["usage"]
@@ -98,7 +104,7 @@ def run_restore(args: argparse.Namespace) -> int:
     try:
         with Restore(address, options, progress.update) as run:
             for file in args.file:
-                with readable_twice(file) as path:
+                with readable_twice(file, None, tls) as path:
                     run.run(path)
     except (RdbError, OSError, ServerError, UnwritableError, WriteError) as err:
         progress.done()

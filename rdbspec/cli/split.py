@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
 from ..server.cluster import format_ranges, parse_ranges
-from .common import add_file_arguments, add_target_options, error_line, os_error_text, readable_twice, target_of_args
+from .common import (
+    add_file_arguments,
+    add_target_options,
+    error_line,
+    os_error_text,
+    readable_twice,
+    target_of_args,
+    tls_of,
+)
 
 if TYPE_CHECKING:
     from ..rewrite.split import Node
@@ -74,7 +82,7 @@ def run_split(args: argparse.Namespace) -> int:
     try:
         nodes = _nodes(args)
         converter = convert.Converter.for_target(target, args.allow_lossy) if target is not None else None
-        with readable_twice(args.file, args.save) as path:
+        with readable_twice(args.file, args.save, tls_of(args)) as path:
             found = split.split(path, args.output, nodes, args.db, converter)
     except ValueError as err:  # a bad URL or topology, databases that do not fit; an output would replace the input
         print(f"rdbspec split: {err}", file=sys.stderr)
@@ -104,7 +112,8 @@ def _nodes(args: argparse.Namespace) -> list[Node]:
 
     if args.slots is not None:
         return [Node(f"node-{n}.rdb", ranges) for n, ranges in enumerate(args.slots)]
-    with Connection(Address.parse(args.cluster), select=False) as connection:  # a cluster has database 0 only
+    # a cluster has database 0 only
+    with Connection(Address.parse(args.cluster, tls_of(args)), select=False) as connection:
         masters = sorted(Topology.of(connection).node_ranges(), key=lambda master: master[1][0])
     if not masters:
         raise ValueError(f"the cluster of {args.cluster} serves no slot")

@@ -24,7 +24,7 @@ is a `ConnectionError` naming the URL (exit 6); a wrong password the `ServerErro
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import IO
+from typing import Protocol
 
 from ..errors import ServerError, SyncRefusedError
 from .connection import Address, Connection, info_fields
@@ -39,13 +39,22 @@ REFUSALS = (b"NOMASTERLINK", b"LOADING", b"MASTERDOWN")  # PSYNC errors the repl
 Progress = Callable[[int, "int | None"], None]
 
 
-def take_rdb(address: Address, out: IO[bytes], progress: Progress | None = None,
-             timeout: float = REPLICA_TIMEOUT_S) -> int:
+class Writable(Protocol):
+    """Where the RDB's bytes go as they come: a file, or a reader parsing them as they arrive."""
+
+    def write(self, data: bytes | bytearray, /) -> object: ...
+
+
+def take_rdb(address: Address, out: Writable, progress: Progress | None = None,
+             timeout: float = REPLICA_TIMEOUT_S, announced: Callable[[int | None], None] | None = None) -> int:
     """Writes the RDB of the server at `address` into `out`, as a replica receives it, and closes
-    the link as soon as the RDB is read; returns its length."""
+    the link as soon as the RDB is read; returns its length. `announced` hears the length the
+    server announces before its bytes (None in the diskless form)."""
     with Connection(address, timeout, select=False) as connection:
         link = _Link(connection)
         length, mark = link.start()
+        if announced is not None:
+            announced(length)
         return link.copy(out, length, mark, progress)
 
 
@@ -125,7 +134,7 @@ class _Link:
             raise ConnectionError(None, closed, self.url)
         self.buffer += data
 
-    def copy(self, out: IO[bytes], length: int | None, mark: bytes | None, progress: Progress | None) -> int:
+    def copy(self, out: Writable, length: int | None, mark: bytes | None, progress: Progress | None) -> int:
         """The RDB's bytes into `out`: `length` of them, or up to the end `mark`."""
         got = 0
         tail = b""  # the diskless form's last bytes, held back until they are known not to be the mark
@@ -138,7 +147,10 @@ class _Link:
                 data = tail + piece
                 if data.endswith(mark):
                     out.write(data[:-EOF_MARK_BYTES])
-                    return got + len(data) - EOF_MARK_BYTES
+                    got += len(data) - EOF_MARK_BYTES
+                    if progress is not None:
+                        progress(got, got)  # the last byte: the length is known now
+                    return got
                 tail = data[-EOF_MARK_BYTES:]
                 piece = data[:-EOF_MARK_BYTES]
             out.write(piece)

@@ -11,9 +11,9 @@ from collections import deque
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from rdbspec_generated import Io, ParseError, RdbError, warning_sink
+from rdbspec_generated import Io, ParseError, RdbError, TruncatedError, warning_sink
 from rdbspec_generated.enums import RecordKind
 
 from ..errors import ChecksumError, IntegrityError, InternalError, RdbWarning
@@ -23,6 +23,9 @@ from .dragonfly import ENVELOPES
 from .elements import text
 from .source import Progress, Source, bytes_source, open_source
 from .streams import Stream
+
+if TYPE_CHECKING:  # the modules of live servers load ssl: only the commands that reach one import them
+    from ..net.connection import Tls
 
 # the record kinds this module reads by name (the spec's `rdb::record_kind`)
 SELECT_DB, RESIZE_DB, AUX = RecordKind.SELECT_DB, RecordKind.RESIZE_DB, RecordKind.AUX
@@ -283,8 +286,7 @@ class Dump:
         self._warned: set[RdbWarning] = set()
         # the generated parsers that read this dump: "python" or "native" (`parsers`, else the one in use)
         self.backend = parsers or backend.name()
-        rdb = backend.parser("rdb", self.backend).Rdb
-        self._rdb = self._guard(lambda: rdb._read(Io(source.buffer, 0, len(source.buffer)), 0, None, None)[0], 0)
+        self._rdb = self._read_header(backend.parser("rdb", self.backend).Rdb)
         self._records = self._rdb.iter_records()
         # Dragonfly's envelopes (compressed blobs, tagged chunks) give records read before the next
         self._expander = dragonfly.RecordExpander(self._rdb, self.backend)
@@ -307,6 +309,18 @@ class Dump:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _read_header(self, rdb: Any) -> Any:
+        """The generated root read at the file's start (its magic), again once more bytes have
+        come from a source that grows (`Source.more`) if they run out."""
+        source = self.source
+        while True:
+            end = source.size
+            try:
+                return self._guard(lambda: rdb._read(Io(source.buffer, 0, end), 0, None, None)[0], 0)  # noqa: B023
+            except TruncatedError:
+                if not source.more(0, end):
+                    raise
 
     def _guard(self, read: Callable[[], T], offset: int, record: bool = False) -> T:
         """Runs a read of the generated parser. Bad input raises an RdbError, which gets the key
@@ -331,12 +345,12 @@ class Dump:
         """The key of the key/value record at file offset `offset`, to name it in an error met
         further in that record; None if no key/value record starts there (value types are the
         opcodes below 200: spec rdb::record) or its key does not read either."""
-        buf = self.source.buffer
-        if offset >= len(buf) or buf[offset] >= 200:
+        buf, size = self.source.buffer, self.source.size
+        if offset >= size or buf[offset] >= 200:
             return None
         try:
             string = backend.parser("rdb_string", self.backend).RdbString
-            key, _ = string._read(Io(buf, 0, len(buf)), offset + 1, None, None)
+            key, _ = string._read(Io(buf, 0, size), offset + 1, None, None)
         except RdbError:
             return None
         return text(key)
@@ -374,12 +388,26 @@ class Dump:
         """The generated parser's next record, read at `start` (None after the last); moves
         `_offset` after it. Its errors are named with the key of the record (`_failed`)."""
         self.current = (start, None)
-        try:
-            record = next(self._records, None)
-        except Exception as err:  # noqa: BLE001 - told apart by `_failed`
-            self._failed(err, start, record=True)
+        while True:
+            try:
+                record = next(self._records, None)
+                break
+            except Exception as err:  # noqa: BLE001 - told apart by `_resumed`
+                self._resumed(err, start)
         self._offset = self._rdb._stream_pos
         return record
+
+    def _resumed(self, err: Exception, start: int) -> Iterator[Any]:
+        """The records from `start` on, read again once more bytes have come, after the record
+        there ran past the bytes at hand (a live server's RDB, read as it arrives: `Source.more`);
+        any other failed read raises what it ends in (`_failed`)."""
+        if not (isinstance(err, TruncatedError) and self.source.more(start, self._rdb._io.end)):
+            self._failed(err, start, record=True)
+        self._rdb._io.end = self.source.size
+        self._rdb._stream_pos = start
+        records: Iterator[Any] = self._rdb.iter_records()
+        self._records = records
+        return records
 
     def _expanding(self, record: Any, start: int, end: int) -> bool:
         """Whether `record` gives `_expanded` the records to read in its place: those of a
@@ -481,6 +509,9 @@ class Dump:
         records, rdb = self._records, self._rdb
         prefix_kinds = KEY_PREFIX_KINDS
         prefix_start: int | None = pending[0][1] if pending else self._offset  # where the next key's records start
+        # a source that grows is told of the keys passed: the one before the key yielded last
+        passed = self.source.passed if self.source.grows else None
+        held = 0  # where the key yielded last starts
         while True:
             fresh = False  # read here, not expanded yet
             if pending:
@@ -494,8 +525,9 @@ class Dump:
                 start = self._offset
                 try:
                     record = next(records, None)
-                except Exception as err:  # noqa: BLE001 - told apart by `_failed`
-                    self._failed(err, start, record=True)
+                except Exception as err:  # noqa: BLE001 - told apart by `_resumed`
+                    records = self._resumed(err, start)
+                    continue
                 end = self._offset = rdb._stream_pos
                 if record is None:
                     break
@@ -510,6 +542,9 @@ class Dump:
                 self.current = (start, key)
                 value_kind = body.value_kind
                 if kinds is None or value_kind in kinds:
+                    if passed is not None:
+                        passed(held)
+                        held = start
                     yield KeyRecord(db, key, record.opcode, value_kind, expire_at_ms, idle, freq, start, end - start,
                                     body, None, warn, None if prefix_start is None else start - prefix_start)
                 expire_at_ms = idle = freq = None
@@ -531,6 +566,8 @@ class Dump:
                 freq = record.body.lfu_freq
             elif kind == EOF:
                 self.end_offset = end
+                if self.source.grows:
+                    self._whole_from(start)
                 break
             elif kind == AUX and aux_done:
                 aux_done -= 1  # read at open already
@@ -539,6 +576,15 @@ class Dump:
             if kind not in prefix_kinds:  # the next key's own records start after this one, if nothing is pending
                 prefix_start = end if prefix_start == start else None
         self._finish()
+
+    def _whole_from(self, eof: int) -> None:
+        """Once all of a growing source has come: the CRC-64 it summed, and the records read
+        again from EOF (at `eof`) over all its bytes, so that the trailer after EOF is read."""
+        self._crc = self.source.whole()
+        self._rdb._io.end = self.source.size
+        self._rdb._stream_pos = eof
+        self._records = self._rdb.iter_records()
+        self._guard(lambda: next(self._records), eof)
 
     def _finish(self) -> None:
         """Reads the checksum trailer after EOF and verifies it; for a compressed dump, checks
@@ -579,6 +625,8 @@ class Dump:
         the end to know. A compressed dump's frame checksums were verified as it was decoded."""
         if self.source.compressed is not None:
             return True
+        if self.source.grows:  # its end has not come
+            return False
         buffer = self.source.buffer
         end = len(buffer) - CHECKSUM_BYTES
         if self.header.version < CHECKSUM_SINCE or end < 1 or buffer[end - 1] != EOF:
@@ -660,17 +708,22 @@ def snapshot_files(path: str | os.PathLike[str]) -> list[location.AnyPath]:
 
 def open(path: str | os.PathLike[str], verify_checksum: bool = True, whole_set: bool = True,  # noqa: A001
          parsers: str | None = None, save: str | os.PathLike[str] | None = None,
-         progress: Progress | None = None) -> Dump:
+         progress: Progress | None = None, tls: Tls | None = None, once: bool = False) -> Dump:
     """Opens a dump file (mapped, not read whole), stdin/a pipe with `-`, or a live server's
-    RDB (`redis://…`, taken as a replica takes it; `save` keeps a copy of it, `progress` hears
-    of its bytes as they come: `source.open_source`); a Dragonfly DFS
+    RDB (`redis://…`, `rediss://…` with `tls`' options; taken as a replica takes it; `save` keeps a
+    copy of it, `progress` hears of its bytes as they come; parsed as it arrives with `once`, when
+    each key's value is done with before the key after the next is asked: `source.open_source`); a Dragonfly DFS
     set (`<name>-summary.dfs`, one of its `<name>-NNNN.dfs` shard files, or their directory)
     opens as one dump of every shard, unless `whole_set` is false (one DFS file alone).
     `parsers` ("python", "native") picks the generated parsers (by default the backend in use):
     writing needs the Python ones, whose objects have writers."""
     if whole_set and dragonfly.is_dfs(path):
         return DfsDump(path, verify_checksum, parsers)
-    return Dump(open_source(path, save, progress), verify_checksum, parsers)
+    if once and location.is_server(os.fspath(path)):
+        from .arriving import open_arriving  # loaded by the commands that read a server only (ssl)
+
+        return Dump(open_arriving(os.fspath(path), save, progress, tls), verify_checksum, parsers)
+    return Dump(open_source(path, save, progress, tls), verify_checksum, parsers)
 
 
 def parse(data: bytes, verify_checksum: bool = True, parsers: str | None = None) -> Dump:

@@ -8,8 +8,9 @@ loader does the same (valkey src/rdb.c rdbLoad, rdbInitStreamReader): input that
 with the envelope's magic is a plain file, read as it is.
 
 A live server (`redis://…`, `rediss://…`) sends its RDB as it would to a replica
-(`rdbspec.net.replica`); the parsers read a whole buffer (a mapping), so the RDB is received
-into a temporary file (or the file `save` names) and mapped once it is complete.
+(`rdbspec.net.replica`): received here into a temporary file (or the file `save` names) and
+mapped once it is complete; a reader that is done with each key before the one after the next
+parses it as it arrives instead (`rdbspec.read.arriving`: a source that `grows`).
 """
 
 from __future__ import annotations
@@ -27,13 +28,16 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 from rdbspec_generated import Io, ParseError, TruncatedError
 from rdbspec_generated.enums import VcsCodec
 
 from ..errors import FrameChecksumError
 from . import backend, location
+
+if TYPE_CHECKING:  # the modules of live servers load ssl: only the commands that read one import them
+    from ..net.connection import Address, Tls
 
 Buffer = bytes | mmap.mmap  # what a source reads from: bytes given, or a file mapped
 
@@ -61,6 +65,26 @@ class Source:
         if isinstance(buffer, _Mapping) and hasattr(mmap, "MADV_DONTNEED"):
             _releaser.track(buffer, RELEASE_EVERY_S)
             self._stop_releasing = weakref.finalize(self, _releaser.untrack, buffer)
+
+    # whether bytes are still to come: `size` grows, `more` waits for them (`arriving.ArrivingSource`)
+    grows = False
+
+    @property
+    def size(self) -> int:
+        """The bytes there are to read."""
+        return len(self.buffer)
+
+    def more(self, start: int, end: int) -> bool:
+        """Whether more bytes came for the record at `start` that ran past `end` (never: all are here)."""
+        return False
+
+    def passed(self, offset: int) -> None:
+        """The reader is done with the bytes before `offset` (a source that grows gives them back)."""
+
+    def whole(self) -> tuple[int, int] | None:
+        """Of a source that grows, once its last byte has come: (the bytes before its last 8,
+        their CRC-64, summed as they came); None when all are here (summed when asked)."""
+        return None
 
     def release(self) -> None:
         """Drops the pages of a mapped file from this process: the kernel's page cache keeps
@@ -170,15 +194,15 @@ Progress = Callable[[int, "int | None"], None]
 
 
 def open_source(path: str | os.PathLike[str], save: str | os.PathLike[str] | None = None,
-                progress: Progress | None = None) -> Source:
+                progress: Progress | None = None, tls: Tls | None = None) -> Source:
     """Maps a regular file; spools a pipe, stdin (`-`), an object of a store (a URL:
-    `location`) or a live server's RDB to a temporary file as it is read, so memory never holds
-    the whole input. A compressed Valkey dump is unwrapped on the way (see the module doc).
-    Of a server, `save` names the file that keeps the RDB (instead of a temporary one) and
-    `progress` is told of its bytes as they come."""
+    `location`) or a live server's RDB (`redis://`, `rediss://` with `tls`' options) to a
+    temporary file as it is read, so memory never holds the whole input. A compressed Valkey dump
+    is unwrapped on the way (see the module doc). Of a server, `save` names the file that keeps
+    the RDB (instead of a temporary one) and `progress` is told of its bytes as they come."""
     name = os.fspath(path)
     if location.is_server(name):
-        return _from_server(name, save, progress)
+        return _from_server(name, save, progress, tls)
     if name == "-":
         return _spool(sys.stdin.buffer, "<stdin>")
     if location.is_url(name):
@@ -206,7 +230,7 @@ def _file(handle: IO[bytes], name: str) -> Source:
         handle.close()
         raise
     with handle:
-        return _unwrap(handle, probe, name)
+        return unwrap(handle, probe, name)
 
 
 def ranges_source(url: str, size: int, ranges: list[tuple[int, int]]) -> Source:
@@ -221,14 +245,14 @@ def bytes_source(data: bytes, name: str = "<bytes>") -> Source:
     if not data.startswith(VCS_MAGIC):
         return Source(data, name)
     stream = io.BytesIO(data)
-    return _unwrap(stream, _probe(stream), name)
+    return unwrap(stream, _probe(stream), name)
 
 
 def _spool(stream: Readable, name: str) -> Source:
     """`stream` read to its end into a temporary file, mapped (unwrapped first when compressed)."""
     probe = _probe(stream)
     if probe.startswith(VCS_MAGIC):
-        return _unwrap(stream, probe, name)
+        return unwrap(stream, probe, name)
     spool = tempfile.TemporaryFile(prefix="rdbspec-")
     try:
         spool.write(probe)
@@ -240,36 +264,36 @@ def _spool(stream: Readable, name: str) -> Source:
     return _map(spool, name)
 
 
-def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progress | None) -> Source:
+def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progress | None,
+                 tls: Tls | None) -> Source:
     """The RDB of the server `url` names, taken as a replica takes it, into `save` (`receive`) or
     an anonymous temporary file, then mapped (unwrapped first when compressed)."""
     from ..net.connection import Address  # loaded by the commands that read a server only (ssl)
     from ..net.replica import take_rdb
 
-    name = Address.parse(url).url
+    address = Address.parse(url, tls)
     if save is not None:
-        receive(url, save, progress)
-        return _file(open(save, "rb"), name)  # noqa: SIM115 - closed by Source.close
+        receive(address, save, progress)
+        return _file(open(save, "rb"), address.url)  # noqa: SIM115 - closed by Source.close
     spool = tempfile.TemporaryFile(prefix="rdbspec-")
     try:
-        take_rdb(Address.parse(url), spool, progress)
+        take_rdb(address, spool, progress)
         spool.flush()
         spool.seek(0)
     except BaseException:
         spool.close()
         raise
-    return _file(spool, name)
+    return _file(spool, address.url)
 
 
-def receive(url: str, into: str | os.PathLike[str], progress: Progress | None = None) -> None:
-    """The RDB of the live server `url` names, taken as a replica takes it, into the file `into`;
+def receive(address: Address, into: str | os.PathLike[str], progress: Progress | None = None) -> None:
+    """The RDB of the live server at `address`, taken as a replica takes it, into the file `into`;
     a transfer that does not complete removes it (no half dump under the user's name)."""
-    from ..net.connection import Address
     from ..net.replica import take_rdb
 
     with open(into, "wb") as out:
         try:
-            take_rdb(Address.parse(url), out, progress)
+            take_rdb(address, out, progress)
         except BaseException:
             out.close()
             os.unlink(into)
@@ -299,7 +323,7 @@ def _probe(stream: Readable) -> bytes:
     return got
 
 
-def _unwrap(stream: Readable, probe: bytes, name: str) -> Source:
+def unwrap(stream: Readable, probe: bytes, name: str) -> Source:
     """The RDB file inside a VCS envelope: `probe` (the input's first bytes, which hold the
     envelope) then the rest of `stream`, its frame decoded into a temporary file as it is read.
     The envelope is read by the parser generated from spec/vcs.ksy (its checks are the loader's:

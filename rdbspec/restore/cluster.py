@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ServerError
-from ..net.connection import Address, Connection
+from ..net.connection import Address, Connection, Tls
 from ..net.resp import ReplyError
 from ..server.cluster import CLUSTER_SLOTS, SlotRange, runs
 
@@ -86,11 +86,12 @@ class Topology:
             yield node, runs(slot for slot, owner in enumerate(self.owners) if owner == node)
 
 
-def servers_of(url: str) -> list[str]:
-    """The live servers whose RDBs hold the keyspace `url` names: the server itself, or, when it
-    is a cluster node (INFO cluster), every master of its cluster (CLUSTER SLOTS), in the order of
-    their addresses, each a URL with the same credentials (`Address.connect_url`)."""
-    address = Address.parse(url)
+def servers_of(url: str, tls: Tls | None = None) -> list[str]:
+    """The live servers whose RDBs hold the keyspace `url` names (a rediss:// one with `tls`'
+    options): the server itself, or, when it is a cluster node (INFO cluster), every master of its
+    cluster (CLUSTER SLOTS), in the order of their addresses, each a URL with the same credentials
+    (`Address.connect_url`)."""
+    address = Address.parse(url, tls)
     with Connection(address, select=False) as connection:
         if not connection.info().cluster:
             return [url]

@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, set[str]]] = [
 # writing side (`rdbspec.Writer`...), loaded when first asked for, so that every `import
 # rdbspec.<module>` does not load the writers.
 DEFERRED = {("rdbspec.read.source", "rdbspec.net.connection"), ("rdbspec.read.source", "rdbspec.net.replica"),
+            ("rdbspec.read.dumpfile", "rdbspec.read.arriving"), ("rdbspec.cli.common", "rdbspec.net.connection"),
             ("rdbspec.spark.options", "rdbspec.restore.cluster"), ("rdbspec.cli", "rdbspec.restore.cluster"),
             ("rdbspec.spark", "rdbspec.spark.launch"), ("rdbspec.spark", "rdbspec.spark.source"),
             ("rdbspec.cli.pipeline", "rdbspec.spark.launch"), ("rdbspec.cli.pipeline", "rdbspec.spark.report"),
