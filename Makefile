@@ -96,8 +96,10 @@ lint: $(STAMP)
 conformance: $(STAMP) $(NODE_STAMP)
 	$(PY) tests/conformance/run.py
 
+# Two processes, each taking whole test files (a file's servers and Spark session started once):
+# most tests wait on servers, Spark or subprocesses, so two overlap even on 2 cores.
 pytest: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test: setup check-generated lint conformance pytest test-asan
 
