@@ -495,6 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     gc.set_threshold(GC_YOUNGEST, 50, 1000)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if isinstance(getattr(args, "file", None), str) and location.is_cluster(args.file):
+        if not hasattr(args, "every_master"):
+            parser.error(f"a {args.file.split('://', 1)[0]}:// URL reads every master of a cluster: info, keys, dump "
+                         f"and restore do; {args.command} reads one server (redis://…)")
+        args.every_master = True
     if getattr(args, "save", None) is not None and not location.is_server(args.file):
         parser.error(f"--save keeps the RDB of a live server (redis://…), and {args.file} is not one")
     if getattr(args, "every_master", False) and not location.is_server(args.file):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
+from ..read import location
 from .common import (
     Progress,
     add_tls_options,
@@ -27,6 +29,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..net.connection import Tls
     from ..restore.restore import Restore
 
 SIZE = re.compile(r"(\d+)\s*(b|kb?|mb?|gb?)?", re.IGNORECASE)
@@ -103,7 +106,7 @@ def run_restore(args: argparse.Namespace) -> int:
     file = args.file[0]
     try:
         with Restore(address, options, progress.update) as run:
-            for file in args.file:
+            for file in _sources(args.file, tls):
                 with readable_twice(file, None, tls) as path:
                     run.run(path)
     except (RdbError, OSError, ServerError, UnwritableError, WriteError) as err:
@@ -119,6 +122,14 @@ def run_restore(args: argparse.Namespace) -> int:
     assert run is not None
     _print_summary(run)
     return EXIT_CODES["ok"]
+
+
+def _sources(files: list[str], tls: Tls) -> Iterator[str]:
+    """The dumps FILE... name: each, a `redis+cluster://` URL giving every master of its cluster."""
+    from ..restore.cluster import servers_of
+
+    for file in files:
+        yield from servers_of(file, tls) if location.is_cluster(file) else (file,)
 
 
 def _reached(run: Restore) -> str:

@@ -67,9 +67,10 @@ class Address:
 
     @classmethod
     def parse(cls, url: str, tls: Tls | None = None, environ: dict[str, str] | None = None) -> Address:
-        """`redis://…` or `rediss://…` (ValueError for anything else)."""
+        """`redis://…` or `rediss://…`, or either with `+cluster` (a node of a cluster: the
+        scheme says what to read of it, not how to reach it); ValueError for anything else."""
         parts = urlsplit(url)
-        if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+        if parts.scheme.removesuffix("+cluster") not in ("redis", "rediss") or not parts.hostname:
             raise ValueError(f"not a server URL (redis://[user:password@]host[:port][/db] or rediss://…): {url!r}")
         try:
             port = parts.port or DEFAULT_PORT
@@ -83,7 +84,7 @@ class Address:
             password = (os.environ if environ is None else environ).get("REDISCLI_AUTH")
         user = unquote(parts.username) if parts.username else None
         return cls(parts.hostname, port, int(path) if path else None, user, password,
-                   (tls or Tls()) if parts.scheme == "rediss" else None)
+                   (tls or Tls()) if parts.scheme.startswith("rediss") else None)
 
     def at(self, host: str, port: int) -> Address:
         """Another node of the same cluster: the same credentials and TLS, no database."""

@@ -108,13 +108,21 @@ def is_url(path: str | os.PathLike[str]) -> bool:
     return found is not None and found["scheme"].lower() in SCHEMES
 
 
-SERVER_SCHEMES = ("redis", "rediss")  # a live server, read as a replica (rdbspec.net.replica)
+# a live server, read as a replica (rdbspec.net.replica); `+cluster`: every master of its cluster
+SERVER_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
+CLUSTER_SUFFIX = "+cluster"
 
 
 def is_server(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` is a live server's URL (`redis://…`, `rediss://…`)."""
+    """Whether `path` is a live server's URL (`redis://…`, `rediss://…`, `redis+cluster://…`)."""
     found = _URL.match(path) if isinstance(path, str) else None
     return found is not None and found["scheme"].lower() in SERVER_SCHEMES
+
+
+def is_cluster(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` names a cluster by one of its nodes (`redis+cluster://…`, `rediss+cluster://…`):
+    its every master is read, as `--cluster` asks."""
+    return is_server(path) and str(path).split("://", 1)[0].lower().endswith(CLUSTER_SUFFIX)
 
 
 def shown(path: str) -> str:

@@ -309,3 +309,14 @@ def test_a_cluster_read_master_by_master(tmp_path: Path) -> None:
         assert sorted(line.split(": ", 1)[0] for line in info.stdout.splitlines() if not line.startswith(" ")) == \
             sorted(f"redis://127.0.0.1:{node.port}" for node in cluster.nodes)
         assert all(no_replica_left(node) for node in cluster.nodes)
+        cluster_url = cluster.seed.replace("redis://", "redis+cluster://")
+        assert rdbspec("keys", cluster_url).stdout == keys.stdout
+        refused = rdbspec("prefixes", cluster_url)
+        assert refused.returncode == EXIT_CODES["usage"]
+        assert "a redis+cluster:// URL reads every master of a cluster" in refused.stderr
+        with RedisServer(binary_for("valkey")) as target:
+            restored = rdbspec("restore", cluster_url, "--to", f"redis://127.0.0.1:{target.port}")
+            assert restored.returncode == 0, restored.stderr
+            with target.client() as client:
+                assert sorted(k.decode() for k in client.keys()) == sorted(f"key:{i}" for i in range(200))
+        assert all(no_replica_left(node) for node in cluster.nodes)

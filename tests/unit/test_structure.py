@@ -57,6 +57,7 @@ DEFERRED = {("rdbspec.read.source", "rdbspec.net.connection"), ("rdbspec.read.so
             ("rdbspec.cli.report", "rdbspec.report.html"),
             ("rdbspec.cli.restore", "rdbspec.net.connection"), ("rdbspec.cli.restore", "rdbspec.restore.restore"),
             ("rdbspec.cli.restore", "rdbspec.rewrite"),
+            ("rdbspec.cli.restore", "rdbspec.restore.cluster"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.commands"),
             ("rdbspec.cli.streams", "rdbspec.stream_commands.reply"),
             ("rdbspec.cli.resp", "rdbspec.restore.commands"), ("rdbspec.cli.resp", "rdbspec.net.resp"),
