@@ -51,8 +51,8 @@ class TypeEmitter:
 
     # names the generated functions use for themselves: a field of that name gets a `_` suffix
     reserved = frozenset({"pos", "io", "buf", "end", "self", "cls", "root", "parent", "cols", "count", "start",
-                          "step", "cuts", "cut_at", "len", "int",
-                          "str", "bytes", "range", "struct", "Io", "invalid", "truncated", "count_exceeds", "lzf_decompress"})
+                          "step", "cuts", "cut_at", "len", "int", "str", "bytes", "range", "struct", "Io",
+                          "invalid", "truncated", "count_exceeds", "lzf_decompress"})
     processes = {"rdb_lzf": "lzf_decompress"}  # a spec's `process` name: the runtime function
 
     def __init__(self, builder: Builder, t: TypeSpec, mode: str):
