@@ -46,15 +46,12 @@ class Writable(Protocol):
 
 
 def take_rdb(address: Address, out: Writable, progress: Progress | None = None,
-             timeout: float = REPLICA_TIMEOUT_S, announced: Callable[[int | None], None] | None = None) -> int:
+             timeout: float = REPLICA_TIMEOUT_S) -> int:
     """Writes the RDB of the server at `address` into `out`, as a replica receives it, and closes
-    the link as soon as the RDB is read; returns its length. `announced` hears the length the
-    server announces before its bytes (None in the diskless form)."""
+    the link as soon as the RDB is read; returns its length."""
     with Connection(address, timeout, select=False) as connection:
         link = _Link(connection)
         length, mark = link.start()
-        if announced is not None:
-            announced(length)
         return link.copy(out, length, mark, progress)
 
 

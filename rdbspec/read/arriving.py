@@ -2,15 +2,19 @@
 
 The server sends its RDB as it would to a replica (`rdbspec.net.replica.take_rdb`); a thread
 receives it into an anonymous mapping, each byte at its offset in the RDB, while the reader parses
-the bytes already there. The generated parsers read one contiguous buffer: the mapping is as long
-as the RDB (its announced length, or address space enough for any RDB in the diskless form, where
-the length is not known before the end), and only the pages written take memory.
+the bytes already there. The generated parsers read one contiguous buffer: the mapping is address
+space enough for any RDB (in the diskless form its length is not known before the end), reserved
+without memory (`MAP_NORESERVE`), and only the pages written take memory. It is a shared mapping:
+the kernel counts a private writable one against the data limit (RLIMIT_DATA, `ulimit -d`) however
+little of it is used, a shared one against the address space limit only (`ulimit -v`); where the
+address space is not to be had, the RDB is received into a temporary file instead.
 
 The reader asks for more when a record runs past the bytes at hand (`ArrivingSource.more`: the
 record is read again from its start once at least as many bytes again have come, so a record of
 any size is read a number of times that grows with the logarithm of its size), and tells which
 bytes it has passed (`ArrivingSource.passed`): their pages are given back to the system, so memory
-stays flat whatever the RDB's size. The reader must be done with a key's value when it passes it:
+stays flat whatever the RDB's size (`MADV_REMOVE`: a shared mapping's pages live in the kernel's
+shared memory, which only that frees). The reader must be done with a key's value when it passes it:
 `Dump.keys` passes a record once the key after the next is asked for (a consumer may hold the key it
 has and the one before). The receiving thread stays at most `AHEAD` bytes ahead of the reader
 unless the reader waits for them: a server does not buffer an RDB for a slow replica (the fork
@@ -38,7 +42,7 @@ from .source import PROBE_BYTES, VCS_MAGIC, Progress, Source, open_source, unwra
 
 # Python's mmap names MAP_NORESERVE from 3.13 only; this is Linux's <sys/mman.h> value
 MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
-RESERVE_DISKLESS = 1 << 40  # address space for an RDB of unknown length: taken only as pages are written
+RESERVED = 1 << 40  # address space for the RDB, whatever its length: taken only as pages are written
 AHEAD = 64 << 20  # bytes received beyond those the reader has passed before the receiving waits
 MORE_AT_LEAST = 1 << 16  # bytes a reader that ran out waits for, at least
 RELEASE_EVERY = 4 << 20  # passed bytes given back together (one madvise call)
@@ -53,17 +57,30 @@ def open_arriving(url: str, save: str | os.PathLike[str] | None = None, progress
     `source.open_source` receives it where an RDB cannot arrive into a mapping (not Linux (whose
     anonymous mappings reserve no memory), or a 32-bit build), and unwrapped from a
     compressed one once it has come whole."""
-    if not (sys.platform == "linux" and sys.maxsize > 1 << 32):
+    mapping = _reserve()
+    if mapping is None:
         return open_source(url, save, progress, tls)
     address = Address.parse(url, tls)
     keep = open(save, "wb") if save is not None else None  # noqa: SIM115 - closed by the receiving thread
-    arriving = ArrivingSource(address, keep, progress)
+    arriving = ArrivingSource(mapping, address, keep, progress)
     probe = arriving.buffer[:min(arriving.size, PROBE_BYTES)]
     if not probe.startswith(VCS_MAGIC):
         return arriving
     with contextlib.closing(arriving):
         arriving.whole()
         return unwrap(io.BytesIO(arriving.buffer[len(probe):arriving.size]), probe, address.url)
+
+
+def _reserve() -> mmap.mmap | None:
+    """`RESERVED` bytes of address space, shared and anonymous; None where it is not to be had
+    (not Linux, whose anonymous mappings reserve no memory with MAP_NORESERVE; a 32-bit build; a
+    limit on the address space)."""
+    if sys.platform != "linux" or sys.maxsize < RESERVED:
+        return None
+    try:
+        return mmap.mmap(-1, RESERVED, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | MAP_NORESERVE)
+    except OSError:
+        return None
 
 
 class ArrivingSource(Source):
@@ -73,12 +90,13 @@ class ArrivingSource(Source):
 
     grows = True
 
-    def __init__(self, address: Address, save: IO[bytes] | None = None, progress: Progress | None = None):
+    def __init__(self, mapping: mmap.mmap, address: Address, save: IO[bytes] | None = None,
+                 progress: Progress | None = None):
         self._address = address
         self._save = save
         self._progress = progress
         self._changed = threading.Condition()
-        self._mapping: mmap.mmap | None = None
+        self._mapping = mapping
         self._received = 0
         self._passed = 0  # the reader is done with the bytes before
         self._released = 0  # the pages before were given back
@@ -93,14 +111,13 @@ class ArrivingSource(Source):
         with self._changed:
             self._changed.wait_for(lambda: self._failed() or self._complete or self._received >= OPENED_WITH)
             self._raise_failure()
-        assert self._mapping is not None  # made once the length is announced, before any byte
-        super().__init__(self._mapping, address.url)
+        super().__init__(mapping, address.url)
 
     # -- the receiving thread ----------------------------------------------------------------
 
     def _receive(self) -> None:
         try:
-            take_rdb(self._address, self, self._progress, announced=self._map)
+            take_rdb(self._address, self, self._progress)
             save = self._save
             if save is not None:
                 save.flush()
@@ -116,13 +133,6 @@ class ArrivingSource(Source):
             self._complete = True
             self._changed.notify_all()
 
-    def _map(self, length: int | None) -> None:
-        size = max(length, 1) if length is not None else RESERVE_DISKLESS
-        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
-        with self._changed:
-            self._mapping = mmap.mmap(-1, size, flags=flags)
-            self._changed.notify_all()
-
     def write(self, data: bytes | bytearray) -> int:
         """Bytes of the RDB, after those received before (`take_rdb` calls this)."""
         save = self._save
@@ -132,8 +142,9 @@ class ArrivingSource(Source):
             self._changed.wait_for(lambda: self._closed or self._wanted or self._received - self._passed < AHEAD)
             if self._closed:
                 raise ConnectionAbortedError(None, "the reader stopped", self._address.url)
-            assert self._mapping is not None
             start, end = self._received, self._received + len(data)
+            if end > RESERVED:
+                raise ConnectionAbortedError(None, f"an RDB over {RESERVED} bytes", self._address.url)
             self._mapping[start:end] = data
             summed_to = end - TRAILER_BYTES
             if summed_to > self._summed:
@@ -180,11 +191,10 @@ class ArrivingSource(Source):
             self._passed = max(self._passed, offset)
             return
         with self._changed:
-            assert self._mapping is not None
             self._passed = max(self._passed, offset)
             until = min(self._passed, self._summed) // mmap.PAGESIZE * mmap.PAGESIZE
             if until > self._released:
-                self._mapping.madvise(mmap.MADV_DONTNEED, self._released, until - self._released)
+                self._mapping.madvise(mmap.MADV_REMOVE, self._released, until - self._released)
                 self._released = until
             self._changed.notify_all()
 

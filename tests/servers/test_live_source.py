@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -194,6 +195,27 @@ def test_a_command_that_reads_once_needs_no_temporary_file(redis_server_factory,
     with rdbspec_open(url, once=True) as dump:
         assert [(r.db, r.key, r.type_name, r.count_elements()) for r in dump.keys()] == expected
         assert dump.checksum_status == "ok"
+    assert no_replica_left(server)
+
+
+@pytest.mark.parametrize("limit", ["RLIMIT_DATA", "RLIMIT_AS"])
+def test_a_limit_on_memory_reads_as_well(limit: str, redis_server_factory) -> None:
+    """Under a data limit (`ulimit -d`) the RDB still arrives into the mapping (a shared one: the
+    limit does not count it); under an address space limit (`ulimit -v`) that leaves no room for it,
+    it is received into a temporary file first: the same lines either way."""
+    server = redis_server_factory(binary_for("debian"), {"repl-diskless-sync": "yes", "repl-diskless-sync-delay": 0})
+    populate(server.client(), seed=13, scale=0.2)
+    url = f"redis://127.0.0.1:{server.port}"
+    unlimited = rdbspec("dump", url)
+    assert unlimited.returncode == 0, unlimited.stderr
+
+    def limited() -> None:
+        resource.setrlimit(getattr(resource, limit), (4 << 30, 4 << 30))
+
+    got = subprocess.run([sys.executable, "-m", "rdbspec", "dump", url], capture_output=True, text=True,
+                         timeout=300, preexec_fn=limited)
+    assert got.returncode == 0, got.stderr
+    assert in_any_order(got.stdout) == in_any_order(unlimited.stdout)
     assert no_replica_left(server)
 
 
