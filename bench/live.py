@@ -81,14 +81,14 @@ SERVER_CONFIG = {"repl-diskless-sync-delay": 0}  # the fork starts as soon as a 
 LOAD_TIMEOUT = 120.0  # seconds the server may take to load a dump before it answers PING
 SHOWN = {LIVE_OURS: "python -m rdbspec dump redis://127.0.0.1:PORT > /dev/null",
          LIVE_TWO_STEP: "redis-cli -h 127.0.0.1 -p PORT --rdb F && python -m rdbspec dump F > /dev/null; rm F"}
-UNCAPPED = ("run without --max-memory: for an RDB of unknown length it maps 1 TiB of address space "
-            "(MAP_NORESERVE), which RLIMIT_DATA counts")
 
 
 def live_read(backend: str, port: int, sync: str) -> Contender:
     """`rdbspec dump redis://127.0.0.1:PORT` to /dev/null."""
     return Contender(live_name(LIVE_OURS, sync), SHOWN[LIVE_OURS],
                      lambda ds: [sys.executable, "-m", "rdbspec", "dump", f"redis://{HOST}:{port}"],
+                     # not under --max-memory: for an RDB of unknown length it maps 1 TiB (MAP_NORESERVE),
+                     # which RLIMIT_DATA counts
                      backend=backend, discard_stdout=True, memory_capped=False, group="live")
 
 
@@ -323,7 +323,8 @@ def section(got: LiveRun) -> list[str]:
             f"{LIVE_FACTOR:g}: **bold** ✗). Peak RSS · median wall: GNU time's maximum resident set, that of the "
             "largest single process; Σ = the sampled peak (every 0.1 s) of the RSS summed over the process "
             f"tree, shown when larger; rdbspec's over {RSS_TARGET_MB} MB: **bold** ✗. The server's memory is not "
-            f"counted. rdbspec's live read is {UNCAPPED}. Output: the lines of one more, untimed "
+            "counted. rdbspec's live read runs without --max-memory: for an RDB of unknown length it maps 1 TiB of "
+            "address space (MAP_NORESERVE), which RLIMIT_DATA counts. Output: the lines of one more, untimed "
             "`rdbspec dump redis://…` against those of `rdbspec dump` of the file the server SAVEs before the "
             "runs, as multisets of lines; a difference marks rdbspec's result wrong, out of the targets.", ""]
     out += table(got)
