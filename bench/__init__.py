@@ -16,7 +16,10 @@ bench/mix_content.py), `rdbspec dump` against librdb's and HDT3213/rdb's JSON ex
 RSS of each rdbspec command, then the restore into a live server (bench/restore.py, issue 30):
 `rdbspec restore` against librdb's `rdb-cli ... redis` (plain commands and -r) and, when `rdbspec dump`
 has --format resp, its output through `redis-cli --pipe`, each dump of the mix into a local Redis 7.0,
-the server's keys checked after every run. Before that, the Spark workers' memory (bench/spark_memory.py, issue
+the server's keys checked after every run, and the read of a live server (bench/live.py, issue 31):
+`rdbspec dump redis://…` against `redis-cli --rdb F` then `rdbspec dump F`, each dump of the mix and the
+stream dump served by a local Redis 7.0, under diskless and disk sync, its output checked against the
+server's SAVE. Before that, the Spark workers' memory (bench/spark_memory.py, issue
 26): the peak RSS of each of Spark's Python workers in a `keys` read of the mix's big hash and a
 `stream_entries` read of a stream of 10M entries, and the reader's warm rows/s against the floor
 source's. After it, the cold start (bench/cold_start.py, issue 29): the pipeline's first query on
@@ -35,6 +38,8 @@ bench/results/latest.md.
                                      # its section merged into bench/results/latest.md
     python -m bench --restore-only   # the restore into a live server only (also: --only restore; --file
                                      # picks files of the mix), its section and target rows merged likewise
+    python -m bench --live-only      # the read of a live server only (also: --only live; --file picks
+                                     # its dumps), its section and target rows merged likewise
     python -m bench --spark-memory-only
                                      # the Spark workers' memory and the reader against the floor only
                                      # (also: --only spark-memory), merged into bench/results/latest.md

@@ -1,5 +1,5 @@
 """`python -m bench [--quick] [--large] [--only X] [--file F] [--runs N] [--timeout S] [--profile]
-[--memory-only | --no-memory] [--mix-only | --no-mix] [--restore-only | --no-restore]
+[--memory-only | --no-memory] [--mix-only | --no-mix] [--restore-only | --no-restore] [--live-only | --no-live]
 [--spark-memory-only | --no-spark-memory] [--cold-start-only | --no-cold-start]`
 (see bench/__init__.py)."""
 
@@ -10,12 +10,14 @@ import compileall
 import sys
 from pathlib import Path
 
-from . import cold_start, memory, mix, mix_content, restore, spark_memory
+from tests.support.binaries import debian_binary
+
+from . import cold_start, live, memory, mix, mix_content, restore, spark_memory
 from . import datasets as ds_mod
 from .contenders import contenders
-from .report import AFTER_MIX, AFTER_RESTORE, document, merge_rows, merge_section
+from .report import AFTER_LIVE, AFTER_MIX, AFTER_RESTORE, document, merge_rows, merge_section
 from .runner import Result, measure, warm_page_cache
-from .targets import restore_rows
+from .targets import live_rows, restore_rows
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ROOT = RESULTS_DIR.parent.parent
@@ -85,6 +87,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-restore", action="store_true",
                    help="leave the restore out (it runs after the content mix on a plain run, without --only or "
                         "--file; --only restore is --restore-only)")
+    p.add_argument("--live-only", action="store_true",
+                   help="only the read of a live server (bench/live.py: `rdbspec dump redis://…` against "
+                        "`redis-cli --rdb F` then `rdbspec dump F`, each dump of the content mix and the stream dump "
+                        "served by a local Redis 7.0, diskless and disk sync; --file picks the dumps), its section "
+                        "and its targets' rows merged into the report file, the other sections kept")
+    p.add_argument("--no-live", action="store_true",
+                   help="leave the read of a live server out (it runs after the restore on a plain run, without "
+                        "--only or --file; --only live is --live-only)")
     p.add_argument("--spark-memory-only", action="store_true",
                    help="only the Spark workers' memory (bench/spark_memory.py: the peak RSS of each Python worker "
                         "of a `keys` read of the mix's big hash and a `stream_entries` read of a 10M-entry stream, "
@@ -134,6 +144,16 @@ def restore_only(args: argparse.Namespace) -> bool:
 def wants_restore(args: argparse.Namespace) -> bool:
     """The restore also runs after the content mix on a plain run (no --only, --file or --no-restore)."""
     return not (args.no_restore or args.only or args.file)
+
+
+def live_only(args: argparse.Namespace) -> bool:
+    """--live-only, or --only live and no other --only."""
+    return args.live_only or bool(args.only) and all(o.lower() == "live" for o in args.only)
+
+
+def wants_live(args: argparse.Namespace) -> bool:
+    """The live read also runs after the restore on a plain run (no --only, --file or --no-live)."""
+    return not (args.no_live or args.only or args.file)
 
 
 def spark_memory_only(args: argparse.Namespace) -> bool:
@@ -198,6 +218,19 @@ def run_restore(args: argparse.Namespace, argv: list[str], memory_limit: int | N
     return got
 
 
+def run_live(args: argparse.Namespace, argv: list[str], memory_limit: int | None) -> live.LiveRun:
+    """The read of a live server on the content mix's dumps and the stream dump (built when missing)."""
+    names = args.file if live_only(args) else None
+    files, notes = mix_content.datasets(args.quick, args.rebuild, log, names=names)
+    binary = debian_binary()
+    stream = ds_mod.stream_dump_name(10, ds_mod.stream_size(args.quick)[0])
+    if binary is not None and (not names or any(n in stream for n in names)):
+        files.append(ds_mod.stream_dump(binary, 10, args.quick, args.rebuild, log))
+    got = live.run(files, args.runs, args.timeout, args.single_run_above, log, memory_limit, argv)
+    got.notes[:0] = notes
+    return got
+
+
 def write(text: str, output: Path) -> None:
     print(text)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -231,7 +264,14 @@ def main(argv: list[str] | None = None) -> int:
         section = restore.section(got)
         merge_into(args.output or RESULTS_DIR / "latest.md", restore.HEADING, section, AFTER_RESTORE,
                    document([], [], [], argv, args.runs, args.timeout, memory_limit, restore=section,
-                            restore_results=got.all_results), restore_rows(got.all_results))
+                            section_results=got.all_results), restore_rows(got.all_results))
+        return 0
+    if live_only(args):  # likewise
+        got_live = run_live(args, argv, memory_limit)
+        section = live.section(got_live)
+        merge_into(args.output or RESULTS_DIR / "latest.md", live.HEADING, section, AFTER_LIVE,
+                   document([], [], [], argv, args.runs, args.timeout, memory_limit, live=section,
+                            section_results=got_live.all_results), live_rows(got_live.all_results))
         return 0
     if spark_memory_only(args):
         section = run_spark_memory(args, argv, None)
@@ -275,10 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     cold_lines = run_cold_start(args, argv) if wants_cold_start(args) else None
     mix_lines = run_mix(args, argv, memory_limit) if wants_mix(args) else None
     restored = run_restore(args, argv, memory_limit) if wants_restore(args) else None
+    lived = run_live(args, argv, memory_limit) if wants_live(args) else None
     memory_lines = memory.section(*memory.run(log)) if wants_memory(args) else None
     write(document(results, files, notes, argv, args.runs, args.timeout, memory_limit, memory_lines, mix_lines,
                    spark_lines, cold_lines, restore.section(restored) if restored else None,
-                   restored.all_results if restored else None), args.output or RESULTS_DIR / "latest.md")
+                   live.section(lived) if lived else None,
+                   (restored.all_results if restored else []) + (lived.all_results if lived else [])),
+          args.output or RESULTS_DIR / "latest.md")
     return 0
 
 

@@ -65,6 +65,14 @@ def native_available() -> str | None:
     return None
 
 
+def section_backend() -> tuple[str, list[str]]:
+    """The backend the sections after the main table run rdbspec on, the one a user gets: native when it is
+    built, else python, with a note saying so."""
+    if native_available() is None:
+        return "native", []
+    return "python", ["native backend not built: rdbspec ran on the Python backend"]
+
+
 def spark_split_size(ds: Dataset, split: bool) -> int:
     if not split:
         return SPARK_UNSPLIT

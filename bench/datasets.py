@@ -400,12 +400,31 @@ def cached_dataset(binary: Path, version: int, entries: int, keys: int, name: st
     return Dataset(name, path, binary, version, entries, keys, large)
 
 
+def stream_dump_name(version: int, entries: int) -> str:
+    """The name of the stream dump of `entries` entries written by the server of RDB `version`: "rdb10-1000k"."""
+    return f"rdb{version}-{entries // 1000}k"
+
+
+def is_stream_dump(ds: Dataset) -> bool:
+    """Whether `ds` is one of the run's stream dumps (`stream_dump`), not a mix file or the large one."""
+    return not ds.large and ds.name == stream_dump_name(ds.rdb_version, ds.entries)
+
+
+def stream_size(quick: bool) -> tuple[int, int]:
+    """(stream entries, other keys) of the run's stream dumps."""
+    return (QUICK_ENTRIES, QUICK_KEYS) if quick else (FULL_ENTRIES, FULL_KEYS)
+
+
+def stream_dump(binary: Path, version: int, quick: bool, rebuild: bool = False, log: Progress = print) -> Dataset:
+    """The stream dump of the run's size (`quick` or not) written by `binary`, built when missing or `rebuild`."""
+    entries, keys = stream_size(quick)
+    return cached_dataset(binary, version, entries, keys, stream_dump_name(version, entries), rebuild, log)
+
+
 def datasets(quick: bool, rebuild: bool = False, log: Progress = print, large: bool = False) -> list[Dataset]:
     """The cached dumps for this size, built when missing (or when `rebuild`); with `large`, also
     the ~1 GB one (Debian's server only, RDB 10)."""
-    entries, keys = (QUICK_ENTRIES, QUICK_KEYS) if quick else (FULL_ENTRIES, FULL_KEYS)
-    out = [cached_dataset(binary, version, entries, keys, f"rdb{version}-{entries // 1000}k", rebuild, log)
-           for binary, version in servers()]
+    out = [stream_dump(binary, version, quick, rebuild, log) for binary, version in servers()]
     if large:
         debian = debian_binary()
         if debian is None:

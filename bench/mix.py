@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .contenders import dump_contender, dump_help, native_available, rdbspec_argv
+from .contenders import dump_contender, dump_help, rdbspec_argv, section_backend
 from .datasets import Dataset, read_build_info
 from .mix_content import MIX_FIELDS
 from .peers import PEERS, peer_contenders
@@ -90,10 +90,7 @@ def command_contenders(backend: str, workdir: Path) -> list[Contender]:
 def run(files: list[Dataset], runs: int, timeout: float, single_run_above: float, log: Log,
         memory_limit: int | None = None, argv: list[str] | None = None) -> MixRun:
     """Every contender of the mix on every file (a file at a time, its pages read first)."""
-    notes: list[str] = []
-    backend = "native" if native_available() is None else "python"
-    if backend == "python":
-        notes.append("native backend not built: rdbspec ran on the Python backend")
+    backend, notes = section_backend()
     why, help_text = dump_help()
     variants = dump_variants(help_text) if why is None else []
     if why is not None:
@@ -123,7 +120,7 @@ def run(files: list[Dataset], runs: int, timeout: float, single_run_above: float
 # -- the report ---------------------------------------------------------------------------------
 
 
-def _wall(r: Result | None) -> str:
+def wall_cell(r: Result | None) -> str:
     """Median and spread of a timed result, or what stopped it."""
     if r is None:
         return "—"
@@ -133,34 +130,28 @@ def _wall(r: Result | None) -> str:
     return f"{seconds(r.median)}{spread}{' †' if r.invalid else ''}"
 
 
-def _ratio(ours: Result | None, theirs: Result | None) -> str:
+def ratio_cell(ours: Result | None, theirs: Result | None) -> str:
     if ours is None or theirs is None or not ours.valid or not theirs.valid or not ours.median or not theirs.median:
         return "—"
     return f"{ours.median / theirs.median:.2f}×"
 
 
-def _peak_kb(r: Result) -> int:
-    """The larger of the largest single process's peak RSS (GNU time) and the sampled peak of the RSS summed
-    over the process tree: what the worker processes of `dump --jobs N` add."""
-    return max(r.rss_kb, r.tree_kb)
-
-
 def _over(r: Result) -> bool:
-    return _peak_kb(r) / 1024 > RSS_TARGET_MB
+    return r.peak_kb / 1024 > RSS_TARGET_MB
 
 
 def _peak(r: Result) -> str:
-    return f"{mb(_peak_kb(r))} MB" if r.status == "ok" else r.status.upper()
+    return f"{mb(r.peak_kb)} MB" if r.status == "ok" else r.status.upper()
 
 
-def _rss(r: Result | None, target: bool) -> str:
+def rss_cell(r: Result | None, target: bool) -> str:
     """Peak RSS (the largest process's, and the tree's sum when larger) and the (median) wall of its runs;
     with `target`, over RSS_TARGET_MB in bold and marked ✗."""
     if r is None:
         return "—"
     if r.status != "ok":
         return _peak(r)
-    size = f"{mb(r.rss_kb)} MB" + (f" (Σ {mb(r.tree_kb)})" if _peak_kb(r) // 1024 > r.rss_kb // 1024 else "")
+    size = f"{mb(r.rss_kb)} MB" + (f" (Σ {mb(r.tree_kb)})" if r.peak_kb // 1024 > r.rss_kb // 1024 else "")
     return f"{f'**{size}** ✗' if target and _over(r) else size} · {seconds(r.median)}"
 
 
@@ -222,8 +213,8 @@ def wall_table(got: MixRun) -> list[str]:
         info = read_build_info(ds.path, MIX_FIELDS)
         cells = [f"`{ds.name}`", f"{ds.size / 1e6:,.1f}", f"{ds.keys + ds.streams:,}",
                  f"{info['elements']:,}" if info else "—"]
-        cells += [_wall(got.get(c, ds)) for c in got.dumps + got.peers]
-        cells += [_ratio(got.get(d, ds), got.get(p.name, ds)) for d, p in ratios]
+        cells += [wall_cell(got.get(c, ds)) for c in got.dumps + got.peers]
+        cells += [ratio_cell(got.get(d, ds), got.get(p.name, ds)) for d, p in ratios]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -234,8 +225,8 @@ def rss_table(got: MixRun) -> list[str]:
     head = ["file"] + ours + got.peers
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for ds in got.datasets:
-        cells = [f"`{ds.name}`"] + [_rss(got.get(c, ds), True) for c in ours]
-        cells += [_rss(got.get(c, ds), False) for c in got.peers]
+        cells = [f"`{ds.name}`"] + [rss_cell(got.get(c, ds), True) for c in ours]
+        cells += [rss_cell(got.get(c, ds), False) for c in got.peers]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -203,10 +203,12 @@ def rss_target(results: list[Result]) -> list[str]:
 
 
 RESTORE_HEADING = "## Restore into a live server"  # bench/restore.py's section
+LIVE_HEADING = "## Reading a live server"  # bench/live.py's section
 # The sections a whole report has after the content mix, in order: a mix section merged into a report
-# without one goes before the first of them.
-AFTER_MIX = (RESTORE_HEADING, "## Memory accuracy", "## Targets", "## Notes")
+# without one goes before the first of them (and so on for the restore's and the live read's).
+AFTER_MIX = (RESTORE_HEADING, LIVE_HEADING, "## Memory accuracy", "## Targets", "## Notes")
 AFTER_RESTORE = AFTER_MIX[1:]
+AFTER_LIVE = AFTER_MIX[2:]
 
 
 def merge_section(report: str, heading: str, section: list[str], before: tuple[str, ...] = AFTER_MIX) -> str:
@@ -247,13 +249,13 @@ def merge_rows(report: str, heading: str, rows: list[str]) -> str:
 def document(results: list[Result], datasets: list[Dataset], notes: list[str], argv: list[str],
              runs: int, timeout: float, memory_limit: int | None = None, memory: list[str] | None = None,
              mix: list[str] | None = None, spark_memory: list[str] | None = None,
-             cold_start: list[str] | None = None, restore: list[str] | None = None,
-             restore_results: list[Result] | None = None) -> str:
+             cold_start: list[str] | None = None, restore: list[str] | None = None, live: list[str] | None = None,
+             section_results: list[Result] | None = None) -> str:
     """The whole report; `memory` is the memory accuracy section (bench.memory.section), `mix` the
     content mix's (bench.mix.section), `spark_memory` the Spark workers' (bench.spark_memory.section),
-    `cold_start` the pipeline's first query's (bench.cold_start.section) and `restore` the restore into
-    a live server's (bench.restore.section, whose `restore_results` the Targets section judges too),
-    when they ran."""
+    `cold_start` the pipeline's first query's (bench.cold_start.section), `restore` the restore into
+    a live server's (bench.restore.section) and `live` the read of a live server's (bench.live.section),
+    when they ran; `section_results` are those two's results, which the Targets section judges too."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"# rdbspec benchmark ({when})", "", f"Command: `python -m bench {' '.join(argv)}`".rstrip(), "",
              "## Machine", ""]
@@ -325,9 +327,11 @@ def document(results: list[Result], datasets: list[Dataset], notes: list[str], a
         parts += [""] + mix
     if restore is not None:
         parts += [""] + restore
+    if live is not None:
+        parts += [""] + live
     if memory is not None:
         parts += [""] + memory
-    parts += targets_section(results + (restore_results or []), notes)
+    parts += targets_section(results + (section_results or []), notes)
     if notes:
         parts += ["## Notes", ""] + [f"* {n}" for n in notes] + [""]
     return "\n".join(parts)

@@ -30,7 +30,6 @@ import math
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -40,15 +39,14 @@ from pathlib import Path
 
 import redis
 
-from tests.support.binaries import DEBIAN_REDIS_SERVER, debian_binary
 from tests.support.servers import RedisServer, ServerError
 
-from .contenders import dump_help, native_available
-from .datasets import Dataset, read_build_info, server_version
+from .contenders import dump_help
+from .datasets import Dataset, read_build_info
 from .mix import option_help
 from .mix_content import MIX_FIELDS
 from .peers import PEERS_ENV, peers_dir
-from .report import RESTORE_HEADING, finished_stamp, mb, seconds, versions
+from .report import RESTORE_HEADING, mb, seconds
 from .runner import (
     REPO,
     Contender,
@@ -60,6 +58,7 @@ from .runner import (
     run_process,
     warm_page_cache,
 )
+from .server_run import HOST, ServerRun, begin, find_redis_cli, finish
 from .targets import (
     RESTORE_LIBRDB,
     RESTORE_LIBRDB_R,
@@ -75,7 +74,6 @@ from .targets import (
 
 Log = Callable[[str], None]
 HEADING = RESTORE_HEADING
-HOST = "127.0.0.1"  # the only address the bench's servers listen on
 
 
 @dataclass(frozen=True)
@@ -192,12 +190,6 @@ def restorers(backend: str, restore_why: str | None, dump_text: str, redis_cli: 
     return out, notes
 
 
-def find_redis_cli(server: Path) -> str | None:
-    """The redis-cli beside the server's binary, else the one on PATH."""
-    beside = server.parent / "redis-cli"
-    return str(beside) if os.access(beside, os.X_OK) else shutil.which("redis-cli")
-
-
 def timed_run(r: Restorer, flush: Callable[[float], None], held: Callable[[float], int], counts: KeyCount,
               port: int, memory_limit: int | None) -> Callable[[Dataset, float], Measurement]:
     """One run of `r` as runner.measure calls it: `flush` empties the server (untimed), then the process
@@ -254,46 +246,22 @@ def server_session(binary: Path) -> tuple[RedisServer, Callable[[float], None], 
 
 
 @dataclass
-class RestoreRun:
+class RestoreRun(ServerRun):
     """What one run of the restore section measured, and how."""
 
-    datasets: list[Dataset]
-    contenders: list[str]
-    results: dict[tuple[str, str], Result] = field(default_factory=dict)  # (contender, file) -> result
     expired: dict[str, int] = field(default_factory=dict)  # file -> its keys already expired when its runs began
-    notes: list[str] = field(default_factory=list)
-    shown: dict[str, str] = field(default_factory=dict)  # contender -> its command as shown
-    backend: str = "native"
-    server: str = ""  # "Redis 7.0.15 (/usr/bin/redis-server)"
-    rdbspec: str = ""  # its version and commit, as the report's Versions section gives them
-    runs: int = 3
-    timeout: float = 600.0
-    argv: list[str] = field(default_factory=list)
-    finished: str = ""
-
-    def get(self, contender: str, ds: Dataset) -> Result | None:
-        return self.results.get((contender, ds.name))
-
-    @property
-    def all_results(self) -> list[Result]:
-        return list(self.results.values())
 
 
 def run(files: list[Dataset], runs: int, timeout: float, single_run_above: float, log: Log,
         memory_limit: int | None = None, argv: list[str] | None = None) -> RestoreRun:
     """Every contender on every file, into a server of its own a file."""
-    backend = "native" if native_available() is None else "python"
-    got = RestoreRun([], [], backend=backend, runs=runs, timeout=timeout, argv=argv or [],
-                     rdbspec=versions()["rdbspec"])
-    if backend == "python":
-        got.notes.append("native backend not built: rdbspec ran on the Python backend")
-    binary = debian_binary()
+    got = RestoreRun([], [], runs=runs, timeout=timeout, argv=argv or [])
+    binary = begin(got, "restore")
     if binary is None:
-        got.notes.append(f"restore skipped: {DEBIAN_REDIS_SERVER} is not installed")
-        return _finish(got)
-    got.server = f"Redis {server_version(binary)} (`{binary}`)"
+        finish(got)
+        return got
     why, help_text = dump_help()
-    contenders, notes = restorers(backend, restore_help(), help_text if why is None else "",
+    contenders, notes = restorers(got.backend, restore_help(), help_text if why is None else "",
                                   find_redis_cli(binary), peers_dir())
     got.notes += notes
     got.contenders = [c.name for c in contenders]
@@ -323,11 +291,7 @@ def run(files: list[Dataset], runs: int, timeout: float, single_run_above: float
                 got.results[(r.name, ds.name)] = res
         finally:
             server.stop()
-    return _finish(got)
-
-
-def _finish(got: RestoreRun) -> RestoreRun:
-    got.finished = finished_stamp()
+    finish(got)
     return got
 
 
@@ -407,8 +371,7 @@ def target_lines(got: RestoreRun) -> list[str]:
 def section(got: RestoreRun) -> list[str]:
     """The report's restore section (Markdown lines)."""
     out = [HEADING, "",
-           f"Run by `python -m bench {' '.join(got.argv)}`".rstrip() + f", finished {got.finished}; the machine "
-           "and versions above may describe another run. Each dump of the content mix (its section above says "
+           f"{got.ran_by()} Each dump of the content mix (its section above says "
            f"what each holds) restored into {got.server or 'Redis 7.0'} started by the bench on 127.0.0.1 "
            "(tests/support/servers.py: no persistence), one server a dump, emptied by `FLUSHALL SYNC` before "
            f"every run (untimed). rdbspec {got.rdbspec} runs on the {got.backend} backend "

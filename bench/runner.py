@@ -91,6 +91,12 @@ class Result:
     def spread(self) -> float | None:
         return max(self.walls) - min(self.walls) if len(self.walls) > 1 else None
 
+    @property
+    def peak_kb(self) -> int:
+        """The larger of the largest single process's peak RSS (GNU time) and the sampled peak of the RSS
+        summed over the process tree: what worker processes (`dump --jobs N`) add."""
+        return max(self.rss_kb, self.tree_kb)
+
 
 class RunTimeoutError(Exception):
     pass
@@ -296,31 +302,20 @@ class OutputCheck:
     keys: bytes
 
 
-def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, str] | None = None,
-              memory_limit: int | None = None) -> dict[str, int | str]:
-    """Runs `check` on `ds`: {"entries", "keys", "bytes"} counted in what it wrote, and "sha256",
-    its digest (what tells two runs wrote the same bytes)."""
-    counts = {"entries": 0, "keys": 0, "bytes": 0}
-    digest = hashlib.sha256()
-    keep = max(len(check.entries), len(check.keys)) - 1  # a pattern cut by a chunk boundary
+def read_output(argv: list[str], timeout: float, each: Callable[[bytes], None], env: dict[str, str] | None = None,
+                memory_limit: int | None = None) -> None:
+    """Runs `argv` (untimed), handing what it writes to stdout to `each`, a chunk at a time; killed with its
+    process group after `timeout` seconds (RunTimeoutError), a non-zero exit raised as `_fail` says."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(check.argv(ds), stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                                cwd=REPO, env=_environment(env), start_new_session=True,
-                                preexec_fn=_limit_data(memory_limit))
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=REPO,
+                                env=_environment(env), start_new_session=True, preexec_fn=_limit_data(memory_limit))
         timer = threading.Timer(timeout, _kill_group, (proc.pid,))
         timer.start()
         try:
             assert proc.stdout is not None
-            tail = b""
             while chunk := proc.stdout.read(1 << 20):
-                counts["bytes"] += len(chunk)
-                digest.update(chunk)
-                window = tail + chunk
-                for name, pattern in (("entries", check.entries), ("keys", check.keys)):
-                    # from the first place a match can cross the boundary: those wholly in `tail` were counted
-                    counts[name] += window.count(pattern, max(0, len(tail) - len(pattern) + 1))
-                tail = window[-keep:] if keep else b""
+                each(chunk)
             proc.wait()
         finally:
             timer.cancel()
@@ -329,6 +324,28 @@ def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, st
         if proc.returncode != 0:
             err.seek(0)
             _fail(proc.returncode, err.read().decode(errors="replace"), time.perf_counter() - t0, memory_limit, 0)
+
+
+def run_check(check: OutputCheck, ds: Dataset, timeout: float, env: dict[str, str] | None = None,
+              memory_limit: int | None = None) -> dict[str, int | str]:
+    """Runs `check` on `ds`: {"entries", "keys", "bytes"} counted in what it wrote, and "sha256",
+    its digest (what tells two runs wrote the same bytes)."""
+    counts = {"entries": 0, "keys": 0, "bytes": 0}
+    digest = hashlib.sha256()
+    keep = max(len(check.entries), len(check.keys)) - 1  # a pattern cut by a chunk boundary
+    tail = b""
+
+    def count(chunk: bytes) -> None:
+        nonlocal tail
+        counts["bytes"] += len(chunk)
+        digest.update(chunk)
+        window = tail + chunk
+        for name, pattern in (("entries", check.entries), ("keys", check.keys)):
+            # from the first place a match can cross the boundary: those wholly in `tail` were counted
+            counts[name] += window.count(pattern, max(0, len(tail) - len(pattern) + 1))
+        tail = window[-keep:] if keep else b""
+
+    read_output(check.argv(ds), timeout, count, env, memory_limit)
     return {**counts, "sha256": digest.hexdigest()}
 
 

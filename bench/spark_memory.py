@@ -36,7 +36,7 @@ from . import mix_content
 from .contenders import (
     SPARK_FLOOR_1,
     labelled,
-    native_available,
+    section_backend,
     spark_available,
     spark_contenders,
     spark_floor_contenders,
@@ -186,9 +186,8 @@ def run(quick: bool, rebuild: bool, runs: int, timeout: float, single_run_above:
     if why is not None:
         got.notes.append(f"not run: {why}")
         return got
-    if native_available() is not None:
-        got.backend = "python"
-        got.notes.append("native backend not built: rdbspec ran on the Python backend")
+    got.backend, notes = section_backend()
+    got.notes += notes
     files, notes = read_files(quick, rebuild, log)
     got.notes += notes
     for table, ds in files:

@@ -1,8 +1,9 @@
 """The report's "Targets" section: each target of the compiled-backend issue (#14), issue 26's Spark
-reader against the floor source and issue 30's restore into a live server against librdb's, per rdbspec
-backend, with the measured ratio and whether it is met. Only valid results count (runner.Result.valid:
-ran to the end and counted every stream entry; a restore left the server holding the dump's keys); a
-target without one says "not measured"."""
+reader against the floor source, issue 30's restore into a live server against librdb's and issue 31's
+read of a live server against redis-cli then rdbspec, per rdbspec backend, with the measured ratio and
+whether it is met. Only valid results count (runner.Result.valid: ran to the end and counted every stream
+entry; a restore left the server holding the dump's keys; a live read wrote the lines of the server's
+SAVE); a target without one says "not measured"."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .contenders import (
     SPARK_SPLIT_S3,
     labelled,
 )
+from .datasets import is_stream_dump
 from .peers import PEERS
 from .runner import Result
 
@@ -39,6 +41,11 @@ SPARK_STORE_SHARE = 0.8  # warm stream_entries rows/s from S3 (moto on loopback)
 RESTORE_OURS = "rdbspec restore"
 RESTORE_LIBRDB, RESTORE_LIBRDB_R = "librdb redis", "librdb redis -r"
 RESTORE_RESP = "rdbspec dump --format resp → redis-cli --pipe"
+# Reading a live server (bench/live.py, issue 31): rdbspec reading the server's RDB as it arrives against
+# redis-cli taking it into a file that rdbspec then reads, each under both forms of the server's full sync
+LIVE_OURS, LIVE_TWO_STEP = "rdbspec dump redis://", "redis-cli --rdb F, then rdbspec dump F"
+LIVE_SYNCS = ("diskless", "disk")  # repl-diskless-sync yes (the RDB ends with a mark) and no ($<length> first)
+LIVE_FACTOR = 1.2  # rdbspec's wall within this many times the two steps'
 
 
 @dataclass
@@ -215,6 +222,60 @@ def rate_text(x: float) -> str:
     return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
+def live_name(contender: str, sync: str) -> str:
+    """A live-read contender's name under one sync form: "rdbspec dump redis:// (diskless)"."""
+    return f"{contender} ({sync})"
+
+
+def _live_pairs(results: list[Result], backend: str) -> Iterator[tuple[str, Result, Result | None]]:
+    """("file sync", rdbspec's result on `backend`, the two steps' or None) on the run's stream dump (not the
+    mix's files: the target is the issue's "the bench's big dump"), for each sync form."""
+    for sync in LIVE_SYNCS:
+        theirs = {r.dataset.name: r for r in results if r.contender == live_name(LIVE_TWO_STEP, sync)}
+        for r in results:
+            if r.contender == live_name(LIVE_OURS, sync) and r.backend == backend and is_stream_dump(r.dataset):
+                yield f"{r.dataset.name} {sync}", r, theirs.get(r.dataset.name)
+
+
+def _live_state(r: Result) -> str | None:
+    """Why a live read's result is not a figure (failed, its output not the server's keys), or None."""
+    if r.status != "ok":
+        return r.status
+    return "wrong (its output differs from the server's SAVE)" if r.invalid else None
+
+
+def live_time(results: list[Result], backend: str) -> list[Measured]:
+    """rdbspec reading the live server ÷ the two steps (wall medians), ≤ LIVE_FACTOR meets it; rdbspec failed
+    or wrong misses it, the two steps failed is shown, not judged."""
+    out = []
+    for label, a, b in _live_pairs(results, backend):
+        why_a, why_b = _live_state(a), None if b is None else _live_state(b)
+        if why_a is not None:
+            out.append(Measured(label, f"rdbspec {why_a}", False))
+        elif b is None or why_b is not None:
+            out.append(Measured(label, f"the two steps {why_b or 'did not run'}: not compared", None))
+        elif a.median and b.median:
+            ratio = a.median / b.median
+            out.append(Measured(label, f"{ratio:.2f}× ({a.median:.3g} s vs {b.median:.3g} s)", ratio <= LIVE_FACTOR))
+    return out
+
+
+def live_rss(results: list[Result], backend: str) -> list[Measured]:
+    """rdbspec's peak RSS reading the live server (the larger of its process's and its tree's)."""
+    out = []
+    for label, a, _ in _live_pairs(results, backend):
+        why = _live_state(a)
+        out.append(Measured(label, f"rdbspec {why}", False) if why is not None else
+                   Measured(label, f"{a.peak_kb / 1024:,.0f} MB", a.peak_kb / 1024 <= RSS_TARGET_MB))
+    return out
+
+
+LIVE_TIME_TARGET = (f"`rdbspec dump redis://…` within {LIVE_FACTOR:g}× of `redis-cli --rdb F` then `rdbspec dump F`, "
+                    "on the stream dump served by Redis 7.0, each sync form (rdbspec ÷ the two steps)")
+LIVE_RSS_TARGET = (f"`rdbspec dump redis://…` peak RSS ≤ {RSS_TARGET_MB} MB on the stream dump served by Redis 7.0, "
+                   "each sync form")
+
+
 RESTORE_TARGET = ("`rdbspec restore` keys/s ≥ librdb's (`rdb-cli … redis`, plain commands) on every mix dump, into "
                   "Redis 7.0 (rdbspec ÷ librdb, keys/s)")
 
@@ -250,6 +311,8 @@ def targets() -> list[Target]:
         Target("official Kaitai compiler's Python output: its wall ÷ rdbspec full decode (reported, no bound)",
                lambda rs, b: _ratio(rs, OFFICIAL, labelled(FULL_DECODE, b), "full decode", None)),
         Target(RESTORE_TARGET, restore_rate),
+        Target(LIVE_TIME_TARGET, live_time),
+        Target(LIVE_RSS_TARGET, live_rss),
     ]
     return out
 
@@ -279,6 +342,11 @@ def rows(results: list[Result], chosen: list[Target] | None = None) -> list[str]
 def restore_rows(results: list[Result]) -> list[str]:
     """The restore target's rows alone (what `python -m bench --restore-only` puts in the Targets section)."""
     return rows(results, [t for t in targets() if t.text == RESTORE_TARGET])
+
+
+def live_rows(results: list[Result]) -> list[str]:
+    """The live read's target rows alone (what `python -m bench --live-only` puts in the Targets section)."""
+    return rows(results, [t for t in targets() if t.text in (LIVE_TIME_TARGET, LIVE_RSS_TARGET)])
 
 
 def section(results: list[Result], notes: list[str]) -> list[str]:

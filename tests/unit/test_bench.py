@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench import cold_start
-from bench.__main__ import parse_args, restore_only, wants_restore
+from bench.__main__ import live_only, parse_args, restore_only, wants_live, wants_restore
 from bench.contenders import (
     DUMP_CLI,
     FULL_DECODE,
@@ -26,6 +26,8 @@ from bench.contenders import (
     rdbspec_contenders,
 )
 from bench.datasets import Dataset
+from bench.live import Lines, LineSum, LiveRun, live_read, two_steps
+from bench.live import section as live_section
 from bench.memory import Target, Tool, Truth, accuracy, rdbspec_key, run_tool
 from bench.memory import table as memory_table
 from bench.mix import MixRun, same_output
@@ -43,6 +45,9 @@ from bench.runner import (
     run_process,
 )
 from bench.targets import (
+    LIVE_OURS,
+    LIVE_TIME_TARGET,
+    LIVE_TWO_STEP,
     RESTORE_LIBRDB,
     RESTORE_LIBRDB_R,
     RESTORE_OURS,
@@ -51,6 +56,7 @@ from bench.targets import (
     SPARK_SPLIT_1,
     SPARK_SPLIT_2,
     TABLE_HEAD,
+    live_name,
 )
 from bench.targets import section as targets_section
 
@@ -400,3 +406,89 @@ def test_a_restore_only_run_puts_its_target_rows_in_the_reports_table() -> None:
     args = parse_args(["--only", "restore"])
     assert restore_only(args) and not wants_restore(args)
     assert wants_restore(parse_args([])) and not wants_restore(parse_args(["--no-restore"]))
+
+
+def test_the_live_reads_check_compares_lines_in_any_order_across_chunks() -> None:
+    def lines(*chunks: bytes) -> Lines:
+        total = LineSum()
+        for chunk in chunks:
+            total.feed(chunk)
+        return total.lines()
+
+    reference = lines(b'{"key":"a"}\n{"key":"b"}\n{"key":"c"}\n')
+    assert lines(b'{"key":"c"}\n{"ke', b'y":"a"}', b'\n{"key":"b"}\n') == reference  # another order, lines cut
+    assert lines(b'{"key":"b"}\n{"key":"c"}\n{"key":"a"}') == reference  # the last line without its newline
+    assert reference.differs(reference) is None
+    assert lines(b'{"key":"a"}\n{"key":"b"}\n{"key":"d"}\n').differs(reference) == "other lines (3, as many bytes)"
+    assert lines(b'{"key":"a"}\n{"key":"b"}\n').differs(reference) == "2 lines (22 bytes) against 3 (33 bytes)"
+    assert lines(b'{"key":"a"}\n{"key":"a"}\n{"key":"b"}\n').differs(reference) is not None  # a multiset
+
+
+def live_result(ds: Dataset, name: str, sync: str, wall: float, rss_mb: int, wrong: bool = False) -> Result:
+    got = Result(live_name(name, sync), ds, walls=[wall, wall + 0.1, wall + 0.2], rss_kb=rss_mb * 1024,
+                 group="live", backend="native")
+    invalidate(got, ["its output differs from `rdbspec dump` of the server's SAVE: 2 lines"] if wrong else [])
+    return got
+
+
+def test_the_live_section_gives_the_ratio_the_peak_rss_and_the_targets(tmp_path: Path) -> None:
+    stream, mix_file = tmp_path / "rdb10-1000k.rdb", tmp_path / "mix-big-list-200k.rdb"
+    stream.write_bytes(b"x" * 2_000_000)
+    mix_file.write_bytes(b"x" * 500_000)
+    big = Dataset("rdb10-1000k", stream, Path("/usr/bin/redis-server"), 10, 1_000_000, 200_000)
+    small = Dataset("big-list-200k", mix_file, Path("/usr/bin/redis-server"), 10, 0, 1, streams=0)
+    got = LiveRun([small, big], [LIVE_OURS, LIVE_TWO_STEP], backend="native",
+                  shown={LIVE_OURS: "ours", LIVE_TWO_STEP: "theirs"},
+                  checks={(big.name, "diskless"): "the SAVE's lines (200,001)", (big.name, "disk"): "**differs**: 2"})
+    for r in (live_result(big, LIVE_OURS, "diskless", 1.2, 90), live_result(big, LIVE_TWO_STEP, "diskless", 1.0, 40),
+              live_result(big, LIVE_OURS, "disk", 1.3, 320, wrong=True),
+              live_result(big, LIVE_TWO_STEP, "disk", 1.0, 40),
+              live_result(small, LIVE_OURS, "diskless", 0.5, 45),
+              live_result(small, LIVE_TWO_STEP, "diskless", 0.3, 36)):
+        got.results[(r.contender, r.dataset.name)] = r
+    lines = live_section(got)
+    rows = [line for line in lines if line.startswith("| `")]
+    assert rows == [
+        "| `big-list-200k` | 0.5 | diskless | 0.600 s (0.200 s) | 0.400 s (0.200 s) | **1.50×** ✗ | 45 MB · 0.600 s "
+        "| 36 MB · 0.400 s | — |",
+        "| `big-list-200k` | 0.5 | disk | — | — | — | — | — | — |",
+        "| `rdb10-1000k` (stream dump) | 2.0 | diskless | 1.300 s (0.200 s) | 1.100 s (0.200 s) | 1.18× "
+        "| 90 MB · 1.300 s | 40 MB · 1.100 s | the SAVE's lines (200,001) |",
+        "| `rdb10-1000k` (stream dump) | 2.0 | disk | 1.400 s (0.200 s) † | 1.100 s (0.200 s) | — "
+        "| **320 MB** ✗ · 1.400 s | 40 MB · 1.100 s | **differs**: 2 |",
+    ]
+    assert "(`rdb10-1000k`: one stream of 1,000,000 entries and 200,000 other keys, 2.0 MB)" in lines[2]
+    # the targets: on the stream dump only (the mix file's 1.5× is shown, not judged); a wrong output misses both
+    assert "* Target: " + LIVE_TIME_TARGET + ", native backend: **missed** (rdb10-1000k disk). rdb10-1000k " \
+           "diskless: 1.18× (1.3 s vs 1.1 s); rdb10-1000k disk: rdbspec wrong (its output differs from the " \
+           "server's SAVE)." in lines
+    assert any(line.endswith("native backend: **missed** (rdb10-1000k disk). rdb10-1000k diskless: 90 MB; "
+                             "rdb10-1000k disk: rdbspec wrong (its output differs from the server's SAVE).")
+               for line in lines)
+    assert row(targets_section(got.all_results, []), LIVE_TIME_TARGET.split(",")[0]).endswith(
+        "| **missed** (rdb10-1000k disk) |")
+    assert any(line.startswith(f"* {live_name(LIVE_OURS, 'disk')} on rdb10-1000k: ok (wrong output): its output "
+                               "differs") for line in lines)
+
+
+def test_the_live_reads_contenders_and_options(tmp_path: Path) -> None:
+    ours = live_read("native", 7, "disk")
+    assert ours.name == "rdbspec dump redis:// (disk)" and ours.env == {"RDBSPEC_BACKEND": "native"}
+    assert ours.argv is not None and ours.argv(dataset(tmp_path, 0, 0)) == [
+        sys.executable, "-m", "rdbspec", "dump", "redis://127.0.0.1:7"]
+    assert ours.discard_stdout and not ours.memory_capped  # its 1 TiB reservation would fail under RLIMIT_DATA
+    # a redis-cli that writes a file that is no dump: the shell fails as rdbspec dump does, and F is removed
+    cli = tmp_path / "redis-cli"
+    cli.write_text('#!/bin/sh\n[ "$1 $2 $3 $4 $5" = "-h 127.0.0.1 -p 7 --rdb" ] && printf REDIS0010 > "$6"\n')
+    cli.chmod(0o755)
+    taken = tmp_path / "taken dump.rdb"
+    theirs = two_steps("native", str(cli), 7, "diskless", taken)
+    assert theirs.name == f"{LIVE_TWO_STEP} (diskless)" and theirs.env == {"RDBSPEC_BACKEND": "native"}
+    assert theirs.argv is not None
+    with pytest.raises(RunFailedError, match="exit 3"):
+        run_process(theirs.argv(dataset(tmp_path, 0, 0)), 60, env=theirs.env, discard_stdout=True)
+    assert not taken.exists()
+    args = parse_args(["--only", "live"])
+    assert live_only(args) and not wants_live(args) and live_only(parse_args(["--live-only"]))
+    assert wants_live(parse_args([])) and not wants_live(parse_args(["--no-live"]))
+    assert not wants_live(parse_args(["--file", "rdb10"]))
