@@ -87,9 +87,7 @@ def live_read(backend: str, port: int, sync: str) -> Contender:
     """`rdbspec dump redis://127.0.0.1:PORT` to /dev/null."""
     return Contender(live_name(LIVE_OURS, sync), SHOWN[LIVE_OURS],
                      lambda ds: [sys.executable, "-m", "rdbspec", "dump", f"redis://{HOST}:{port}"],
-                     # not under --max-memory: for an RDB of unknown length it maps 1 TiB (MAP_NORESERVE),
-                     # which RLIMIT_DATA counts
-                     backend=backend, discard_stdout=True, memory_capped=False, group="live")
+                     backend=backend, discard_stdout=True, group="live")
 
 
 def two_steps(backend: str, redis_cli: str, port: int, sync: str, rdb: Path) -> Contender:
@@ -323,8 +321,7 @@ def section(got: LiveRun) -> list[str]:
             f"{LIVE_FACTOR:g}: **bold** ✗). Peak RSS · median wall: GNU time's maximum resident set, that of the "
             "largest single process; Σ = the sampled peak (every 0.1 s) of the RSS summed over the process "
             f"tree, shown when larger; rdbspec's over {RSS_TARGET_MB} MB: **bold** ✗. The server's memory is not "
-            "counted. rdbspec's live read runs without --max-memory: for an RDB of unknown length it maps 1 TiB of "
-            "address space (MAP_NORESERVE), which RLIMIT_DATA counts. Output: the lines of one more, untimed "
+            "counted. Output: the lines of one more, untimed "
             "`rdbspec dump redis://…` against those of `rdbspec dump` of the file the server SAVEs before the "
             "runs, as multisets of lines; a difference marks rdbspec's result wrong, out of the targets.", ""]
     out += table(got)
