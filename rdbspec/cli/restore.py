@@ -13,8 +13,8 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
-from .common import Progress, error_line, key_pattern, os_error_text, positive_int, readable_twice, type_name
+from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code, os_error_text
+from .common import Progress, error_line, key_pattern, positive_int, readable_twice, type_name
 
 if TYPE_CHECKING:
     from ..restore.restore import Restore

@@ -261,19 +261,17 @@ def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progre
     return _file(spool, name)
 
 
-def receive(url: str, into: str | os.PathLike[str], progress: Progress | None = None) -> None:
-    """The RDB of the live server `url` names, taken as a replica takes it, into the file `into`;
-    a transfer that does not complete removes it (no half dump under the user's name)."""
+def receive(url: str, into: str | os.PathLike[str], progress: Progress | None = None, durable: bool = True) -> None:
+    """The RDB of the live server `url` names, taken as a replica takes it, into the file `into`,
+    written beside it and renamed once whole (`rdbspec.write.atomic`; fsynced as a dump unless
+    not `durable`: a file removed at the end): a transfer that does not complete leaves `into` as
+    it was (no half dump under the user's name)."""
     from ..net.connection import Address
     from ..net.replica import take_rdb
+    from ..write.atomic import AtomicFile
 
-    with open(into, "wb") as out:
-        try:
-            take_rdb(Address.parse(url), out, progress)
-        except BaseException:
-            out.close()
-            os.unlink(into)
-            raise
+    with AtomicFile(into, durable) as out:
+        take_rdb(Address.parse(url), out.binary, progress)
 
 
 # -- Valkey's whole-file compression (rdbcompression lz4): spec/vcs.ksy --------------------------
