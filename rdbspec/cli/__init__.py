@@ -33,6 +33,7 @@ from functools import partial
 from typing import BinaryIO, TextIO
 
 from .. import memory
+from ..atomic import AtomicFile
 from ..errors import (
     EXIT_CODES,
     InternalError,
@@ -60,7 +61,6 @@ from ..read.streams import Stream
 from ..read.values import STREAM_KINDS
 from ..report.data import element_count
 from ..report.prefixes import PrefixTree
-from ..write.atomic import AtomicFile
 from .common import (
     TYPES,
     AnyCaseSubParsers,

@@ -23,11 +23,11 @@ from types import ModuleType
 from typing import IO, Any, TextIO
 
 from .. import errors
+from ..atomic import AtomicFile, remove_stale_in
 from ..errors import EXIT_CODES, RdbspecError, exit_code, os_error_text
 from ..read import dragonfly, location
 from ..server.versions import TARGETS
 from ..spark.options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
-from ..write.atomic import AtomicFile, remove_stale_in
 from .common import add_memory_options
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts

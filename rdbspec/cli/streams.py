@@ -10,8 +10,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from ..atomic import AtomicFile
 from ..errors import RdbError, ServerError, exit_code, print_warnings
-from ..write.atomic import AtomicFile
 from .common import AnyCaseSubParsers, add_file_arguments, error_line, open_dump, parse_version
 
 XREAD_WORDS = (b"count", b"streams")  # where XREAD's own syntax starts, in any case

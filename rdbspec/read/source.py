@@ -32,6 +32,7 @@ from typing import IO, Protocol
 from rdbspec_generated import Io, ParseError, TruncatedError
 from rdbspec_generated.enums import VcsCodec
 
+from ..atomic import AtomicFile
 from ..errors import FrameChecksumError
 from . import backend, location
 
@@ -263,12 +264,11 @@ def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progre
 
 def receive(url: str, into: str | os.PathLike[str], progress: Progress | None = None, durable: bool = True) -> None:
     """The RDB of the live server `url` names, taken as a replica takes it, into the file `into`,
-    written beside it and renamed once whole (`rdbspec.write.atomic`; fsynced as a dump unless
+    written beside it and renamed once whole (`rdbspec.atomic`; fsynced as a dump unless
     not `durable`: a file removed at the end): a transfer that does not complete leaves `into` as
     it was (no half dump under the user's name)."""
     from ..net.connection import Address
     from ..net.replica import take_rdb
-    from ..write.atomic import AtomicFile
 
     with AtomicFile(into, durable) as out:
         take_rdb(Address.parse(url), out.binary, progress)

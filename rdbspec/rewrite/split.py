@@ -33,7 +33,7 @@ each key in its slot's table whatever the order: rdbLoadRioWithLoadingCtx, dbAdd
 each slot's counts come before its first key, once: memory stays that of the 16,384 slots' counts
 whatever the number of keys, and the input is read once more, not once a node.
 
-Each file is written beside its destination (`rdbspec.write.atomic`), and the files are renamed
+Each file is written beside its destination (`rdbspec.atomic`), and the files are renamed
 only once all are whole: a failure leaves no file of the run (one renamed before a rename failed
 is removed), a kill the files of the previous run (but for one killed between the renames, a few
 system calls: each file whole, some of this run). What a killed run left in the directory is
@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import remove_stale_in
 from ..read import dumpfile, location
 from ..read.elements import text
 from ..server.cluster import UNOWNED, SlotRange, owners
-from ..write.atomic import remove_stale_in
 from ..write.convert import Converter
 from ..write.layouts import key_hash_slot
 from ..write.writer import Writer

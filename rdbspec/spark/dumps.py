@@ -1,7 +1,7 @@
 """`rdbspec pipeline --dumps`: each input written again as a dump of the keys the pipeline's
 filters select (`--db`, `--types`, `--key-pattern`: the rows of its `keys` table), one Spark task
 an input (issue 15). Plain Python, run by the tasks: `rdbspec.rewrite` writes each dump, to a
-temporary file renamed at the end (`rdbspec.write.atomic`), so a failed or killed task leaves no
+temporary file renamed at the end (`rdbspec.atomic`), so a failed or killed task leaves no
 dump, or the one an earlier run wrote.
 
 A Dragonfly snapshot set is one input (its summary and shard files make one Redis dump, for

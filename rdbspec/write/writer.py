@@ -30,7 +30,7 @@ a key with its own records before it), their values neither decoded nor written 
 that follow each other in the source are gathered and written in chunks of `COPY_CHUNK`.
 
 The file is written to a temporary file beside the destination, fsynced and renamed over it by
-`close()` (`rdbspec.write.atomic.AtomicFile`, as rdbSave saves a dump); a failure (an exception
+`close()` (`rdbspec.atomic.AtomicFile`, as rdbSave saves a dump); a failure (an exception
 in the `with` block, or `abort()`) leaves the destination as it was and removes the temporary
 one, and one a killed writer left is removed by the next writer of the destination.
 """
@@ -53,6 +53,7 @@ from rdbspec_generated import rdb as _rdb
 from rdbspec_generated._runtime import WriteInputs
 from rdbspec_generated.enums import ModuleOpcode, RecordKind, ValueType
 
+from ..atomic import AtomicFile
 from ..errors import UnwritableError
 from ..read.checksum import crc64_update
 from ..read.dumpfile import FunctionLibrary, KeyRecord
@@ -67,7 +68,6 @@ from ..read.values import (
 from ..server.streams import stream_type
 from ..server.templates import TEMPLATES_RDB, template_fields
 from ..server.versions import PATH_HASH_RDB, Target
-from .atomic import AtomicFile
 from .layouts import (
     LISTPACK_BLOB,
     Layouts,

@@ -1,15 +1,13 @@
-"""Every command that writes a file, killed while it writes or out of space (`rdbspec.write.atomic`):
+"""Every command that writes a file, killed while it writes or out of space (`rdbspec.atomic`):
 the output is the previous one or the new one whole, never a part; what a killed run left is
 removed by the next run of the same output, never a live writer's file; a full disk ends with one
 line naming the output, exit 6, the previous output as it was and no temporary file.
 
 The commands run as `python -m rdbspec` in a process of their own. Two kinds of kill, at seeded
 random points: SIGKILL after a delay within a run's length (anywhere: starting, reading, writing,
-between the last write and the rename), and the kernel's own kill at a byte of the output (the
-process may write N bytes, RLIMIT_FSIZE; the write past them gets SIGXFSZ, whose default action
-ends the process as SIGKILL does, no handler and no `finally` run). The full disk is the same
-limit with SIGXFSZ ignored (Python ignores it): write(2) fails with EFBIG, as it fails with ENOSPC
-on a full file system, which the tests cannot make without root."""
+between the last write and the rename), and the kernel's own kill at a byte of the output
+(`tests.support.file_limit`: the write past RLIMIT_FSIZE ends the process as SIGKILL does). The
+full disk is the same limit with the write failing (EFBIG, as ENOSPC fails it)."""
 
 from __future__ import annotations
 
@@ -25,28 +23,16 @@ from pathlib import Path
 import pytest
 
 import rdbspec
+from rdbspec.atomic import TEMP_MARK, TEMP_SUFFIX
 from rdbspec.errors import EXIT_CODES
 from rdbspec.read import parallel
-from rdbspec.write.atomic import TEMP_MARK, TEMP_SUFFIX
-
-# `python -c` this, then FSIZE, die|fail and rdbspec's arguments: the command under a limit on
-# the bytes a file may grow to; `die`: killed at the write past it, `fail`: that write fails
-LIMITED = """
-import resource, runpy, signal, sys
-limit, mode = int(sys.argv[1]), sys.argv[2]
-resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-if mode == "die":
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-sys.argv[:3] = ["rdbspec"]
-runpy.run_module("rdbspec", run_name="__main__", alter_sys=True)
-"""
+from tests.support.file_limit import limited
 
 # `python -c` this with an output path: a writer of it that says `ready` once its temporary file
 # holds a byte, then waits for its stdin to close and renames the file (`commit`)
 HOLDER = """
 import sys
-from rdbspec.write.atomic import AtomicFile
+from rdbspec.atomic import AtomicFile
 out = AtomicFile(sys.argv[1])
 out.binary.write(b"held")
 out.binary.flush()
@@ -82,7 +68,7 @@ COMMANDS = [
     Command("split", ("split", "{IN}", "-o", "{OUT}", "--db", "0", "--slots", "0-8000", "8001-16383"),
             ("split", "{IN}", "-o", "{OUT}", "--db", "0", "--slots", "0-4000", "4001-16383"), directory=True),
     Command("report", ("report", "{IN}", "-o", "{OUT}", "--now", "0", "--jobs", "1"),
-            ("report", "{IN}", "-o", "{OUT}", "--now", "0", "--jobs", "1", "--top", "500")),
+            ("report", "{IN}", "-o", "{OUT}", "--now", "0", "--jobs", "1", "--top", "100")),
     Command("dump", ("dump", "{IN}", "-o", "{OUT}", "--jobs", "1", "--db", "1"),
             ("dump", "{IN}", "-o", "{OUT}", "--jobs", "1")),
     Command("dump-resp", ("dump", "{IN}", "--format", "resp", "-o", "{OUT}", "--db", "1"),
@@ -92,23 +78,26 @@ COMMANDS = [
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A dump of 12,000 strings in database 0 and 2,000 hashes in database 1 (1.2 MB), values
+    """A dump of 6,000 strings in database 0 and 1,000 hashes in database 1 (0.6 MB), values
     that do not compress."""
     path = tmp_path_factory.mktemp("crash") / "in.rdb"
     rnd = random.Random(32)
     with rdbspec.Writer(path, 10) as out:
         out.select_db(0)
-        for i in range(12_000):
+        for i in range(6_000):
             out.string(b"user:%d" % i, rnd.randbytes(32).hex().encode())
         out.select_db(1)
-        for i in range(2_000):
+        for i in range(1_000):
             out.hash(b"h:%d" % i, {b"a": b"%d" % i, b"b": rnd.randbytes(40).hex().encode()})
     return path
 
 
-def start(args: list[str], limit: int | None = None, mode: str = "die") -> subprocess.Popen[bytes]:
-    prefix = ["-m", "rdbspec"] if limit is None else ["-c", LIMITED, str(limit), mode]
-    return subprocess.Popen([sys.executable, *prefix, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def start(args: list[str], limit: int | None = None, die: bool = True,
+          env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`rdbspec ARGS`, its files limited to `limit` bytes (`file_limit.limited`) when given."""
+    command = ["-m", "rdbspec", *args]
+    return subprocess.Popen([sys.executable, *command] if limit is None else limited(command, limit, die),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
 
 def finish(process: subprocess.Popen[bytes]) -> tuple[int, str]:
@@ -126,13 +115,14 @@ def outputs(output: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
-def test_a_killed_writer_leaves_the_previous_output_or_the_new_one(command: Command, source: Path,
-                                                                   tmp_path: Path) -> None:
+def test_killed_or_out_of_space_the_output_stays_whole(command: Command, source: Path, tmp_path: Path) -> None:
     """The previous output written whole; then the new one's run killed four times at seeded
     points (two by SIGKILL after a delay, two at a byte of the output); after each, the output is
     the previous one or the new one, whole (the new one's bytes are those of the run that ends
-    it all). A kill at a byte leaves the temporary file, that many bytes, beside the previous
-    output. The run after the kills writes the new output and removes what they left."""
+    the kills). A kill at a byte leaves the temporary file, that many bytes, beside the output as
+    it was. The run after the kills writes the new output and removes what they left. Then a run
+    whose write fails (EFBIG past RLIMIT_FSIZE, as ENOSPC would fail it): one line naming the
+    output and the system's words, exit 6, the output as it was, no temporary file."""
     rnd = random.Random(f"kill {command.name}")
     output = tmp_path / ("nodes" if command.directory else "out")
     began = time.monotonic()
@@ -140,7 +130,7 @@ def test_a_killed_writer_leaves_the_previous_output_or_the_new_one(command: Comm
     length = time.monotonic() - began  # where the SIGKILLs fall: within a run's length
     assert code == 0, err
     previous = outputs(output)
-    smallest = min(map(len, previous.values()))
+    smallest = min(map(len, previous.values()))  # the new output's files are bigger
     seen = []  # the output after each kill
     for kill in ("signal", "byte", "signal", "byte"):
         before = outputs(output)
@@ -151,7 +141,7 @@ def test_a_killed_writer_leaves_the_previous_output_or_the_new_one(command: Comm
             finish(process)
         else:
             limit = rnd.randrange(1, smallest)
-            code, err = finish(start(command.args(source, output, new=True), limit, "die"))
+            code, err = finish(start(command.args(source, output, new=True), limit))
             assert code == -signal.SIGXFSZ, err
             assert outputs(output) == before  # killed while writing: nothing renamed
             assert any(p.stat().st_size == limit for p in temporary_files(output.parent))
@@ -163,21 +153,12 @@ def test_a_killed_writer_leaves_the_previous_output_or_the_new_one(command: Comm
     assert new != previous
     assert all(state in (previous, new) for state in seen), [list(s) for s in seen]
 
-
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)
-def test_a_full_disk_names_the_output(command: Command, source: Path, tmp_path: Path) -> None:
-    """A write that fails (EFBIG past RLIMIT_FSIZE, as ENOSPC would): one line naming the output
-    and the system's words, exit 6, the previous output as it was, no temporary file."""
-    output = tmp_path / ("nodes" if command.directory else "out")
-    code, err = finish(start(command.args(source, output, new=False)))
-    assert code == 0, err
-    previous = outputs(output)
-    code, err = finish(start(command.args(source, output, new=True), 4096, "fail"))
+    code, err = finish(start(command.args(source, output, new=False), 4096, die=False))
     [line] = err.splitlines()
-    named = [output / name for name in previous] if command.directory else [output]
+    named = [output / name for name in new] if command.directory else [output]
     assert line in [f"rdbspec: {path}: File too large" for path in named], err
     assert code == EXIT_CODES["io"]
-    assert outputs(output) == previous
+    assert outputs(output) == new
     assert temporary_files(tmp_path) == []
 
 
@@ -186,10 +167,8 @@ def test_a_full_disk_names_the_output_the_workers_output_is_copied_to(source: Pa
     that fails names the output too. The limit is above a range's spool (100 kB of the dump in
     each, `parallel.ENV_SPLIT_SIZE`) and below the output."""
     output = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-c", LIMITED, str(1 << 20), "fail", "dump", str(source), "--jobs", "2",
-                                "-o", str(output)], stderr=subprocess.PIPE,
-                               env={**os.environ, parallel.ENV_SPLIT_SIZE: "100000"})
-    code, err = finish(process)
+    code, err = finish(start(["dump", str(source), "--jobs", "2", "-o", str(output)], 1 << 20, die=False,
+                             env={**os.environ, parallel.ENV_SPLIT_SIZE: "100000"}))
     assert (code, err) == (EXIT_CODES["io"], f"rdbspec: {output}: File too large\n")
     assert list(tmp_path.iterdir()) == []
 
