@@ -5,6 +5,10 @@ rdbSave: temp-<pid>.rdb, fflush and fsync, rename, then fsyncFileDir). Whatever 
 command (an error, Ctrl-C, a SIGKILL, a full disk) leaves the previous file under the name, or
 none; a failure the process sees removes the temporary file.
 
+An output that exists and is no regular file (/dev/null, /dev/stdout, a pipe) is written in
+place, as `open()` writes it: nothing can be renamed over it. One that is a symbolic link is
+written through it, the link kept, as `open()` writes through it.
+
 The temporary file is `.NAME.rdbspec-XXXXXXXX.tmp` in NAME's directory, and its writer holds a
 lock on it (fcntl's POSIX record lock: the kernel lets go of it when the process dies, however it
 dies, and a process it forks does not inherit it) until it is renamed or removed. What a killed
@@ -26,6 +30,7 @@ import fcntl
 import io
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +52,7 @@ BUFFER_SIZE = 1 << 18  # bytes gathered before a write(2)
 _writing: set[tuple[int, int]] = set()
 
 
-def created_file_mode() -> int:
+def _created_file_mode() -> int:
     """The mode `open()` gives a new file: 0666 less the process's umask (which only setting it
     reads back: it is set back at once)."""
     mask = os.umask(0o077)
@@ -55,7 +60,7 @@ def created_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def naming(err: OSError, path: str | os.PathLike[str]) -> OSError:
+def _naming(err: OSError, path: str | os.PathLike[str]) -> OSError:
     """`err`, naming `path` (the output it happened writing) as the file it is about."""
     err.filename = os.fspath(path)
     err.filename2 = None
@@ -73,7 +78,7 @@ class _OutputFile(io.FileIO):
         try:
             return super().write(data)
         except OSError as err:
-            raise naming(err, self.name) from None
+            raise _naming(err, self.name) from None
 
 
 class AtomicFile:
@@ -86,8 +91,17 @@ class AtomicFile:
     def __init__(self, path: str | os.PathLike[str], durable: bool = False):
         self.path = os.fspath(path)
         self.durable = durable
-        remove_stale(self.path)
-        self.temp, fd = _create_locked(self.path)
+        self._in_place = _special(self.path)
+        if self._in_place:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
+            except OSError as err:
+                raise _naming(err, self.path) from None
+            self._temp = self._target = self.path
+        else:
+            self._target = os.path.realpath(self.path)  # through a symbolic link
+            remove_stale(self._target)
+            self._temp, fd = _create_locked(self._target, self.path)
         self._identity = _identity(os.fstat(fd))
         _writing.add(self._identity)
         self._raw = _OutputFile(fd, self.path)
@@ -121,12 +135,15 @@ class AtomicFile:
             if self._text is not None:
                 self._text.flush()
             self.binary.flush()
+            if self._in_place:
+                self._finished = True
+                return
             try:
-                os.fchmod(self._raw.fileno(), created_file_mode())  # mkstemp's is 0600
+                os.fchmod(self._raw.fileno(), _created_file_mode())  # mkstemp's is 0600
                 if self.durable:
                     os.fsync(self._raw.fileno())
             except OSError as err:
-                raise naming(err, self.path) from None
+                raise _naming(err, self.path) from None
         except BaseException:
             self.discard()
             raise
@@ -137,24 +154,28 @@ class AtomicFile:
         if self._done:
             return
         self.finish()
+        if self._in_place:
+            self._end()
+            return
         try:
             try:
-                os.replace(self.temp, self.path)
+                os.replace(self._temp, self._target)
             except OSError as err:
-                raise naming(err, self.path) from None
+                raise _naming(err, self.path) from None
         except BaseException:
             self.discard()
             raise
         self._end()
         if self.durable:
-            _fsync_directory(self.path)
+            _fsync_directory(self._target, self.path)
 
     def discard(self) -> None:
         """No file: the temporary one removed (what was not written yet dropped), `path` as it was."""
         if self._done:
             return
         try:
-            Path(self.temp).unlink(missing_ok=True)
+            if not self._in_place:
+                Path(self._temp).unlink(missing_ok=True)
         finally:
             self._end()
 
@@ -167,16 +188,30 @@ class AtomicFile:
         _writing.discard(self._identity)
 
 
-def _create_locked(path: str) -> tuple[str, int]:
-    """A new temporary file for `path` and its descriptor, locked. A file removed between its
-    creation and the lock (by another process's `remove_stale`, which found it unlocked) is
-    made again under another name."""
-    directory, name = os.path.split(path)
+def _special(path: str) -> bool:
+    """Whether `path` is a file that exists and is no regular file (written in place); a
+    directory is refused at once, before anything is written."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as err:
+        raise _naming(err, path) from None
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    return not stat.S_ISREG(mode)
+
+
+def _create_locked(target: str, shown: str) -> tuple[str, int]:
+    """A new temporary file beside `target` and its descriptor, locked (an error names the
+    output as `shown`). A file removed between its creation and the lock (by another process's
+    `remove_stale`, which found it unlocked) is made again under another name."""
+    directory, name = os.path.split(target)
     while True:
         try:
             fd, temp = tempfile.mkstemp(prefix=f".{name}{TEMP_MARK}", suffix=TEMP_SUFFIX, dir=directory or ".")
         except OSError as err:
-            raise naming(err, path) from None
+            raise _naming(err, shown) from None
         try:
             if _lock(fd, wait=True) and not _same_file(temp, fd):
                 os.close(fd)
@@ -212,18 +247,18 @@ def _same_file(path: str, fd: int) -> bool:
         return False
 
 
-def _fsync_directory(path: str) -> None:
+def _fsync_directory(target: str, shown: str) -> None:
     """The directory entry of a renamed file on disk (redis src/util.c fsyncFileDir, which lets
     pass the file systems that cannot fsync a directory: EINVAL, EBADF)."""
     try:
-        fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(os.path.dirname(target) or ".", os.O_RDONLY | os.O_DIRECTORY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as err:
         if err.errno not in (errno.EINVAL, errno.EBADF):
-            raise naming(err, path) from None
+            raise _naming(err, shown) from None
 
 
 def remove_stale(path: str | os.PathLike[str]) -> None:

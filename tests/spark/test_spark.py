@@ -22,6 +22,7 @@ pytest.importorskip("pyarrow")
 
 import rdbspec  # noqa: E402
 from rdbspec import memory
+from rdbspec.atomic import TEMP_MARK
 from rdbspec.read.splits import plan
 from rdbspec.server.streams import group_lag, stream_version
 from rdbspec.spark.source import SCHEMAS, STREAM_PARTS, TABLES
@@ -396,7 +397,7 @@ def test_pipeline_report_is_the_report_of_every_input(tmp_path, spark, monkeypat
     assert got["streams"]["pending"] > 0 and got["totals"]["keys"] == sum(t["keys"] for t in got["types"])
     page = (tmp_path / "report.html").read_text()
     assert 'id="streams"' in page and 'id="top-keys"' in page
-    assert not list(tmp_path.glob("*.rdbspec-partial"))
+    assert not list(tmp_path.glob(f".*{TEMP_MARK}*"))  # the page's temporary files, renamed
 
 
 class _Unstoppable:
@@ -642,7 +643,6 @@ def test_pipeline_dumps_after_a_killed_run_and_a_full_disk(tmp_path, spark, monk
     byte of its dump (`file_limit`) leaves the previous dump whole and its temporary file. The
     next run removes what killed writers left under OUT/dumps (that of an input no longer given
     too) and writes the dumps whole."""
-    from rdbspec.atomic import TEMP_MARK
     from rdbspec.cli import pipeline
     from rdbspec.spark import launch
     from tests.support.file_limit import limited

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import rdbspec
+from rdbspec import cli
 from rdbspec.atomic import TEMP_MARK, TEMP_SUFFIX
 from rdbspec.errors import EXIT_CODES
 from rdbspec.read import parallel
@@ -223,3 +225,20 @@ def test_a_directory_output_removes_any_dead_writers_file(source: Path, tmp_path
     live.communicate("", timeout=60)
     assert sorted(p.name for p in nodes.iterdir()) == ["10.0.0.2-6379.rdb", "node-0.rdb"]
     assert (nodes / "10.0.0.2-6379.rdb").read_bytes() == b"held"
+
+
+def test_a_device_is_written_in_place_a_link_through(source: Path, tmp_path: Path) -> None:
+    """What cannot be renamed over is written as `open()` writes it: /dev/null stays the device;
+    a symbolic link stays a link, its target the new file; a directory is refused before a byte
+    is written."""
+    assert cli.main(["dump", str(source), "-o", os.devnull, "--db", "1"]) == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode) and list(Path(os.devnull).parent.glob(".null*")) == []
+    target, link = tmp_path / "keys.jsonl", tmp_path / "link.jsonl"
+    target.write_text("the previous keys\n")
+    link.symlink_to(target.name)
+    assert cli.main(["keys", str(source), "-o", str(link), "--db", "1"]) == 0
+    assert link.is_symlink() and len(target.read_text().splitlines()) == 1000
+    proc = subprocess.run([sys.executable, "-m", "rdbspec", "dump", str(source), "-o", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (proc.returncode, proc.stderr) == (EXIT_CODES["io"], f"rdbspec: {tmp_path}: Is a directory\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.jsonl", "link.jsonl"]
