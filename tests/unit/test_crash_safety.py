@@ -242,3 +242,20 @@ def test_a_device_is_written_in_place_a_link_through(source: Path, tmp_path: Pat
                           capture_output=True, text=True, timeout=60, check=False)
     assert (proc.returncode, proc.stderr) == (EXIT_CODES["io"], f"rdbspec: {tmp_path}: Is a directory\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keys.jsonl", "link.jsonl"]
+
+
+def test_ctrl_c_leaves_the_previous_output_and_no_temporary_file(source: Path, tmp_path: Path) -> None:
+    """SIGINT (KeyboardInterrupt) while `dump - -o OUT` waits for its input, its temporary file
+    made: the file is removed, OUT is as it was."""
+    output = tmp_path / "out.jsonl"
+    output.write_text("the previous lines\n")
+    process = subprocess.Popen([sys.executable, "-m", "rdbspec", "dump", "-", "-o", str(output)],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not temporary_files(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert temporary_files(tmp_path), "the command never made its temporary file"
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+    assert process.returncode != 0
+    assert output.read_text() == "the previous lines\n" and temporary_files(tmp_path) == []
