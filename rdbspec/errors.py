@@ -41,6 +41,7 @@ while its RDB comes, the byte reached).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ from rdbspec_generated import ParseError, RdbError, RdbspecError, TruncatedError
 __all__ = ["ChecksumError", "FrameChecksumError", "IntegrityError", "InternalError", "ParseError", "RdbError",
            "RdbspecError", "RdbWarning", "ServerError", "SyncRefusedError", "TruncatedError", "UnwritableError",
            "WriteError", "EXIT_CODES", "as_internal", "exit_code", "file_error_line", "internal_error_line",
-           "print_warnings"]
+           "os_error_text", "print_warnings"]
 
 
 class ChecksumError(RdbError):
@@ -196,6 +197,14 @@ def file_error_line(path: str, error: BaseException, last_key: bytes | None = No
     where = f" at byte {offset}" if offset is not None else ""
     near = f" (last key read: {last_key!r})" if last_key is not None else ""
     return f"{path}: {error.__class__.__name__}{where}: {error}{near}"
+
+
+def os_error_text(err: OSError) -> str:
+    """`FILE: what happened` for an OSError that names its file (a local file or a store's URL),
+    in its own words rather than `[Errno n]`; else its text."""
+    if err.filename is not None and err.strerror:
+        return f"{os.fsdecode(err.filename)}: {err.strerror}"
+    return str(err)
 
 
 def exit_code(error: BaseException) -> int:

@@ -33,6 +33,7 @@ from functools import partial
 from typing import BinaryIO, TextIO
 
 from .. import memory
+from ..atomic import AtomicFile
 from ..errors import (
     EXIT_CODES,
     InternalError,
@@ -534,16 +535,16 @@ def _sources(args: argparse.Namespace) -> list[str]:
 
 def run_dump_command(args: argparse.Namespace) -> int:
     """`dump`, `info`, `keys`, `prefixes`, `report`: bad input ends with one line and its exit
-    code. A command whose output is one document (`whole_output`: the report) writes it beside
-    -o and renames it at the end, so that a failure leaves no half page."""
+    code. -o is written beside its name and renamed at the end (`atomic.AtomicFile`), so that a
+    failure leaves the file as it was; on stdout, what came before the failure stays."""
     dump = None
     out = sys.stdout
-    whole = getattr(args, "whole_output", False) and args.output
-    written = f"{args.output}.rdbspec-partial" if whole else args.output
+    output = None
     source = args.file
     try:
-        if written:
-            out = open(written, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        if args.output:
+            output = AtomicFile(args.output)
+            out = output.text()
         for number, source in enumerate(_sources(args)):
             args.node = location.shown(source) if getattr(args, "every_master", False) else None
             args.first = number == 0
@@ -551,9 +552,8 @@ def run_dump_command(args: argparse.Namespace) -> int:
                 args.run(dump, args, out)
             print_warnings(dump.warnings)
         out.flush()
-        if whole:
-            out.close()
-            os.replace(written, args.output)
+        if output is not None:
+            output.commit()
         return EXIT_CODES["ok"]
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not an error; keep Python from complaining at exit
@@ -576,7 +576,5 @@ def run_dump_command(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001 - a bug outside the decoding: named with the record being read
         raise as_internal(err, dump.current if dump is not None else None) from err
     finally:
-        if out is not sys.stdout:
-            out.close()
-        if whole and os.path.exists(written):
-            os.unlink(written)
+        if output is not None:
+            output.discard()  # unless committed

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from .. import memory
-from ..errors import IntegrityError, RdbError, ServerError, as_internal, exit_code, internal_error_line
+from ..errors import IntegrityError, RdbError, ServerError, as_internal, exit_code, internal_error_line, os_error_text
 from ..jsonl import dumps, s
 from ..read import dumpfile, location, parallel, source
 from ..read.values import TYPE_NAMES
@@ -172,7 +172,7 @@ def readable_twice(path: str, save: str | None, tls: Tls) -> Iterator[str]:
 
     with tempfile.TemporaryDirectory(prefix="rdbspec-") as directory:
         into = save if save is not None else os.path.join(directory, "server.rdb")
-        source.receive(Address.parse(path, tls), into, receiving(path))
+        source.receive(Address.parse(path, tls), into, receiving(path), durable=save is not None)
         yield into
 
 
@@ -277,14 +277,6 @@ def error_line(path: str, err: BaseException) -> str:
     if isinstance(err, ServerError):  # a live server's refusal names its URL
         return f"rdbspec: {err}"
     return f"rdbspec: {location.shown(path)}: {err}{where}"
-
-
-def os_error_text(err: OSError) -> str:
-    """`FILE: what happened` for an OSError that names its file (a local file or a store's URL),
-    in its own words rather than `[Errno n]`; else its text."""
-    if err.filename is not None and err.strerror:
-        return f"{os.fsdecode(err.filename)}: {err.strerror}"
-    return str(err)
 
 
 # (dump, args, records, piece, out) -> the result of reading those keys (`each_range`)

@@ -23,11 +23,12 @@ from types import ModuleType
 from typing import IO, Any, TextIO
 
 from .. import errors
-from ..errors import EXIT_CODES, RdbspecError, exit_code
+from ..atomic import AtomicFile, remove_stale_in
+from ..errors import EXIT_CODES, RdbspecError, exit_code, os_error_text
 from ..read import dragonfly, location
 from ..server.versions import TARGETS
 from ..spark.options import DUMPS_DIR, TABLES, ReadOptions, resolve_paths
-from .common import add_memory_options, os_error_text
+from .common import add_memory_options
 
 INTERNAL = "rdbspec: internal error"  # how errors.internal_error_line starts
 # what an executor's Python without rdbspec (or a package the reads need) says when a task starts
@@ -272,7 +273,8 @@ def _write_tables(spark: Any, tables: list[str], args: argparse.Namespace, optio
 def _write_report(spark: Any, written: dict[str, Any], args: argparse.Namespace, options: dict[str, str],
                   out: TextIO) -> None:
     """`--report FILE`: the page of the tables written, and of the others it needs read for it;
-    written beside FILE and renamed at the end. A FILE ending in .json gets the page's data."""
+    written beside FILE and renamed at the end (`atomic.AtomicFile`). A FILE ending in .json gets
+    the page's data."""
     from ..report import html
     from ..report.data import ReportBuilder
     from ..spark import report as spark_report
@@ -283,13 +285,15 @@ def _write_report(spark: Any, written: dict[str, Any], args: argparse.Namespace,
     now_ms = spark_report.save_time_ms(frames["aux"])
     builder = spark_report.build(frames, ReportBuilder(now_ms=now_ms))
     result = builder.result()
-    partial = f"{args.report}.rdbspec-partial"
-    with open(partial, "w", encoding="utf-8") as page:
-        if args.report.endswith(".json"):
-            page.write(json.dumps(result, ensure_ascii=False, indent=1) + "\n")
-        else:
-            page.write(html.render(result, title=f"rdbspec report: {', '.join(map(os.path.basename, args.inputs))}"))
-    os.replace(partial, args.report)
+    if args.report.endswith(".json"):
+        page = json.dumps(result, ensure_ascii=False, indent=1) + "\n"
+    else:
+        page = html.render(result, title=f"rdbspec report: {', '.join(map(os.path.basename, args.inputs))}")
+    try:
+        with AtomicFile(args.report) as report_file:
+            report_file.text().write(page)
+    except OSError as err:  # a full disk...: the page's own line, not a Spark job's
+        raise PipelineError(os_error_text(err), EXIT_CODES["io"]) from None
     out.write(f"wrote the report of {result['totals']['keys']} keys to {args.report}\n")
 
 
@@ -299,8 +303,9 @@ def _write_dumps(spark: Any, files: list[str], args: argparse.Namespace, options
     reported, and ends the command unless --ignore-corrupt-files."""
     from ..spark import dumps
 
-    jobs = dumps.jobs(files, os.path.join(args.out, DUMPS_DIR), options, args.dumps_target,
-                      args.dumps_allow_lossy)
+    directory = os.path.join(args.out, DUMPS_DIR)
+    remove_stale_in(directory, recursive=True)  # what a killed run's tasks left, whatever their inputs
+    jobs = dumps.jobs(files, directory, options, args.dumps_target, args.dumps_allow_lossy)
     results = spark.sparkContext.parallelize(jobs, len(jobs)).map(dumps.write_dump).collect()
     failed = [r for r in results if r.error is not None]
     if failed and not args.ignore_corrupt_files:
@@ -311,7 +316,7 @@ def _write_dumps(spark: Any, files: list[str], args: argparse.Namespace, options
             out.writelines(f"  dropped {what}: {count}\n" for what, count in r.dropped)
         else:
             out.write(f"dump: none for {r.error}\n")
-    out.write(f"wrote {len(results) - len(failed)} dumps to {os.path.join(args.out, DUMPS_DIR)}"
+    out.write(f"wrote {len(results) - len(failed)} dumps to {directory}"
               + (f" ({len(failed)} inputs failed)" if failed else "") + "\n")
 
 

@@ -106,4 +106,4 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the clock for expiry and pending ages, Unix ms (default: the dump's save time, its ctime "
                         "AUX field, else now)")
     add_memory_options(p, always=True)
-    p.set_defaults(run=cmd_report, whole_output=True)
+    p.set_defaults(run=cmd_report)

@@ -39,15 +39,6 @@ FORMATS = ("json", "resp")
 DEFAULT_MAX_COMMAND_BYTES = 1 << 20  # rdbspec.restore.commands.MAX_COMMAND_BYTES, without importing it
 
 
-class FormatAction(argparse.Action):
-    """--format: RESP output is written whole or not at all (`run_dump_command`'s `whole_output`)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
-        namespace.whole_output = values == "resp"
-
-
 class PayloadsAction(argparse.Action):
     """--restore-payloads: the dump is read by the Python parsers, whose objects the writers write
     (a value converted for the server: `run_dump_command`'s `parsers`)."""
@@ -63,7 +54,7 @@ class PayloadsAction(argparse.Action):
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """`dump`'s --format and the options of its RESP output."""
-    parser.add_argument("--format", choices=FORMATS, default="json", action=FormatAction,
+    parser.add_argument("--format", choices=FORMATS, default="json",
                         help="json: JSON Lines (the default); resp: the commands redis-cli --pipe replays")
     resp = parser.add_argument_group("--format resp")
     resp.add_argument("--as-version", type=server_version, metavar="SERVER",

@@ -14,14 +14,13 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
+from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code, os_error_text
 from ..read import location
 from .common import (
     Progress,
     add_tls_options,
     error_line,
     key_pattern,
-    os_error_text,
     positive_int,
     readable_twice,
     tls_of,

@@ -19,13 +19,12 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code
+from ..errors import EXIT_CODES, RdbError, ServerError, UnwritableError, WriteError, exit_code, os_error_text
 from ..server.cluster import format_ranges, parse_ranges
 from .common import (
     add_file_arguments,
     add_target_options,
     error_line,
-    os_error_text,
     readable_twice,
     target_of_args,
     tls_of,

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from ..atomic import AtomicFile
 from ..errors import RdbError, ServerError, exit_code, print_warnings
 from .common import AnyCaseSubParsers, add_file_arguments, error_line, open_dump, parse_version
 
@@ -80,11 +81,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(text: str, output: str | None) -> int:
-    """Writes the reply; a reader that went away (a closed pipe) is not an error."""
+    """Writes the reply (to `output` whole or not at all: `atomic.AtomicFile`); a reader that went
+    away (a closed pipe) is not an error."""
     try:
         if output:
-            with open(output, "w", encoding="utf-8") as out:
-                out.write(text)
+            with AtomicFile(output) as out:
+                out.text().write(text)
         else:
             sys.stdout.write(text)
             sys.stdout.flush()

@@ -33,8 +33,8 @@ import mmap
 import os
 import sys
 import threading
-from typing import IO
 
+from ..atomic import AtomicFile
 from ..net.connection import Address, Tls
 from ..net.replica import take_rdb
 from .checksum import crc64_update
@@ -61,7 +61,7 @@ def open_arriving(url: str, save: str | os.PathLike[str] | None = None, progress
     if mapping is None:
         return open_source(url, save, progress, tls)
     address = Address.parse(url, tls)
-    keep = open(save, "wb") if save is not None else None  # noqa: SIM115 - closed by the receiving thread
+    keep = AtomicFile(save, durable=True) if save is not None else None  # ended by the receiving thread
     arriving = ArrivingSource(mapping, address, keep, progress)
     probe = arriving.buffer[:min(arriving.size, PROBE_BYTES)]
     if not probe.startswith(VCS_MAGIC):
@@ -85,12 +85,13 @@ def _reserve() -> mmap.mmap | None:
 
 class ArrivingSource(Source):
     """The RDB of the server at `address` as it arrives; `size` is the bytes received so far.
-    `save` (an open file) gets a copy of every byte; a transfer that does not complete removes it
+    `save` (an output being written) gets a copy of every byte, and takes its name once the last
+    has come (`rdbspec.atomic`); a transfer that does not complete discards it
     (no half dump under the user's name)."""
 
     grows = True
 
-    def __init__(self, mapping: mmap.mmap, address: Address, save: IO[bytes] | None = None,
+    def __init__(self, mapping: mmap.mmap, address: Address, save: AtomicFile | None = None,
                  progress: Progress | None = None):
         self._address = address
         self._save = save
@@ -118,11 +119,10 @@ class ArrivingSource(Source):
     def _receive(self) -> None:
         try:
             take_rdb(self._address, self, self._progress)
-            save = self._save
+            with self._changed:
+                save, self._save = self._save, None
             if save is not None:
-                save.flush()
-                os.fsync(save.fileno())
-                save.close()
+                save.commit()
         except BaseException as err:  # noqa: BLE001 - handed to the reader, which raises it
             self._discard_save()
             with self._changed:
@@ -137,7 +137,7 @@ class ArrivingSource(Source):
         """Bytes of the RDB, after those received before (`take_rdb` calls this)."""
         save = self._save
         if save is not None:
-            save.write(data)
+            save.binary.write(data)
         with self._changed:
             self._changed.wait_for(lambda: self._closed or self._wanted or self._received - self._passed < AHEAD)
             if self._closed:
@@ -221,5 +221,4 @@ class ArrivingSource(Source):
         with self._changed:
             save, self._save = self._save, None
         if save is not None:
-            save.close()
-            os.unlink(save.name)
+            save.discard()

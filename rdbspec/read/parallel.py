@@ -234,6 +234,8 @@ def copy(spool: BinaryIO, out: BinaryIO, start: int = 0, end: int | None = None)
             start += sent
     except OSError as err:
         if err.errno not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK, errno.EOPNOTSUPP, errno.EBADF):
+            if err.filename is None and isinstance(getattr(out, "name", None), str):
+                err.filename = out.name  # the output's (-o's, `rdbspec.atomic`) error names it
             raise  # a broken pipe, a full disk...: the output's own problem
     while start < end:
         chunk = os.pread(spool.fileno(), min(end - start, 1 << 20), start)

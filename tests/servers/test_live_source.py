@@ -23,6 +23,7 @@ import pytest
 from rdbspec import open as rdbspec_open
 from rdbspec.errors import EXIT_CODES
 from tests.support import readme, servers, tls
+from tests.support.file_limit import limited
 from tests.support.populate import populate
 from tests.support.servers import RedisServer, binary_for
 from tests.support.valkey_cluster import ValkeyCluster
@@ -150,6 +151,32 @@ def test_save_is_for_a_live_server_only(tmp_path: Path) -> None:
     assert "--save keeps the RDB of a live server" in result.stderr
 
 
+def test_save_is_kept_whole_or_not_at_all(redis_server_factory, tmp_path: Path) -> None:
+    """--save FILE is written beside FILE and renamed once the RDB has come whole
+    (`rdbspec.atomic`): a write that fails (EFBIG past RLIMIT_FSIZE, as ENOSPC would fail it)
+    ends in one line naming FILE, exit 6, FILE as it was and no temporary file; a process killed
+    at a byte of it (`file_limit`) leaves FILE as it was, and the next run removes what it left."""
+    server = redis_server_factory(binary_for("debian"), {"repl-diskless-sync-delay": 0})  # each read a SYNC
+    server.client().mset({f"key:{i}": f"value:{i}" for i in range(2000)})
+    url = f"redis://127.0.0.1:{server.port}"
+    kept = tmp_path / "kept.rdb"
+    kept.write_bytes(b"the previous RDB")
+
+    def keys(limit: int, die: bool) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(limited(["-m", "rdbspec", "keys", url, "--save", str(kept)], limit, die),
+                              capture_output=True, text=True, timeout=300, check=False)
+
+    full = keys(4096, die=False)
+    assert (full.returncode, full.stderr) == (EXIT_CODES["io"], f"rdbspec: {kept}: File too large\n")
+    assert kept.read_bytes() == b"the previous RDB" and os.listdir(tmp_path) == ["kept.rdb"]
+    assert keys(8192, die=True).returncode == -signal.SIGXFSZ
+    assert kept.read_bytes() == b"the previous RDB" and len(os.listdir(tmp_path)) == 2
+    done = rdbspec("keys", url, "--save", str(kept))
+    assert done.returncode == 0, done.stderr
+    assert os.listdir(tmp_path) == ["kept.rdb"] and kept.read_bytes().startswith(b"REDIS")
+    assert len(done.stdout.splitlines()) == 2000
+
+
 @pytest.mark.parametrize("kind", ["debian", "valkey"])
 def test_a_transfer_cut_by_the_servers_death_ends_in_one_line(kind: str, tmp_path: Path) -> None:
     """The master streams its RDB as it saves (diskless), slowed by rdb-key-save-delay (µs a key),
@@ -174,7 +201,7 @@ def test_a_transfer_cut_by_the_servers_death_ends_in_one_line(kind: str, tmp_pat
     assert int(line[len(prefix):].split(" ", 1)[0]) > 0
     rows = [json.loads(row) for row in out.splitlines()]
     assert 0 < len(rows) < 20_000
-    assert not kept.exists()
+    assert os.listdir(tmp_path) == []  # neither the --save file nor its temporary file
 
 
 def test_a_command_that_reads_once_needs_no_temporary_file(redis_server_factory, monkeypatch) -> None:

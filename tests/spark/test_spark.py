@@ -9,6 +9,8 @@ import io
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -20,6 +22,7 @@ pytest.importorskip("pyarrow")
 
 import rdbspec  # noqa: E402
 from rdbspec import memory
+from rdbspec.atomic import TEMP_MARK
 from rdbspec.read.splits import plan
 from rdbspec.server.streams import group_lag, stream_version
 from rdbspec.spark.source import SCHEMAS, STREAM_PARTS, TABLES
@@ -394,7 +397,7 @@ def test_pipeline_report_is_the_report_of_every_input(tmp_path, spark, monkeypat
     assert got["streams"]["pending"] > 0 and got["totals"]["keys"] == sum(t["keys"] for t in got["types"])
     page = (tmp_path / "report.html").read_text()
     assert 'id="streams"' in page and 'id="top-keys"' in page
-    assert not list(tmp_path.glob("*.rdbspec-partial"))
+    assert not list(tmp_path.glob(f".*{TEMP_MARK}*"))  # the page's temporary files, renamed
 
 
 class _Unstoppable:
@@ -508,8 +511,6 @@ def troubled_inputs(tmp_path_factory) -> Path:
 
 def _pipeline_process(*argv: str) -> tuple[int, str, list[str]]:
     """`rdbspec pipeline` as a user runs it: its own process, so what its JVM prints is seen too."""
-    import subprocess
-
     done = subprocess.run([sys.executable, "-m", "rdbspec", "pipeline", *argv], capture_output=True, text=True,
                           check=False)
     return done.returncode, done.stdout, done.stderr.splitlines()
@@ -624,6 +625,65 @@ def test_pipeline_dumps_report_an_input_they_cannot_write(troubled_inputs, tmp_p
         (troubled_inputs / "nested" / "streams.rdb").read_bytes()  # nothing filtered: the same bytes
     assert lines[-1] == f"wrote 1 dumps to {tmp_path / 'dumps'} (2 inputs failed)"
     assert not (tmp_path / "dumps" / "cut.rdb").exists()
+
+
+# `python -c` this with an input and OUT/dumps: the task of --dumps that writes its dump
+# (`dumps.write_dump`), in a process of its own; prints its error line and exit code
+DUMP_TASK = """
+import sys
+from rdbspec.spark import dumps
+done = dumps.write_dump(dumps.jobs([sys.argv[1]], sys.argv[2], {})[0])
+print(done.error, done.exit_code)
+"""
+
+
+def test_pipeline_dumps_after_a_killed_run_and_a_full_disk(tmp_path, spark, monkeypatch):
+    """--dumps, crash-safe: a task whose write fails (EFBIG past RLIMIT_FSIZE, as ENOSPC would fail
+    it) names the dump, exit 6, and leaves the previous dump and no temporary file; one killed at a
+    byte of its dump (`file_limit`) leaves the previous dump whole and its temporary file. The
+    next run removes what killed writers left under OUT/dumps (that of an input no longer given
+    too) and writes the dumps whole."""
+    from rdbspec.cli import pipeline
+    from rdbspec.spark import launch
+    from tests.support.file_limit import limited
+
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    inputs.mkdir()
+    source = inputs / "one.rdb"
+    shutil.copy(REAL / "redis-7.0.15" / "mixed_types.rdb", source)
+    written = out / "dumps" / "one.rdb"
+    written.parent.mkdir(parents=True)
+    written.write_bytes(b"the previous dump")
+
+    def task(limit: int, die: bool) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(limited(["-c", DUMP_TASK, str(source), str(written.parent)], limit, die),
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    def left() -> list[Path]:
+        return sorted(p for p in out.rglob(f".*{TEMP_MARK}*"))
+
+    full = task(4096, die=False)
+    assert full.stdout == f"{written}: File too large 6\n", full.stderr
+    assert written.read_bytes() == b"the previous dump" and left() == []
+    assert task(20_000, die=True).returncode == -signal.SIGXFSZ
+    [killed] = left()
+    assert killed.parent == written.parent and killed.stat().st_size == 20_000
+    (out / "dumps" / "gone").mkdir()
+    gone = subprocess.run(limited(["-c", "import sys; from rdbspec.atomic import AtomicFile; "
+                                   "AtomicFile(sys.argv[1]).binary.write(bytes(1 << 20))",
+                                   str(out / "dumps" / "gone" / "input.rdb")], 1000, die=True),
+                          capture_output=True, timeout=120, check=False)
+    assert gone.returncode == -signal.SIGXFSZ and len(left()) == 2
+    assert written.read_bytes() == b"the previous dump"
+
+    monkeypatch.setattr(launch, "session", lambda master, verbose=False, conf=None: _Unstoppable(spark))
+    parser = argparse.ArgumentParser()
+    pipeline.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["pipeline", str(inputs), "--out", str(out), "--tables", "files", "--dumps",
+                              "--no-summary"])
+    assert pipeline.run(args, io.StringIO()) == 0
+    assert written.read_bytes() == source.read_bytes()  # nothing filtered: the same bytes
+    assert left() == []
 
 
 def test_pipeline_dumps_of_a_dragonfly_set_need_a_target(tmp_path, capsys):

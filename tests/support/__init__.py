@@ -2,7 +2,8 @@
 the content written into them (`populate`, `memory_content`), what a live server reports about
 its keys (`expected`), rdbtools' reading for comparison (`rdbtools_values`), dumps made by hand
 (`dragonfly_dumps`: Dragonfly snapshots and the RDB byte builders), a dump with big values for
-the split readers (`split_dump`) and one of Redis 8.10's hash templates (`template_dump`); a Valkey
+the split readers (`split_dump`) and one of Redis 8.10's hash templates (`template_dump`); processes whose
+files may grow to a limit, to fill a disk or kill a writer at a byte (`file_limit`); a Valkey
 cluster on 127.0.0.1 whose nodes may load dumps at start (`valkey_cluster`); a Spark
 standalone cluster on 127.0.0.1 (`spark_cluster`), a Spark Connect server from the pyspark wheel
 (`spark_connect`), moto's S3 server (`s3`), a local package index of what the venv has installed

@@ -57,15 +57,20 @@ class Run:
 
 
 @pytest.fixture
-def rdbspec_main(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-    """`rdbspec ARGS -o OUT` in this process, with ranges of `split_size` bytes."""
+def rdbspec_main(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch):
+    """`rdbspec ARGS` in this process, with ranges of `split_size` bytes: what it wrote to stdout
+    (a failure's too: -o keeps none of it), or to -o for `report` (which writes there only), and
+    to stderr."""
     def run(args: list[str], split_size: int | None = None) -> Run:
         if split_size is not None:
             monkeypatch.setenv(parallel.ENV_SPLIT_SIZE, str(split_size))
-        out = tmp_path / "out"
-        out.unlink(missing_ok=True)
-        code = cli.main([*args, "-o", str(out)])
-        return Run(code, out.read_bytes() if out.exists() else b"", capsys.readouterr().err)
+        output = tmp_path / "out" if args[0] == "report" else None
+        code = cli.main(args if output is None else [*args, "-o", str(output)])
+        out, err = capfdbinary.readouterr()
+        if output is not None:
+            out = output.read_bytes() if output.exists() else b""
+            output.unlink(missing_ok=True)
+        return Run(code, out, err.decode())
 
     return run
 
@@ -403,11 +408,13 @@ def _subprocess(*args: str, stderr: int | None = subprocess.PIPE) -> subprocess.
                           timeout=120, check=False, env={**os.environ, parallel.ENV_SPLIT_SIZE: "20000"})
 
 
-def test_stdout_and_a_terminal(big_dump: Path) -> None:
-    """To a pipe: the spools are copied to it (a failure too); a progress line on a terminal does
-    not change the output."""
+def test_stdout_a_file_and_a_terminal(big_dump: Path, tmp_path: Path) -> None:
+    """To a pipe or to -o: the spools are copied to it (a failure too, to a pipe); a progress line
+    on a terminal does not change the output."""
     one = _subprocess("dump", str(big_dump), "--jobs", "1")
     assert _subprocess("dump", str(big_dump), "--jobs", "2").stdout == one.stdout
+    assert _subprocess("dump", str(big_dump), "--jobs", "2", "-o", str(tmp_path / "out")).returncode == 0
+    assert (tmp_path / "out").read_bytes() == one.stdout
     primary, secondary = pty.openpty()
     try:
         shown = _subprocess("dump", str(big_dump), "--jobs", "2", stderr=secondary)

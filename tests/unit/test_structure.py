@@ -22,6 +22,7 @@ PACKAGE = ROOT / "rdbspec"
 # A new package goes in the lowest layer whose packages it needs.
 LAYERS: list[tuple[str, set[str]]] = [
     ("the errors", {"rdbspec.errors"}),
+    ("files written whole", {"rdbspec.atomic"}),
     ("the server's rules", {"rdbspec.server"}),
     ("the network", {"rdbspec.net"}),
     ("reading", {"rdbspec.read"}),
