@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
+import heapq
 import json
 import os
 import sys
@@ -226,7 +227,7 @@ def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
     """The --top rows with the most memory (--memory; a key whose memory is not sized as 0) or bytes
     in the file, in file order among equals."""
     by = _key_header(args).index("memory" if args.memory else "size_in_file")
-    return sorted(rows, key=lambda row: -(row[by] or 0))[:args.top]
+    return heapq.nsmallest(args.top, rows, key=lambda row: -(row[by] or 0))  # sorted()[:top], holding top rows
 
 
 def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
@@ -238,9 +239,8 @@ def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> 
         else:
             tree.merge(part)
     assert tree is not None
-    found = sorted(tree.rows(), key=lambda row: (-row.memory, row.prefix))[:args.top]
     header = ["prefix", "level", "keys", "elements", "memory"]
-    rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in found)
+    rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in tree.ranked(args.top))
     _write_table(out, header, rows, args.csv)
 
 
