@@ -26,6 +26,8 @@ from bench.contenders import (
     rdbspec_contenders,
 )
 from bench.datasets import Dataset
+from bench.large import line_key
+from bench.large import lines as scanned_lines
 from bench.memory import Target, Tool, Truth, accuracy, rdbspec_key, run_tool
 from bench.memory import table as memory_table
 from bench.mix import MixRun, same_output
@@ -400,3 +402,18 @@ def test_a_restore_only_run_puts_its_target_rows_in_the_reports_table() -> None:
     args = parse_args(["--only", "restore"])
     assert restore_only(args) and not wants_restore(args)
     assert wants_restore(parse_args([])) and not wants_restore(parse_args(["--no-restore"]))
+
+
+def test_the_large_runs_line_scan_counts_patterns_cut_by_the_read_size(tmp_path: Path) -> None:
+    """bench/large.py reads `rdbspec dump`'s lines a few bytes at a time here: each line's head, tail,
+    length and patterns (one cut by every read) are those of the line read whole."""
+    text = [b'{"db":1,"key":"a\\"b","value":["La","Lb","Lc"]}', b"",
+            b'{"db":0,"key":"k","value":"' + b"xy" * 350 + b'"}']
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b"\n".join(text) + b"\n")
+    for read_size in (1, 2, 3, 7, 1 << 20):
+        got = list(scanned_lines(path, (b'"L', b"xy"), read_size))
+        assert [(g.length, g.counts) for g in got] == [(len(t), {b'"L': t.count(b'"L'), b"xy": t.count(b"xy")})
+                                                        for t in text]
+        assert [(g.head, g.tail) for g in got] == [(t[:512], t[-512:]) for t in text]
+    assert line_key(next(scanned_lines(path, (b"x",)))) == (1, 'a"b')
