@@ -21,7 +21,7 @@ from . import backend, dragonfly, location, values
 from .checksum import crc64
 from .dragonfly import ENVELOPES
 from .elements import text
-from .source import Progress, Source, bytes_source, open_source
+from .source import Progress, Source, bytes_source, open_source, release_pages
 from .streams import Stream
 
 # the record kinds this module reads by name (the spec's `rdb::record_kind`)
@@ -253,8 +253,9 @@ class KeyRecord:
     def string_pieces(self, size: int = STRING_PIECE, first: int | None = None) -> Iterator[bytes]:
         """A string key's value in pieces of `size` bytes (the first of `first`, when given; the
         last what remains; none for an empty string), read as they are iterated: a string stored
-        as its bytes is never held whole (an integer or an LZF-compressed string is decoded
-        first). Errors as for `value`."""
+        as its bytes is never held whole, nor are the pages of a mapped file it was read from once
+        a piece is made (`source.release_pages`); an integer or an LZF-compressed string is decoded
+        first. Errors as for `value`."""
         stored = self.stored_string()
         if stored is None:
             raise ValueError(f"a {self.type_name} key has no string value")
@@ -266,7 +267,9 @@ class KeyRecord:
         end = at + stored.length
         step = size if first is None else first
         while at < end:
-            yield buffer[at:min(at + step, end)]
+            piece = buffer[at:min(at + step, end)]
+            release_pages(buffer, at, at + len(piece))
+            yield piece
             at, step = at + step, size
 
     def count_elements(self) -> int | None:
