@@ -605,7 +605,7 @@ def report(runs: list[Run], checks: Checks, facts: dict[str, Any], argv: list[st
     size = facts["size"]
     lines = [
         "# rdbspec on a dump over 4 GiB", "",
-        f"Run by `python -m bench.large {' '.join(argv)}`, finished {finished_stamp()}. "
+        f"Run by `{' '.join(['python -m bench.large', *argv])}`, finished {finished_stamp()}. "
         f"Machine: {', '.join(f'{k} {v}' for k, v in machine().items() if k != 'load average at report time')}.", "",
         f"The dump: {size:,} bytes ({size / 2**30:.2f} GiB), written by {facts['server']} (bench/large.py; "
         f"filled in {facts['fill_s']} s, SAVE {facts['save_s']} s, server memory "
