@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from rdbspec import Writer as rdbspec_writer
+from rdbspec import Writer
 from rdbspec import open as rdbspec_open
 from rdbspec.errors import EXIT_CODES
 from tests.support import readme, servers, tls
@@ -290,7 +290,7 @@ def test_a_value_past_the_targets_query_buffer_goes_as_plain_commands(redis_serv
     command outgrows its input buffer: a value too large for it goes as the plain commands that build
     it (SET, then APPEND of pieces), not as one RESTORE."""
     path = tmp_path / "strings.rdb"
-    with rdbspec_writer(path, 10, compress=False) as out:
+    with Writer(path, 10, compress=False) as out:
         out.select_db(0)
         out.string(b"long", bytes(range(256)) * 12_000)  # 3 MB, over a 1 MB query buffer
         out.string(b"short", b"small")
