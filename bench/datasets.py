@@ -30,7 +30,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,14 @@ def free_port() -> int:
 
 
 class Server:
-    """A redis-server on 127.0.0.1 and a free port, in its own temp dir, optionally loading a dump."""
+    """A redis-server on 127.0.0.1 and a free port, in its own temp dir, optionally loading a dump;
+    `options` are more command-line options (`--name value`), after the ones given here (a later
+    one wins: `--dir D --dbfilename F` loads the dump D/F where it is, and a dump never saved there
+    is never overwritten)."""
 
-    def __init__(self, binary: Path, rdb: Path | None = None) -> None:
+    def __init__(self, binary: Path, rdb: Path | None = None, options: Sequence[str] = ()) -> None:
         self.binary = binary
+        self.options = list(options)
         self.tmp = Path(tempfile.mkdtemp(prefix="rdbspec-bench-"))
         self.port = free_port()
         self.log = self.tmp / "redis.log"
@@ -125,7 +129,7 @@ class Server:
     def start(self) -> subprocess.Popen[bytes]:
         args = [str(self.binary), "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.tmp),
                 "--dbfilename", "dump.rdb", "--logfile", str(self.log), "--save", "", "--appendonly", "no",
-                "--daemonize", "no"]
+                "--daemonize", "no", *self.options]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                         start_new_session=True)
         return self.process

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
+import heapq
 import json
 import os
 import sys
@@ -228,7 +229,7 @@ def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
     """The --top rows with the most memory (--memory; a key whose memory is not sized as 0) or bytes
     in the file, in file order among equals."""
     by = _key_header(args).index("memory" if args.memory else "size_in_file")
-    return sorted(rows, key=lambda row: -(row[by] or 0))[:args.top]
+    return heapq.nsmallest(args.top, rows, key=lambda row: -(row[by] or 0))  # sorted()[:top], holding top rows
 
 
 def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
@@ -240,9 +241,8 @@ def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> 
         else:
             tree.merge(part)
     assert tree is not None
-    found = sorted(tree.rows(), key=lambda row: (-row.memory, row.prefix))[:args.top]
     header = ["prefix", "level", "keys", "elements", "memory"]
-    rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in found)
+    rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in tree.ranked(args.top))
     _write_table(out, header, rows, args.csv)
 
 
@@ -283,7 +283,12 @@ def _write_rows(out: TextIO, header: list[str], rows: Iterator[list], as_csv: bo
 def check(record: dumpfile.KeyRecord) -> None:
     """Decodes a key's value (a stream's every node) so the checks the server makes on load run:
     what it refuses raises, what it loads is counted in `dump.warnings`. A value that can be
-    read without an object per element is walked so."""
+    read without an object per element is walked so; a string stored as its bytes or as an
+    integer has nothing to check beyond its length (checked as the record was read): it is not
+    read."""
+    stored = record.stored_string()
+    if stored is not None and not stored.lzf:
+        return
     packed = record.packed()
     if packed is not None:
         for _ in packed.parts:

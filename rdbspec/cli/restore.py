@@ -78,8 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pipeline", type=positive_int, default=256, metavar="N",
                    help="commands sent ahead of their replies, a connection (default 256)")
     p.add_argument("--max-payload", type=byte_size, metavar="SIZE",
-                   help="a larger value is sent as plain commands of at most SIZE bytes each (default: the "
-                        "server's proto-max-bulk-len)")
+                   help="a larger value is sent as plain commands of at most SIZE bytes (and 64 MiB) each "
+                        "(default: the server's proto-max-bulk-len, less than its client-query-buffer-limit)")
     p.add_argument("--now", type=int, metavar="MS", help="keys expired before this time (Unix ms) are skipped "
                                                           "(default: now)")
     add_tls_options(p, "a rediss:// target, and rediss:// FILEs")

@@ -18,6 +18,8 @@ Imports: the reading side and the server's rules.
 
 from __future__ import annotations
 
+import binascii
+import codecs
 import json
 import math
 import shutil
@@ -38,7 +40,7 @@ from ..read.streams import (
     StreamEntry,
     format_id,
 )
-from ..read.values import PACKERS, ModuleValue, Packed, SparseArray
+from ..read.values import PACKERS, STRING, ModuleValue, Packed, SparseArray
 
 try:  # compiled by setup.py from _encode.pyx; absent without a C compiler
     from . import _encode
@@ -185,10 +187,12 @@ _DECODED = object()
 def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: bool = True,
                 value: Any = _DECODED) -> dict:
     """A key's JSON object; with `value`, that in place of its decoded value (which is then
-    not read: only a list, set, hash or sorted set without TTLs of its own may be given one)."""
+    not read: only a string, list, set, hash or sorted set without TTLs of its own may be given
+    one)."""
+    given = record.value_kind in PACKERS or record.value_kind == STRING  # values with no TTLs of their own
     if value is _DECODED:
         value = value_json(record.value, include_deleted, with_entries)
-    elif record.value_kind not in PACKERS:
+    elif not given:
         raise ValueError(f"a {record.type_name} key's value cannot be given")
     out = {
         "db": record.db,
@@ -200,7 +204,7 @@ def record_json(record: KeyRecord, include_deleted: bool = False, with_entries: 
         "freq": record.freq,
         "value": value,
     }
-    if record.value_kind in PACKERS:  # no TTLs of its own: its value need not be decoded
+    if given:  # no TTLs of its own: its value need not be decoded
         return out
     if record.field_expire_at_ms is not None:
         out["field_expire_at_ms"] = [[s(f), t] for f, t in record.field_expire_at_ms]
@@ -232,6 +236,9 @@ def entries_json(cols: EntryColumns, include_deleted: bool) -> bytes:
 
 
 _SPOOL_IN_MEMORY = 8 << 20  # bytes of a line's elements kept in memory before spilling to a temporary file
+# a string value of more bytes is written a piece at a time (`write_long_string`): no line held in
+# memory is longer than the part of a line held before it is spooled
+LONG_STRING = _SPOOL_IN_MEMORY
 ENTRIES_SLOT = b'"entries":null'  # a stream's entries in its line written without them
 VALUE_SLOT = b'"value":null'  # a list's, set's, hash's or sorted set's elements in its line written without them
 
@@ -256,6 +263,41 @@ def _spooled_line(out: BinaryIO, line: bytes, slot: bytes, chunks: Iterable[byte
         out.write(head)
         shutil.copyfileobj(spool, out, 1 << 20)
     out.write(tail)
+
+
+def write_long_string(out: BinaryIO, record: KeyRecord) -> None:
+    """A string key's line, its value read and written a piece at a time
+    (`KeyRecord.string_pieces`) as `s` gives it: text when the whole of it is valid UTF-8 (a first
+    pass over the pieces tells: the first one that is not ends it), else {"hex": ...}. A value that
+    does not decode (LZF) fails in that first pass, before any of its line is written."""
+    head, tail = dumps_bytes(record_json(record, value=None)).rsplit(VALUE_SLOT, 1)
+    text = _utf8(record.string_pieces())
+    out.write(head + VALUE_SLOT[:-4])
+    if text:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        out.write(b'"')
+        for piece in record.string_pieces():
+            out.write(orjson.dumps(decoder.decode(piece))[1:-1])
+        out.write(b'"')
+    else:
+        out.write(b'{"hex":"')
+        for piece in record.string_pieces():
+            out.write(binascii.hexlify(piece))
+        out.write(b'"}')
+    out.write(tail + b"\n")
+
+
+def _utf8(pieces: Iterable[bytes]) -> bool:
+    """Whether the bytes of `pieces`, one after another, are valid UTF-8 (as `s` judges them)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for piece in pieces:
+            if not (piece.isascii() and not decoder.getstate()[0]):
+                decoder.decode(piece)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def line_ends(line: bytes, slot: bytes) -> tuple[bytes, bytes]:
@@ -291,7 +333,12 @@ def value_line_ends(record: KeyRecord) -> tuple[bytes, bytes]:
 def write_record(out: BinaryIO, record: KeyRecord, include_deleted: bool = False) -> None:
     """One JSON Lines record; a stream's entries are written a node at a time and a list, set,
     hash or sorted set of more than one chunk a chunk at a time, so that a value of millions of
-    elements never exists as one JSON text or one list of objects."""
+    elements never exists as one JSON text or one list of objects, nor a string of more than
+    `LONG_STRING` bytes as one text (`write_long_string`)."""
+    stored = record.stored_string()
+    if stored is not None and stored.length > LONG_STRING:
+        write_long_string(out, record)
+        return
     packed = record.packed()
     if packed is not None and not isinstance(packed.parts, list):  # read as iterated
         line = dumps_bytes(record_json(record, value=None))

@@ -33,6 +33,10 @@ from rdbspec_generated.native._columns cimport KIND_DOUBLE, KIND_INT, RaggedColu
 from rdbspec.read._elements cimport check_entry_columns, element_bytes
 from rdbspec.jsonl._out cimport Out, put, put_u64, reserve
 
+from rdbspec_generated.enums import ValueType
+
+cdef long long STRING = ValueType.STRING  # a string key's `value_kind`
+
 
 cdef extern from "_shortest_double.h":
     enum:
@@ -447,8 +451,11 @@ cdef bint put_ttls(Out* out, const char* name, object ttls) except -1:
 
 cdef bint put_record(Out* out, record, context) except -1:
     """`record`'s line as `jsonl.record_json` gives it, serialized, when its value is left in
-    its containers' entries (`KeyRecord.packed`), a string, or a non-empty list of items
-    `put_items` writes; False, written in part, for any other record."""
+    its containers' entries (`KeyRecord.packed`), a string whose record is under `context` bytes
+    (a longer one is read a piece at a time: `jsonl.write_long_string`), or a non-empty list of
+    items `put_items` writes; False, written in part, for any other record."""
+    if <long long>record.value_kind == STRING and record.size >= <Py_ssize_t>context:
+        return False
     string = record.plain_string()
     if string is not None:
         if not put_head(out, record):

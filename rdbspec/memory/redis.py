@@ -47,7 +47,7 @@ from ..read import dumpfile
 from ..read.elements import text_lengths, values
 from ..read.streams import NodeTable, Stream
 from ..read.values import TEMPLATE_KINDS, Packed
-from ..server.numbers import d2string, string2ll
+from ..server.numbers import LONG_LONG_TEXT, d2string, string2ll
 from ..server.versions import Version
 from ..write.layouts import (
     LIST_QUICKLIST,
@@ -187,14 +187,14 @@ class RedisModel:
     def string(self, record: dumpfile.KeyRecord) -> float:
         """Beyond the object: an integer nothing, an EMBSTR the rest of its allocation (6.x its
         length and 2), a RAW string its sds."""
-        data = record.value
-        if string2ll(data) is not None:
+        length, integer = string_shape(record)
+        if integer:
             return 0
-        if len(data) <= EMBSTR_LIMIT:
+        if length <= EMBSTR_LIMIT:
             if self.generation.embstr_counted:
-                return len(data) + 2
-            return self.size(EMBSTR_OVERHEAD + len(data)) - ROBJ
-        return self.sds(len(data))
+                return length + 2
+            return self.size(EMBSTR_OVERHEAD + length) - ROBJ
+        return self.sds(length)
 
     # -- containers ------------------------------------------------------------------------------
 
@@ -363,6 +363,18 @@ UNSIZED_TYPES = frozenset(("path-hash", "array"))
 # zslRandomLevel's levels and their odds: each further level a quarter as likely, 32 at most
 _LEVELS = [(level, (1 - SKIPLIST_P) * SKIPLIST_P ** (level - 1)) for level in range(1, SKIPLIST_MAXLEVEL)]
 _LEVELS.append((SKIPLIST_MAXLEVEL, 1 - sum(p for _, p in _LEVELS)))
+
+
+def string_shape(record: dumpfile.KeyRecord) -> tuple[int, bool]:
+    """A string key's length as the server holds it, and whether it holds it as an integer
+    (string2ll of its text: OBJ_ENCODING_INT, redis src/object.c tryObjectEncoding). Only a value
+    short enough to be an integer's text is read: a string of any size is measured from its
+    header (`KeyRecord.stored_string`)."""
+    stored = record.stored_string()
+    assert stored is not None, "a string key"
+    if stored.length > LONG_LONG_TEXT:
+        return stored.length, False
+    return stored.length, string2ll(record.value) is not None
 
 
 def _entries(record: dumpfile.KeyRecord) -> list[int | bytes]:

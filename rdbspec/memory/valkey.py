@@ -27,10 +27,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ..read import dumpfile
-from ..server.numbers import string2ll
 from .allocators import sds_bytes as redis_sds_bytes
 from .rax import rax_shape
-from .redis import SKIPLIST_LEVEL, Generation, RedisModel
+from .redis import SKIPLIST_LEVEL, Generation, RedisModel, string_shape
 
 OBJECT_HEADER = 8  # robj without its value pointer: type, encoding, lru, flags, refcount
 VALUE_POINTER = 8
@@ -121,13 +120,13 @@ class ValkeyModel(RedisModel):
     def string(self, record: dumpfile.KeyRecord) -> float:
         """An integer: the object; an EMBSTR: the object holding the value; else the object and
         the value's sds."""
-        data = record.value
-        if string2ll(data) is not None:
+        length, integer = string_shape(record)
+        if integer:
             return self._object(record)
-        embedded = OBJECT_HEADER + self._key_bytes(record) + SDS8_HEADER + max(len(data), EMBEDDED_MIN) + 1
+        embedded = OBJECT_HEADER + self._key_bytes(record) + SDS8_HEADER + max(length, EMBEDDED_MIN) + 1
         if embedded <= EMBED_LIMIT:
             return self.size(embedded)
-        return self._object(record) + self.sds(len(data))
+        return self._object(record) + self.sds(length)
 
     def hashtable(self, elements: int, metadata: int = 0) -> float:
         top = buckets(elements)

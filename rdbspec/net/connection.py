@@ -1,7 +1,7 @@
 """A connection to a live server: where it is (`Address`, read from a `redis://` or `rediss://`
 URL), the socket (TLS for `rediss://`), the handshake a client makes (AUTH, SELECT) and what the
 restore needs to know of the server (`ServerInfo`: its family and version, from INFO; its
-`proto-max-bulk-len`; whether it is a cluster node).
+`proto-max-bulk-len` and `client-query-buffer-limit`; whether it is a cluster node).
 
 URLs as redis-cli reads them (redis src/cli_common.c parseRedisUri): `redis://[[user]:password@]
 host[:port][/db]`, the password percent-decoded; without one in the URL, the environment's
@@ -26,6 +26,11 @@ from .resp import Arg, ProtocolError, Replies, Reply, ReplyError, command
 DEFAULT_PORT = 6379
 # what a server takes of one bulk string unless configured otherwise (redis.conf proto-max-bulk-len)
 DEFAULT_MAX_BULK = 512 << 20
+# the most a client's command may take in the server's input buffer before the server closes the
+# connection, unless configured otherwise (redis.conf client-query-buffer-limit; redis src/networking.c
+# processInputBuffer counts the arguments read and the buffer)
+DEFAULT_QUERY_BUFFER = 1 << 30
+QUERY_MARGIN = 64 << 10  # of that, left to a command's other arguments (its name, key, options)
 DEFAULT_DATABASES = 16  # redis.conf `databases`
 RECEIVE_BYTES = 1 << 16
 TLS_HANDSHAKE_S = 5.0
@@ -112,8 +117,10 @@ class Address:
 @dataclass(frozen=True)
 class ServerInfo:
     """What the restore asks a server: its family ("redis" or "valkey": Valkey's INFO has
-    `valkey_version`), its version, the largest bulk string it takes, whether it is a cluster node,
-    and how many databases it has (a cluster node: 1, but Valkey 9's `cluster-databases`)."""
+    `valkey_version`), its version, the largest bulk string it takes in a command (its
+    proto-max-bulk-len, and less than its client-query-buffer-limit, past which it closes the
+    connection), whether it is a cluster node, and how many databases it has (a cluster node: 1, but
+    Valkey 9's `cluster-databases`)."""
 
     family: str
     version: Version
@@ -220,12 +227,13 @@ class Connection:
 
     def info(self) -> ServerInfo:
         """The server's family, version and limits (INFO server, INFO cluster, CONFIG GET
-        proto-max-bulk-len, databases or cluster-databases)."""
+        proto-max-bulk-len, client-query-buffer-limit, databases or cluster-databases)."""
         fields = info_fields(self.call("INFO", "server")) | info_fields(self.call("INFO", "cluster"))
         family = "valkey" if "valkey_version" in fields else "redis"
         version = parse_version(fields.get(f"{family}_version", "0.0"))
         cluster = fields.get("cluster_enabled") == "1"
-        max_bulk = self._config("proto-max-bulk-len", DEFAULT_MAX_BULK)
+        max_bulk = min(self._config("proto-max-bulk-len", DEFAULT_MAX_BULK),
+                       self._config("client-query-buffer-limit", DEFAULT_QUERY_BUFFER) - QUERY_MARGIN)
         databases = self._config("cluster-databases", 1) if cluster else self._config("databases", DEFAULT_DATABASES)
         return ServerInfo(family, version, max_bulk, cluster, databases)
 

@@ -14,6 +14,7 @@ from typing import Union
 from ..errors import RdbspecError
 
 CRLF = b"\r\n"
+LONG_ARG = 1 << 16  # an argument `command_parts` leaves as it is
 OK = b"+OK\r\n"
 Arg = Union[bytes, bytearray, memoryview, str, int, float]
 Reply = Union[bytes, int, None, "ReplyError", list["Reply"]]
@@ -50,6 +51,23 @@ def _arg(value: Arg) -> bytes:
 def command(*args: Arg) -> bytes:
     """The bytes a client sends for one command: `*N`, then each argument as a bulk string."""
     return array_header(len(args)) + b"".join(map(bulk, args))
+
+
+def command_parts(*args: Arg) -> list[bytes]:
+    """`command`'s bytes as pieces: an argument of `LONG_ARG` bytes or more as it is, not copied (a
+    command holding a value's tens of megabytes is sent without a copy of them), the rest joined."""
+    parts: list[bytes] = []
+    joined = bytearray(array_header(len(args)))
+    for value in args:
+        data = _arg(value)
+        joined += b"$%d\r\n" % len(data)
+        if len(data) < LONG_ARG:
+            joined += data + CRLF
+        else:
+            parts += (bytes(joined), data)
+            joined = bytearray(CRLF)
+    parts.append(bytes(joined))
+    return parts
 
 
 def array_header(count: int) -> bytes:

@@ -14,14 +14,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from rdbspec_generated import Io, ParseError, RdbError, TruncatedError, warning_sink
-from rdbspec_generated.enums import RecordKind
+from rdbspec_generated.enums import RecordKind, StringEncoding
 
 from ..errors import ChecksumError, IntegrityError, InternalError, RdbWarning
 from . import backend, dragonfly, location, values
 from .checksum import crc64
 from .dragonfly import ENVELOPES
 from .elements import text
-from .source import Progress, Source, bytes_source, open_source
+from .source import Progress, Source, bytes_source, open_source, release_pages
 from .streams import Stream
 
 if TYPE_CHECKING:  # the modules of live servers load ssl: only the commands that reach one import them
@@ -71,6 +71,19 @@ class FunctionLibrary:
     code: bytes
     name: bytes | None = None
     engine: bytes | None = None
+
+
+# the bytes `KeyRecord.string_pieces` reads at a time by default
+STRING_PIECE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class StoredString:
+    """A string value as its record stores it (`KeyRecord.stored_string`)."""
+
+    length: int  # the bytes the server holds: the raw bytes, an integer's decimal text, or the LZF data decompressed
+    raw_at: int | None  # where the raw bytes start in the buffer; None for an integer or LZF-compressed string
+    lzf: bool  # LZF-compressed: its bytes are known by decompressing them (which checks them)
 
 
 @dataclass(slots=True)
@@ -222,11 +235,53 @@ class KeyRecord:
         except Exception as err:  # noqa: BLE001 - told apart by `_failed`
             self._failed(err)
 
+    def stored_string(self) -> StoredString | None:
+        """How a string key's value is stored, read from the lengths before its bytes, which are
+        not read (redis src/rdb.c rdbGenericLoadStringObject): a string of any size is measured
+        without being held. None for any other type."""
+        if self.value_kind != values.STRING:
+            return None
+        body = self._body
+        if body._lazy_value is not None:  # read from a buffer (else a key made to be written)
+            read_len = backend.parser("rdb_string").RdbLen._read
+            io = body._io
+            head, at = read_len(io, body._lazy_value, None, None)  # checked as the record was read
+            if not head.is_encoded:
+                return StoredString(head.value, at, False)
+            if head.value == StringEncoding.LZF:
+                _, at = read_len(io, at, None, None)  # the compressed length, then the length it decompresses to
+                return StoredString(read_len(io, at, None, None)[0].value, None, True)
+        return StoredString(len(text(body.value)), None, False)  # an integer's decimal text, or bytes at hand
+
+    def string_pieces(self, size: int = STRING_PIECE, first: int | None = None) -> Iterator[bytes]:
+        """A string key's value in pieces of `size` bytes (the first of `first`, when given; the
+        last what remains; none for an empty string), read as they are iterated: a string stored
+        as its bytes is never held whole, nor are the pages of a mapped file it was read from once
+        a piece is made (`source.release_pages`); an integer or an LZF-compressed string is decoded
+        first. Errors as for `value`."""
+        stored = self.stored_string()
+        if stored is None:
+            raise ValueError(f"a {self.type_name} key has no string value")
+        if stored.raw_at is None:
+            buffer = self.value
+            at = 0
+        else:
+            buffer, at = self._body._io.buf, stored.raw_at
+        end = at + stored.length
+        step = size if first is None else first
+        while at < end:
+            piece = buffer[at:min(at + step, end)]
+            release_pages(buffer, at, at + len(piece))
+            yield piece
+            at, step = at + step, size
+
     def count_elements(self) -> int | None:
         """The elements of a list, set, hash or sorted set (from its declared count or its
         containers' entries, without an object per element where `packed` can), the length of
-        a stream, the elements of a sparse array that hold a value; None for a string, a module
-        value or a sketch."""
+        a stream, the elements of a sparse array that hold a value; None for a string (not
+        read), a module value or a sketch."""
+        if self.value_kind == values.STRING:
+            return None
         if self.value_kind in values.PACKERS:
             packed = self.packed(after_value=True)
             return len(packed) if packed is not None else 0
@@ -240,6 +295,8 @@ class KeyRecord:
         """An empty list, set, sorted set or hash: the server skips it on load (with a warning
         here); `rdbspec dump` leaves it out. Decodes the value, unless `packed` tells (its
         declared count or its containers' entries)."""
+        if self.value_kind == values.STRING:
+            return False  # not a kind the server skips when empty: not read
         if self._decoded is None and self.value_kind in values.PACKERS:
             if self.packed() is not None:
                 return False

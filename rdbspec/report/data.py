@@ -258,7 +258,7 @@ class ReportBuilder:
 
     def _prefix_children(self, prefix: bytes | None, node: PrefixNode) -> list[dict[str, Any]]:
         out = []
-        for part, child in node.children.items():
+        for part, child in node.child_items():
             name = part if prefix is None else prefix + self.separator + part
             out.append({"prefix": text(name), "keys": child.keys, "elements": child.elements,
                         "memory": child.memory, "children": self._prefix_children(name, child)})

@@ -18,11 +18,14 @@ in a `FramedTree` of it, which merges back whatever their number.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import heapq
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class PrefixNode:
     """The sums of the keys under one prefix; `children` by next part, `other` for the keys
     whose next part found the tree full."""
@@ -30,8 +33,21 @@ class PrefixNode:
     keys: int = 0
     elements: int = 0
     memory: int = 0
-    children: dict[bytes, PrefixNode] = field(default_factory=dict)
+    # None until it has one: most nodes of a big tree are leaves (slots and no empty dict each: a tree
+    # of a million prefixes holds about 190 bytes a prefix)
+    children: dict[bytes, PrefixNode] | None = None
     other: PrefixNode | None = None
+
+    def child(self, part: bytes) -> PrefixNode | None:
+        return None if self.children is None else self.children.get(part)
+
+    def add_child(self, part: bytes, node: PrefixNode) -> None:
+        if self.children is None:
+            self.children = {}
+        self.children[part] = node
+
+    def child_items(self) -> Iterable[tuple[bytes, PrefixNode]]:
+        return () if self.children is None else self.children.items()
 
     def add(self, elements: int, memory: int) -> None:
         self.keys += 1
@@ -44,7 +60,7 @@ class PrefixNode:
         self.memory += other.memory
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PrefixRow:
     """One prefix's sums; `other` when it stands for the keys counted in its parent's `other`."""
 
@@ -70,11 +86,75 @@ class PrefixTree:
         # a bounded tree's prefixes as they were made: (parent, part, node)
         self.made: list[tuple[PrefixNode, bytes, PrefixNode]] | None = [] if max_nodes is not None else None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The tree as columns (`_columns`), not an object per prefix: a worker sends its tree to the
+        parent pickled (`rdbspec.read.parallel`), and pickle would keep a memo of every object."""
+        state = {name: value for name, value in vars(self).items() if name != "root"}
+        state["made"] = None if self.made is None else []  # whether it records; the order is the columns'
+        state["columns"] = self._columns()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        parents, lengths, parts, sums, others = state.pop("columns")
+        vars(self).update(state)
+        numbers = iter(sums)
+        nodes = [PrefixNode(next(numbers), next(numbers), next(numbers))]
+        self.root = nodes[0]
+        at = 0
+        for parent, length in zip(parents, lengths):
+            node = PrefixNode(next(numbers), next(numbers), next(numbers))
+            part = parts[at:at + length]
+            at += length
+            nodes[parent].add_child(part, node)
+            nodes.append(node)
+            if self.made is not None:
+                self.made.append((nodes[parent], part, node))
+        for i in range(0, len(others), 4):
+            nodes[others[i]].other = PrefixNode(*others[i + 1:i + 4])
+
+    def _columns(self) -> tuple[array[int], array[int], bytes, array[int], array[int]]:
+        """Every prefix after the root, parents first (a bounded tree's in the order they were made):
+        its parent's index (the root 0, then each prefix in turn), its part's length, the parts joined,
+        the sums (keys, elements, memory) of the root and each prefix, and (index, keys, elements,
+        memory) of each `other`."""
+        parents, lengths, parts = array("q"), array("q"), []
+        sums = array("q", (self.root.keys, self.root.elements, self.root.memory))
+        others = array("q")
+        for i, (parent, part, node) in enumerate(self._indexed()):
+            parents.append(parent)
+            lengths.append(len(part))
+            parts.append(part)
+            sums.extend((node.keys, node.elements, node.memory))
+            if node.other is not None:
+                others.extend((i + 1, node.other.keys, node.other.elements, node.other.memory))
+        if self.root.other is not None:
+            others.extend((0, self.root.other.keys, self.root.other.elements, self.root.other.memory))
+        return parents, lengths, b"".join(parts), sums, others
+
+    def _indexed(self) -> Iterator[tuple[int, bytes, PrefixNode]]:
+        """(its parent's index, part, node) of every prefix, parents first, the root's index 0 and each
+        prefix's the next: in the order they were made when the tree records it, else each parent's
+        children together in their order (only the prefixes with children of their own are stacked)."""
+        if self.made is not None:
+            index = {id(self.root): 0}
+            for parent, part, node in self.made:
+                index[id(node)] = len(index)
+                yield index[id(parent)], part, node
+            return
+        stack, count = [(0, self.root)], 0
+        while stack:
+            at, parent = stack.pop()
+            for part, child in parent.child_items():
+                count += 1
+                yield at, part, child
+                if child.children:
+                    stack.append((count, child))
+
     def add(self, key: bytes, elements: int, memory: int) -> None:
         node = self.root
         node.add(elements, memory)
         for part in key.split(self.separator, self.depth)[:self.depth]:
-            child = node.children.get(part)
+            child = node.child(part)
             if child is None and self.max_nodes is not None and self.nodes >= self.max_nodes:
                 _other(node).add(elements, memory)
                 return
@@ -84,7 +164,8 @@ class PrefixTree:
             node = child
 
     def _make(self, parent: PrefixNode, part: bytes) -> PrefixNode:
-        child = parent.children[part] = PrefixNode()
+        child = PrefixNode()
+        parent.add_child(part, child)
         self.nodes += 1
         if self.made is not None:
             self.made.append((parent, part, child))
@@ -102,7 +183,7 @@ class PrefixTree:
         node: PrefixNode | None = self.root
         new = 0
         for part in key.split(self.separator, self.depth)[:self.depth]:
-            node = node.children.get(part) if node is not None else None
+            node = node.child(part) if node is not None else None
             new += node is None
         return self.nodes + new <= self.max_nodes
 
@@ -111,12 +192,16 @@ class PrefixTree:
         one that never reached its `max_nodes`, or a `FramedTree` of this one. The sums are those
         of adding its keys one by one: its prefixes are taken in the order they were made (for a
         bounded tree, the order keys brought them in; else parents before children), so this tree
-        makes and keeps the same."""
+        makes and keeps the same. Unbounded trees are merged by moving `later`'s prefixes that this tree
+        lacks into it (`later` is used up): no prefix is made twice, nor is each one looked up."""
+        if self.max_nodes is None and later.max_nodes is None and not isinstance(later, FramedTree):
+            self.nodes += later.nodes - _graft(self.root, later.root)
+            return
         self.root.add_sums(later.root)
         into: dict[int, PrefixNode | None] = {id(later.root): self.root}  # later's node -> the one holding its sums
         for parent, part, node in later._made_in_order():
             mine = into[id(parent)]
-            child = None if mine is None else mine.children.get(part)
+            child = None if mine is None else mine.child(part)
             if mine is not None and child is None:
                 if self.max_nodes is None or self.nodes < self.max_nodes:
                     child = self._make(mine, part)
@@ -137,22 +222,52 @@ class PrefixTree:
         stack = [self.root]
         while stack:
             parent = stack.pop()
-            for part, child in parent.children.items():
+            for part, child in parent.child_items():
                 yield parent, part, child
-            stack.extend(reversed(parent.children.values()))
+            stack.extend(reversed([child for _, child in parent.child_items()]))
 
     def rows(self) -> Iterator[PrefixRow]:
         """Every prefix, parents before their children."""
         stack: list[tuple[bytes | None, int, PrefixNode]] = [(None, 0, self.root)]
         while stack:
             prefix, level, node = stack.pop()
-            for part, child in node.children.items():
+            for part, child in node.child_items():
                 name = part if prefix is None else prefix + self.separator + part
                 yield PrefixRow(name, level + 1, child.keys, child.elements, child.memory)
                 stack.append((name, level + 1, child))
             if node.other is not None:
                 yield PrefixRow(prefix or b"", level + 1, node.other.keys, node.other.elements, node.other.memory,
                                 other=True)
+
+    def ranked(self, top: int | None = None) -> Iterator[PrefixRow]:
+        """The prefixes with the most memory first (then by prefix, parents first), the `top` ones or
+        all. The tree is consumed as the rows are made (`_taken`): a tree of millions of prefixes and its
+        rows are never held whole together."""
+        ranked = heapq.nsmallest(top, self._taken()) if top is not None else sorted(self._taken())
+        for minus_memory, prefix, rank, (keys, elements) in ranked:
+            yield PrefixRow(prefix, rank >> 1, keys, elements, -minus_memory, bool(rank & 1))
+
+    def _taken(self) -> Iterator[tuple[int, bytes, int, tuple[int, int]]]:
+        """(-memory, prefix, level * 2 + other, (keys, elements)) of every prefix, in that order a
+        prefix before the `other` of the same name and level, each taken out of the tree as it is given
+        (the tree holds none afterwards). A row is a 4-tuple, the size of the prefix it replaces, and
+        rows of the same counts share them: the memory a prefix let go holds its row."""
+        counts: dict[tuple[int, int], tuple[int, int]] = {}
+        stack: list[tuple[bytes | None, int, PrefixNode]] = [(None, 0, self.root)]
+        while stack:
+            prefix, level, node = stack[-1]
+            if node.children:
+                part, child = node.children.popitem()
+                name = part if prefix is None else prefix + self.separator + part
+                both = child.keys, child.elements
+                yield -child.memory, name, 2 * level + 2, counts.setdefault(both, both)
+                stack.append((name, level + 1, child))
+                continue
+            stack.pop()
+            if node.other is not None:
+                other = node.other
+                yield -other.memory, prefix or b"", 2 * level + 3, (other.keys, other.elements)
+        self.nodes = 0
 
 
 class FramedTree(PrefixTree):
@@ -171,18 +286,34 @@ class FramedTree(PrefixTree):
         framed: PrefixNode | None = self.frame.root if self.frame is not None else None
         node.add(elements, memory)
         for part in key.split(self.separator, self.depth)[:self.depth]:
-            framed = framed.children.get(part) if framed is not None else None
+            framed = framed.child(part) if framed is not None else None
             if framed is None:
                 _other(node).add(elements, memory)
                 return
-            child = node.children.get(part)
+            child = node.child(part)
             if child is None:
                 child = self._make(node, part)
             child.add(elements, memory)
             node = child
 
-    def __getstate__(self) -> dict:
-        return {**vars(self), "frame": None}
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "frame": None}
+
+
+def _graft(mine: PrefixNode, theirs: PrefixNode) -> int:
+    """Adds the sums of `theirs` and its prefixes to `mine`'s, moving over (in their order, after
+    `mine`'s own) those `mine` lacks; returns how many of them `mine` had."""
+    mine.add_sums(theirs)
+    if theirs.other is not None:
+        _other(mine).add_sums(theirs.other)
+    had = 0
+    for part, node in theirs.child_items():
+        child = mine.child(part)
+        if child is None:
+            mine.add_child(part, node)
+        else:
+            had += 1 + _graft(child, node)
+    return had
 
 
 def _other(node: PrefixNode) -> PrefixNode:

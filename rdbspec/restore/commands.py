@@ -192,18 +192,12 @@ def _id(stream_id: StreamId) -> bytes:
 # -- values ----------------------------------------------------------------------------------------
 
 def _string(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losses: Losses) -> Iterator[Command]:
-    """SET, then APPEND of what does not fit in it."""
-    value = record.plain_string()
-    if value is None:
-        value = record.value
-    head = [b"SET", key]
-    at = 0
-    while True:
-        end = at + _room(head, max_bytes)
-        yield [*head, value[at:end]]
-        if end >= len(value):
-            return
-        at, head = end, [b"APPEND", key]
+    """SET, then APPEND of what does not fit in it: a value of any size read a piece at a time."""
+    head, append = [b"SET", key], [b"APPEND", key]
+    pieces = record.string_pieces(_room(append, max_bytes), first=_room(head, max_bytes))
+    yield [*head, next(pieces, b"")]
+    for piece in pieces:
+        yield [*append, piece]
 
 
 def _list(record: KeyRecord, key: bytes, max_bytes: int, server: Server, losses: Losses) -> Iterator[Command]:

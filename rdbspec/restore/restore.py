@@ -7,9 +7,10 @@ migrateCommand: `RESTORE key ttl payload [REPLACE] ABSTTL [IDLETIME s | FREQ f]`
   converts it (`rdbspec.write.convert`: what it would lose is refused by name unless lossy), and its
   payload labelled with that generation's RDB version (`payload`).
 * A value whose payload would be larger than the server takes in one bulk string
-  (`proto-max-bulk-len`) or than `max_payload` is sent as the plain commands that build it
-  (`commands`), under a name of its own in the same slot, renamed over the key at its end (RENAME,
-  or RENAMENX when an existing key is not to be replaced): the key appears whole or not at all.
+  (`proto-max-bulk-len`, and less than its `client-query-buffer-limit`) or than `max_payload` is
+  sent as the plain commands that build it (`commands`, of at most `BUILD_BYTES` each), under a name
+  of its own in the same slot, renamed over the key at its end (RENAME, or RENAMENX when an existing
+  key is not to be replaced): the key appears whole or not at all.
 * Keys already expired are skipped, as a master skips them on load (redis src/rdb.c
   rdbLoadRioWithLoadingCtx); the others keep their absolute expiry (ABSTTL), LRU idle time and LFU
   counter.
@@ -37,7 +38,7 @@ from typing import NamedTuple
 
 from ..errors import ServerError, UnwritableError
 from ..net.connection import Address, Connection, ServerInfo
-from ..net.resp import CRLF, ReplyError, bulk, command
+from ..net.resp import CRLF, ReplyError, bulk, command, command_parts
 from ..read import dumpfile
 from ..rewrite import Keeps, Selection
 from ..server.versions import TARGETS, Server, Target, target_of
@@ -56,6 +57,11 @@ except ImportError:
 # replies read at once when a connection's window is full: few enough that the server always has
 # commands to run while the next are made, enough that a read serves many
 REPLIES_AT_ONCE = 64
+# a value too large for one RESTORE is built by plain commands of at most this many bytes (fewer when
+# `max_payload` is), whose replies are read each time as many bytes were sent: then the commands are
+# let go (each is held until its reply, to be sent again on MOVED), so a value of any size is built in
+# bounded memory
+BUILD_BYTES = 64 << 20
 PROGRESS_EVERY = 1000  # keys between two calls of the progress callback
 
 
@@ -357,9 +363,15 @@ class Restore:
         self._drain()
         building = name_in_slot(key_hash_slot(record.key), b"rdbspec-restore:" + record.key)
         self._send(node, _Pending("DEL", None, [command("DEL", building)], counts=False))
-        for args in commands.key_commands(record, self.max_payload, self.server, self.losses, name=building,
-                                          expiry=False):
-            self._send(node, _Pending(args[0].decode(), record.key, [command(*args)], counts=False))
+        ahead = 0
+        for args in commands.key_commands(record, min(self.max_payload, BUILD_BYTES), self.server, self.losses,
+                                          name=building, expiry=False):
+            parts = command_parts(*args)
+            self._send(node, _Pending(args[0].decode(), record.key, parts, counts=False))
+            ahead += sum(map(len, parts))
+            if ahead >= BUILD_BYTES:
+                self._drain()
+                ahead = 0
         if record.expire_at_ms is not None:
             self._send(node, _Pending("PEXPIREAT", record.key, [command("PEXPIREAT", building, record.expire_at_ms)],
                                         counts=False))

@@ -316,7 +316,9 @@ def write_value(writer: Writer, record: dumpfile.KeyRecord, converter: Converter
     """A key with its own records before it: copied from `copy_from` (the buffer it was read
     from; None: it is not as it was read) unless the conversion gives it another record, which
     the generated writers write."""
-    written = record if converter is None else converter.key(record)  # the same record: nothing changes
+    written = record  # the same record: nothing changes
+    if converter is not None and not (copy_from is not None and converter.copied(record)):
+        written = converter.key(record)
     if written is record and copy_from is not None:
         writer.copy_key(record, copy_from)
     else:

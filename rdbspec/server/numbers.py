@@ -11,12 +11,15 @@ MASK64 = (1 << 64) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
+LONG_LONG_TEXT = 20  # the longest text string2ll reads: a sign and 19 digits (redis src/util.c)
+
+
 def string2ll(data: bytes) -> int | None:
     """The number `data` is the decimal text of, in the one form the server turns back into the
     same text (redis src/util.c string2ll: no sign but '-', no leading zero, no space, a long
     long); None for any other text. What decides an integer encoding (rdbTryIntegerEncoding,
     listpack and intset entries) and an integer argument of a command."""
-    if not data or len(data) > 20 or not data.isascii():
+    if not data or len(data) > LONG_LONG_TEXT or not data.isascii():
         return None
     digits = data[1:] if data[:1] == b"-" else data
     if not digits.isdigit() or (digits[:1] == b"0" and data != b"0"):

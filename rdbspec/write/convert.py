@@ -67,7 +67,7 @@ from rdbspec_generated.enums import ValueType
 from ..errors import UnwritableError
 from ..read.dumpfile import AUX, FUNCTION2, FUNCTION_PRE_GA, HASH_TEMPLATE, SLOT_IMPORT, KeyRecord
 from ..read.elements import container, text, texts
-from ..read.values import TEMPLATE_KINDS
+from ..read.values import STRING, TEMPLATE_KINDS
 from ..server.streams import (
     UNKNOWN_ENTRIES_READ,
     entries_read_derived,
@@ -211,6 +211,12 @@ class Converter(Losses):
             return False
         # the template hashes become plain hashes of the same fields (`key`): nothing names a template
         return record.kind != HASH_TEMPLATE or self.templates
+
+    @staticmethod
+    def copied(record: KeyRecord) -> bool:
+        """Whether the key's bytes, as they were read, are the target's whatever it is: a string,
+        stored alike by every version written (a string of any size is copied, never read whole)."""
+        return record.value_kind == STRING
 
     def key(self, record: KeyRecord) -> KeyRecord:
         """The key with the value layout of the target."""

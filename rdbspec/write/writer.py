@@ -57,6 +57,7 @@ from ..atomic import AtomicFile
 from ..errors import UnwritableError
 from ..read.checksum import crc64_update
 from ..read.dumpfile import FunctionLibrary, KeyRecord
+from ..read.source import release_pages
 from ..read.values import (
     HASH_TMPL_ARRAY,
     HASH_TMPL_ARRAY_REF,
@@ -161,6 +162,7 @@ class Writer:
         with memoryview(source) as view:
             for offset in range(start, end, COPY_CHUNK):
                 self._put(view[offset:min(offset + COPY_CHUNK, end)])
+                release_pages(source, offset, min(offset + COPY_CHUNK, end))
 
     def record(self, opcode: int, body: Any = None) -> None:
         """One record: `opcode` and its body (an object of the generated class the spec reads

@@ -19,13 +19,16 @@ from pathlib import Path
 
 import pytest
 
+import rdbspec
 from rdbspec import cli, jsonl
-from rdbspec.read import values
+from rdbspec.read import parallel, values
 from rdbspec.read.checksum import crc64
+from rdbspec.read.dumpfile import KeyRecord
 from rdbspec.read.streams import Consumer, ConsumerGroup, PendingEntry
 from tests.support import dragonfly_dumps as rdb_bytes
 from tests.support import servers
 from tests.support.populate import populate
+from tests.support.resp import commands_in
 from tests.support.servers import binary_for
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -220,3 +223,51 @@ def test_a_group_built_by_hand_is_written_as_one_read_from_a_dump(monkeypatch: p
     monkeypatch.setattr(jsonl, "_encode", None)
     assert jsonl.dumps_bytes(jsonl.group_json(group, serialized=True)) == compiled
     assert json.loads(compiled) == expected
+
+
+# strings longer than jsonl.LONG_STRING, stored raw: text whose 3-byte characters the pieces' ends cut,
+# escapes, bytes that are valid UTF-8 but for the last one, binary
+LONG = jsonl.LONG_STRING + 12_345
+LONG_STRINGS = {
+    b"long:cjk": ("漢字" * LONG)[:LONG // 3].encode(),
+    b"long:escapes": (b'quote " backslash \\ tab \t newline \n nul \0 ' * LONG)[:LONG],
+    b"long:not-utf8-at-its-end": b"a" * LONG + b"\xff",
+    b"long:binary": random.Random(7).randbytes(LONG),
+    b"short": b"after the long ones",
+}
+
+
+def test_long_strings_are_written_a_piece_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A string over `jsonl.LONG_STRING` bytes is written from the file a piece at a time
+    (`write_long_string`), never decoded whole: the lines `record_json` gives for the whole value,
+    byte for byte, from both writers, in one process and in ranges read by workers."""
+    path = tmp_path / "long.rdb"
+    with rdbspec.Writer(path, 10, compress=False) as out:
+        out.select_db(0)
+        for key, value in LONG_STRINGS.items():
+            out.string(key, value)
+    with rdbspec.open(path) as dump:
+        expected = b"".join(jsonl.dumps_bytes(jsonl.record_json(r)) + b"\n" for r in dump.keys())
+    hex_values = [{"hex": LONG_STRINGS[key].hex()} for key in (b"long:not-utf8-at-its-end", b"long:binary")]
+    assert [line["value"] for line in lines(expected)][2:4] == hex_values
+    real = KeyRecord._decode
+
+    def decode(record: KeyRecord):  # type: ignore[no-untyped-def]
+        assert record.key not in LONG_STRINGS or record.key == b"short", "a long string was decoded whole"
+        return real(record)
+
+    monkeypatch.setattr(KeyRecord, "_decode", decode)
+    monkeypatch.setattr(KeyRecord, "plain_string", lambda record: decode(record) and None)
+    for writer in WRITERS:
+        assert run_with(writer, ("dump", "--jobs", "1"), path, tmp_path, capsys) == (0, expected, "")
+        monkeypatch.setenv(parallel.ENV_SPLIT_SIZE, str(jsonl.LONG_STRING))
+        assert run_with(writer, ("dump", "--jobs", "2"), path, tmp_path, capsys) == (0, expected, "")
+        monkeypatch.delenv(parallel.ENV_SPLIT_SIZE)
+    code, resp, _ = run_with("compiled", ("dump", "--format", "resp"), path, tmp_path, capsys)
+    sent: dict[bytes, bytes] = {}
+    for line, size in commands_in(resp):
+        if line[0] in (b"SET", b"APPEND"):
+            assert (line[0] == b"SET") == (line[1] not in sent) and size <= 1 << 20
+            sent[line[1]] = sent.get(line[1], b"") + line[2]
+    assert code == 0 and sent == LONG_STRINGS  # SET, then APPEND of pieces of at most --max-command-bytes

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from rdbspec import Writer
 from rdbspec import open as rdbspec_open
 from rdbspec.errors import EXIT_CODES
 from tests.support import readme, servers, tls
@@ -282,3 +283,19 @@ def test_a_tls_target(redis_server_factory, tmp_path: Path) -> None:
     assert insecure.returncode == 0, insecure.stderr
     reference = redis_server_factory(binary_for("debian"), rdb=REAL[0])
     assert _digests(target) == _digests(reference)
+
+
+def test_a_value_past_the_targets_query_buffer_goes_as_plain_commands(redis_server_factory, tmp_path: Path) -> None:
+    """A server whose proto-max-bulk-len is above its client-query-buffer-limit closes a client whose
+    command outgrows its input buffer: a value too large for it goes as the plain commands that build
+    it (SET, then APPEND of pieces), not as one RESTORE."""
+    path = tmp_path / "strings.rdb"
+    with Writer(path, 10, compress=False) as out:
+        out.select_db(0)
+        out.string(b"long", bytes(range(256)) * 12_000)  # 3 MB, over a 1 MB query buffer
+        out.string(b"short", b"small")
+    target = redis_server_factory(binary_for("debian"), {"proto-max-bulk-len": "64mb",
+                                                          "client-query-buffer-limit": "1mb"})
+    done = rdbspec("restore", str(path), "--to", f"redis://127.0.0.1:{target.port}")
+    assert done.returncode == 0 and "(1 as plain commands)" in done.stderr, done.stderr
+    assert _digests(target) == _digests(redis_server_factory(binary_for("debian"), rdb=path))

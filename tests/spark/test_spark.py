@@ -29,6 +29,7 @@ from rdbspec.spark.source import SCHEMAS, STREAM_PARTS, TABLES
 from tests.support import dragonfly_dumps as dragonfly_build  # noqa: E402
 from tests.support import (
     servers,  # noqa: E402
+    sparse_dump,  # noqa: E402
     split_dump,  # noqa: E402
     template_dump,  # noqa: E402
 )
@@ -316,6 +317,21 @@ def test_template_hashes_in_the_keys_table(spark, tmp_path):
     assert {r["memory"] for r in got if bytes(r["key"]) != b"plain"} == {None}
     split = _load(spark, "keys", path, splitSize="2k")
     assert split.rdd.getNumPartitions() > 1 and split.collect() == got
+
+
+def test_a_dump_over_4_gib(spark, tmp_path):
+    """A sparse file over 4 GiB (tests/support/sparse_dump.py: a string of more than 2^32 bytes, then
+    keys past 2^32), read split: the keys' offsets and sizes past 32 bits as the library reads them,
+    every stream entry, the string measured without being read."""
+    path = sparse_dump.build(tmp_path / "past-4gib.rdb")
+    keys = _load(spark, "keys", path, splitSize="4k")
+    assert keys.rdd.getNumPartitions() > 2
+    got = [(b(r["key"]), r["offset"], r["size_in_file"], r["elements"]) for r in keys.collect()]
+    with rdbspec.open(path) as dump:
+        assert got == [(r.key, r.offset, r.size, r.count_elements()) for r in dump.keys()]
+    assert got[1][1] > 1 << 32 and got[0][2] > 1 << 32
+    assert _load(spark, "stream_entries", path, splitSize="4k").count() == len(sparse_dump.ENTRIES)
+    assert _load(spark, "files", path).collect()[0]["checksum"] == "disabled (0)"
 
 
 def test_split_size_option_is_checked(spark, big_dump):

@@ -26,6 +26,8 @@ from bench.contenders import (
     rdbspec_contenders,
 )
 from bench.datasets import Dataset
+from bench.large import line_key
+from bench.large import lines as scanned_lines
 from bench.live import Lines, LineSum, LiveRun, live_read, two_steps
 from bench.live import section as live_section
 from bench.memory import Target, Tool, Truth, accuracy, rdbspec_key, run_tool
@@ -492,3 +494,18 @@ def test_the_live_reads_contenders_and_options(tmp_path: Path) -> None:
     assert live_only(args) and not wants_live(args) and live_only(parse_args(["--live-only"]))
     assert wants_live(parse_args([])) and not wants_live(parse_args(["--no-live"]))
     assert not wants_live(parse_args(["--file", "rdb10"]))
+
+
+def test_the_large_runs_line_scan_counts_patterns_cut_by_the_read_size(tmp_path: Path) -> None:
+    """bench/large.py reads `rdbspec dump`'s lines a few bytes at a time here: each line's head, tail,
+    length and patterns (one cut by every read) are those of the line read whole."""
+    text = [b'{"db":1,"key":"a\\"b","value":["La","Lb","Lc"]}', b"",
+            b'{"db":0,"key":"k","value":"' + b"xy" * 350 + b'"}']
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b"\n".join(text) + b"\n")
+    for read_size in (1, 2, 3, 7, 1 << 20):
+        got = list(scanned_lines(path, (b'"L', b"xy"), read_size))
+        assert [(g.length, g.counts) for g in got] == [(len(t), {b'"L': t.count(b'"L'), b"xy": t.count(b"xy")})
+                                                        for t in text]
+        assert [(g.head, g.tail) for g in got] == [(t[:512], t[-512:]) for t in text]
+    assert line_key(next(scanned_lines(path, (b"x",)))) == (1, 'a"b')

@@ -12,6 +12,7 @@ import copy
 import io
 import json
 import os
+import pickle
 import pty
 import random
 import shutil
@@ -33,7 +34,7 @@ from rdbspec.read import backend, dumpfile, parallel, splits
 from rdbspec.read.checksum import crc64
 from rdbspec.read.streams import Stream
 from rdbspec.report.data import ReportBuilder
-from rdbspec.report.prefixes import PrefixTree
+from rdbspec.report.prefixes import FramedTree, PrefixTree
 from tests.support import dragonfly_dumps as rdb_bytes  # noqa: E402 - byte builders shared with the Dragonfly fixtures
 from tests.support import split_dump  # noqa: E402
 
@@ -486,6 +487,28 @@ def test_prefix_trees_add_up() -> None:
     for part in parts[1:]:
         parts[0].merge(part)
     assert list(parts[0].rows()) == list(whole.rows())
+
+
+def test_prefix_trees_go_to_the_parent_as_they_were_and_rank_as_their_sorted_rows() -> None:
+    """A worker's tree, pickled (as columns), is the tree it was: its rows, and for a bounded one (and a
+    framed one) the order its prefixes were made in; `ranked` gives the rows by memory, then prefix
+    (many memory figures equal), the `top` ones or all."""
+    rows = _keys(400, 2)
+    unbounded, bounded = PrefixTree(b":", 3), PrefixTree(b":", 3, max_nodes=40)
+    for _, key, *_, memory, _ in rows:
+        for tree in (unbounded, bounded):
+            tree.add(key, 1, memory)
+    framed = FramedTree(bounded)
+    for _, key, *_, memory, _ in _keys(100, 3):
+        framed.add(key, 2, memory)
+    for tree in (unbounded, bounded, framed):
+        copy = pickle.loads(pickle.dumps(tree))
+        assert list(copy.rows()) == list(tree.rows()) and copy.nodes == tree.nodes
+        assert (copy.made is None) == (tree.made is None)
+        assert [part for _, part, _ in copy.made or ()] == [part for _, part, _ in tree.made or ()]
+        expected = sorted(tree.rows(), key=lambda row: (-row.memory, row.prefix))
+        assert list(copy.ranked(5)) == expected[:5]
+        assert list(pickle.loads(pickle.dumps(tree)).ranked()) == expected
 
 
 def test_report_with_a_full_prefix_tree(big_dump: Path, monkeypatch: pytest.MonkeyPatch, rdbspec_main,

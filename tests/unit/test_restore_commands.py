@@ -21,7 +21,7 @@ import pytest
 import rdbspec
 from rdbspec import cli
 from rdbspec.errors import EXIT_CODES, UnwritableError
-from rdbspec.net.resp import command
+from rdbspec.net.resp import LONG_ARG, command, command_parts
 from rdbspec.read.checksum import crc64
 from rdbspec.read.dumpfile import KeyRecord
 from rdbspec.restore.commands import Command, function_commands, key_commands
@@ -328,3 +328,15 @@ def test_dump_restore_payloads(tmp_path: Path) -> None:
     assert int.from_bytes(payload[-8:], "little") == crc64(payload[:-8])
     with rdbspec.open(path) as dump:
         assert payload[0] == next(dump.keys()).rdb_type
+
+
+def test_command_parts_are_the_commands_bytes_its_long_arguments_not_copied() -> None:
+    """A command built of a value's pieces (the plain commands of a key too large for RESTORE) is sent
+    as parts: the same bytes as `command`'s, an argument of LONG_ARG bytes or more the very object."""
+    long = b"x" * LONG_ARG
+    for args in ([b"SET", b"k", b"v"], [b"APPEND", b"k", long], [b"X", long, b"z", long + b"y", 12, "t"]):
+        parts = command_parts(*args)
+        assert b"".join(parts) == command(*args)
+        assert [part for part in parts if len(part) >= LONG_ARG] == [a for a in args if isinstance(a, bytes)
+                                                                     and len(a) >= LONG_ARG]
+        assert all(any(part is a for a in args) for part in parts if len(part) >= LONG_ARG)
