@@ -237,7 +237,7 @@ LONG_STRINGS = {
 }
 
 
-def test_long_strings_are_written_a_piece_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_long_strings_are_written_a_piece_at_a_time(tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A string over `jsonl.LONG_STRING` bytes is written from the file a piece at a time
     (`write_long_string`), never decoded whole: the lines `record_json` gives for the whole value,
@@ -260,11 +260,11 @@ def test_long_strings_are_written_a_piece_at_a_time(tmp_path: Path, capsys: pyte
     monkeypatch.setattr(KeyRecord, "_decode", decode)
     monkeypatch.setattr(KeyRecord, "plain_string", lambda record: decode(record) and None)
     for writer in WRITERS:
-        assert run_with(writer, ("dump", "--jobs", "1"), path, tmp_path, capsys) == (0, expected, "")
+        assert run_with(writer, ("dump", "--jobs", "1"), path, capfdbinary) == (0, expected, "")
         monkeypatch.setenv(parallel.ENV_SPLIT_SIZE, str(jsonl.LONG_STRING))
-        assert run_with(writer, ("dump", "--jobs", "2"), path, tmp_path, capsys) == (0, expected, "")
+        assert run_with(writer, ("dump", "--jobs", "2"), path, capfdbinary) == (0, expected, "")
         monkeypatch.delenv(parallel.ENV_SPLIT_SIZE)
-    code, resp, _ = run_with("compiled", ("dump", "--format", "resp"), path, tmp_path, capsys)
+    code, resp, _ = run_with("compiled", ("dump", "--format", "resp"), path, capfdbinary)
     sent: dict[bytes, bytes] = {}
     for line, size in commands_in(resp):
         if line[0] in (b"SET", b"APPEND"):
