@@ -65,19 +65,23 @@ CRASH = re.compile(r"^(?:artifact_prefix=.*; )?Test unit written to (\S+)")
 # -- the child: the fuzzer ---------------------------------------------------------------------
 
 
+# the packages whose modules the targets run: every one is imported at start (`instrumented_modules`)
+INSTRUMENTED = ("rdbspec_generated", "rdbspec.read", "rdbspec.write", "rdbspec.server")
+
+
 def instrumented_modules() -> None:
-    """Imports every module of rdbspec and rdbspec_generated under atheris's bytecode instrumentation
-    (a module imported later, on first use, would run uninstrumented)."""
+    """Imports rdbspec and every module of `INSTRUMENTED` under atheris's bytecode instrumentation
+    (a module imported later, on first use, would run uninstrumented). The compiled modules of
+    the native backend have nothing to instrument."""
     import atheris
 
     with atheris.instrument_imports(include=["rdbspec", "rdbspec_generated"]):
-        for package_name in ("rdbspec_generated", "rdbspec"):
+        importlib.import_module("rdbspec")
+        for package_name in INSTRUMENTED:
             package = importlib.import_module(package_name)
             for module in pkgutil.walk_packages(package.__path__, f"{package_name}."):
-                if module.name.startswith(("rdbspec.spark", "rdbspec_generated.native")) or \
-                        module.name.endswith(".__main__"):
-                    continue  # PySpark's, compiled modules (nothing to instrument), the command line's start
-                importlib.import_module(module.name)
+                if not module.name.startswith("rdbspec_generated.native"):
+                    importlib.import_module(module.name)
 
 
 class NativeCoverage:
@@ -127,12 +131,14 @@ def sanitizer_libs() -> list[str]:
             .stdout.strip() for name in ("libasan.so", "libubsan.so")]
 
 
-def child_env(backend: str) -> dict[str, str]:
+def child_env(backend: str, sanitized: bool = True) -> dict[str, str]:
+    """The fuzzer's environment: with the native backend and `sanitized`, the build of `make fuzz`
+    (build/fuzz/lib, the sanitizers and the coverage library preloaded); else the installed one."""
     env = dict(os.environ, RDBSPEC_BACKEND=backend, PYTHONDONTWRITEBYTECODE="1")
     path = [str(ROOT)]
-    if backend == "native" and NATIVE_LIB.is_dir():
-        if not SHIM.is_file():
-            raise SystemExit(f"{SHIM} is missing: `make fuzz` builds it")
+    if backend == "native" and sanitized:
+        if not (NATIVE_LIB.is_dir() and SHIM.is_file()):
+            raise SystemExit(f"{NATIVE_LIB} or {SHIM} is missing: `make fuzz` builds them")
         path.insert(0, str(NATIVE_LIB))
         env["LD_PRELOAD"] = " ".join([str(SHIM), *sanitizer_libs()])
         # the coverage library comes before libasan, whose no-op __sanitizer_cov_* it stands in for
@@ -154,11 +160,11 @@ def limits(backend: str) -> list[str]:
             f"-malloc_limit_mb={RSS_LIMIT_MB[backend]}"]
 
 
-def make_seeds() -> Path:
+def make_seeds(directory: Path = SEEDS) -> Path:
     from tests.fuzz.targets import write_seeds
 
-    write_seeds(SEEDS)
-    return SEEDS
+    write_seeds(directory)
+    return directory
 
 
 def run_child(command: list[str], env: dict[str, str], log: Path) -> tuple[int, dict[str, object]]:
@@ -247,18 +253,21 @@ def totals() -> dict[str, dict[str, int]]:
     return out
 
 
-def merge(target: str, backend: str) -> int:
-    """The corpus of `target` cut down to the inputs that keep its coverage (libFuzzer's -merge=1
-    under `backend`), from the corpus and the seeds."""
+def merge(target: str) -> int:
+    """The corpus of `target` cut down to the inputs that keep its coverage, from the corpus and
+    the seeds: libFuzzer's -merge=1 under the Python backend, then under the native one, which
+    adds the inputs that reach native code the first kept does not."""
     corpus = CORPUS / target
     merged = BUILD / "merged" / target
     shutil.rmtree(merged, ignore_errors=True)
     merged.mkdir(parents=True)
-    args = ["-merge=1", str(merged), str(corpus), str(make_seeds()), *limits(backend),
-            f"-merge_control_file={BUILD / f'merge-{target}.txt'}"]
-    code, _ = run_child(child_command(target, args), child_env(backend), BUILD / f"merge-{target}-{backend}.log")
-    if code != 0:
-        return code
+    for backend in ("python", "native"):
+        args = ["-merge=1", str(merged), str(corpus), str(make_seeds()), *limits(backend),
+                f"-merge_control_file={BUILD / f'merge-{target}.txt'}"]
+        code, _ = run_child(child_command(target, args), child_env(backend),
+                            BUILD / f"merge-{target}-{backend}.log")
+        if code != 0:
+            return code
     seeds = {path.read_bytes() for path in SEEDS.iterdir() if path.is_file()}
     for old in corpus.iterdir():
         old.unlink()
@@ -280,7 +289,6 @@ def main(argv: list[str] | None = None) -> int:
     fuzzing.add_argument("--seed", type=int)
     merging = commands.add_parser("merge", help="cut a target's corpus down to what keeps its coverage")
     merging.add_argument("--target", choices=("read", "write"), required=True)
-    merging.add_argument("--backend", choices=("python", "native"), default="native")
     commands.add_parser("totals", help="inputs executed per backend over all runs (tests/fuzz/runs.tsv)")
     inner = commands.add_parser("child", help="the fuzzer itself (started by `fuzz` and `merge`)")
     inner.add_argument("--target", choices=("read", "write"), required=True)
@@ -292,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "fuzz":
         return fuzz(args.target, args.backend, args.seconds, args.runs, args.seed)
     if args.command == "merge":
-        return merge(args.target, args.backend)
+        return merge(args.target)
     print(json.dumps(totals(), indent=1))
     return 0
 
