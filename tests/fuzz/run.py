@@ -1,5 +1,5 @@
 """Coverage-guided fuzzing of rdbspec with atheris (libFuzzer): `make fuzz`, and the fixed-seed pass of
-`make test` (tests/unit/test_fuzz_targets.py).
+`make test` (tests/unit/test_fuzz_pass.py).
 
     python -m tests.fuzz.run fuzz --target read --backend native --seconds 60
     python -m tests.fuzz.run merge --target read
@@ -10,7 +10,7 @@ adds what reaches new coverage) and the seeds (`targets.seeds`, made in build/fu
 child is the fuzzer; this process reads its output, adds a row to tests/fuzz/runs.tsv (when, the
 target and backend, seconds, inputs executed, `cov:` and `ft:` at the end, the corpus, the crash
 if any) and copies a crash into tests/fuzz/crashes/ as a regression fixture: it stays there,
-replayed by tests/unit/test_fuzz_targets.py, which fails until the bug is fixed and the fixture
+replayed by tests/unit/test_fuzz_crashes.py, which fails until the bug is fixed and the fixture
 has its note in tests/fuzz/crashes/README.md.
 
 A crash is an exception other than `RdbError` (and for `write`, `WriteError` and `UnwritableError`),
@@ -24,7 +24,12 @@ that is every parser; with the native one, the layers above the parsers. The nat
 built into build/fuzz/lib by `make fuzz`, as `make test-asan` builds it (gcc's AddressSanitizer
 and UndefinedBehaviorSanitizer, libasan and libubsan preloaded), with gcc's
 -fsanitize-coverage=trace-pc,trace-cmp: tests/fuzz/native_coverage.c, preloaded first, turns the
-basic blocks gcc reports into counters libFuzzer reads, and passes the comparisons on to it.
+basic blocks gcc reports into counters libFuzzer reads, and passes the comparisons on to it. It
+also stands between atheris and libasan: atheris's core module registers its Python counters
+through its PLT, where the preloaded libasan's weak no-op `__sanitizer_cov_8bit_counters_init`
+would take the call, and the Python coverage would be lost without a word (atheris's warning
+"Coverage symbols are being provided by a library other than libFuzzer" names the coverage
+library instead, which forwards them).
 """
 
 from __future__ import annotations
@@ -54,10 +59,9 @@ SEEDS = BUILD / "seeds"
 TIMEOUT_S = 10
 RSS_LIMIT_MB = {"python": 2048, "native": 4096}  # ASan's shadow memory and quarantine count in the RSS
 LEDGER_COLUMNS = ("finished", "target", "backend", "seconds", "execs", "cov", "ft", "corpus", "native_edges", "crash")
-# libFuzzer's status lines: "#1234 NEW cov: 567 ft: 890 corp: 12/3456b ..." and "Done 1234 runs in 5 second(s)"
+# libFuzzer's status lines ("#1234 NEW cov: 567 ft: 890 corp: 12/3456b ...") and final figures
 STATUS = re.compile(r"^#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
 EXECS = re.compile(r"^stat::number_of_executed_units: (\d+)")
-DONE = re.compile(r"^Done (\d+) runs in (\d+) second")
 NATIVE_EDGES = re.compile(r"^rdbspec-fuzz: native edges: (\d+)")
 CRASH = re.compile(r"^(?:artifact_prefix=.*; )?Test unit written to (\S+)")
 
@@ -118,7 +122,7 @@ def child(target: str, libfuzzer_args: list[str]) -> None:
 
     print(f"rdbspec-fuzz: target {target}, backend {backend.name()}, native coverage "
           f"{'on' if coverage else 'off'}", file=sys.stderr, flush=True)
-    atheris.Setup([sys.argv[0], *libfuzzer_args], test_one_input)
+    atheris.Setup([str(child_script(target)), *libfuzzer_args], test_one_input)
     atheris.Fuzz()
 
 
@@ -148,9 +152,21 @@ def child_env(backend: str, sanitized: bool = True) -> dict[str, str]:
     return env
 
 
-def child_command(target: str, libfuzzer_args: list[str]) -> list[str]:
+def child_script(target: str) -> Path:
+    """The fuzzer of `target` as a program that takes libFuzzer's arguments alone, which libFuzzer
+    runs again itself for -merge (and atheris's `Setup` names as the program)."""
+    script = BUILD / f"fuzz-{target}"
     # -P: the source tree is not put before PYTHONPATH (the native build's lib comes first there)
-    return [sys.executable, "-P", "-m", "tests.fuzz.run", "child", "--target", target, "--", *libfuzzer_args]
+    text = f'#!/bin/sh\nexec "{sys.executable}" -P -m tests.fuzz.run child --target {target} -- "$@"\n'
+    if not script.is_file() or script.read_text() != text:
+        BUILD.mkdir(parents=True, exist_ok=True)
+        script.write_text(text)
+        script.chmod(0o755)
+    return script
+
+
+def child_command(target: str, libfuzzer_args: list[str]) -> list[str]:
+    return [str(child_script(target)), *libfuzzer_args]
 
 
 def limits(backend: str) -> list[str]:
@@ -189,8 +205,7 @@ def run_child(command: list[str], env: dict[str, str], log: Path) -> tuple[int, 
     return proc.returncode, seen
 
 
-def fuzz(target: str, backend: str, seconds: int | None, runs: int | None, seed: int | None,
-         record: bool = True) -> int:
+def fuzz(target: str, backend: str, seconds: int | None, runs: int | None, seed: int | None) -> int:
     corpus = CORPUS / target
     corpus.mkdir(parents=True, exist_ok=True)
     crashes = BUILD / "crashes" / f"{target}-{backend}"
@@ -212,7 +227,7 @@ def fuzz(target: str, backend: str, seconds: int | None, runs: int | None, seed:
         fixture = keep_crash(Path(str(crash)), target)
         print(f"rdbspec-fuzz: crash kept as {fixture.relative_to(ROOT)}: fix it, then note it in "
               f"{(CRASHES / 'README.md').relative_to(ROOT)}", file=sys.stderr)
-    if record and "execs" in seen:
+    if "execs" in seen:  # the fuzzer started
         row = {"finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                "target": target, "backend": backend, "seconds": round(elapsed), **seen,
                "crash": fixture.name if fixture else ""}
@@ -221,9 +236,10 @@ def fuzz(target: str, backend: str, seconds: int | None, runs: int | None, seed:
 
 
 def keep_crash(artifact: Path, target: str) -> Path:
-    """A crash file as a regression fixture: tests/fuzz/crashes/<target>-<its name>."""
+    """A crash file as a regression fixture: tests/fuzz/crashes/<target>-<its hash>, the kind of
+    crash before the hash when it is no exception or sanitizer report ("timeout-", "oom-")."""
     CRASHES.mkdir(exist_ok=True)
-    fixture = CRASHES / f"{target}-{artifact.name.removeprefix('crash-').removeprefix('timeout-')}"
+    fixture = CRASHES / f"{target}-{artifact.name.removeprefix('crash-')}"
     shutil.copyfile(artifact, fixture)
     return fixture
 
