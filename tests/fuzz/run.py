@@ -272,14 +272,17 @@ def totals() -> dict[str, dict[str, int]]:
 def merge(target: str) -> int:
     """The corpus of `target` cut down to the inputs that keep its coverage, from the corpus and
     the seeds: libFuzzer's -merge=1 under the Python backend, then under the native one, which
-    adds the inputs that reach native code the first kept does not."""
+    adds the inputs that reach native code the first kept does not. An input is kept for a
+    counter it reaches, not for how often (-use_counters=0): the corpus stays small."""
     corpus = CORPUS / target
     merged = BUILD / "merged" / target
     shutil.rmtree(merged, ignore_errors=True)
     merged.mkdir(parents=True)
     for backend in ("python", "native"):
-        args = ["-merge=1", str(merged), str(corpus), str(make_seeds()), *limits(backend),
-                f"-merge_control_file={BUILD / f'merge-{target}.txt'}"]
+        control = BUILD / f"merge-{target}-{backend}.txt"
+        control.unlink(missing_ok=True)  # a control file left by a merge that stopped would be resumed
+        args = ["-merge=1", "-use_counters=0", str(merged), str(corpus), str(make_seeds()), *limits(backend),
+                f"-merge_control_file={control}"]
         code, _ = run_child(child_command(target, args), child_env(backend),
                             BUILD / f"merge-{target}-{backend}.log")
         if code != 0:
