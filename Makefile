@@ -26,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 .PHONY: setup run test test-asan test-peers test-large regenerate check-generated lint conformance pytest bench \
-  debian-packages
+  debian-packages fuzz fuzz-build
 
 $(VENV_STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || \
@@ -105,9 +105,10 @@ test: setup check-generated lint conformance pytest test-asan
 
 # The native backend built again with AddressSanitizer and UndefinedBehaviorSanitizer into
 # build/asan (never the install), then the golden fixtures (conformance's ours-native), the corpus,
-# the fuzz run, the chunked readers of hashtable-encoded values (tests/unit/test_chunks.py), both JSON
-# writers, the compiled one's float printer (tests/unit/test_shortest_double.py) and the mapped pages'
-# releasing thread through it, the RESTORE commands built in C (rdbspec itself imported from build/asan too,
+# the seeded fuzz run, the crashes the coverage-guided fuzzing found (tests/fuzz/crashes/), the
+# chunked readers of hashtable-encoded values (tests/unit/test_chunks.py), both JSON writers, the
+# compiled one's float printer (tests/unit/test_shortest_double.py) and the mapped pages' releasing
+# thread through it, the RESTORE commands built in C (rdbspec itself imported from build/asan too,
 # so its compiled JSON encoder, stream ID check, releaser and RESTORE builder are the instrumented ones;
 # -P and pythonpath keep the source tree's out):
 # any report aborts the run (CPython's own leaks are by design, so leak detection is off).
@@ -123,7 +124,29 @@ test-asan: $(STAMP) $(NATIVE_STAMP)
 	$(ASAN_ENV) $(PY) tests/conformance/run.py --only ours-native
 	$(ASAN_ENV) $(PY) -m pytest -q -rP -p no:cacheprovider -o pythonpath='$(ASAN)/lib .' \
 	  tests/corpus/test_corpus.py tests/unit/test_fuzz.py tests/servers/test_jsonl.py tests/unit/test_shortest_double.py tests/unit/test_source.py \
-	  tests/unit/test_chunks.py tests/unit/test_restore_payloads.py
+	  tests/unit/test_chunks.py tests/unit/test_restore_payloads.py tests/unit/test_fuzz_crashes.py
+
+# Coverage-guided fuzzing with atheris (tests/fuzz/run.py): each target (the read walk, the write round
+# trip) with each backend for FUZZ_S seconds, the native one built into build/fuzz as test-asan builds
+# it (ASan, UBSan) plus gcc's coverage callbacks (-fsanitize-coverage=trace-pc,trace-cmp, which
+# tests/fuzz/native_coverage.c hands to libFuzzer); then each target's corpus (tests/fuzz/corpus/) is
+# merged down to what keeps its coverage. A crash is kept in tests/fuzz/crashes/ and fails the run;
+# every run adds its figures to tests/fuzz/runs.tsv. The build is incremental: only what changed.
+FUZZ_S ?= 60
+FUZZ := build/fuzz
+fuzz-build: $(STAMP) $(NATIVE_STAMP)
+	RDBSPEC_REQUIRE_NATIVE=1 LDFLAGS='-fsanitize=address,undefined' \
+	  CFLAGS='-fsanitize=address,undefined -fsanitize-coverage=trace-pc,trace-cmp -fno-omit-frame-pointer -O1 -g1' \
+	  $(PY) setup.py -q build --build-base $(FUZZ) --build-lib $(FUZZ)/lib >/dev/null
+	gcc -O2 -Wall -shared -fPIC -o $(FUZZ)/native_coverage.so tests/fuzz/native_coverage.c -ldl
+
+fuzz: fuzz-build
+	@status=0; for target in read write; do \
+	  for backend in python native; do \
+	    $(PY) -m tests.fuzz.run fuzz --target $$target --backend $$backend --seconds $(FUZZ_S) || status=1; \
+	  done; \
+	  $(PY) -m tests.fuzz.run merge --target $$target || status=1; \
+	done; $(PY) -m tests.fuzz.run totals; exit $$status
 
 # The dumps other projects publish, never copied into the repository: read from ../shared.
 test-peers: $(STAMP)

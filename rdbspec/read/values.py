@@ -277,7 +277,10 @@ def df_member_expiry_ms(raw: bytes) -> int | None:
 
 def df_chunks(chunk_list: Any) -> bytes:
     """The bytes of a `dragonfly::df_chunk_list` (absent when the total size is 0): each chunk
-    is an `rdb_string` (plain, integer-encoded or LZF), decoded and joined."""
+    is an `rdb_string` (plain, integer-encoded or LZF), decoded and joined; None (a filter of 0
+    bytes) is no bytes."""
+    if chunk_list is None:
+        return b""
     return b"".join(text(chunk.data) for chunk in chunk_list.chunks)
 
 
