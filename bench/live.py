@@ -326,7 +326,4 @@ def section(got: LiveRun) -> list[str]:
             "runs, as multisets of lines; a difference marks rdbspec's result wrong, out of the targets.", ""]
     out += table(got)
     out += ["", *target_lines(got), ""]
-    problems = [f"* {name} on {ds}: {r.status}{' (wrong output)' if r.invalid else ''}: {r.note}"
-                for (name, ds), r in got.results.items() if r.status not in ("ok", "skipped") or r.invalid]
-    notes = [f"* {n}" for n in got.notes] + problems
-    return out + notes + ([""] if notes else [])
+    return out + got.closing_lines("wrong output")

@@ -397,7 +397,4 @@ def section(got: RestoreRun) -> list[str]:
             "not counted.", ""]
     out += rss_table(got)
     out += ["", *target_lines(got), ""]
-    problems = [f"* {name} on {ds}: {r.status}{' (wrong key count)' if r.invalid else ''}: {r.note}"
-                for (name, ds), r in got.results.items() if r.status not in ("ok", "skipped") or r.invalid]
-    notes = [f"* {n}" for n in got.notes] + problems
-    return out + notes + ([""] if notes else [])
+    return out + got.closing_lines("wrong key count")

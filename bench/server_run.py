@@ -48,6 +48,14 @@ class ServerRun:
         return (f"Run by `python -m bench {' '.join(self.argv)}`".rstrip() + f", finished {self.finished}; the "
                 "machine and versions above may describe another run.")
 
+    def closing_lines(self, wrong: str) -> list[str]:
+        """The section's last lines: its notes, then each run that did not end well (`wrong`: what a
+        result counted wrong is said to have)."""
+        problems = [f"* {name} on {ds}: {r.status}{f' ({wrong})' if r.invalid else ''}: {r.note}"
+                    for (name, ds), r in self.results.items() if r.status not in ("ok", "skipped") or r.invalid]
+        lines = [f"* {n}" for n in self.notes] + problems
+        return lines + ([""] if lines else [])
+
 
 def begin(got: ServerRun, section: str) -> Path | None:
     """Fills in `got`'s backend (native when built), rdbspec's version and the server's, and returns Debian's
