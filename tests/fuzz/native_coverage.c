@@ -17,6 +17,10 @@
    its PLT. The two registration entry points are defined here too and forwarded. Until
    `fuzz_bind` names the loaded libFuzzer, registrations are kept and comparisons dropped.
 
+   With RDBSPEC_FUZZ_BLOCKS set, a counter counts a basic block alone, not an edge: what a merge
+   of the corpus keeps an input for (an edge's hash takes the calls before it along, so nearly
+   every input reaches an edge no other does).
+
    `fuzz_native_edges` counts the counters that were ever hit; the count is printed when the
    process exits (libFuzzer ends a run with exit(), which Python's atexit does not hear of). */
 
@@ -41,6 +45,7 @@ static uint8_t counters[EDGES] __attribute__((aligned(4096)));
 static uint8_t ever[EDGES];
 static struct { uintptr_t pc, flags; } pcs[EDGES];
 static uint32_t previous;  /* not thread-local: a TLS access from a shared library is a call */
+static int blocks;
 
 static void ignore_init(uint8_t *start, uint8_t *stop) { (void)start; (void)stop; }
 static void ignore_cmp1(uint8_t a, uint8_t b) { (void)a; (void)b; }
@@ -65,7 +70,7 @@ void __sanitizer_cov_trace_pc(void) {
     uint32_t edge = (here ^ previous) & (EDGES - 1);
     counters[edge]++;
     ever[edge] = 1;
-    previous = here >> 1;
+    previous = blocks ? 0 : here >> 1;
 }
 
 static void registration(int is_pcs, uint8_t *start, uint8_t *stop) {
@@ -119,6 +124,7 @@ int fuzz_bind(const char *path) {
     BIND(const_cmp8, "__sanitizer_cov_trace_const_cmp8");
     BIND(trace_switch, "__sanitizer_cov_trace_switch");
     bound = 1;
+    blocks = getenv("RDBSPEC_FUZZ_BLOCKS") != NULL;
     for (int i = 0; i < pending_count; i++)
         registration(pending[i].pcs, pending[i].start, pending[i].stop);
     pending_count = 0;

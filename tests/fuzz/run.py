@@ -272,8 +272,9 @@ def totals() -> dict[str, dict[str, int]]:
 def merge(target: str) -> int:
     """The corpus of `target` cut down to the inputs that keep its coverage, from the corpus and
     the seeds: libFuzzer's -merge=1 under the Python backend, then under the native one, which
-    adds the inputs that reach native code the first kept does not. An input is kept for a
-    counter it reaches, not for how often (-use_counters=0): the corpus stays small."""
+    adds the inputs that reach native basic blocks the first kept does not (blocks, not edges:
+    tests/fuzz/native_coverage.c). An input is kept for a counter it reaches, not for how often
+    (-use_counters=0): the corpus stays small."""
     corpus = CORPUS / target
     merged = BUILD / "merged" / target
     shutil.rmtree(merged, ignore_errors=True)
@@ -283,8 +284,8 @@ def merge(target: str) -> int:
         control.unlink(missing_ok=True)  # a control file left by a merge that stopped would be resumed
         args = ["-merge=1", "-use_counters=0", str(merged), str(corpus), str(make_seeds()), *limits(backend),
                 f"-merge_control_file={control}"]
-        code, _ = run_child(child_command(target, args), child_env(backend),
-                            BUILD / f"merge-{target}-{backend}.log")
+        env = dict(child_env(backend), RDBSPEC_FUZZ_BLOCKS="1")
+        code, _ = run_child(child_command(target, args), env, BUILD / f"merge-{target}-{backend}.log")
         if code != 0:
             return code
     seeds = {path.read_bytes() for path in SEEDS.iterdir() if path.is_file()}
