@@ -81,7 +81,7 @@ def test_synopsis_commands_and_options_exist() -> None:
 
 def test_synopsis_make_targets_exist() -> None:
     targets = [words[1] for words in _synopsis_lines("make")]
-    assert targets == ["run", "test", "test-asan", "test-peers", "test-large"]
+    assert targets == ["run", "test", "test-asan", "test-peers", "test-large", "fuzz"]
     for target in targets:
         done = run(["make", "-n", target], REPO)
         assert done.returncode == 0, done.stderr
