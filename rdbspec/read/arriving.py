@@ -110,7 +110,7 @@ class ArrivingSource(Source):
         self._thread = threading.Thread(target=self._receive, name="rdbspec-receive", daemon=True)
         self._thread.start()
         with self._changed:
-            self._changed.wait_for(lambda: self._failed() or self._complete or self._received >= OPENED_WITH)
+            self._changed.wait_for(lambda: self._ended() or self._received >= OPENED_WITH)
             self._raise_failure()
         super().__init__(mapping, address.url)
 
@@ -157,8 +157,9 @@ class ArrivingSource(Source):
 
     # -- the reader's side -------------------------------------------------------------------
 
-    def _failed(self) -> bool:
-        return self._failure is not None
+    def _ended(self) -> bool:
+        """Whether the transfer is over: every byte come, or failed."""
+        return self._complete or self._failure is not None
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -178,7 +179,7 @@ class ArrivingSource(Source):
             self._wanted = True
             self._changed.notify_all()
             try:
-                self._changed.wait_for(lambda: self._failed() or self._complete or self._received >= enough)
+                self._changed.wait_for(lambda: self._ended() or self._received >= enough)
             finally:
                 self._wanted = False
             self._raise_failure()
@@ -201,7 +202,7 @@ class ArrivingSource(Source):
     def whole(self) -> tuple[int, int]:
         """Waits for the RDB's last byte: (the bytes before its last 8, their CRC-64)."""
         with self._changed:
-            self._changed.wait_for(lambda: self._failed() or self._complete)
+            self._changed.wait_for(self._ended)
             self._raise_failure()
             return self._summed, self._crc
 
