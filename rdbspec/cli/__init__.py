@@ -25,6 +25,7 @@ import heapq
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -61,7 +62,7 @@ from ..read import backend, dumpfile, location, parallel, values
 from ..read.streams import Stream
 from ..read.values import STREAM_KINDS
 from ..report.data import element_count
-from ..report.prefixes import PrefixTree
+from ..report.prefixes import PrefixSums
 from .common import (
     TYPES,
     AnyCaseSubParsers,
@@ -233,27 +234,32 @@ def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
 
 
 def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
-    """Keys, elements and memory by key prefix (`report.prefixes`), the most memory first."""
-    tree: PrefixTree | None = None
-    for _, part, _ in each_range(dump, args, out, _prefix_tree):
-        if tree is None:
-            tree = part
-        else:
-            tree.merge(part)
-    assert tree is not None
-    header = ["prefix", "level", "keys", "elements", "memory"]
-    rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in tree.ranked(args.top))
-    _write_table(out, header, rows, args.csv)
+    """Keys, elements and memory by key prefix (`report.prefixes`), the most memory first. Past
+    `prefixes.SPILL_PREFIXES` prefixes the sums go through sorted runs in a temporary directory
+    (removed at the end): the memory held stays the same whatever the number of prefixes."""
+    with tempfile.TemporaryDirectory(prefix="rdbspec-prefixes-") as directory:
+        sums: PrefixSums | None = None
+        for _, part, _ in each_range(dump, args, out, partial(_prefix_sums, directory)):
+            if sums is None:
+                sums = part
+            else:
+                sums.merge(part)
+        assert sums is not None
+        header = ["prefix", "level", "keys", "elements", "memory"]
+        rows = ([row.prefix, row.level, row.keys, row.elements, row.memory] for row in sums.ranked(args.top))
+        _write_table(out, header, rows, args.csv)
 
 
-def _prefix_tree(dump: dumpfile.Dump, args: argparse.Namespace, records: Iterator[dumpfile.KeyRecord] | None,
-                 piece: parallel.Piece | None, out: TextIO) -> PrefixTree:
-    """The prefix sums of the keys of `records` (all: None)."""
+def _prefix_sums(directory: str, dump: dumpfile.Dump, args: argparse.Namespace,
+                 records: Iterator[dumpfile.KeyRecord] | None, piece: parallel.Piece | None, out: TextIO) -> PrefixSums:
+    """The prefix sums of the keys of `records` (all: None); a worker's (`piece`) big ones on disk."""
     model = memory.model_for(dump, args.as_version, args.allocator)
-    tree = PrefixTree(args.separator, args.depth)
+    sums = PrefixSums(args.separator, args.depth, directory)
     for record in _selected(dump, args, records):
-        tree.add(record.key, element_count(record), model.usage(record) or 0)  # not sized: 0 bytes
-    return tree
+        sums.add(record.key, element_count(record), model.usage(record) or 0)  # not sized: 0 bytes
+    if piece is not None:
+        sums.settle()
+    return sums
 
 
 def _write_table(out: TextIO, header: list[str], rows: Iterator[list], as_csv: bool) -> None:

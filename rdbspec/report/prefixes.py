@@ -14,6 +14,10 @@ Trees of consecutive parts of the keys (read by several workers: `rdbspec.read.p
 which prefixes a bounded tree keeps depends on the order they came in, so such a tree records it.
 Once a bounded tree is full its prefixes stay what they are: the keys after can be counted apart
 in a `FramedTree` of it, which merges back whatever their number.
+
+`PrefixSums` counts every prefix, as an unbounded tree does, in bounded memory: past
+`SPILL_PREFIXES` its tree goes to disk as a run sorted by prefix (`rdbspec.report.runs`), and the
+runs are summed and ranked from there.
 """
 
 from __future__ import annotations
@@ -23,6 +27,15 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from . import runs
+
+SPILL_PREFIXES = 200_000  # prefixes a `PrefixSums` holds in memory (about 170 bytes each) before they go to disk
+SEND_PREFIXES = 20_000  # more than this, and a worker's prefixes go to disk rather than through its pipe
+SORT_ROWS = 100_000  # rows sorted in memory at once when the prefixes are ranked from disk
+
+# a prefix taken out of a tree: (-memory, prefix, level * 2 + other, (keys, elements))
+Taken = tuple[int, bytes, int, tuple[int, int]]
 
 
 @dataclass(slots=True)
@@ -241,13 +254,11 @@ class PrefixTree:
 
     def ranked(self, top: int | None = None) -> Iterator[PrefixRow]:
         """The prefixes with the most memory first (then by prefix, parents first), the `top` ones or
-        all. The tree is consumed as the rows are made (`_taken`): a tree of millions of prefixes and its
+        all. The tree is consumed as the rows are made (`taken`): a tree of millions of prefixes and its
         rows are never held whole together."""
-        ranked = heapq.nsmallest(top, self._taken()) if top is not None else sorted(self._taken())
-        for minus_memory, prefix, rank, (keys, elements) in ranked:
-            yield PrefixRow(prefix, rank >> 1, keys, elements, -minus_memory, bool(rank & 1))
+        return _ranked(heapq.nsmallest(top, self.taken()) if top is not None else sorted(self.taken()))
 
-    def _taken(self) -> Iterator[tuple[int, bytes, int, tuple[int, int]]]:
+    def taken(self) -> Iterator[Taken]:
         """(-memory, prefix, level * 2 + other, (keys, elements)) of every prefix, in that order a
         prefix before the `other` of the same name and level, each taken out of the tree as it is given
         (the tree holds none afterwards). A row is a 4-tuple, the size of the prefix it replaces, and
@@ -268,6 +279,68 @@ class PrefixTree:
                 other = node.other
                 yield -other.memory, prefix or b"", 2 * level + 3, (other.keys, other.elements)
         self.nodes = 0
+
+
+class PrefixSums:
+    """The sums of every prefix up to `depth` of any number of keys, at most `spill_at` prefixes
+    of them in memory: a tree that reaches it is written to a run in `directory` (its rows sorted
+    by prefix) and started anew. Sums of consecutive parts of the keys (workers' results) add up
+    with `merge`, in any order (no prefix is dropped, so the order keys came in does not count)."""
+
+    def __init__(self, separator: bytes, depth: int, directory: str, spill_at: int = SPILL_PREFIXES):
+        self.tree = PrefixTree(separator, depth)
+        self.directory = directory
+        self.spill_at = spill_at
+        self.runs: list[str] = []
+
+    def add(self, key: bytes, elements: int, memory: int) -> None:
+        self.tree.add(key, elements, memory)
+        if self.tree.nodes >= self.spill_at:
+            self.spill()
+
+    def merge(self, other: PrefixSums) -> None:
+        self.tree.merge(other.tree)
+        self.runs += other.runs
+        if self.tree.nodes >= self.spill_at:
+            self.spill()
+
+    def settle(self) -> None:
+        """Sends the tree to disk if it holds more than `SEND_PREFIXES` (a worker's, before it is
+        pickled to the parent: the parent holds the results read ahead of the one it takes)."""
+        if self.tree.nodes > SEND_PREFIXES:
+            self.spill()
+
+    def spill(self) -> None:
+        """The tree's prefixes as a run of (prefix, level * 2 + other, -memory, keys, elements), by
+        prefix (then level and `other`); the tree starts anew."""
+        by_prefix = sorted((prefix, rank, minus_memory, keys, elements)
+                           for minus_memory, prefix, rank, (keys, elements) in self.tree.taken())
+        self.runs.append(runs.write_run(by_prefix, self.directory))
+        self.tree = PrefixTree(self.tree.separator, self.tree.depth)
+
+    def ranked(self, top: int | None = None) -> Iterator[PrefixRow]:
+        """The prefixes with the most memory first, as `PrefixTree.ranked` gives them; from the runs
+        on disk when there are any (a prefix's sums added up over the runs, then sorted in
+        `SORT_ROWS` rows of memory at a time; `top` of them kept in memory)."""
+        if not self.runs:
+            return self.tree.ranked(top)
+        self.spill()
+        summed = runs.merged(self.runs, self.directory, 2, _add_spilled)
+        self.runs = []
+        taken = ((minus_memory, prefix, rank, (keys, elements))
+                 for prefix, rank, minus_memory, keys, elements in summed)
+        return _ranked(heapq.nsmallest(top, taken) if top is not None
+                       else runs.sorted_rows(taken, self.directory, SORT_ROWS))
+
+
+def _add_spilled(a: runs.Row, b: runs.Row) -> runs.Row:
+    """The sums of one prefix's rows of two runs: (prefix, rank, -memory, keys, elements)."""
+    return a[0], a[1], a[2] + b[2], a[3] + b[3], a[4] + b[4]
+
+
+def _ranked(taken: Iterable[Taken]) -> Iterator[PrefixRow]:
+    for minus_memory, prefix, rank, (keys, elements) in taken:
+        yield PrefixRow(prefix, rank >> 1, keys, elements, -minus_memory, bool(rank & 1))
 
 
 class FramedTree(PrefixTree):

@@ -20,6 +20,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -33,6 +34,7 @@ from rdbspec.errors import EXIT_CODES, RdbError
 from rdbspec.read import backend, dumpfile, parallel, splits
 from rdbspec.read.checksum import crc64
 from rdbspec.read.streams import Stream
+from rdbspec.report import prefixes, runs
 from rdbspec.report.data import ReportBuilder
 from rdbspec.report.prefixes import FramedTree, PrefixTree
 from tests.support import dragonfly_dumps as rdb_bytes  # noqa: E402 - byte builders shared with the Dragonfly fixtures
@@ -509,6 +511,46 @@ def test_prefix_trees_go_to_the_parent_as_they_were_and_rank_as_their_sorted_row
         expected = sorted(tree.rows(), key=lambda row: (-row.memory, row.prefix))
         assert list(copy.ranked(5)) == expected[:5]
         assert list(pickle.loads(pickle.dumps(tree)).ranked()) == expected
+
+
+def test_prefix_sums_past_their_memory_rank_as_one_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`PrefixSums` of consecutive parts of the keys, each sending its tree to disk past 7 prefixes
+    (a worker's past 5 when it settles), merged in any order, then summed over 3 runs at a time and
+    ranked 11 rows at a time, give the rows of one tree; the runs are gone once read."""
+    monkeypatch.setattr(prefixes, "SEND_PREFIXES", 5)
+    monkeypatch.setattr(prefixes, "SORT_ROWS", 11)
+    monkeypatch.setattr(runs, "FAN_IN", 3)
+    rows = _keys(500, 4)
+    for top in (None, 5):
+        whole = PrefixTree(b":", 3)
+        parts = [prefixes.PrefixSums(b":", 3, str(tmp_path), spill_at=7) for _ in range(4)]
+        for number, (_, key, *_, memory, _) in enumerate(rows):
+            whole.add(key, number % 3, memory)
+            parts[number * 4 // len(rows)].add(key, number % 3, memory)
+        for part in parts:
+            part.settle()
+        sums = pickle.loads(pickle.dumps(parts[2]))
+        for part in (parts[0], parts[3], parts[1]):
+            sums.merge(pickle.loads(pickle.dumps(part)))
+        assert len(sums.runs) > 2 * runs.FAN_IN
+        assert list(sums.ranked(top)) == list(whole.ranked(top))
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_prefixes_past_their_memory(big_dump: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rdbspec_main,
+                                    pieces) -> None:
+    """`rdbspec prefixes` whose sums go through runs on disk (past 40 prefixes, a worker's past 10)
+    writes what it writes in memory, in one process or several; the temporary directory is gone."""
+    in_memory = rdbspec_main(["prefixes", str(big_dump), "--depth", "3", "--jobs", "1"])
+    assert in_memory.code == 0 and in_memory.out.count(b"\n") > 200
+    monkeypatch.setattr(prefixes, "SPILL_PREFIXES", 40)
+    monkeypatch.setattr(prefixes, "SEND_PREFIXES", 10)
+    monkeypatch.setattr(prefixes, "SORT_ROWS", 30)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert assert_same(rdbspec_main, pieces, ["prefixes", str(big_dump), "--depth", "3"], 4_000) == in_memory
+    args = ["prefixes", str(big_dump), "--depth", "3", "--csv"]
+    assert rdbspec_main([*args, "--top", "7"]).out.splitlines() == rdbspec_main(args).out.splitlines()[:8]
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith("rdbspec-prefixes-")] == []
 
 
 def test_report_with_a_full_prefix_tree(big_dump: Path, monkeypatch: pytest.MonkeyPatch, rdbspec_main,
