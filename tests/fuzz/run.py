@@ -6,7 +6,8 @@
 
 `fuzz` runs one target (tests/fuzz/targets.py: `read`, `write`) with one backend in a child
 process (`child`, below), from the committed corpus (tests/fuzz/corpus/<target>/, where libFuzzer
-adds what reaches new coverage) and the seeds (`targets.seeds`, made in build/fuzz/seeds/). The
+adds what reaches new coverage) and the seeds (`targets.seeds`, made anew for each run in a
+directory of its own under build/fuzz: runs at once do not share one). The
 child is the fuzzer; this process reads its output, adds a row to tests/fuzz/runs.tsv (when, the
 target and backend, seconds, inputs executed, `cov:` and `ft:` at the end, the corpus, the crash
 if any) and copies a crash into tests/fuzz/crashes/ as a regression fixture: it stays there,
@@ -35,6 +36,7 @@ library instead, which forwards them).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import datetime
 import importlib
@@ -45,6 +47,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +59,6 @@ LEDGER = HERE / "runs.tsv"
 BUILD = ROOT / "build" / "fuzz"
 NATIVE_LIB = BUILD / "lib"  # the native backend with the sanitizers and gcc's coverage (make fuzz)
 SHIM = BUILD / "native_coverage.so"  # tests/fuzz/native_coverage.c, compiled by make fuzz
-SEEDS = BUILD / "seeds"
 TIMEOUT_S = 10
 RSS_LIMIT_MB = {"python": 2048, "native": 4096}  # ASan's shadow memory and quarantine count in the RSS
 LEDGER_COLUMNS = ("finished", "target", "backend", "seconds", "execs", "cov", "ft", "corpus", "native_edges", "crash")
@@ -146,7 +149,10 @@ def child_env(backend: str, sanitized: bool = True) -> dict[str, str]:
         path.insert(0, str(NATIVE_LIB))
         env["LD_PRELOAD"] = " ".join([str(SHIM), *sanitizer_libs()])
         # the coverage library comes before libasan, whose no-op __sanitizer_cov_* it stands in for
-        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:verify_asan_link_order=0"
+        # malloc_context_size: ASan records each allocation's stack in its depot, a fifth of the time
+        # of a run at the default 30 frames; a crash kept is replayed by `make test-asan` in full
+        env["ASAN_OPTIONS"] = ("detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:verify_asan_link_order=0:"
+                               "malloc_context_size=2")
         env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
     env["PYTHONPATH"] = os.pathsep.join(path)
     return env
@@ -176,11 +182,19 @@ def limits(backend: str) -> list[str]:
             f"-malloc_limit_mb={RSS_LIMIT_MB[backend]}"]
 
 
-def make_seeds(directory: Path = SEEDS) -> Path:
+def make_seeds(directory: Path) -> Path:
     from tests.fuzz.targets import write_seeds
 
     write_seeds(directory)
     return directory
+
+
+@contextlib.contextmanager
+def run_seeds() -> Iterator[Path]:
+    """The seeds, made in a temporary directory of build/fuzz for one run (removed after it)."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="seeds-", dir=BUILD) as directory:
+        yield make_seeds(Path(directory))
 
 
 def run_child(command: list[str], env: dict[str, str], log: Path) -> tuple[int, dict[str, object]]:
@@ -210,8 +224,11 @@ def fuzz(target: str, backend: str, seconds: int | None, runs: int | None, seed:
     corpus.mkdir(parents=True, exist_ok=True)
     crashes = BUILD / "crashes" / f"{target}-{backend}"
     crashes.mkdir(parents=True, exist_ok=True)
-    args = [str(corpus), str(make_seeds()), *limits(backend), f"-artifact_prefix={crashes}/",
-            "-print_final_stats=1", "-reload=0"]
+    # -entropic=0: libFuzzer's entropic schedule updates a frequency for every feature an input
+    # reaches, and an input of the native backend reaches tens of thousands (its basic blocks
+    # under the sanitizers): that took over half of each run, the plain schedule a fraction
+    args = [str(corpus), *limits(backend), f"-artifact_prefix={crashes}/", "-print_final_stats=1", "-reload=0",
+            "-entropic=0"]
     if seconds is not None:
         args.append(f"-max_total_time={seconds}")
     if runs is not None:
@@ -219,7 +236,9 @@ def fuzz(target: str, backend: str, seconds: int | None, runs: int | None, seed:
     if seed is not None:
         args.append(f"-seed={seed}")
     started = datetime.datetime.now(datetime.timezone.utc)
-    code, seen = run_child(child_command(target, args), child_env(backend), BUILD / f"{target}-{backend}.log")
+    with run_seeds() as seeds:
+        args.insert(1, str(seeds))
+        code, seen = run_child(child_command(target, args), child_env(backend), BUILD / f"{target}-{backend}.log")
     elapsed = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
     crash = seen.get("crash")
     fixture = None
@@ -279,16 +298,17 @@ def merge(target: str) -> int:
     merged = BUILD / "merged" / target
     shutil.rmtree(merged, ignore_errors=True)
     merged.mkdir(parents=True)
-    for backend in ("python", "native"):
-        control = BUILD / f"merge-{target}-{backend}.txt"
-        control.unlink(missing_ok=True)  # a control file left by a merge that stopped would be resumed
-        args = ["-merge=1", "-use_counters=0", str(merged), str(corpus), str(make_seeds()), *limits(backend),
-                f"-merge_control_file={control}"]
-        env = dict(child_env(backend), RDBSPEC_FUZZ_BLOCKS="1")
-        code, _ = run_child(child_command(target, args), env, BUILD / f"merge-{target}-{backend}.log")
-        if code != 0:
-            return code
-    seeds = {path.read_bytes() for path in SEEDS.iterdir() if path.is_file()}
+    with run_seeds() as seed_dir:
+        for backend in ("python", "native"):
+            control = BUILD / f"merge-{target}-{backend}.txt"
+            control.unlink(missing_ok=True)  # a control file left by a merge that stopped would be resumed
+            args = ["-merge=1", "-use_counters=0", str(merged), str(corpus), str(seed_dir), *limits(backend),
+                    f"-merge_control_file={control}"]
+            env = dict(child_env(backend), RDBSPEC_FUZZ_BLOCKS="1")
+            code, _ = run_child(child_command(target, args), env, BUILD / f"merge-{target}-{backend}.log")
+            if code != 0:
+                return code
+        seeds = {path.read_bytes() for path in seed_dir.iterdir() if path.is_file()}
     for old in corpus.iterdir():
         old.unlink()
     for path in merged.iterdir():
