@@ -17,6 +17,11 @@ directory for the commands that write a directory (`remove_stale_in`): a tempora
 can be taken has no live writer. One whose lock cannot be taken (a live writer, a file of another
 user, a file system without locks) is left alone.
 
+A command's working files (`prefixes`' sorted runs) go in a scratch directory of its own,
+`rdbspec-PURPOSE-XXXXXXXX` in TMPDIR (`scratch_directory`), removed whole at the end; its `.lock`
+file is locked the same way while the command runs, and the next command of the same purpose
+removes the directories a killed one left.
+
 An error writing (ENOSPC, EFBIG past RLIMIT_FSIZE, EIO...) is the `OSError` the system call
 raised, naming the output, not the temporary file and not the input, so that the command line
 says `OUT: No space left on device` (exit 6).
@@ -25,14 +30,16 @@ Imports: nothing of rdbspec, so that any module that writes a file may take it."
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import io
 import os
 import re
+import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -46,6 +53,7 @@ TEMP_SUFFIX = ".tmp"
 _RANDOM = r"[a-z0-9_]{8}"
 _ANY_TEMP = re.compile(rf"\..+{re.escape(TEMP_MARK)}{_RANDOM}{re.escape(TEMP_SUFFIX)}")
 BUFFER_SIZE = 1 << 18  # bytes gathered before a write(2)
+SCRATCH_LOCK = ".lock"  # the file of a scratch directory its command holds the lock of
 
 # this process's temporary files (device, inode): never taken for a dead writer's (a process
 # may take its own lock again, and closing any descriptor of a file drops the lock it holds)
@@ -301,3 +309,57 @@ def _remove_if_unlocked(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def scratch_directory(purpose: str) -> Iterator[str]:
+    """A new directory for a command's working files, `rdbspec-PURPOSE-XXXXXXXX` in TMPDIR,
+    removed whole at the end; first, those of the same purpose that no live process holds. Forked
+    workers may write in it (the lock is the parent's)."""
+    base = tempfile.gettempdir()
+    prefix = f"rdbspec-{purpose}-"
+    _remove_stale_scratch(base, prefix)
+    while True:
+        directory = tempfile.mkdtemp(prefix=prefix, dir=base)
+        lock = os.path.join(directory, SCRATCH_LOCK)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        # another command may have taken it for a dead one's between the open and the lock
+        if _lock(fd, wait=True) and not _same_file(lock, fd):
+            os.close(fd)
+            continue
+        break
+    identity = _identity(os.fstat(fd))
+    _writing.add(identity)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        _writing.discard(identity)
+        os.close(fd)
+
+
+def _remove_stale_scratch(base: str, prefix: str) -> None:
+    """Removes the scratch directories `prefix` + 8 characters in `base` whose lock can be taken;
+    one with no lock file yet (being made) is left."""
+    own = re.compile(rf"{re.escape(prefix)}{_RANDOM}")
+    try:
+        entries = [entry for entry in os.scandir(base) if own.fullmatch(entry.name)]
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        lock = os.path.join(entry.path, SCRATCH_LOCK)
+        try:
+            if _identity(os.lstat(lock)) in _writing:
+                continue
+            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:  # no lock file, another user's: not ours to judge
+            continue
+        try:
+            if _lock(fd, wait=False) and _same_file(lock, fd):
+                shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)

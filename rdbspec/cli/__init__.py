@@ -25,7 +25,6 @@ import heapq
 import json
 import os
 import sys
-import tempfile
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -35,7 +34,7 @@ from functools import partial
 from typing import BinaryIO, TextIO
 
 from .. import memory
-from ..atomic import AtomicFile
+from ..atomic import AtomicFile, scratch_directory
 from ..errors import (
     EXIT_CODES,
     InternalError,
@@ -236,8 +235,8 @@ def _largest(rows: Iterable[list], args: argparse.Namespace) -> list[list]:
 def cmd_prefixes(dump: dumpfile.Dump, args: argparse.Namespace, out: TextIO) -> None:
     """Keys, elements and memory by key prefix (`report.prefixes`), the most memory first. Past
     `prefixes.SPILL_PREFIXES` prefixes the sums go through sorted runs in a temporary directory
-    (removed at the end): the memory held stays the same whatever the number of prefixes."""
-    with tempfile.TemporaryDirectory(prefix="rdbspec-prefixes-") as directory:
+    (`atomic.scratch_directory`): the memory held stays the same whatever the number of prefixes."""
+    with scratch_directory("prefixes") as directory:
         sums: PrefixSums | None = None
         for _, part, _ in each_range(dump, args, out, partial(_prefix_sums, directory)):
             if sums is None:

@@ -287,10 +287,10 @@ class PrefixSums:
     by prefix) and started anew. Sums of consecutive parts of the keys (workers' results) add up
     with `merge`, in any order (no prefix is dropped, so the order keys came in does not count)."""
 
-    def __init__(self, separator: bytes, depth: int, directory: str, spill_at: int = SPILL_PREFIXES):
+    def __init__(self, separator: bytes, depth: int, directory: str, spill_at: int | None = None):
         self.tree = PrefixTree(separator, depth)
         self.directory = directory
-        self.spill_at = spill_at
+        self.spill_at = SPILL_PREFIXES if spill_at is None else spill_at
         self.runs: list[str] = []
 
     def add(self, key: bytes, elements: int, memory: int) -> None:

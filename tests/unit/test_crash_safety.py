@@ -227,6 +227,50 @@ def test_a_directory_output_removes_any_dead_writers_file(source: Path, tmp_path
     assert (nodes / "10.0.0.2-6379.rdb").read_bytes() == b"held"
 
 
+# `python -c` this with a dump: `rdbspec prefixes` of it whose sums go to disk past 5 prefixes,
+# SIGKILLed once its first run is written
+KILLED_PREFIXES = """
+import os, signal, sys
+from rdbspec import cli
+from rdbspec.report import prefixes, runs
+prefixes.SPILL_PREFIXES = 5
+write_run = runs.write_run
+def write_then_die(rows, directory):
+    write_run(rows, directory)
+    os.kill(os.getpid(), signal.SIGKILL)
+runs.write_run = write_then_die
+cli.main(["prefixes", sys.argv[1], "--jobs", "1"])
+"""
+# `python -c` this: a live command's scratch directory, held until its stdin closes
+SCRATCH_HOLDER = """
+import sys
+from rdbspec.atomic import scratch_directory
+with scratch_directory("prefixes") as directory:
+    print(directory, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_killed_commands_scratch_directory_goes_a_live_ones_stays(source: Path, tmp_path: Path) -> None:
+    """`prefixes` killed with its sums half on disk leaves its scratch directory in TMPDIR; the next
+    `prefixes` removes it, not that of a command still running, which removes its own at its end."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    live = subprocess.Popen([sys.executable, "-c", SCRATCH_HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env)
+    assert live.stdout is not None
+    held = Path(live.stdout.readline().strip())
+    assert held.parent == tmp_path
+    killed = subprocess.run([sys.executable, "-c", KILLED_PREFIXES, str(source)], env=env, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    [left] = set(tmp_path.iterdir()) - {held}
+    assert left.name.startswith("rdbspec-prefixes-") and len(list(left.iterdir())) == 2  # the lock, a run
+    code, err = finish(start(["prefixes", str(source), "--jobs", "1"], env=env))
+    assert code == 0, err
+    assert list(tmp_path.iterdir()) == [held]
+    live.communicate("", timeout=60)
+    assert live.returncode == 0 and list(tmp_path.iterdir()) == []
+
+
 def test_a_device_is_written_in_place_a_link_through(source: Path, tmp_path: Path) -> None:
     """What cannot be renamed over is written as `open()` writes it: /dev/null stays the device;
     a symbolic link stays a link, its target the new file; a directory is refused before a byte

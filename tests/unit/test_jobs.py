@@ -547,6 +547,16 @@ def test_prefixes_past_their_memory(big_dump: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(prefixes, "SEND_PREFIXES", 10)
     monkeypatch.setattr(prefixes, "SORT_ROWS", 30)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    written: list[str] = []
+    write_run = runs.write_run
+
+    def counted(rows, directory: str) -> str:
+        written.append(write_run(rows, directory))
+        return written[-1]
+
+    monkeypatch.setattr(runs, "write_run", counted)
+    one = rdbspec_main(["prefixes", str(big_dump), "--depth", "3", "--jobs", "1"])
+    assert one == in_memory and len(written) > 5  # the tree's runs and the ranking's
     assert assert_same(rdbspec_main, pieces, ["prefixes", str(big_dump), "--depth", "3"], 4_000) == in_memory
     args = ["prefixes", str(big_dump), "--depth", "3", "--csv"]
     assert rdbspec_main([*args, "--top", "7"]).out.splitlines() == rdbspec_main(args).out.splitlines()[:8]
