@@ -294,8 +294,9 @@ def _remove_matching(directory: str, matches: Callable[[str], object], recursive
             _remove_if_unlocked(entry.path)
 
 
-def _remove_if_unlocked(path: str) -> None:
-    """Removes a temporary file whose lock can be taken: its writer is dead."""
+def _remove_if_unlocked(path: str, remove: Callable[[str], None] = os.unlink) -> None:
+    """Removes a temporary file whose lock can be taken: its writer is dead (`remove` of it: a
+    scratch directory's lock file removes the directory)."""
     try:
         if _identity(os.lstat(path)) in _writing:
             return
@@ -304,7 +305,7 @@ def _remove_if_unlocked(path: str) -> None:
         return
     try:
         if _lock(fd, wait=False) and _same_file(path, fd):
-            os.unlink(path)
+            remove(path)
     except OSError:
         pass
     finally:
@@ -340,7 +341,7 @@ def scratch_directory(purpose: str) -> Iterator[str]:
 
 def _remove_stale_scratch(base: str, prefix: str) -> None:
     """Removes the scratch directories `prefix` + 8 characters in `base` whose lock can be taken;
-    one with no lock file yet (being made) is left."""
+    one with no lock file yet (being made) is left, as `_remove_if_unlocked` leaves a missing file."""
     own = re.compile(rf"{re.escape(prefix)}{_RANDOM}")
     try:
         entries = [entry for entry in os.scandir(base) if own.fullmatch(entry.name)]
@@ -349,17 +350,9 @@ def _remove_stale_scratch(base: str, prefix: str) -> None:
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue
-        lock = os.path.join(entry.path, SCRATCH_LOCK)
-        try:
-            if _identity(os.lstat(lock)) in _writing:
-                continue
-            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:  # no lock file, another user's: not ours to judge
-            continue
-        try:
-            if _lock(fd, wait=False) and _same_file(lock, fd):
-                shutil.rmtree(entry.path, ignore_errors=True)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        _remove_if_unlocked(os.path.join(entry.path, SCRATCH_LOCK), _remove_scratch)
+
+
+def _remove_scratch(lock: str) -> None:
+    """Removes the scratch directory of the lock file `lock`."""
+    shutil.rmtree(os.path.dirname(lock), ignore_errors=True)

@@ -324,7 +324,8 @@ class PrefixSums:
         `SORT_ROWS` rows of memory at a time; `top` of them kept in memory)."""
         if not self.runs:
             return self.tree.ranked(top)
-        self.spill()
+        if self.tree.nodes:
+            self.spill()
         summed = runs.merged(self.runs, self.directory, 2, _add_spilled)
         self.runs = []
         taken = ((minus_memory, prefix, rank, (keys, elements))

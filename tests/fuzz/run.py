@@ -227,17 +227,16 @@ def fuzz(target: str, backend: str, seconds: int | None, runs: int | None, seed:
     # -entropic=0: libFuzzer's entropic schedule updates a frequency for every feature an input
     # reaches, and an input of the native backend reaches tens of thousands (its basic blocks
     # under the sanitizers): that took over half of each run, the plain schedule a fraction
-    args = [str(corpus), *limits(backend), f"-artifact_prefix={crashes}/", "-print_final_stats=1", "-reload=0",
-            "-entropic=0"]
+    options = [*limits(backend), f"-artifact_prefix={crashes}/", "-print_final_stats=1", "-reload=0", "-entropic=0"]
     if seconds is not None:
-        args.append(f"-max_total_time={seconds}")
+        options.append(f"-max_total_time={seconds}")
     if runs is not None:
-        args.append(f"-runs={runs}")
+        options.append(f"-runs={runs}")
     if seed is not None:
-        args.append(f"-seed={seed}")
+        options.append(f"-seed={seed}")
     started = datetime.datetime.now(datetime.timezone.utc)
     with run_seeds() as seeds:
-        args.insert(1, str(seeds))
+        args = [str(corpus), str(seeds), *options]
         code, seen = run_child(child_command(target, args), child_env(backend), BUILD / f"{target}-{backend}.log")
     elapsed = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
     crash = seen.get("crash")

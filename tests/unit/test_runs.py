@@ -17,7 +17,7 @@ def _rows(count: int, seed: int) -> list[tuple[bytes, int, int]]:
 
 
 @pytest.mark.parametrize("count, chunk", [(0, 5), (4, 5), (5, 5), (6, 5), (20_001, 1_000)])
-def test_sorted_rows_in_chunks(tmp_path: Path, count: int, chunk: int) -> None:
+def test_sorted_rows_in_chunks(tmp_path: Path, count: int, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Any number of rows, sorted `chunk` at a time: in memory when they fit in one (no file), else
     through runs, which are removed once merged."""
     rows = _rows(count, count)
@@ -28,9 +28,8 @@ def test_sorted_rows_in_chunks(tmp_path: Path, count: int, chunk: int) -> None:
         made.append(original(rows, directory))
         return made[-1]
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runs, "write_run", counted)
-        assert list(runs.sorted_rows(rows, str(tmp_path), chunk)) == sorted(rows)
+    monkeypatch.setattr(runs, "write_run", counted)
+    assert list(runs.sorted_rows(rows, str(tmp_path), chunk)) == sorted(rows)
     assert len(made) == (0 if count <= chunk else -(-count // chunk))
     assert list(tmp_path.iterdir()) == []
 
